@@ -1,0 +1,106 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// rbacGroups maps a resource to its API group for Role rules.
+var rbacGroups = map[string]string{
+	"pods": "", "configmaps": "", "secrets": "", "nodes": "", "nodes/proxy": "", "pods/exec": "",
+	"replicasets": "apps", "deployments": "apps", "statefulsets": "apps", "daemonsets": "apps",
+	"jobs": "batch", "cronjobs": "batch",
+}
+
+// RoleRule renders the RBAC rule that grants verb on resource.
+func RoleRule(verb, resource string) string {
+	return fmt.Sprintf(`{apiGroups: [%q], resources: [%q], verbs: [%q]}`, rbacGroups[resource], resource, verb)
+}
+
+// explainAPIError turns an error from the API server into one actionable
+// line: what failed, why, and what to do next. server names the API server.
+func explainAPIError(err error, server, namespace string) error {
+	if err == nil {
+		return nil
+	}
+	var le *inspect.ListError
+	verb, resource := "", ""
+	if errors.As(err, &le) {
+		verb, resource, namespace = "list", le.Resource, le.Namespace
+		err = le.Err
+	}
+	where := fmt.Sprintf("in namespace %q", namespace)
+	kind := "Role"
+	if namespace == "" {
+		where, kind = "in all namespaces", "ClusterRole"
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		if resource == "" {
+			return fmt.Errorf("forbidden: %v", err)
+		}
+		return fmt.Errorf("cannot %s %s %s: forbidden (%s)\nA %s with this rule grants it: %s",
+			verb, resource, where, apiMessage(err), kind, RoleRule(verb, resource))
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the API server at %s rejected the credentials (Unauthorized): check your kubeconfig user, or log in again", server)
+	case isConnectionError(err):
+		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %s\nCheck that the cluster is running and that --context/--kubeconfig point at it", server, connectionCause(err))
+	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):
+		return fmt.Errorf("the API server at %s did not answer in time; retry, or raise --request-timeout", server)
+	}
+	if resource != "" {
+		return fmt.Errorf("cannot %s %s %s: %v", verb, resource, where, err)
+	}
+	return err
+}
+
+func apiMessage(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return se.Status().Message
+	}
+	return err.Error()
+}
+
+func isConnectionError(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	var ue *url.Error
+	if errors.As(err, &oe) || errors.As(err, &ne) {
+		return true
+	}
+	if errors.As(err, &ue) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout")
+}
+
+// connectionCause names the failed dial ("dial tcp 127.0.0.1:6443: connect:
+// connection refused") rather than the whole URL chain.
+func connectionCause(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Error()
+	}
+	return rootCause(err)
+}
+
+// rootCause returns the innermost error message of a chain.
+func rootCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}

@@ -1,0 +1,465 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+var (
+	refreshLong = templates.LongDesc(`
+		Make every consumer of the selected ConfigMaps (and Secrets) current with the
+		least disruptive action, then prove it.
+
+		With --strategy auto (the default) each consuming container is observed via
+		exec first: a pod whose mounted volume is pending gets the annotation
+		kubectl-cmsync.io/refreshed-at bumped, so the kubelet rewrites its volumes
+		within about a second without restarting anything; a workload with a stale env
+		or subPath consumer is restarted the way 'kubectl rollout restart' does, once
+		however many of its pods or ConfigMaps need it. Bare pods, Jobs, OnDelete
+		workloads and re-created immutable ConfigMaps are reported as manual, with what
+		to do. With --wait (the default) the result is verified by exec.`)
+
+	refreshExample = templates.Examples(`
+		# Show what would be done, change nothing
+		kubectl cmsync refresh app-config --dry-run=client
+
+		# Refresh every consumer of one ConfigMap, restarting workloads without asking
+		kubectl cmsync refresh app-config --yes
+
+		# Only bump pod annotations (never restart anything)
+		kubectl cmsync refresh app-config --strategy annotate
+
+		# Restart every workload that consumes a Secret, at most 3 of them
+		kubectl cmsync refresh secret/db-credentials --strategy restart --max-restarts 3 --yes`)
+)
+
+var refreshFormats = []string{"", "json", "yaml"}
+
+// RefreshOptions holds the flags and state of `kubectl cmsync refresh`.
+type RefreshOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	AllNamespaces bool
+	Selector      string
+	Secrets       bool
+	IncludeSystem bool
+	Strategy      string
+	DryRun        string
+	Yes           bool
+	MaxRestarts   int
+	Wait          bool
+	Timeout       time.Duration
+	Output        string
+	Verify        VerifyFlags
+
+	// Set by Complete.
+	Namespace  string
+	Names      []inspect.ObjectKey
+	Client     kubernetes.Interface
+	RESTConfig *rest.Config
+	Executor   inspect.Executor
+	Patcher    refresh.Patcher
+	Rollouts   refresh.RolloutChecker
+	Observer   refresh.Observer
+	Now        func() time.Time
+	// StdinTerminal and ErrTerminal tell whether a person is there to ask
+	// and to show progress to.
+	StdinTerminal bool
+	ErrTerminal   bool
+}
+
+// NewRefreshOptions returns options with defaults.
+func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RefreshOptions {
+	return &RefreshOptions{ConfigFlags: flags, IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
+		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute, Now: time.Now}
+}
+
+// NewCmdRefresh builds `kubectl cmsync refresh`.
+func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRefreshOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:                   "refresh [NAME | configmap/NAME | secret/NAME ...] [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Make every consumer of a ConfigMap or Secret current, with the least disruption",
+		Long:                  refreshLong,
+		Example:               refreshExample,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
+	fs := cmd.Flags()
+	fs.StringVar(&o.Strategy, "strategy", o.Strategy, "auto: annotate pods with a pending mount and restart workloads with a stale env or subPath consumer; annotate: only annotate pods; restart: roll out every owning workload.")
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: print the plan, send nothing; server: send the patches with dryRun=All.`)
+	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
+	fs.BoolVarP(&o.Yes, "yes", "y", false, "Restart workloads without asking.")
+	fs.IntVar(&o.MaxRestarts, "max-restarts", o.MaxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
+	fs.BoolVar(&o.Wait, "wait", o.Wait, "Wait until every refreshed consumer is verified current.")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits.")
+	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (json, yaml).")
+	o.Verify.AddFlags(fs, false)
+	return cmd
+}
+
+// Complete resolves namespace, names and the cluster edges.
+func (o *RefreshOptions) Complete(args []string) error {
+	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	if o.Names, err = parseNames(args, ns); err != nil {
+		return err
+	}
+	if o.Client == nil {
+		cfg, err := o.ConfigFlags.ToRESTConfig()
+		if err != nil {
+			return fmt.Errorf("cannot load the kubeconfig: %w", err)
+		}
+		o.RESTConfig = cfg
+		if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return err
+		}
+	}
+	if o.Executor == nil && o.RESTConfig != nil {
+		ex, err := inspect.NewRemoteExecutor(o.RESTConfig)
+		if err != nil {
+			return err
+		}
+		o.Executor = ex
+	}
+	if o.Patcher == nil {
+		o.Patcher = refresh.ClientPatcher{Client: o.Client}
+	}
+	if o.Rollouts == nil {
+		o.Rollouts = refresh.ClusterRollout{Client: o.Client}
+	}
+	if o.Observer == nil {
+		o.Observer = refresh.ClusterObserver{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets}
+	}
+	o.StdinTerminal = isTerminal(o.In)
+	o.ErrTerminal = isTerminal(o.ErrOut)
+	return nil
+}
+
+func (o *RefreshOptions) verifyOptions() inspect.VerifyOptions {
+	return inspect.VerifyOptions{MaxBytes: o.Verify.MaxBytes, Concurrency: o.Verify.Concurrency, ExecTimeout: o.Verify.ExecTimeout, Now: o.Now}
+}
+
+// Validate checks flags and arguments.
+func (o *RefreshOptions) Validate() error {
+	ok := false
+	for _, s := range refresh.Strategies {
+		ok = ok || string(s) == o.Strategy
+	}
+	if !ok {
+		return usageError("invalid --strategy %q: must be one of auto, annotate, restart", o.Strategy)
+	}
+	switch refresh.DryRun(o.DryRun) {
+	case refresh.DryRunNone, refresh.DryRunClient, refresh.DryRunServer:
+	default:
+		return usageError(`invalid --dry-run %q: must be "none", "client", or "server"`, o.DryRun)
+	}
+	if err := validateOutput(o.Output, refreshFormats); err != nil {
+		return err
+	}
+	if o.AllNamespaces && len(o.Names) > 0 {
+		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	}
+	if o.Timeout <= 0 {
+		return usageError("--timeout must be positive, got %s", o.Timeout)
+	}
+	if o.MaxRestarts < -1 {
+		return usageError("--max-restarts must be -1 (no limit) or more, got %d", o.MaxRestarts)
+	}
+	return o.Verify.Validate()
+}
+
+// Run observes, plans, asks, applies and waits.
+func (o *RefreshOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	server := "(unknown server)"
+	if o.RESTConfig != nil {
+		server = o.RESTConfig.Host
+	}
+	wantSecrets := o.Secrets || hasSecret(o.Names)
+	snap, err := inspect.Load(ctx, o.Client, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true})
+	if err != nil {
+		return explainAPIError(err, server, o.Namespace)
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem})
+	if err != nil {
+		return err
+	}
+	vo := o.verifyOptions()
+	if o.ErrTerminal {
+		vo.Progress = o.ErrOut
+	}
+	items = inspect.Verify(ctx, items, snap, o.Executor, vo)
+
+	pods := map[string]*corev1.Pod{}
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		pods[refresh.PodKey(p.Namespace, p.Name)] = p
+	}
+	workloads, err := loadWorkloads(ctx, o.Client, items)
+	if err != nil {
+		return explainAPIError(err, server, o.Namespace)
+	}
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: true})
+	counts := refresh.Counts(plan)
+	dry := refresh.DryRun(o.DryRun)
+
+	if dry == refresh.DryRunClient {
+		return o.printPlan(plan)
+	}
+	if restarts := counts[refresh.ActionRestart]; restarts > 0 {
+		if o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
+			_ = o.printPlan(plan)
+			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d", restarts, o.MaxRestarts)}
+		}
+		if dry == refresh.DryRunNone && !o.Yes {
+			if !o.StdinTerminal {
+				_ = o.printPlan(plan)
+				return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads and stdin is not a terminal to confirm it; add --yes to proceed, or --strategy annotate to restart nothing", restarts)}
+			}
+			_ = printPlanTable(o.ErrOut, plan)
+			if !confirm(o.In, o.ErrOut, fmt.Sprintf("Restart %d workloads (their pods are replaced)? [y/N]: ", restarts)) {
+				return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: not confirmed; nothing was changed")}
+			}
+		}
+	}
+	results := refresh.Apply(ctx, o.Patcher, plan, dry, o.Now)
+	if dry == refresh.DryRunNone && o.Wait {
+		wo := refresh.WaitOptions{Timeout: o.Timeout, Now: o.Now}
+		if o.ErrTerminal {
+			wo.Progress = func(p refresh.Progress) {
+				fmt.Fprintf(o.ErrOut, "\rwaiting: %d/%d current, %s elapsed ", p.Current, p.Total, p.Elapsed.Round(100*time.Millisecond))
+			}
+		}
+		results = refresh.Wait(ctx, results, o.Observer, o.Rollouts, wo)
+		if o.ErrTerminal {
+			fmt.Fprintln(o.ErrOut)
+		}
+	}
+	if err := o.printResults(results, dry); err != nil {
+		return err
+	}
+	return resultError(results, dry, o.Wait)
+}
+
+func (o *RefreshOptions) printPlan(plan []refresh.Action) error {
+	if o.Output != "" {
+		return printDocument(o.Out, refreshDoc(inspect.KindRefreshPlan, plan), o.Output)
+	}
+	return printPlanTable(o.Out, plan)
+}
+
+func refreshDoc(kind string, items any) map[string]any {
+	return map[string]any{"apiVersion": inspect.APIVersion, "kind": kind, "items": items}
+}
+
+func printPlanTable(out io.Writer, plan []refresh.Action) error {
+	if len(plan) == 0 {
+		fmt.Fprintln(out, "Nothing consumes the selected objects: nothing to refresh.")
+		return nil
+	}
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintln(w, "NAMESPACE\tACTION\tTARGET\tCONSUMERS\tREASON")
+	for _, a := range plan {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", a.Target.Namespace, a.Action, a.Target, consumersColumn(a.Consumers), reasonWithWarnings(a.Reason, a.Warnings))
+	}
+	return w.Flush()
+}
+
+func (o *RefreshOptions) printResults(results []refresh.Result, dry refresh.DryRun) error {
+	if o.Output != "" {
+		kind := inspect.KindRefreshResult
+		return printDocument(o.Out, refreshDoc(kind, results), o.Output)
+	}
+	w := printers.GetNewTabWriter(o.Out)
+	fmt.Fprintln(w, "NAMESPACE\tACTION\tTARGET\tCONSUMERS\tRESULT\tCURRENT-AFTER\tDETAIL")
+	for _, r := range results {
+		after := "-"
+		if r.CurrentAfter != nil {
+			after = r.CurrentAfter.Duration.Round(10 * time.Millisecond).String()
+		}
+		detail := r.Detail
+		if r.Error != "" {
+			detail = r.Error
+		}
+		if detail == "" {
+			detail = reasonWithWarnings(r.Reason, r.Warnings)
+		}
+		outcome := string(r.Outcome)
+		if dry == refresh.DryRunServer && r.Outcome == refresh.OutcomeApplied {
+			outcome = "accepted (server dry run)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Target.Namespace, r.Action.Action, r.Target, consumersColumn(r.Consumers), outcome, after, detail)
+	}
+	return w.Flush()
+}
+
+func consumersColumn(cs []refresh.Consumer) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, c := range cs {
+		s := fmt.Sprintf("%s/%s:%s", c.Pod, c.Container, c.Mode)
+		if c.Pod == "" {
+			s = strings.ToLower(c.Object.Kind) + "/" + c.Object.Name
+		}
+		if !seen[s] {
+			seen[s] = true
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) > 3 {
+		return strings.Join(parts[:3], ",") + fmt.Sprintf(",+%d more", len(parts)-3)
+	}
+	return strings.Join(parts, ",")
+}
+
+func reasonWithWarnings(reason string, warnings []string) string {
+	for _, w := range warnings {
+		reason += " (warning: " + w + ")"
+	}
+	return reason
+}
+
+// resultError maps results to the exit code: 1 when a patch failed (with
+// what was and was not changed), 3 when consumers are not current.
+func resultError(results []refresh.Result, dry refresh.DryRun, waited bool) error {
+	var changed, failed, notCurrent []string
+	for _, r := range results {
+		switch r.Outcome {
+		case refresh.OutcomeApplied, refresh.OutcomeCurrent, refresh.OutcomeTimeout:
+			changed = append(changed, r.Target.String())
+		case refresh.OutcomeFailed:
+			failed = append(failed, fmt.Sprintf("%s (%s)", r.Target, r.Error))
+		}
+		switch {
+		case r.Outcome == refresh.OutcomeTimeout:
+			notCurrent = append(notCurrent, fmt.Sprintf("%s: timed out: %s", r.Target, r.Detail))
+		case r.Action.Action == refresh.ActionManual:
+			notCurrent = append(notCurrent, fmt.Sprintf("%s: manual: %s", r.Target, r.Reason))
+		}
+	}
+	if dry != refresh.DryRunNone {
+		if len(failed) > 0 {
+			return fmt.Errorf("the server refused %d of the dry-run patches: %s", len(failed), strings.Join(failed, "; "))
+		}
+		return nil
+	}
+	if len(failed) > 0 {
+		msg := fmt.Sprintf("%d actions failed: %s", len(failed), strings.Join(failed, "; "))
+		if len(changed) > 0 {
+			msg += fmt.Sprintf("\nchanged: %s", strings.Join(changed, ", "))
+		} else {
+			msg += "\nnothing was changed"
+		}
+		msg += "\nRunning the same command again is safe: it only acts on consumers that are still not current."
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s", msg)}
+	}
+	if len(notCurrent) > 0 {
+		return &ExitError{Code: ExitCheck, Err: fmt.Errorf("%d actions left consumers not current:\n  %s", len(notCurrent), strings.Join(notCurrent, "\n  "))}
+	}
+	return nil
+}
+
+// confirm asks a yes/no question on a terminal.
+func confirm(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprint(out, question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// loadWorkloads GETs each Deployment, StatefulSet and DaemonSet that owns a
+// consumer: one GET per workload, not per pod.
+func loadWorkloads(ctx context.Context, c kubernetes.Interface, items []inspect.Item) (map[refresh.WorkloadKey]refresh.WorkloadInfo, error) {
+	out := map[refresh.WorkloadKey]refresh.WorkloadInfo{}
+	for _, it := range items {
+		k := refresh.WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}
+		if !refresh.Restartable[k.Kind] {
+			continue
+		}
+		if _, done := out[k]; done {
+			continue
+		}
+		info, err := getWorkload(ctx, c, k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = info
+	}
+	return out, nil
+}
+
+func getWorkload(ctx context.Context, c kubernetes.Interface, k refresh.WorkloadKey) (refresh.WorkloadInfo, error) {
+	var info refresh.WorkloadInfo
+	var err error
+	switch k.Kind {
+	case "Deployment":
+		d, e := c.AppsV1().Deployments(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+		if err = e; e == nil {
+			info = refresh.WorkloadInfo{Exists: true, Paused: d.Spec.Paused}
+		}
+	case "StatefulSet":
+		s, e := c.AppsV1().StatefulSets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+		if err = e; e == nil {
+			info = refresh.WorkloadInfo{Exists: true, OnDelete: s.Spec.UpdateStrategy.Type == "OnDelete"}
+			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+				info.Partition = *ru.Partition
+			}
+		}
+	case "DaemonSet":
+		d, e := c.AppsV1().DaemonSets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+		if err = e; e == nil {
+			info = refresh.WorkloadInfo{Exists: true, OnDelete: d.Spec.UpdateStrategy.Type == "OnDelete"}
+		}
+	}
+	if err != nil && apierrors.IsNotFound(err) {
+		return refresh.WorkloadInfo{}, nil
+	}
+	if err != nil {
+		return info, fmt.Errorf("cannot get %s %s/%s: %w", strings.ToLower(k.Kind), k.Namespace, k.Name, err)
+	}
+	return info, nil
+}

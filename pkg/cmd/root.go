@@ -1,0 +1,91 @@
+// Package cmd holds the cobra commands of kubectl-cmsync, one file per verb,
+// each with an Options struct and the Complete / Validate / Run pattern of
+// kubectl's own commands.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// Exit codes (design.md, the contract).
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+	ExitCheck   = 3
+	ExitRefused = 4
+)
+
+// ExitError carries an exit code other than 1. A nil Err means the command
+// already said everything it had to say.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// usageError marks bad flags or arguments (exit 2).
+func usageError(format string, a ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, a...)}
+}
+
+// ExitCode maps an error returned by Execute to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return ExitFailure
+}
+
+// NewCmdRoot builds `kubectl cmsync` with its subcommands.
+func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:   "kubectl-cmsync",
+		Short: "See which pods see a ConfigMap or Secret change, and make them see it now",
+		Long: `kubectl cmsync maps every ConfigMap and Secret to the pods and workloads that
+consume it, says for each use whether the kubelet will hot-update it (and when,
+or why not), checks what each container really has, and refreshes consumers with
+the least disruptive action.`,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl cmsync",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError("unknown command %q for \"kubectl cmsync\"\nRun 'kubectl cmsync --help' for usage.", args[0])
+			}
+			return cmd.Help()
+		},
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError("%v\nSee '%s --help' for usage.", err, c.CommandPath())
+	})
+	flags.AddFlags(root.PersistentFlags())
+	root.AddCommand(NewCmdStatus(flags, streams))
+	root.AddCommand(NewCmdRefresh(flags, streams))
+	// diff: registered once pkg/cmd/diff.go lands
+	// root.AddCommand(NewCmdDiff(flags, streams))
+	return root
+}

@@ -1,0 +1,352 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+var (
+	statusLong = templates.LongDesc(`
+		Show every pod and container that consumes a ConfigMap (or, with --secrets, a
+		Secret), how it consumes it (volume, items, projected, subPath, subPathExpr, env,
+		envFrom) and whether the kubelet will hot-update that use: when, or why not.
+
+		Whole-volume and projected mounts update by themselves within the kubelet's
+		resync period plus its cache delay; subPath mounts and environment variables
+		never update until the container restarts; immutable objects never change.
+
+		With no NAME, every ConfigMap in scope that has consumers is shown.`)
+
+	statusExample = templates.Examples(`
+		# Consumers of every ConfigMap in the current namespace
+		kubectl cmsync status
+
+		# One ConfigMap, and one Secret
+		kubectl cmsync status app-config secret/db-credentials
+
+		# Everything in the cluster, with node, delay and reason columns
+		kubectl cmsync status -A --secrets -o wide
+
+		# Fail (exit 3) when a consumer is missing its object or will break on change
+		kubectl cmsync status --check`)
+)
+
+// Output formats of status.
+var statusFormats = []string{"", "wide", "json", "yaml"}
+
+// StatusOptions holds the flags and state of `kubectl cmsync status`.
+type StatusOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	Output        string
+	AllNamespaces bool
+	Selector      string
+	Secrets       bool
+	Unused        bool
+	IncludeSystem bool
+	NoHeaders     bool
+	Check         bool
+	KubeletConfig bool
+	Verify        VerifyFlags
+
+	Args []string
+
+	// Set by Complete.
+	Namespace  string
+	Names      []inspect.ObjectKey
+	Client     kubernetes.Interface
+	RESTConfig *rest.Config
+	Now        func() time.Time
+
+	// LoadSnapshot reads the cluster; tests replace it.
+	LoadSnapshot func(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error)
+}
+
+// NewStatusOptions returns options with defaults.
+func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
+	return &StatusOptions{ConfigFlags: flags, IOStreams: streams, Now: time.Now}
+}
+
+// NewCmdStatus builds `kubectl cmsync status`.
+func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewStatusOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:                   "status [NAME | configmap/NAME | secret/NAME ...] [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show who consumes each ConfigMap and Secret, how, and whether it will hot-update",
+		Long:                  statusLong,
+		Example:               statusExample,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
+	fs := cmd.Flags()
+	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml).")
+	fs.BoolVar(&o.Unused, "unused", false, "Also show ConfigMaps (and Secrets) that no pod consumes.")
+	fs.BoolVar(&o.NoHeaders, "no-headers", false, "Do not print table headers.")
+	fs.BoolVar(&o.Check, "check", false, "Exit 3 when a required object or key is missing or a subPath breaks on change (with --verify also when a consumer is pending, stale, broken or unverifiable).")
+	fs.BoolVar(&o.KubeletConfig, "kubelet-config", false, "Read each node's kubelet configuration (/configz) for the real sync period and strategy; needs get on nodes/proxy.")
+	o.Verify.AddFlags(fs, true)
+	return cmd
+}
+
+// addSelectionFlags registers the flags every command shares to pick objects.
+func addSelectionFlags(cmd *cobra.Command, all *bool, selector *string, secrets, system *bool) {
+	fs := cmd.Flags()
+	fs.BoolVarP(all, "all-namespaces", "A", false, "Look in all namespaces.")
+	fs.StringVarP(selector, "selector", "l", "", "Only pods matching this label selector (e.g. -l app=web).")
+	fs.BoolVar(secrets, "secrets", false, "Include Secrets (their values are never printed).")
+	fs.BoolVar(system, "include-system", false, "Show system ConfigMaps projected into every pod (kube-root-ca.crt).")
+}
+
+// Complete resolves the namespace, the names and the client.
+func (o *StatusOptions) Complete(args []string) error {
+	o.Args = args
+	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	if o.Names, err = parseNames(args, ns); err != nil {
+		return err
+	}
+	if o.LoadSnapshot == nil {
+		cfg, err := o.ConfigFlags.ToRESTConfig()
+		if err != nil {
+			return fmt.Errorf("cannot load the kubeconfig: %w", err)
+		}
+		o.RESTConfig = cfg
+		if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return err
+		}
+		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
+			return inspect.Load(ctx, o.Client, lo)
+		}
+	}
+	return nil
+}
+
+// Validate checks flags and arguments.
+func (o *StatusOptions) Validate() error {
+	if err := validateOutput(o.Output, statusFormats); err != nil {
+		return err
+	}
+	if o.AllNamespaces && len(o.Names) > 0 {
+		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	}
+	return o.Verify.Validate()
+}
+
+// Run loads the snapshot, builds the report, prints it and applies --check.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	wantSecrets := o.Secrets || hasSecret(o.Names)
+	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true})
+	if err != nil {
+		return explainAPIError(err, o.server(), o.Namespace)
+	}
+	if o.KubeletConfig && o.Client != nil {
+		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem, Unused: o.Unused})
+	if err != nil {
+		return err
+	}
+	if o.Verify.Enabled {
+		if items, err = o.Verify.Run(ctx, o.RESTConfig, snap, items, o.ErrOut); err != nil {
+			return err
+		}
+	}
+	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Now: o.Now()}); err != nil {
+		return err
+	}
+	if len(items) == 0 && o.Output == "" || len(items) == 0 && o.Output == "wide" {
+		fmt.Fprintln(o.ErrOut, noConsumersMessage(o.Namespace, o.Secrets))
+	}
+	if o.Check {
+		if failed := CheckFailures(items, o.Verify.Enabled); len(failed) > 0 {
+			fmt.Fprintf(o.ErrOut, "check failed: %d of %d uses need attention:\n", len(failed), len(items))
+			for _, f := range failed {
+				fmt.Fprintf(o.ErrOut, "  %s\n", f)
+			}
+			return &ExitError{Code: ExitCheck}
+		}
+	}
+	return nil
+}
+
+func (o *StatusOptions) server() string {
+	if o.RESTConfig != nil {
+		return o.RESTConfig.Host
+	}
+	return "(unknown server)"
+}
+
+func noConsumersMessage(ns string, secrets bool) string {
+	what := "ConfigMaps"
+	if secrets {
+		what = "ConfigMaps or Secrets"
+	}
+	if ns == "" {
+		return fmt.Sprintf("No pods consume %s in any namespace (add --unused to list the unused ones).", what)
+	}
+	return fmt.Sprintf("No pods consume %s in namespace %q (add --unused to list the unused ones, or -A for all namespaces).", what, ns)
+}
+
+// CheckFailures lists the uses that fail --check, one line each.
+func CheckFailures(items []inspect.Item, verified bool) []string {
+	var out []string
+	for _, it := range items {
+		why := ""
+		switch {
+		case it.Verdict == inspect.VerdictMissing && !it.Optional:
+			why = "missing"
+		case it.Verdict == inspect.VerdictBreaksOnChange:
+			why = "breaks-on-change"
+		}
+		if verified && why == "" {
+			switch it.State {
+			case inspect.StatePending, inspect.StateStale, inspect.StateBroken, inspect.StateUnverifiable:
+				why = string(it.State)
+			}
+		}
+		if why == "" {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s/%s pod/%s %s %s: %s: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Pod.Name, it.ContainerName(), it.Mode, why, reasonFor(it)))
+	}
+	return out
+}
+
+func reasonFor(it inspect.Item) string {
+	if it.StateReason != "" {
+		return it.StateReason
+	}
+	return it.Reason
+}
+
+func hasSecret(keys []inspect.ObjectKey) bool {
+	for _, k := range keys {
+		if k.Kind == inspect.KindSecret {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveNamespace returns the namespace from -n or the kubeconfig context,
+// or "" with -A.
+func resolveNamespace(flags *genericclioptions.ConfigFlags, all bool) (string, error) {
+	if all {
+		return "", nil
+	}
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+// parseNames turns NAME, configmap/NAME, cm/NAME and secret/NAME into keys.
+func parseNames(args []string, ns string) ([]inspect.ObjectKey, error) {
+	var out []inspect.ObjectKey
+	seen := map[inspect.ObjectKey]bool{}
+	for _, a := range args {
+		kind, name := inspect.KindConfigMap, a
+		if i := strings.IndexByte(a, '/'); i >= 0 {
+			switch strings.ToLower(a[:i]) {
+			case "configmap", "configmaps", "cm":
+				kind = inspect.KindConfigMap
+			case "secret", "secrets":
+				kind = inspect.KindSecret
+			default:
+				return nil, usageError("unsupported resource type %q in %q: use NAME, configmap/NAME or secret/NAME", a[:i], a)
+			}
+			name = a[i+1:]
+		}
+		if name == "" || strings.ContainsAny(name, "/ ") {
+			return nil, usageError("invalid name %q: use NAME, configmap/NAME or secret/NAME", a)
+		}
+		k := inspect.ObjectKey{Kind: kind, Namespace: ns, Name: name}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+func validateOutput(format string, allowed []string) error {
+	for _, f := range allowed {
+		if format == f {
+			return nil
+		}
+	}
+	var names []string
+	for _, f := range allowed {
+		if f != "" {
+			names = append(names, f)
+		}
+	}
+	return usageError("unable to match a printer suitable for the output format %q, allowed formats are: %s", format, strings.Join(names, ","))
+}
+
+// readKubeletConfigs fills snap.KubeletConfigs from each node's /configz
+// (--kubelet-config). A node that cannot be read keeps the defaults, with a
+// warning that says why.
+func readKubeletConfigs(ctx context.Context, c kubernetes.Interface, snap *inspect.Snapshot, warn interface{ Write([]byte) (int, error) }) {
+	snap.KubeletConfigs = map[string]inspect.KubeletTiming{}
+	seen := map[string]bool{}
+	for _, p := range snap.Pods {
+		n := p.Spec.NodeName
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		raw, err := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n, "proxy", "configz").DoRaw(ctx)
+		if err != nil {
+			fmt.Fprintf(warn, "warning: cannot read the kubelet configuration of node %q (needs get on nodes/proxy: %s); assuming the defaults\n", n, rootCause(err))
+			continue
+		}
+		var cz struct {
+			KubeletConfig struct {
+				SyncFrequency string `json:"syncFrequency"`
+				Strategy      string `json:"configMapAndSecretChangeDetectionStrategy"`
+			} `json:"kubeletconfig"`
+		}
+		if err := json.Unmarshal(raw, &cz); err != nil {
+			fmt.Fprintf(warn, "warning: node %q: unreadable /configz (%v); assuming the defaults\n", n, err)
+			continue
+		}
+		t := inspect.KubeletTiming{Strategy: cz.KubeletConfig.Strategy}
+		if d, err := time.ParseDuration(cz.KubeletConfig.SyncFrequency); err == nil {
+			t.SyncFrequency = d
+		}
+		if t.Strategy == "" {
+			t.Strategy = inspect.StrategyWatch
+		}
+		snap.KubeletConfigs[n] = t
+	}
+}

@@ -1,0 +1,158 @@
+package inspect
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// SystemConfigMaps are projected into every pod by the platform (the
+// kube-api-access volume); they are hidden unless asked for.
+var SystemConfigMaps = map[string]bool{
+	"kube-root-ca.crt":         true,
+	"openshift-service-ca.crt": true,
+}
+
+// VerdictUnused marks the row of an object no pod consumes (--unused).
+const VerdictUnused Verdict = "unused"
+
+// BuildOptions selects the rows of a report.
+type BuildOptions struct {
+	// Names restricts the report to these objects; empty means all.
+	Names []ObjectKey
+	// Secrets includes Secret uses (without it only ConfigMaps are shown).
+	Secrets bool
+	// IncludeSystem shows system ConfigMaps such as kube-root-ca.crt.
+	IncludeSystem bool
+	// Unused adds one row for every selected object no pod consumes.
+	Unused bool
+}
+
+// NotFoundError is a named object that neither exists nor has consumers.
+type NotFoundError struct{ Key ObjectKey }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%s %q not found in namespace %q", strings.ToLower(e.Key.Kind), e.Key.Name, e.Key.Namespace)
+}
+
+// Build turns a snapshot into report items: every use by every pod, with
+// its owner and prediction, filtered and sorted (namespace, kind, name, pod,
+// container, mode). A named object that does not exist and has no consumers
+// is a *NotFoundError.
+func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
+	wanted := map[ObjectKey]bool{}
+	for _, k := range o.Names {
+		wanted[k] = true
+	}
+	keep := func(k ObjectKey) bool {
+		if len(wanted) > 0 {
+			return wanted[k]
+		}
+		if k.Kind == KindSecret && !o.Secrets {
+			return false
+		}
+		if k.Kind == KindConfigMap && SystemConfigMaps[k.Name] && !o.IncludeSystem {
+			return false
+		}
+		return true
+	}
+	var items []Item
+	used := map[ObjectKey]bool{}
+	for i := range snap.Pods {
+		pod := &snap.Pods[i]
+		var owner *WorkloadRef
+		for _, it := range Uses(pod) {
+			k := it.Key()
+			if !keep(k) {
+				continue
+			}
+			if owner == nil {
+				w := Owner(pod, snap)
+				owner = &w
+			}
+			it.Workload = *owner
+			Predict(&it, pod, snap.Object(k), snap)
+			used[k] = true
+			items = append(items, it)
+		}
+	}
+	for _, k := range o.Names {
+		if used[k] {
+			continue
+		}
+		obj := snap.Object(k)
+		if !obj.Exists {
+			return nil, &NotFoundError{Key: k}
+		}
+	}
+	if o.Unused || len(o.Names) > 0 {
+		for _, k := range unusedKeys(snap, o, used, keep) {
+			obj := snap.Object(k)
+			it := Item{Object: ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true, Immutable: obj.Immutable},
+				Verdict: VerdictUnused, Reason: fmt.Sprintf("no pod in scope consumes this %s", strings.ToLower(k.Kind))}
+			lc := obj.LastChange.UTC()
+			it.Object.LastChange = timePtr(lc)
+			items = append(items, it)
+		}
+	}
+	SortItems(items)
+	return items, nil
+}
+
+func unusedKeys(snap *Snapshot, o BuildOptions, used map[ObjectKey]bool, keep func(ObjectKey) bool) []ObjectKey {
+	var out []ObjectKey
+	add := func(k ObjectKey) {
+		if !used[k] && keep(k) {
+			out = append(out, k)
+		}
+	}
+	if len(o.Names) > 0 {
+		for _, k := range o.Names {
+			add(k)
+		}
+		return out
+	}
+	for k := range snap.ConfigMaps {
+		add(k)
+	}
+	for k := range snap.Secrets {
+		add(k)
+	}
+	return out
+}
+
+var modeOrder = map[Mode]int{ModeVolume: 0, ModeItems: 1, ModeProjected: 2, ModeSubPath: 3, ModeSubPathExpr: 4, ModeEnv: 5, ModeEnvFrom: 6, ModeUnmounted: 7}
+
+// SortItems orders items by namespace, kind (ConfigMap first), name, pod,
+// container and mode.
+func SortItems(items []Item) {
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if a.Object.Namespace != b.Object.Namespace {
+			return a.Object.Namespace < b.Object.Namespace
+		}
+		if a.Object.Kind != b.Object.Kind {
+			return a.Object.Kind == KindConfigMap
+		}
+		if a.Object.Name != b.Object.Name {
+			return a.Object.Name < b.Object.Name
+		}
+		if a.Pod.Name != b.Pod.Name {
+			return a.Pod.Name < b.Pod.Name
+		}
+		if a.ContainerName() != b.ContainerName() {
+			return a.ContainerName() < b.ContainerName()
+		}
+		if modeOrder[a.Mode] != modeOrder[b.Mode] {
+			return modeOrder[a.Mode] < modeOrder[b.Mode]
+		}
+		return volumeName(a) < volumeName(b)
+	})
+}
+
+func volumeName(it Item) string {
+	if it.Volume == nil {
+		return it.EnvName
+	}
+	return it.Volume.Name + "\x00" + it.Volume.MountPath
+}

@@ -1,0 +1,347 @@
+package inspect
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Kubelet defaults (KubeletConfiguration v1beta1).
+const (
+	DefaultSyncFrequency = time.Minute
+	// syncJitter is the jitter factor of the pod worker's periodic resync.
+	syncJitter = 0.5
+	// DefaultCacheTTL is the Cache strategy's TTL when the node has no
+	// node.alpha.kubernetes.io/ttl annotation.
+	DefaultCacheTTL = time.Minute
+	// NodeTTLAnnotation is set by the TTL controller.
+	NodeTTLAnnotation = "node.alpha.kubernetes.io/ttl"
+)
+
+// Change-detection strategies of the kubelet.
+const (
+	StrategyWatch = "Watch"
+	StrategyCache = "Cache"
+	StrategyGet   = "Get"
+)
+
+// KubeletTiming is what the kubelet's /configz says about update timing.
+type KubeletTiming struct {
+	SyncFrequency time.Duration
+	Strategy      string
+}
+
+// EstimateDelay returns how long a hot-updating use on node may take to see
+// a change: the periodic resync (syncFrequency, plus 50% jitter, and the edit
+// can land at any moment of it) plus the cache delay of the change-detection
+// strategy. Without kubelet configuration the defaults (1m, Watch) apply;
+// with a readable node its TTL annotation bounds a Cache strategy.
+func EstimateDelay(node string, snap *Snapshot) Delay {
+	sync := DefaultSyncFrequency
+	maxResync := time.Duration(float64(sync) * (1 + syncJitter))
+	if kc, ok := snap.KubeletConfigs[node]; ok {
+		if kc.SyncFrequency > 0 {
+			sync = kc.SyncFrequency
+		}
+		maxResync = time.Duration(float64(sync) * (1 + syncJitter))
+		cache := time.Duration(0)
+		if kc.Strategy == StrategyCache {
+			cache = nodeTTL(node, snap)
+		}
+		return Delay{Min: durationOf(0), Max: durationOf(maxResync + cache), Basis: BasisKubeletConfig}
+	}
+	if n, ok := snap.Nodes[node]; ok && n != nil {
+		// The strategy is unknown: Watch adds nothing; Cache adds up to the TTL.
+		ttl := time.Duration(0)
+		if v, ok := n.Annotations[NodeTTLAnnotation]; ok {
+			if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+				ttl = time.Duration(s) * time.Second
+			}
+		}
+		return Delay{Min: durationOf(0), Max: durationOf(maxResync + ttl), Basis: BasisNodeTTL}
+	}
+	return Delay{Min: durationOf(0), Max: durationOf(maxResync), Basis: BasisDefault}
+}
+
+func nodeTTL(node string, snap *Snapshot) time.Duration {
+	if n, ok := snap.Nodes[node]; ok && n != nil {
+		if v, ok := n.Annotations[NodeTTLAnnotation]; ok {
+			if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+				return time.Duration(s) * time.Second
+			}
+		}
+	}
+	return DefaultCacheTTL
+}
+
+// Predict fills the object fields, verdict, reason and delay of a use. pod
+// is the consuming pod (for subPathExpr expansion); obj its object.
+func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
+	it.Object.Exists = obj.Exists
+	it.Object.Immutable = obj.Immutable
+	if obj.Exists {
+		t := metav1.NewTime(obj.LastChange.UTC())
+		it.Object.LastChange = &t
+	}
+	kind := strings.ToLower(it.Object.Kind)
+	what := fmt.Sprintf("%s %q", it.Object.Kind, it.Object.Name)
+
+	if it.Mode == ModeUnmounted {
+		it.Verdict = VerdictNotMounted
+		it.Reason = fmt.Sprintf("volume %q is declared but no container mounts it; the kubelet never writes it", it.Volume.Name)
+		return
+	}
+	if !obj.Exists {
+		it.Verdict = VerdictMissing
+		if it.Optional {
+			switch it.Mode {
+			case ModeEnv, ModeEnvFrom:
+				it.Reason = fmt.Sprintf("%s does not exist; optional, so the container runs without it and stays without it until restarted", what)
+			default:
+				it.Reason = fmt.Sprintf("%s does not exist; optional, so the volume is empty until it appears", what)
+			}
+		} else {
+			it.Reason = fmt.Sprintf("%s does not exist; required, so the container cannot start until it is created", what)
+		}
+		return
+	}
+	if missing := missingKeys(it, obj); len(missing) > 0 {
+		it.Verdict = VerdictMissing
+		keys := strings.Join(quoteAll(missing), ", ")
+		switch {
+		case it.Optional && it.Mode == ModeEnv:
+			it.Reason = fmt.Sprintf("key %s is not in %s; optional, so the variable is unset and stays unset until the container restarts", keys, what)
+		case it.Optional:
+			it.Reason = fmt.Sprintf("key %s is not in %s; optional, so it is skipped", keys, what)
+		default:
+			it.Reason = fmt.Sprintf("key %s is not in %s; required, so the container cannot start until it is added", keys, what)
+		}
+		return
+	}
+	if obj.Immutable {
+		it.Verdict = VerdictNeverChanges
+		it.Reason = fmt.Sprintf("immutable %s: it never changes, and a deleted and re-created one is not picked up by running pods; roll out a new name instead", kind)
+		return
+	}
+	switch it.Mode {
+	case ModeVolume, ModeItems, ModeProjected:
+		d := EstimateDelay(it.Pod.Node, snap)
+		it.Delay = &d
+		it.Verdict = VerdictHotUpdate
+		it.Reason = fmt.Sprintf("mounted volume: the kubelet rewrites it within %s of a change (%s)", formatDelay(d), basisText(d.Basis))
+	case ModeEnv:
+		it.Verdict = VerdictRestartNeeded
+		it.Reason = fmt.Sprintf("environment variable %s is read when the container starts; it never updates until the container restarts", it.EnvName)
+	case ModeEnvFrom:
+		it.Verdict = VerdictRestartNeeded
+		it.Reason = "environment variables are read when the container starts; they never update until the container restarts"
+	case ModeSubPath, ModeSubPathExpr:
+		predictSubPath(it, pod, obj)
+	}
+}
+
+// predictSubPath decides between restart-needed (subPath onto a file) and
+// breaks-on-change (subPath onto a directory of the volume).
+func predictSubPath(it *Item, pod *corev1.Pod, obj Object) {
+	sub := it.Volume.SubPath
+	if it.Mode == ModeSubPathExpr {
+		expanded, ok := expandSubPathExpr(it.Volume.SubPathExpr, pod, it.ContainerName())
+		if !ok {
+			it.Verdict = VerdictRestartNeeded
+			it.Reason = fmt.Sprintf("subPathExpr %q is a bind mount made at container start; it never updates until the container restarts", it.Volume.SubPathExpr)
+			return
+		}
+		sub = expanded
+	}
+	sub = strings.Trim(sub, "/")
+	files, dir := subPathTarget(sub, payloadPaths(it, obj))
+	switch {
+	case dir:
+		it.Verdict = VerdictBreaksOnChange
+		it.Reason = fmt.Sprintf("subPath %q is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts", sub)
+	case len(files) == 0:
+		it.Verdict = VerdictRestartNeeded
+		it.Reason = fmt.Sprintf("subPath %q is not in the payload; the kubelet mounts an empty directory there and it never updates", sub)
+	default:
+		it.Verdict = VerdictRestartNeeded
+		it.Reason = fmt.Sprintf("subPath %q is a bind mount of one file made at container start; it keeps the old content until the container restarts", sub)
+	}
+	if len(files) > 0 && len(it.Keys) == 0 {
+		it.Keys = files
+	}
+}
+
+// payloadPaths maps each visible path of the use's source to its key.
+func payloadPaths(it *Item, obj Object) map[string]string {
+	out := map[string]string{}
+	if len(it.Items) > 0 {
+		for _, kp := range it.Items {
+			out[strings.Trim(kp.Path, "/")] = kp.Key
+		}
+		return out
+	}
+	for k := range obj.Data {
+		out[k] = k
+	}
+	return out
+}
+
+// subPathTarget returns the keys the subPath exposes and whether it is a
+// directory of the volume.
+func subPathTarget(sub string, paths map[string]string) (keys []string, dir bool) {
+	if sub == "" || sub == "." || sub == "..data" {
+		return nil, true
+	}
+	sub = strings.TrimPrefix(sub, "..data/")
+	for p, k := range paths {
+		switch {
+		case p == sub:
+			return []string{k}, false
+		case strings.HasPrefix(p, sub+"/"):
+			keys = append(keys, k)
+			dir = true
+		}
+	}
+	sort.Strings(keys)
+	return keys, dir
+}
+
+// expandSubPathExpr expands $(VAR) references the way the kubelet does, from
+// the container's literal env values and the downward API fields that are
+// known from the pod object. ok is false when a reference cannot be resolved.
+func expandSubPathExpr(expr string, pod *corev1.Pod, container string) (string, bool) {
+	vars := map[string]string{}
+	for _, c := range allContainers(pod) {
+		if c.Name != container {
+			continue
+		}
+		for _, e := range c.Env {
+			switch {
+			case e.ValueFrom == nil:
+				vars[e.Name] = e.Value
+			case e.ValueFrom.FieldRef != nil:
+				if v, ok := podField(pod, e.ValueFrom.FieldRef.FieldPath); ok {
+					vars[e.Name] = v
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(expr); i++ {
+		if expr[i] == '$' && i+1 < len(expr) && expr[i+1] == '(' {
+			end := strings.IndexByte(expr[i:], ')')
+			if end < 0 {
+				return "", false
+			}
+			v, ok := vars[expr[i+2:i+end]]
+			if !ok {
+				return "", false
+			}
+			b.WriteString(v)
+			i += end
+			continue
+		}
+		b.WriteByte(expr[i])
+	}
+	return b.String(), true
+}
+
+func podField(pod *corev1.Pod, path string) (string, bool) {
+	switch path {
+	case "metadata.name":
+		return pod.Name, true
+	case "metadata.namespace":
+		return pod.Namespace, true
+	case "metadata.uid":
+		return string(pod.UID), true
+	case "spec.nodeName":
+		return pod.Spec.NodeName, pod.Spec.NodeName != ""
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, true
+	case "status.podIP":
+		return pod.Status.PodIP, pod.Status.PodIP != ""
+	case "status.hostIP":
+		return pod.Status.HostIP, pod.Status.HostIP != ""
+	}
+	if strings.HasPrefix(path, "metadata.labels['") && strings.HasSuffix(path, "']") {
+		v, ok := pod.Labels[path[len("metadata.labels['"):len(path)-2]]
+		return v, ok
+	}
+	if strings.HasPrefix(path, "metadata.annotations['") && strings.HasSuffix(path, "']") {
+		v, ok := pod.Annotations[path[len("metadata.annotations['"):len(path)-2]]
+		return v, ok
+	}
+	return "", false
+}
+
+// allContainers returns init, regular and ephemeral containers as Container.
+func allContainers(pod *corev1.Pod) []corev1.Container {
+	out := append([]corev1.Container{}, pod.Spec.InitContainers...)
+	out = append(out, pod.Spec.Containers...)
+	for _, e := range pod.Spec.EphemeralContainers {
+		out = append(out, corev1.Container(e.EphemeralContainerCommon))
+	}
+	return out
+}
+
+// missingKeys lists the keys a use names that the object lacks. env reads
+// only a ConfigMap's data, never its binaryData.
+func missingKeys(it *Item, obj Object) []string {
+	var missing []string
+	for _, k := range it.Keys {
+		_, ok := obj.Data[k]
+		if ok && it.Mode == ModeEnv && obj.BinaryKeys[k] {
+			ok = false
+		}
+		if !ok {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strconv.Quote(v)
+	}
+	return out
+}
+
+// FormatDelay renders a delay as "0-90s".
+func formatDelay(d Delay) string {
+	return fmt.Sprintf("%s-%s", shortDuration(d.Min.Duration), shortDuration(d.Max.Duration))
+}
+
+// FormatDelay renders a delay estimate for tables: "0-90s".
+func FormatDelay(d *Delay) string {
+	if d == nil {
+		return ""
+	}
+	return formatDelay(*d)
+}
+
+func shortDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
+func basisText(b DelayBasis) string {
+	switch b {
+	case BasisKubeletConfig:
+		return "the node's kubelet configuration"
+	case BasisNodeTTL:
+		return "pod resync 60-90s, plus the node's cache TTL if the kubelet uses the Cache strategy"
+	}
+	return "kubelet defaults assumed: pod resync 60s + 50% jitter, Watch strategy"
+}

@@ -1,0 +1,221 @@
+// Package inspect answers "who uses which ConfigMap or Secret, how, and is it
+// current?". Everything here that decides is a pure function over plain
+// Kubernetes objects; cluster I/O sits behind the small interfaces in
+// snapshot.go and observe.go.
+package inspect
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// APIVersion is the apiVersion of every document the plugin prints.
+const APIVersion = "cmsync.kubectl-cmsync.io/v1alpha1"
+
+// Document kinds (design.md, the contract).
+const (
+	KindStatusReport  = "StatusReport"
+	KindRefreshPlan   = "RefreshPlan"
+	KindRefreshResult = "RefreshResult"
+)
+
+// Object kinds a use refers to.
+const (
+	KindConfigMap = "ConfigMap"
+	KindSecret    = "Secret"
+)
+
+// Mode is how a container consumes the object.
+type Mode string
+
+const (
+	ModeVolume      Mode = "volume"
+	ModeItems       Mode = "items"
+	ModeProjected   Mode = "projected"
+	ModeSubPath     Mode = "subPath"
+	ModeSubPathExpr Mode = "subPathExpr"
+	ModeEnv         Mode = "env"
+	ModeEnvFrom     Mode = "envFrom"
+	ModeUnmounted   Mode = "unmounted"
+)
+
+// Verdict is the prediction for a use.
+type Verdict string
+
+const (
+	VerdictHotUpdate      Verdict = "hot-update"
+	VerdictRestartNeeded  Verdict = "restart-needed"
+	VerdictBreaksOnChange Verdict = "breaks-on-change"
+	VerdictNeverChanges   Verdict = "never-changes"
+	VerdictMissing        Verdict = "missing"
+	VerdictNotMounted     Verdict = "not-mounted"
+)
+
+// State is what --verify observed.
+type State string
+
+const (
+	StateInSync       State = "in-sync"
+	StatePending      State = "pending"
+	StateStale        State = "stale"
+	StateCurrent      State = "current"
+	StateBroken       State = "broken"
+	StateUnverifiable State = "unverifiable"
+	StateMissing      State = "missing"
+	StateNA           State = "n/a"
+)
+
+// ContainerType says which list of the pod spec a container comes from.
+type ContainerType string
+
+const (
+	ContainerInit      ContainerType = "init"
+	ContainerSidecar   ContainerType = "sidecar" // init container with restartPolicy Always
+	ContainerRegular   ContainerType = "regular"
+	ContainerEphemeral ContainerType = "ephemeral"
+)
+
+// DelayBasis says where a delay estimate came from.
+type DelayBasis string
+
+const (
+	BasisDefault       DelayBasis = "default"
+	BasisNodeTTL       DelayBasis = "node-ttl"
+	BasisKubeletConfig DelayBasis = "kubelet-config"
+)
+
+// Report is the document printed by `status -o json|yaml`.
+type Report struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Items      []Item `json:"items"`
+}
+
+// NewReport wraps items in a StatusReport document.
+func NewReport(items []Item) Report {
+	if items == nil {
+		items = []Item{}
+	}
+	return Report{APIVersion: APIVersion, Kind: KindStatusReport, Items: items}
+}
+
+// ObjectRef names the ConfigMap or Secret a use refers to.
+type ObjectRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Exists    bool   `json:"exists"`
+	Immutable bool   `json:"immutable"`
+	// LastChange is the newest managedFields time (else the creation time).
+	LastChange *metav1.Time `json:"lastChange,omitempty"`
+}
+
+// PodRef names the consuming pod.
+type PodRef struct {
+	Name  string `json:"name"`
+	Node  string `json:"node,omitempty"`
+	Phase string `json:"phase,omitempty"`
+}
+
+// ContainerRef names the consuming container.
+type ContainerRef struct {
+	Name string        `json:"name"`
+	Type ContainerType `json:"type"`
+}
+
+// WorkloadRef is the top-level owner of the pod (kind Pod for a bare pod).
+type WorkloadRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// APIVersion is set for owners that are not one of the built-in workloads.
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// VolumeRef describes the volume and mount of a volume use.
+type VolumeRef struct {
+	Name        string `json:"name"`
+	MountPath   string `json:"mountPath,omitempty"`
+	SubPath     string `json:"subPath,omitempty"`
+	SubPathExpr string `json:"subPathExpr,omitempty"`
+	ReadOnly    bool   `json:"readOnly,omitempty"`
+}
+
+// KeyPath is one item of a volume's `items`: a key written at a path.
+type KeyPath struct {
+	Key  string `json:"key"`
+	Path string `json:"path"`
+	Mode *int32 `json:"mode,omitempty"`
+}
+
+// Delay is the estimate of how long a hot-updating use takes to see a change.
+type Delay struct {
+	Min   metav1.Duration `json:"min"`
+	Max   metav1.Duration `json:"max"`
+	Basis DelayBasis      `json:"basis"`
+}
+
+// Item is one use of one ConfigMap or Secret by one container (or, for
+// mode unmounted, one volume no container mounts). It is the row that the
+// printers, the dashboard and the refresh planner all read.
+type Item struct {
+	Object    ObjectRef     `json:"object"`
+	Pod       PodRef        `json:"pod"`
+	Container *ContainerRef `json:"container,omitempty"`
+	Workload  WorkloadRef   `json:"workload"`
+	Mode      Mode          `json:"mode"`
+	Volume    *VolumeRef    `json:"volume,omitempty"`
+	// Keys are the keys read; omitted when the use reads all of them.
+	Keys []string `json:"keys,omitempty"`
+	// Items are the key -> path mappings of a volume with `items` (the
+	// projection of the use; empty for whole-object uses).
+	Items []KeyPath `json:"items,omitempty"`
+	// EnvName is the variable set by an env valueFrom use.
+	EnvName string `json:"envName,omitempty"`
+	// EnvPrefix is the prefix of an envFrom use.
+	EnvPrefix string `json:"envPrefix,omitempty"`
+	// DefaultMode is the volume's defaultMode, when set.
+	DefaultMode *int32  `json:"defaultMode,omitempty"`
+	Optional    bool    `json:"optional"`
+	Verdict     Verdict `json:"verdict"`
+	Reason      string  `json:"reason"`
+	Delay       *Delay  `json:"delay,omitempty"`
+
+	// Filled by --verify.
+	State       State        `json:"state,omitempty"`
+	StateReason string       `json:"stateReason,omitempty"`
+	SyncedAt    *metav1.Time `json:"syncedAt,omitempty"`
+}
+
+// ObjectKey identifies a ConfigMap or Secret.
+type ObjectKey struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// Key returns the ObjectKey of the item's object.
+func (it Item) Key() ObjectKey {
+	return ObjectKey{Kind: it.Object.Kind, Namespace: it.Object.Namespace, Name: it.Object.Name}
+}
+
+// ContainerName returns the container name or "" for an unmounted volume.
+func (it Item) ContainerName() string {
+	if it.Container == nil {
+		return ""
+	}
+	return it.Container.Name
+}
+
+// HotUpdating reports whether the use is a volume the kubelet rewrites.
+func (m Mode) HotUpdating() bool {
+	return m == ModeVolume || m == ModeItems || m == ModeProjected
+}
+
+// durationOf is a helper for building Delay values.
+func durationOf(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+
+func timePtr(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}

@@ -1,0 +1,182 @@
+package inspect
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// source is one ConfigMap or Secret behind a volume: a whole configMap or
+// secret volume, or one source of a projected volume.
+type source struct {
+	kind        string
+	name        string
+	items       []corev1.KeyToPath
+	optional    bool
+	defaultMode *int32
+	projected   bool
+}
+
+// volumeSources returns the ConfigMap and Secret sources of a pod volume.
+func volumeSources(v corev1.Volume) []source {
+	switch {
+	case v.ConfigMap != nil:
+		return []source{{kind: KindConfigMap, name: v.ConfigMap.Name, items: v.ConfigMap.Items,
+			optional: isTrue(v.ConfigMap.Optional), defaultMode: v.ConfigMap.DefaultMode}}
+	case v.Secret != nil:
+		return []source{{kind: KindSecret, name: v.Secret.SecretName, items: v.Secret.Items,
+			optional: isTrue(v.Secret.Optional), defaultMode: v.Secret.DefaultMode}}
+	case v.Projected != nil:
+		var out []source
+		for _, p := range v.Projected.Sources {
+			switch {
+			case p.ConfigMap != nil:
+				out = append(out, source{kind: KindConfigMap, name: p.ConfigMap.Name, items: p.ConfigMap.Items,
+					optional: isTrue(p.ConfigMap.Optional), defaultMode: v.Projected.DefaultMode, projected: true})
+			case p.Secret != nil:
+				out = append(out, source{kind: KindSecret, name: p.Secret.Name, items: p.Secret.Items,
+					optional: isTrue(p.Secret.Optional), defaultMode: v.Projected.DefaultMode, projected: true})
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// containerView is the part of a container that consumes objects; it hides
+// the difference between Container and EphemeralContainer.
+type containerView struct {
+	ref          ContainerRef
+	volumeMounts []corev1.VolumeMount
+	env          []corev1.EnvVar
+	envFrom      []corev1.EnvFromSource
+}
+
+// PodContainers lists the containers of a pod in spec order: init (and
+// sidecar) containers, regular containers, ephemeral containers.
+func podContainers(pod *corev1.Pod) []containerView {
+	var out []containerView
+	for _, c := range pod.Spec.InitContainers {
+		t := ContainerInit
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			t = ContainerSidecar
+		}
+		out = append(out, containerView{ContainerRef{c.Name, t}, c.VolumeMounts, c.Env, c.EnvFrom})
+	}
+	for _, c := range pod.Spec.Containers {
+		out = append(out, containerView{ContainerRef{c.Name, ContainerRegular}, c.VolumeMounts, c.Env, c.EnvFrom})
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		out = append(out, containerView{ContainerRef{c.Name, ContainerEphemeral}, c.VolumeMounts, c.Env, c.EnvFrom})
+	}
+	return out
+}
+
+// Uses returns every use of a ConfigMap or Secret by the pod: one Item per
+// container and mount, env variable or envFrom entry, and one per volume
+// source that no container mounts. Object state, owner and prediction are
+// filled in later (see Build).
+func Uses(pod *corev1.Pod) []Item {
+	var out []Item
+	base := Item{Pod: PodRef{Name: pod.Name, Node: pod.Spec.NodeName, Phase: string(pod.Status.Phase)}}
+	mounted := map[string]bool{}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	newItem := func(kind, name string, c ContainerRef) Item {
+		it := base
+		it.Object = ObjectRef{Kind: kind, Namespace: pod.Namespace, Name: name}
+		cc := c
+		it.Container = &cc
+		return it
+	}
+	for _, c := range podContainers(pod) {
+		for _, m := range c.volumeMounts {
+			v, ok := volumes[m.Name]
+			if !ok {
+				continue
+			}
+			mounted[m.Name] = true
+			for _, s := range volumeSources(v) {
+				it := newItem(s.kind, s.name, c.ref)
+				fillSource(&it, s)
+				it.Volume = &VolumeRef{Name: m.Name, MountPath: m.MountPath, SubPath: m.SubPath, SubPathExpr: m.SubPathExpr, ReadOnly: m.ReadOnly}
+				switch {
+				case m.SubPath != "":
+					it.Mode = ModeSubPath
+				case m.SubPathExpr != "":
+					it.Mode = ModeSubPathExpr
+				}
+				out = append(out, it)
+			}
+		}
+		for _, e := range c.env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			var it Item
+			switch {
+			case e.ValueFrom.ConfigMapKeyRef != nil:
+				r := e.ValueFrom.ConfigMapKeyRef
+				it = newItem(KindConfigMap, r.Name, c.ref)
+				it.Keys, it.Optional = []string{r.Key}, isTrue(r.Optional)
+			case e.ValueFrom.SecretKeyRef != nil:
+				r := e.ValueFrom.SecretKeyRef
+				it = newItem(KindSecret, r.Name, c.ref)
+				it.Keys, it.Optional = []string{r.Key}, isTrue(r.Optional)
+			default:
+				continue
+			}
+			it.Mode, it.EnvName = ModeEnv, e.Name
+			out = append(out, it)
+		}
+		for _, e := range c.envFrom {
+			var it Item
+			switch {
+			case e.ConfigMapRef != nil:
+				it = newItem(KindConfigMap, e.ConfigMapRef.Name, c.ref)
+				it.Optional = isTrue(e.ConfigMapRef.Optional)
+			case e.SecretRef != nil:
+				it = newItem(KindSecret, e.SecretRef.Name, c.ref)
+				it.Optional = isTrue(e.SecretRef.Optional)
+			default:
+				continue
+			}
+			it.Mode, it.EnvPrefix = ModeEnvFrom, e.Prefix
+			out = append(out, it)
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if mounted[v.Name] {
+			continue
+		}
+		for _, s := range volumeSources(v) {
+			it := base
+			it.Object = ObjectRef{Kind: s.kind, Namespace: pod.Namespace, Name: s.name}
+			fillSource(&it, s)
+			it.Mode = ModeUnmounted
+			it.Volume = &VolumeRef{Name: v.Name}
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// fillSource sets the mode, keys, items and options of a volume use.
+func fillSource(it *Item, s source) {
+	it.Optional = s.optional
+	it.DefaultMode = s.defaultMode
+	switch {
+	case s.projected:
+		it.Mode = ModeProjected
+	case len(s.items) > 0:
+		it.Mode = ModeItems
+	default:
+		it.Mode = ModeVolume
+	}
+	for _, kp := range s.items {
+		it.Items = append(it.Items, KeyPath{Key: kp.Key, Path: kp.Path, Mode: kp.Mode})
+		it.Keys = append(it.Keys, kp.Key)
+	}
+}

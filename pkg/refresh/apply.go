@@ -1,0 +1,157 @@
+package refresh
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// DryRun is --dry-run.
+type DryRun string
+
+const (
+	DryRunNone   DryRun = "none"
+	DryRunClient DryRun = "client"
+	DryRunServer DryRun = "server"
+)
+
+// Patcher is the I/O edge of apply: one patch of one object.
+type Patcher interface {
+	// Patch sends patch to the named object of kind (Pod, Deployment,
+	// StatefulSet or DaemonSet). dryRun asks the server not to persist it.
+	Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, patch []byte, dryRun bool) error
+}
+
+// ClientPatcher patches through client-go.
+type ClientPatcher struct{ Client kubernetes.Interface }
+
+// Patch implements Patcher.
+func (p ClientPatcher) Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, patch []byte, dryRun bool) error {
+	o := metav1.PatchOptions{FieldManager: "kubectl-cmsync"}
+	if dryRun {
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	var err error
+	switch kind {
+	case "Pod":
+		_, err = p.Client.CoreV1().Pods(namespace).Patch(ctx, name, pt, patch, o)
+	case "Deployment":
+		_, err = p.Client.AppsV1().Deployments(namespace).Patch(ctx, name, pt, patch, o)
+	case "StatefulSet":
+		_, err = p.Client.AppsV1().StatefulSets(namespace).Patch(ctx, name, pt, patch, o)
+	case "DaemonSet":
+		_, err = p.Client.AppsV1().DaemonSets(namespace).Patch(ctx, name, pt, patch, o)
+	default:
+		err = fmt.Errorf("cannot patch a %s", kind)
+	}
+	return err
+}
+
+// AnnotatePatch is the merge patch that bumps the refresh annotation and
+// touches nothing else.
+func AnnotatePatch(now time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		RefreshedAtAnnotation: now.UTC().Format(time.RFC3339Nano)}}})
+	return b
+}
+
+// RestartPatch is the strategic merge patch `kubectl rollout restart` sends.
+func RestartPatch(now time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{RestartedAtAnnotation: now.Format(time.RFC3339)}}}}})
+	return b
+}
+
+// Outcome of one action.
+type Outcome string
+
+const (
+	OutcomeApplied    Outcome = "applied"     // patched (or dry-run accepted)
+	OutcomeFailed     Outcome = "failed"      // the patch failed
+	OutcomeNotApplied Outcome = "not-applied" // nothing was sent (manual, none, stopped)
+	OutcomeCurrent    Outcome = "current"     // verified current after the action
+	OutcomeTimeout    Outcome = "timeout"     // --wait ran out before it was current
+)
+
+// Result is what happened to one action.
+type Result struct {
+	Action
+	Outcome Outcome `json:"outcome"`
+	Error   string  `json:"error,omitempty"`
+	// AppliedAt is when the patch was accepted.
+	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
+	// CurrentAfter is the time from the patch until every consumer of the
+	// action was verified current.
+	CurrentAfter *metav1.Duration `json:"currentAfter,omitempty"`
+	// Detail says what the wait saw last (e.g. which consumer is not current).
+	Detail string `json:"detail,omitempty"`
+}
+
+// Backoff for retried patches: 429, 5xx and timeouts.
+var Backoff = wait.Backoff{Steps: 5, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
+
+// Retriable reports whether a failed patch may be sent again.
+func Retriable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) {
+		return true
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && se.Status().Code >= 500 {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Apply sends the patches of a plan, in order: restarts, then annotations.
+// manual and none actions are reported, not sent. With DryRunClient nothing
+// is sent at all. Every action gets a Result, so a failure part way says
+// exactly what was changed and what was not. now stamps the annotations.
+func Apply(ctx context.Context, p Patcher, actions []Action, dry DryRun, now func() time.Time) []Result {
+	results := make([]Result, len(actions))
+	for i, a := range actions {
+		results[i] = Result{Action: a, Outcome: OutcomeNotApplied}
+		if a.Action != ActionAnnotate && a.Action != ActionRestart {
+			continue
+		}
+		if dry == DryRunClient {
+			continue
+		}
+		if ctx.Err() != nil {
+			results[i].Error = "not sent: " + ctx.Err().Error()
+			continue
+		}
+		t := now()
+		var patch []byte
+		pt := types.MergePatchType
+		if a.Action == ActionAnnotate {
+			patch = AnnotatePatch(t)
+		} else {
+			patch, pt = RestartPatch(t), types.StrategicMergePatchType
+		}
+		err := retry.OnError(Backoff, Retriable, func() error {
+			return p.Patch(ctx, a.Target.Kind, a.Target.Namespace, a.Target.Name, pt, patch, dry == DryRunServer)
+		})
+		if err != nil {
+			results[i].Outcome, results[i].Error = OutcomeFailed, err.Error()
+			continue
+		}
+		at := metav1.NewTime(t)
+		results[i].Outcome, results[i].AppliedAt = OutcomeApplied, &at
+	}
+	return results
+}

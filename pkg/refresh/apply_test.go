@@ -1,0 +1,120 @@
+package refresh
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+type sent struct {
+	kind, name string
+	pt         types.PatchType
+	patch      string
+	dryRun     bool
+}
+
+// recordingPatcher records patches and fails by name.
+type recordingPatcher struct {
+	sent  []sent
+	fails map[string][]error // name -> errors to return, in order
+}
+
+func (p *recordingPatcher) Patch(_ context.Context, kind, _, name string, pt types.PatchType, patch []byte, dryRun bool) error {
+	p.sent = append(p.sent, sent{kind, name, pt, string(patch), dryRun})
+	if errs := p.fails[name]; len(errs) > 0 {
+		p.fails[name] = errs[1:]
+		return errs[0]
+	}
+	return nil
+}
+
+var fixedNow = func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC) }
+
+func TestApply(t *testing.T) {
+	Backoff.Duration = time.Millisecond
+	actions := []Action{
+		{Action: ActionRestart, Target: Target{"Deployment", "ns", "web"}},
+		{Action: ActionAnnotate, Target: Target{"Pod", "ns", "api-1"}},
+		{Action: ActionAnnotate, Target: Target{"Pod", "ns", "api-2"}},
+		{Action: ActionManual, Target: Target{"Pod", "ns", "solo"}},
+		{Action: ActionNone, Target: Target{"Pod", "ns", "ok"}},
+	}
+	gr := schema.GroupResource{Resource: "pods"}
+	p := &recordingPatcher{fails: map[string][]error{
+		"api-1": {apierrors.NewTooManyRequests("slow down", 0)}, // retried, then succeeds
+		"api-2": {apierrors.NewForbidden(gr, "api-2", errors.New("no"))},
+	}}
+	res := Apply(context.Background(), p, actions, DryRunNone, fixedNow)
+	want := []Outcome{OutcomeApplied, OutcomeApplied, OutcomeFailed, OutcomeNotApplied, OutcomeNotApplied}
+	for i, r := range res {
+		if r.Outcome != want[i] {
+			t.Errorf("%s: outcome %s, want %s (%s)", r.Target, r.Outcome, want[i], r.Error)
+		}
+	}
+	if len(p.sent) != 4 { // restart, api-1 twice, api-2 once (Forbidden is not retried)
+		t.Fatalf("sent %d patches, want 4: %+v", len(p.sent), p.sent)
+	}
+	if p.sent[0].pt != types.StrategicMergePatchType || p.sent[0].patch != `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-22T10:00:00Z"}}}}}` {
+		t.Errorf("restart patch = %s %s", p.sent[0].pt, p.sent[0].patch)
+	}
+	if p.sent[1].pt != types.MergePatchType || p.sent[1].patch != `{"metadata":{"annotations":{"kubectl-cmsync.io/refreshed-at":"2026-11-22T10:00:00.123456789Z"}}}` {
+		t.Errorf("annotate patch = %s %s", p.sent[1].pt, p.sent[1].patch)
+	}
+}
+
+func TestApplyDryRun(t *testing.T) {
+	actions := []Action{{Action: ActionAnnotate, Target: Target{"Pod", "ns", "a"}}, {Action: ActionRestart, Target: Target{"Deployment", "ns", "d"}}}
+	p := &recordingPatcher{}
+	for _, r := range Apply(context.Background(), p, actions, DryRunClient, fixedNow) {
+		if r.Outcome != OutcomeNotApplied {
+			t.Errorf("client dry run: %s outcome %s", r.Target, r.Outcome)
+		}
+	}
+	if len(p.sent) != 0 {
+		t.Fatalf("client dry run sent %d patches", len(p.sent))
+	}
+	Apply(context.Background(), p, actions, DryRunServer, fixedNow)
+	if len(p.sent) != 2 || !p.sent[0].dryRun || !p.sent[1].dryRun {
+		t.Fatalf("server dry run must send dryRun patches: %+v", p.sent)
+	}
+}
+
+func TestAnnotatePatchTouchesOneKey(t *testing.T) {
+	var m map[string]map[string]map[string]string
+	if err := json.Unmarshal(AnnotatePatch(fixedNow()), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 1 || len(m["metadata"]) != 1 || len(m["metadata"]["annotations"]) != 1 {
+		t.Fatalf("patch must set exactly one annotation: %v", m)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, m["metadata"]["annotations"][RefreshedAtAnnotation]); err != nil {
+		t.Fatalf("annotation is not RFC 3339: %v", err)
+	}
+}
+
+func TestRetriable(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewTooManyRequests("x", 1), true},
+		{apierrors.NewInternalError(errors.New("x")), true},
+		{apierrors.NewServiceUnavailable("x"), true},
+		{apierrors.NewTimeoutError("x", 1), true},
+		{apierrors.NewForbidden(gr, "p", errors.New("x")), false},
+		{apierrors.NewNotFound(gr, "p"), false},
+		{apierrors.NewConflict(gr, "p", errors.New("x")), false},
+		{nil, false},
+	} {
+		if got := Retriable(tt.err); got != tt.want {
+			t.Errorf("Retriable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,415 @@
+// Package refresh makes the consumers of ConfigMaps and Secrets current with
+// the least disruptive action: plan (pure), apply (patches through a small
+// Patcher interface) and wait (re-observe until converged).
+package refresh
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// Strategy chooses how consumers are refreshed.
+type Strategy string
+
+const (
+	StrategyAuto     Strategy = "auto"
+	StrategyAnnotate Strategy = "annotate"
+	StrategyRestart  Strategy = "restart"
+)
+
+// Strategies lists the valid strategies.
+var Strategies = []Strategy{StrategyAuto, StrategyAnnotate, StrategyRestart}
+
+// ActionKind is one of the contract's actions.
+type ActionKind string
+
+const (
+	ActionAnnotate ActionKind = "annotate"
+	ActionRestart  ActionKind = "restart"
+	ActionNone     ActionKind = "none"
+	ActionManual   ActionKind = "manual"
+)
+
+// Annotations the actions set.
+const (
+	// RefreshedAtAnnotation is bumped on a Pod: the kubelet re-syncs the pod
+	// at once and rewrites its configMap/secret/projected volumes.
+	RefreshedAtAnnotation = "kubectl-cmsync.io/refreshed-at"
+	// RestartedAtAnnotation is what `kubectl rollout restart` sets on the
+	// pod template.
+	RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+)
+
+// Target is the object an action changes: a Pod (annotate) or a workload
+// (restart); for manual and none it names what a person would act on.
+type Target struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func (t Target) String() string { return strings.ToLower(t.Kind) + "/" + t.Name }
+
+// Consumer is one use covered by an action.
+type Consumer struct {
+	Object    inspect.ObjectRef `json:"object"`
+	Pod       string            `json:"pod"`
+	Container string            `json:"container,omitempty"`
+	Mode      inspect.Mode      `json:"mode"`
+	Verdict   inspect.Verdict   `json:"verdict"`
+	State     inspect.State     `json:"state,omitempty"`
+}
+
+// Action is one step of a plan.
+type Action struct {
+	Action    ActionKind `json:"action"`
+	Target    Target     `json:"target"`
+	Reason    string     `json:"reason"`
+	Warnings  []string   `json:"warnings,omitempty"`
+	Consumers []Consumer `json:"consumers"`
+	// Pods are the pods an annotate action patches or a restart replaces.
+	Pods []string `json:"pods,omitempty"`
+}
+
+// WorkloadInfo is what the planner needs to know about an owning workload.
+type WorkloadInfo struct {
+	Exists bool
+	// Paused is a paused Deployment.
+	Paused bool
+	// OnDelete is a StatefulSet or DaemonSet with the OnDelete strategy.
+	OnDelete bool
+	// Partition is a StatefulSet's rolling update partition.
+	Partition int32
+}
+
+// WorkloadKey names a workload.
+type WorkloadKey struct{ Kind, Namespace, Name string }
+
+// PlanInput is everything Plan reads.
+type PlanInput struct {
+	Items    []inspect.Item
+	Pods     map[string]*corev1.Pod // by namespace/name
+	Workload map[WorkloadKey]WorkloadInfo
+	Strategy Strategy
+	// Observed tells whether the items carry --verify states; without them
+	// restart-needed uses cannot be told stale from current.
+	Observed bool
+}
+
+// PodKey is the key of PlanInput.Pods.
+func PodKey(namespace, name string) string { return namespace + "/" + name }
+
+// Restartable are the workload kinds a rollout restart applies to.
+var Restartable = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true}
+
+type need int
+
+const (
+	needNothing need = iota
+	needAnnotate
+	needRestart
+	needManual
+)
+
+// decision is what one consumer needs, with why.
+type decision struct {
+	need   need
+	reason string
+}
+
+// decide applies the contract's rules to one use.
+func decide(it inspect.Item, s Strategy, observed bool) decision {
+	hot := it.Mode.HotUpdating()
+	switch it.Verdict {
+	case inspect.VerdictNotMounted, inspect.VerdictUnused, "":
+		return decision{needNothing, "nothing consumes it"}
+	case inspect.VerdictMissing:
+		if it.Optional {
+			return decision{needNothing, "optional and absent: " + it.Reason}
+		}
+		return decision{needManual, fmt.Sprintf("create the missing %s or key: %s", strings.ToLower(it.Object.Kind), it.Reason)}
+	}
+	if s == StrategyRestart && it.State != inspect.StateMissing && !(it.Object.Immutable && it.State == inspect.StateStale) {
+		return decision{needRestart, "--strategy restart rolls out every owning workload"}
+	}
+	if observed {
+		switch it.State {
+		case inspect.StateInSync, inspect.StateCurrent, inspect.StateNA:
+			return decision{needNothing, "already " + string(it.State)}
+		case inspect.StateMissing:
+			return decision{needManual, "create the missing object or key: " + it.StateReason}
+		}
+	}
+	if it.Object.Immutable {
+		if observed && (it.State == inspect.StateStale || it.State == inspect.StatePending) {
+			return decision{needManual, fmt.Sprintf("immutable %s %q was re-created: the kubelet keeps serving the old copy to running pods and to new pods on nodes where it is still in use; create it under a new name (e.g. kustomize's hash suffix) and point the workload at it",
+				strings.ToLower(it.Object.Kind), it.Object.Name)}
+		}
+		if !observed {
+			return decision{needNothing, "immutable: it never changes"}
+		}
+	}
+	switch s {
+	case StrategyAnnotate:
+		if hot {
+			if observed && it.State != inspect.StatePending && it.State != inspect.StateUnverifiable {
+				return decision{needNothing, "already " + string(it.State)}
+			}
+			return decision{needAnnotate, "hot-updating mount: an annotation makes the kubelet rewrite it now"}
+		}
+		if observed && (it.State == inspect.StateStale || it.State == inspect.StateBroken) {
+			return decision{needManual, fmt.Sprintf("%s use is %s and stays so with --strategy annotate: restart the workload (--strategy auto or restart)", it.Mode, it.State)}
+		}
+		if !observed {
+			return decision{needManual, "cannot tell whether stale without exec; use --strategy restart"}
+		}
+		return decision{needManual, fmt.Sprintf("%s use is %s; an annotation cannot refresh it", it.Mode, it.State)}
+	}
+	// auto
+	if !observed {
+		if hot {
+			return decision{needAnnotate, "hot-updating mount: an annotation makes the kubelet rewrite it now (not observed)"}
+		}
+		return decision{needManual, "cannot tell whether stale; use --strategy restart"}
+	}
+	switch it.State {
+	case inspect.StatePending:
+		return decision{needAnnotate, "mount is pending: an annotation makes the kubelet rewrite it now"}
+	case inspect.StateUnverifiable:
+		if hot {
+			return decision{needAnnotate, "mount is unverifiable (" + it.StateReason + "): annotating is harmless and makes the kubelet rewrite it now"}
+		}
+		return decision{needManual, "cannot tell whether stale (" + it.StateReason + "); use --strategy restart"}
+	case inspect.StateStale, inspect.StateBroken:
+		return decision{needRestart, fmt.Sprintf("%s use is %s: only new containers read it again", it.Mode, it.State)}
+	}
+	return decision{needNothing, "state " + string(it.State)}
+}
+
+// Plan turns a report into actions: at most one restart per workload, one
+// annotate per pod whose workload is not restarted, and manual or none
+// entries for everything else. It is pure.
+func Plan(in PlanInput) []Action {
+	restarts := map[WorkloadKey]*Action{}
+	annotates := map[string]*Action{}
+	var manual, none []*Action
+
+	consumerOf := func(it inspect.Item) Consumer {
+		return Consumer{Object: it.Object, Pod: it.Pod.Name, Container: it.ContainerName(), Mode: it.Mode, Verdict: it.Verdict, State: it.State}
+	}
+	manualFor := func(t Target, reason string, it inspect.Item) {
+		for _, a := range manual {
+			if a.Target == t && a.Reason == reason {
+				a.Consumers = append(a.Consumers, consumerOf(it))
+				return
+			}
+		}
+		manual = append(manual, &Action{Action: ActionManual, Target: t, Reason: reason, Consumers: []Consumer{consumerOf(it)}})
+	}
+	// First pass: restarts (they replace pods, so annotating those is moot).
+	var deferred []inspect.Item
+	for _, it := range in.Items {
+		d := decide(it, in.Strategy, in.Observed)
+		ns := it.Object.Namespace
+		podTarget := Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}
+		switch d.need {
+		case needRestart:
+			wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
+			wt := Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
+			if why := notRestartable(it, in); why != "" {
+				manualFor(wt, why, it)
+				continue
+			}
+			a, ok := restarts[wk]
+			if !ok {
+				a = &Action{Action: ActionRestart, Target: wt, Reason: d.reason}
+				restarts[wk] = a
+			}
+			a.Consumers = append(a.Consumers, consumerOf(it))
+			if !contains(a.Pods, it.Pod.Name) {
+				a.Pods = append(a.Pods, it.Pod.Name)
+			}
+		case needManual:
+			t := podTarget
+			if Restartable[it.Workload.Kind] && !strings.HasPrefix(d.reason, "create the missing") {
+				t = Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
+			}
+			manualFor(t, d.reason, it)
+		default:
+			deferred = append(deferred, it)
+		}
+	}
+	for _, it := range deferred {
+		d := decide(it, in.Strategy, in.Observed)
+		ns := it.Object.Namespace
+		pk := PodKey(ns, it.Pod.Name)
+		restart := restarts[WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}]
+		switch {
+		case d.need == needAnnotate && restart != nil:
+			// its workload restarts: the new pods read everything afresh
+			restart.Consumers = append(restart.Consumers, consumerOf(it))
+			if !contains(restart.Pods, it.Pod.Name) {
+				restart.Pods = append(restart.Pods, it.Pod.Name)
+			}
+		case d.need == needAnnotate:
+			a, ok := annotates[pk]
+			if !ok {
+				a = &Action{Action: ActionAnnotate, Target: Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}, Reason: d.reason, Pods: []string{it.Pod.Name}}
+				if w := downwardAnnotationsWarning(in.Pods[pk]); w != "" {
+					a.Warnings = append(a.Warnings, w)
+				}
+				annotates[pk] = a
+			}
+			a.Consumers = append(a.Consumers, consumerOf(it))
+		default:
+			t := Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}
+			if it.Pod.Name == "" {
+				t = Target{Kind: it.Object.Kind, Namespace: ns, Name: it.Object.Name}
+			}
+			found := false
+			for _, a := range none {
+				if a.Target == t {
+					a.Consumers = append(a.Consumers, consumerOf(it))
+					found = true
+					break
+				}
+			}
+			if !found {
+				none = append(none, &Action{Action: ActionNone, Target: t, Reason: d.reason, Consumers: []Consumer{consumerOf(it)}})
+			}
+		}
+	}
+	var out []Action
+	for _, a := range restarts {
+		sort.Strings(a.Pods)
+		out = append(out, *a)
+	}
+	for _, a := range annotates {
+		out = append(out, *a)
+	}
+	for _, a := range manual {
+		out = append(out, *a)
+	}
+	for _, a := range none {
+		out = append(out, *a)
+	}
+	order := map[ActionKind]int{ActionRestart: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
+	sort.SliceStable(out, func(i, j int) bool {
+		if order[out[i].Action] != order[out[j].Action] {
+			return order[out[i].Action] < order[out[j].Action]
+		}
+		if out[i].Target.Namespace != out[j].Target.Namespace {
+			return out[i].Target.Namespace < out[j].Target.Namespace
+		}
+		if out[i].Target.Kind != out[j].Target.Kind {
+			return out[i].Target.Kind < out[j].Target.Kind
+		}
+		return out[i].Target.Name < out[j].Target.Name
+	})
+	return out
+}
+
+// notRestartable says why a rollout restart would not refresh the pod of
+// this use, or "" when it would.
+func notRestartable(it inspect.Item, in PlanInput) string {
+	w := it.Workload
+	ns := it.Object.Namespace
+	switch w.Kind {
+	case "Pod":
+		return fmt.Sprintf("bare pod: nothing would re-create it, so it is not deleted; re-create it yourself (kubectl replace --force -f <its manifest>)")
+	case "CronJob":
+		return "CronJob: the next scheduled run reads the new data; running Jobs keep what they read"
+	case "Job":
+		return "Job: its running pods keep what they read; the change reaches new Jobs only"
+	}
+	if !Restartable[w.Kind] {
+		return fmt.Sprintf("%s %q is not a Deployment, StatefulSet or DaemonSet: restart it with its own controller's tooling", w.Kind, w.Name)
+	}
+	info, ok := in.Workload[WorkloadKey{w.Kind, ns, w.Name}]
+	if !ok || !info.Exists {
+		return fmt.Sprintf("%s %q was not found; restart the pod's owner by hand", w.Kind, w.Name)
+	}
+	switch {
+	case info.Paused:
+		return fmt.Sprintf("Deployment %q is paused: resume it (kubectl rollout resume deployment/%s -n %s), then run this again", w.Name, w.Name, ns)
+	case info.OnDelete:
+		return fmt.Sprintf("%s %q uses the OnDelete update strategy: a restart replaces no pods; delete pod %s to replace it", w.Kind, w.Name, it.Pod.Name)
+	case w.Kind == "StatefulSet" && info.Partition > 0:
+		if ord, ok := ordinal(it.Pod.Name, w.Name); ok && ord < int(info.Partition) {
+			return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
+		}
+	}
+	return ""
+}
+
+// ordinal parses the ordinal of a StatefulSet pod name "<set>-<n>".
+func ordinal(pod, set string) (int, bool) {
+	if !strings.HasPrefix(pod, set+"-") {
+		return 0, false
+	}
+	n := 0
+	s := pod[len(set)+1:]
+	if s == "" {
+		return 0, false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// downwardAnnotationsWarning warns when bumping a pod annotation changes a
+// file the pod sees (a downwardAPI projection of metadata.annotations).
+func downwardAnnotationsWarning(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	check := func(files []corev1.DownwardAPIVolumeFile) bool {
+		for _, f := range files {
+			if f.FieldRef != nil && (f.FieldRef.FieldPath == "metadata.annotations" || strings.HasPrefix(f.FieldRef.FieldPath, "metadata.annotations['"+RefreshedAtAnnotation)) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, v := range pod.Spec.Volumes {
+		hit := v.DownwardAPI != nil && check(v.DownwardAPI.Items)
+		if v.Projected != nil {
+			for _, s := range v.Projected.Sources {
+				if s.DownwardAPI != nil && check(s.DownwardAPI.Items) {
+					hit = true
+				}
+			}
+		}
+		if hit {
+			return fmt.Sprintf("volume %q projects metadata.annotations: the pod will see the %s annotation appear there", v.Name, RefreshedAtAnnotation)
+		}
+	}
+	return ""
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Counts tallies actions by kind.
+func Counts(actions []Action) map[ActionKind]int {
+	c := map[ActionKind]int{}
+	for _, a := range actions {
+		c[a.Action]++
+	}
+	return c
+}

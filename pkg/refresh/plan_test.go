@@ -1,0 +1,132 @@
+package refresh
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// use builds one observed use for the planner.
+func use(pod, workloadKind, workload string, mode inspect.Mode, verdict inspect.Verdict, state inspect.State) inspect.Item {
+	return inspect.Item{
+		Object:    inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cm", Exists: true},
+		Pod:       inspect.PodRef{Name: pod, Node: "n1", Phase: "Running"},
+		Container: &inspect.ContainerRef{Name: "c", Type: inspect.ContainerRegular},
+		Workload:  inspect.WorkloadRef{Kind: workloadKind, Name: workload},
+		Mode:      mode, Verdict: verdict, State: state,
+	}
+}
+
+func summary(actions []Action) string {
+	var parts []string
+	for _, a := range actions {
+		parts = append(parts, string(a.Action)+" "+a.Target.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func TestPlan(t *testing.T) {
+	deploy := map[WorkloadKey]WorkloadInfo{
+		{"Deployment", "ns", "web"}:   {Exists: true},
+		{"Deployment", "ns", "held"}:  {Exists: true, Paused: true},
+		{"StatefulSet", "ns", "db"}:   {Exists: true, Partition: 2},
+		{"DaemonSet", "ns", "agent"}:  {Exists: true, OnDelete: true},
+		{"StatefulSet", "ns", "db2"}:  {Exists: true},
+		{"Deployment", "ns", "other"}: {Exists: true},
+	}
+	hotPending := func(pod, kind, name string) inspect.Item {
+		return use(pod, kind, name, inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
+	}
+	envStale := func(pod, kind, name string) inspect.Item {
+		return use(pod, kind, name, inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
+	}
+	immutableStale := envStale("web-1", "Deployment", "web")
+	immutableStale.Object.Immutable = true
+	immutableStale.Verdict = inspect.VerdictNeverChanges
+	secondCM := envStale("web-2", "Deployment", "web")
+	secondCM.Object.Name = "cm2"
+	missingRequired := use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictMissing, inspect.StateMissing)
+
+	tests := []struct {
+		name     string
+		items    []inspect.Item
+		strategy Strategy
+		observed bool
+		want     string
+	}{
+		{"pending volume is annotated", []inspect.Item{hotPending("web-1", "Deployment", "web")}, StrategyAuto, true, "annotate pod/web-1"},
+		{"in-sync volume needs nothing", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)}, StrategyAuto, true, "none pod/web-1"},
+		{"current env needs nothing", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)}, StrategyAuto, true, "none pod/web-1"},
+		{"stale env restarts the deployment", []inspect.Item{envStale("web-1", "Deployment", "web")}, StrategyAuto, true, "restart deployment/web"},
+		{"broken subPath restarts", []inspect.Item{use("db2-0", "StatefulSet", "db2", inspect.ModeSubPath, inspect.VerdictBreaksOnChange, inspect.StateBroken)}, StrategyAuto, true, "restart statefulset/db2"},
+		{"two ConfigMaps and two pods give one restart", []inspect.Item{envStale("web-1", "Deployment", "web"), secondCM, hotPending("web-2", "Deployment", "web")}, StrategyAuto, true, "restart deployment/web"},
+		{"annotate and restart in different workloads", []inspect.Item{envStale("web-1", "Deployment", "web"), hotPending("other-1", "Deployment", "other")}, StrategyAuto, true, "restart deployment/web; annotate pod/other-1"},
+		{"bare pod with stale env is manual", []inspect.Item{envStale("solo", "Pod", "solo")}, StrategyAuto, true, "manual pod/solo"},
+		{"paused deployment is manual", []inspect.Item{envStale("held-1", "Deployment", "held")}, StrategyAuto, true, "manual deployment/held"},
+		{"OnDelete daemonset is manual", []inspect.Item{envStale("agent-x", "DaemonSet", "agent")}, StrategyAuto, true, "manual daemonset/agent"},
+		{"partition spares ordinal 1", []inspect.Item{envStale("db-1", "StatefulSet", "db")}, StrategyAuto, true, "manual statefulset/db"},
+		{"partition does not spare ordinal 2", []inspect.Item{envStale("db-2", "StatefulSet", "db")}, StrategyAuto, true, "restart statefulset/db"},
+		{"job is manual", []inspect.Item{envStale("j-1", "Job", "j")}, StrategyAuto, true, "manual job/j"},
+		{"cronjob is manual", []inspect.Item{envStale("cj-1", "CronJob", "cj")}, StrategyAuto, true, "manual cronjob/cj"},
+		{"custom controller is manual", []inspect.Item{envStale("r-1", "Rollout", "r")}, StrategyAuto, true, "manual rollout/r"},
+		{"re-created immutable is manual", []inspect.Item{immutableStale}, StrategyAuto, true, "manual deployment/web"},
+		{"missing required key is manual on the pod", []inspect.Item{missingRequired}, StrategyAuto, true, "manual pod/web-1"},
+		{"annotate strategy leaves stale env manual", []inspect.Item{envStale("web-1", "Deployment", "web"), hotPending("web-1", "Deployment", "web")}, StrategyAnnotate, true, "annotate pod/web-1; manual deployment/web"},
+		{"restart strategy restarts even in-sync consumers", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)}, StrategyRestart, true, "restart deployment/web"},
+		{"restart strategy restarts pending", []inspect.Item{hotPending("web-1", "Deployment", "web")}, StrategyRestart, true, "restart deployment/web"},
+		{"without exec: annotate hot, manual env", []inspect.Item{
+			use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, ""),
+			use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, "")}, StrategyAuto, false, "annotate pod/web-1; manual deployment/web"},
+		{"unverifiable hot mount is annotated", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeProjected, inspect.VerdictHotUpdate, inspect.StateUnverifiable)}, StrategyAuto, true, "annotate pod/web-1"},
+		{"unverifiable env is manual", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateUnverifiable)}, StrategyAuto, true, "manual deployment/web"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(PlanInput{Items: tt.items, Workload: deploy, Strategy: tt.strategy, Observed: tt.observed})
+			if s := summary(got); s != tt.want {
+				t.Errorf("plan = %q, want %q", s, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanRestartCollectsPodsAndConsumers(t *testing.T) {
+	items := []inspect.Item{
+		use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
+		use("web-2", "Deployment", "web", inspect.ModeEnvFrom, inspect.VerdictRestartNeeded, inspect.StateStale),
+		use("web-2", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending),
+	}
+	got := Plan(PlanInput{Items: items, Workload: map[WorkloadKey]WorkloadInfo{{"Deployment", "ns", "web"}: {Exists: true}}, Strategy: StrategyAuto, Observed: true})
+	if len(got) != 1 {
+		t.Fatalf("want one action, got %s", summary(got))
+	}
+	if len(got[0].Consumers) != 3 || strings.Join(got[0].Pods, ",") != "web-1,web-2" {
+		t.Errorf("restart covers consumers %v pods %v", got[0].Consumers, got[0].Pods)
+	}
+}
+
+func TestPlanWarnsAboutDownwardAPIAnnotations(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "podinfo", VolumeSource: corev1.VolumeSource{
+		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}}}}}}}}
+	items := []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)}
+	got := Plan(PlanInput{Items: items, Pods: map[string]*corev1.Pod{PodKey("ns", "web-1"): pod}, Strategy: StrategyAuto, Observed: true})
+	if len(got) != 1 || len(got[0].Warnings) != 1 || !strings.Contains(got[0].Warnings[0], `volume "podinfo" projects metadata.annotations`) {
+		t.Fatalf("want a downwardAPI warning, got %+v", got)
+	}
+}
+
+func TestOrdinal(t *testing.T) {
+	for _, tt := range []struct {
+		pod, set string
+		n        int
+		ok       bool
+	}{{"db-0", "db", 0, true}, {"db-12", "db", 12, true}, {"db-x", "db", 0, false}, {"dbx-1", "db", 0, false}, {"db-", "db", 0, false}} {
+		n, ok := ordinal(tt.pod, tt.set)
+		if n != tt.n || ok != tt.ok {
+			t.Errorf("ordinal(%q,%q) = %d,%v want %d,%v", tt.pod, tt.set, n, ok, tt.n, tt.ok)
+		}
+	}
+}

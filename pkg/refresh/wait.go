@@ -1,0 +1,295 @@
+package refresh
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/polymorphichelpers"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// Observer re-reads and re-verifies the uses of some objects in one
+// namespace: the wait loop's view of the cluster.
+type Observer interface {
+	Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey) ([]inspect.Item, error)
+}
+
+// RolloutChecker says whether a workload's rollout has finished, the way
+// `kubectl rollout status` does.
+type RolloutChecker interface {
+	RolloutDone(ctx context.Context, kind, namespace, name string) (done bool, message string, err error)
+}
+
+// Progress is reported after every round of the wait loop.
+type Progress struct {
+	Current, Total int
+	Elapsed        time.Duration
+}
+
+// WaitOptions bound the wait.
+type WaitOptions struct {
+	Timeout  time.Duration
+	Interval time.Duration
+	Now      func() time.Time
+	Progress func(Progress)
+}
+
+// settled reports whether an observed state counts as current.
+func settled(s inspect.State) bool {
+	return s == inspect.StateInSync || s == inspect.StateCurrent || s == inspect.StateNA
+}
+
+// Wait re-observes the consumers of every applied action until all are
+// current or the timeout passes. Annotated pods must show in-sync files;
+// restarted workloads must finish their rollout and then their new pods must
+// be in-sync or current. Results are updated in place and returned.
+func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker, o WaitOptions) []Result {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Interval == 0 {
+		o.Interval = 250 * time.Millisecond
+	}
+	start := o.Now()
+	deadline := start.Add(o.Timeout)
+	var open []int
+	for i, r := range results {
+		if r.Outcome == OutcomeApplied {
+			open = append(open, i)
+		}
+	}
+	total := len(open)
+	rolled := map[int]bool{}
+	for len(open) > 0 {
+		// which namespaces and objects to look at this round
+		byNS := map[string]map[inspect.ObjectKey]bool{}
+		for _, i := range open {
+			for _, c := range results[i].Consumers {
+				k := inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+				if byNS[k.Namespace] == nil {
+					byNS[k.Namespace] = map[inspect.ObjectKey]bool{}
+				}
+				byNS[k.Namespace][k] = true
+			}
+		}
+		var items []inspect.Item
+		var obsErr error
+		needObserve := false
+		for _, i := range open {
+			r := &results[i]
+			if r.Action.Action == ActionRestart && !rolled[i] {
+				done, msg, err := rc.RolloutDone(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Name)
+				switch {
+				case err != nil:
+					r.Detail = "rollout status: " + err.Error()
+				case done:
+					rolled[i] = true
+				default:
+					r.Detail = strings.TrimSpace(msg)
+				}
+			}
+			if r.Action.Action == ActionAnnotate || rolled[i] {
+				needObserve = true
+			}
+		}
+		if needObserve {
+			for ns, set := range byNS {
+				keys := make([]inspect.ObjectKey, 0, len(set))
+				for k := range set {
+					keys = append(keys, k)
+				}
+				got, err := obs.Observe(ctx, ns, keys)
+				if err != nil {
+					obsErr = err
+					continue
+				}
+				items = append(items, got...)
+			}
+		}
+		now := o.Now()
+		var still []int
+		for _, i := range open {
+			r := &results[i]
+			if r.Action.Action == ActionRestart && !rolled[i] {
+				still = append(still, i)
+				continue
+			}
+			ok, detail := converged(*r, items)
+			if obsErr != nil && !ok {
+				detail = "observe: " + obsErr.Error()
+			}
+			if ok {
+				r.Outcome = OutcomeCurrent
+				d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
+				r.CurrentAfter = &d
+				r.Detail = ""
+				continue
+			}
+			r.Detail = detail
+			still = append(still, i)
+		}
+		open = still
+		if o.Progress != nil {
+			o.Progress(Progress{Current: total - len(open), Total: total, Elapsed: now.Sub(start)})
+		}
+		if len(open) == 0 {
+			break
+		}
+		if !now.Before(deadline) || ctx.Err() != nil {
+			for _, i := range open {
+				results[i].Outcome = OutcomeTimeout
+				if results[i].Detail == "" {
+					results[i].Detail = "not current yet"
+				}
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(o.Interval):
+		}
+	}
+	return results
+}
+
+// converged checks the consumers of one action against fresh observations.
+func converged(r Result, items []inspect.Item) (bool, string) {
+	switch r.Action.Action {
+	case ActionAnnotate:
+		for _, c := range r.Consumers {
+			it, ok := find(items, c)
+			if !ok {
+				return false, fmt.Sprintf("pod %s: use of %s %q by %s no longer found", c.Pod, strings.ToLower(c.Object.Kind), c.Object.Name, c.Container)
+			}
+			if !settled(it.State) {
+				return false, describe(it)
+			}
+		}
+		return true, ""
+	case ActionRestart:
+		seen := 0
+		for _, it := range items {
+			if it.Workload.Kind != r.Target.Kind || it.Workload.Name != r.Target.Name || it.Object.Namespace != r.Target.Namespace {
+				continue
+			}
+			if !coversObject(r.Consumers, it) {
+				continue
+			}
+			seen++
+			if !settled(it.State) {
+				return false, describe(it)
+			}
+		}
+		if seen == 0 {
+			return false, "no running pod of " + r.Target.String() + " observed yet"
+		}
+		return true, ""
+	}
+	return true, ""
+}
+
+func coversObject(cs []Consumer, it inspect.Item) bool {
+	for _, c := range cs {
+		if c.Object.Kind == it.Object.Kind && c.Object.Name == it.Object.Name {
+			return true
+		}
+	}
+	return false
+}
+
+func find(items []inspect.Item, c Consumer) (inspect.Item, bool) {
+	for _, it := range items {
+		if it.Pod.Name == c.Pod && it.ContainerName() == c.Container && it.Mode == c.Mode &&
+			it.Object.Kind == c.Object.Kind && it.Object.Name == c.Object.Name {
+			return it, true
+		}
+	}
+	return inspect.Item{}, false
+}
+
+func describe(it inspect.Item) string {
+	s := fmt.Sprintf("pod %s container %s %s of %s %q: %s", it.Pod.Name, it.ContainerName(), it.Mode, strings.ToLower(it.Object.Kind), it.Object.Name, it.State)
+	if it.StateReason != "" {
+		s += " (" + it.StateReason + ")"
+	}
+	return s
+}
+
+// ClusterRollout checks rollouts with kubectl's own status viewers.
+type ClusterRollout struct{ Client kubernetes.Interface }
+
+// RolloutDone implements RolloutChecker.
+func (c ClusterRollout) RolloutDone(ctx context.Context, kind, namespace, name string) (bool, string, error) {
+	var obj runtime.Object
+	var err error
+	switch kind {
+	case "Deployment":
+		obj, err = c.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	case "StatefulSet":
+		obj, err = c.Client.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
+	case "DaemonSet":
+		obj, err = c.Client.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+	default:
+		return false, "", fmt.Errorf("no rollout status for a %s", kind)
+	}
+	if err != nil {
+		return false, "", err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return false, "", err
+	}
+	viewer, err := polymorphichelpers.StatusViewerFor(schema.GroupKind{Group: "apps", Kind: kind})
+	if err != nil {
+		return false, "", err
+	}
+	msg, done, err := viewer.Status(&unstructured.Unstructured{Object: m}, 0)
+	return done, msg, err
+}
+
+// ClusterObserver re-reads one namespace and verifies the uses of the given
+// objects by running pods (terminating pods are left out).
+type ClusterObserver struct {
+	Client   kubernetes.Interface
+	Executor inspect.Executor
+	Verify   inspect.VerifyOptions
+	Secrets  bool
+}
+
+// Observe implements Observer.
+func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, Secrets: c.Secrets || hasSecrets(objects)})
+	if err != nil {
+		return nil, err
+	}
+	live := snap.Pods[:0]
+	for _, p := range snap.Pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live = append(live, p)
+		}
+	}
+	snap.Pods = live
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: objects, Secrets: true, IncludeSystem: true})
+	if err != nil {
+		return nil, err
+	}
+	return inspect.Verify(ctx, items, snap, c.Executor, c.Verify), nil
+}
+
+func hasSecrets(keys []inspect.ObjectKey) bool {
+	for _, k := range keys {
+		if k.Kind == inspect.KindSecret {
+			return true
+		}
+	}
+	return false
+}

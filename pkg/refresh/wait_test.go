@@ -1,0 +1,88 @@
+package refresh
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// scriptedObserver returns one set of items per call (the last repeats).
+type scriptedObserver struct {
+	rounds [][]inspect.Item
+	calls  int
+}
+
+func (s *scriptedObserver) Observe(context.Context, string, []inspect.ObjectKey) ([]inspect.Item, error) {
+	i := s.calls
+	if i >= len(s.rounds) {
+		i = len(s.rounds) - 1
+	}
+	s.calls++
+	return s.rounds[i], nil
+}
+
+type rolloutAfter struct{ n, calls int }
+
+func (r *rolloutAfter) RolloutDone(context.Context, string, string, string) (bool, string, error) {
+	r.calls++
+	return r.calls > r.n, "Waiting for deployment \"web\" rollout to finish: 1 old replicas are pending termination...", nil
+}
+
+// fakeClock advances by step on every call.
+type fakeClock struct {
+	t    time.Time
+	step time.Duration
+}
+
+func (c *fakeClock) now() time.Time { c.t = c.t.Add(c.step); return c.t }
+
+func applied(a Action, at time.Time) Result {
+	t := metav1.NewTime(at)
+	return Result{Action: a, Outcome: OutcomeApplied, AppliedAt: &t}
+}
+
+func TestWaitConverges(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0), step: 100 * time.Millisecond}
+	annotate := Action{Action: ActionAnnotate, Target: Target{"Pod", "ns", "api-1"},
+		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "api-1", Container: "c", Mode: inspect.ModeVolume}}}
+	restart := Action{Action: ActionRestart, Target: Target{"Deployment", "ns", "web"},
+		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "web-old", Container: "c", Mode: inspect.ModeEnv}}}
+	pendingVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
+	syncedVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)
+	newEnv := use("web-new", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)
+	obs := &scriptedObserver{rounds: [][]inspect.Item{{pendingVol}, {syncedVol, newEnv}}}
+	results := []Result{applied(annotate, clock.t), applied(restart, clock.t), {Action: Action{Action: ActionManual}, Outcome: OutcomeNotApplied}}
+	var last Progress
+	got := Wait(context.Background(), results, obs, &rolloutAfter{n: 1}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, Now: clock.now, Progress: func(p Progress) { last = p }})
+	if got[0].Outcome != OutcomeCurrent || got[1].Outcome != OutcomeCurrent {
+		t.Fatalf("outcomes %s %s (%s / %s)", got[0].Outcome, got[1].Outcome, got[0].Detail, got[1].Detail)
+	}
+	if got[2].Outcome != OutcomeNotApplied {
+		t.Errorf("manual action must stay not-applied, got %s", got[2].Outcome)
+	}
+	if got[0].CurrentAfter == nil || got[0].CurrentAfter.Duration <= 0 {
+		t.Errorf("CurrentAfter not set: %v", got[0].CurrentAfter)
+	}
+	if last.Current != 2 || last.Total != 2 {
+		t.Errorf("last progress %+v", last)
+	}
+}
+
+func TestWaitTimesOut(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0), step: time.Second}
+	annotate := Action{Action: ActionAnnotate, Target: Target{"Pod", "ns", "api-1"},
+		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "api-1", Container: "c", Mode: inspect.ModeVolume}}}
+	pendingVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
+	obs := &scriptedObserver{rounds: [][]inspect.Item{{pendingVol}}}
+	got := Wait(context.Background(), []Result{applied(annotate, clock.t)}, obs, &rolloutAfter{}, WaitOptions{Timeout: 5 * time.Second, Interval: time.Millisecond, Now: clock.now})
+	if got[0].Outcome != OutcomeTimeout {
+		t.Fatalf("outcome %s, want timeout", got[0].Outcome)
+	}
+	if got[0].Detail != `pod api-1 container c volume of configmap "cm": pending` {
+		t.Errorf("detail %q", got[0].Detail)
+	}
+}
