@@ -274,7 +274,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err := o.printResults(results, dry); err != nil {
 		return err
 	}
-	return resultError(results, dry, o.Wait)
+	return resultError(results, dry)
 }
 
 func (o *RefreshOptions) printPlan(plan []refresh.Action) error {
@@ -357,11 +357,11 @@ func reasonWithWarnings(reason string, warnings []string) string {
 
 // resultError maps results to the exit code: 1 when a patch failed (with
 // what was and was not changed), 3 when consumers are not current.
-func resultError(results []refresh.Result, dry refresh.DryRun, waited bool) error {
+func resultError(results []refresh.Result, dry refresh.DryRun) error {
 	var changed, failed, notCurrent []string
 	for _, r := range results {
 		switch r.Outcome {
-		case refresh.OutcomeApplied, refresh.OutcomeCurrent, refresh.OutcomeTimeout:
+		case refresh.OutcomeApplied, refresh.OutcomeCurrent, refresh.OutcomeTimeout, refresh.OutcomeUnverifiable:
 			changed = append(changed, r.Target.String())
 		case refresh.OutcomeFailed:
 			failed = append(failed, fmt.Sprintf("%s (%s)", r.Target, r.Error))
@@ -369,6 +369,8 @@ func resultError(results []refresh.Result, dry refresh.DryRun, waited bool) erro
 		switch {
 		case r.Outcome == refresh.OutcomeTimeout:
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: timed out: %s", r.Target, r.Detail))
+		case r.Outcome == refresh.OutcomeUnverifiable:
+			notCurrent = append(notCurrent, fmt.Sprintf("%s: %s", r.Target, r.Detail))
 		case r.Action.Action == refresh.ActionManual:
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: manual: %s", r.Target, r.Reason))
 		}

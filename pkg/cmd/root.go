@@ -85,7 +85,6 @@ the least disruptive action.`,
 	flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(NewCmdStatus(flags, streams))
 	root.AddCommand(NewCmdRefresh(flags, streams))
-	// diff: registered once pkg/cmd/diff.go lands
-	// root.AddCommand(NewCmdDiff(flags, streams))
+	root.AddCommand(NewCmdDiff(flags, streams))
 	return root
 }

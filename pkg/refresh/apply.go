@@ -81,6 +81,9 @@ const (
 	OutcomeNotApplied Outcome = "not-applied" // nothing was sent (manual, none, stopped)
 	OutcomeCurrent    Outcome = "current"     // verified current after the action
 	OutcomeTimeout    Outcome = "timeout"     // --wait ran out before it was current
+	// OutcomeUnverifiable: applied, but the consumer cannot be observed
+	// (no shell in the image, exec forbidden), so it is not proven current.
+	OutcomeUnverifiable Outcome = "unverifiable"
 )
 
 // Result is what happened to one action.

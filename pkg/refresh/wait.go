@@ -48,6 +48,22 @@ func settled(s inspect.State) bool {
 	return s == inspect.StateInSync || s == inspect.StateCurrent || s == inspect.StateNA
 }
 
+// unverifiableForGood tells an observation that cannot succeed however long
+// the wait (no shell in the image, exec forbidden) from a passing one.
+func unverifiableForGood(it inspect.Item) bool {
+	return it.State == inspect.StateUnverifiable &&
+		(strings.HasPrefix(it.StateReason, inspect.ObserveNoShell) || strings.HasPrefix(it.StateReason, inspect.ObserveForbidden))
+}
+
+// progress of one action in the wait loop.
+type progress int
+
+const (
+	notYet progress = iota
+	reached
+	cannotVerify
+)
+
 // Wait re-observes the consumers of every applied action until all are
 // current or the timeout passes. Annotated pods must show in-sync files;
 // restarted workloads must finish their rollout and then their new pods must
@@ -123,11 +139,15 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 				still = append(still, i)
 				continue
 			}
-			ok, detail := converged(*r, items)
-			if obsErr != nil && !ok {
+			p, detail := converged(*r, items)
+			if obsErr != nil && p != reached {
 				detail = "observe: " + obsErr.Error()
 			}
-			if ok {
+			if p == cannotVerify {
+				r.Outcome, r.Detail = OutcomeUnverifiable, detail
+				continue
+			}
+			if p == reached {
 				r.Outcome = OutcomeCurrent
 				d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
 				r.CurrentAfter = &d
@@ -162,19 +182,22 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 }
 
 // converged checks the consumers of one action against fresh observations.
-func converged(r Result, items []inspect.Item) (bool, string) {
+func converged(r Result, items []inspect.Item) (progress, string) {
 	switch r.Action.Action {
 	case ActionAnnotate:
 		for _, c := range r.Consumers {
 			it, ok := find(items, c)
 			if !ok {
-				return false, fmt.Sprintf("pod %s: use of %s %q by %s no longer found", c.Pod, strings.ToLower(c.Object.Kind), c.Object.Name, c.Container)
+				return notYet, fmt.Sprintf("pod %s: use of %s %q by %s no longer found", c.Pod, strings.ToLower(c.Object.Kind), c.Object.Name, c.Container)
+			}
+			if unverifiableForGood(it) {
+				return cannotVerify, "annotated, but cannot be verified: " + describe(it)
 			}
 			if !settled(it.State) {
-				return false, describe(it)
+				return notYet, describe(it)
 			}
 		}
-		return true, ""
+		return reached, ""
 	case ActionRestart:
 		seen := 0
 		for _, it := range items {
@@ -185,16 +208,19 @@ func converged(r Result, items []inspect.Item) (bool, string) {
 				continue
 			}
 			seen++
+			if unverifiableForGood(it) {
+				return cannotVerify, "rolled out, but cannot be verified: " + describe(it)
+			}
 			if !settled(it.State) {
-				return false, describe(it)
+				return notYet, describe(it)
 			}
 		}
 		if seen == 0 {
-			return false, "no running pod of " + r.Target.String() + " observed yet"
+			return notYet, "no running pod of " + r.Target.String() + " observed yet"
 		}
-		return true, ""
+		return reached, ""
 	}
-	return true, ""
+	return reached, ""
 }
 
 func coversObject(cs []Consumer, it inspect.Item) bool {
