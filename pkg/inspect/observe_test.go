@@ -1,0 +1,513 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	utilexec "k8s.io/client-go/util/exec"
+)
+
+// localExecutor runs argv on this machine, as if the container were the
+// host: PATH is restricted to binDir, so a test chooses the tools the
+// "container" has. argv[0] missing from binDir fails the way containerd
+// reports it.
+type localExecutor struct {
+	binDir string
+	env    []string
+	calls  [][]string
+}
+
+func (l *localExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+	l.calls = append(l.calls, argv)
+	bin := filepath.Join(l.binDir, argv[0])
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("Internal error occurred: error executing command in container: failed to exec in container: failed to start exec \"abc\": OCI runtime exec failed: exec failed: unable to start container process: exec: %q: executable file not found in $PATH: unknown", argv[0])
+	}
+	cmd := exec.CommandContext(ctx, bin, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Env = append([]string{"PATH=" + l.binDir}, l.env...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", ee.ExitCode()), Code: ee.ExitCode()}
+	}
+	return err
+}
+
+// toolDir makes a directory of symlinks: name -> target path.
+func toolDir(t *testing.T, tools map[string]string) string {
+	t.Helper()
+	d := t.TempDir()
+	for name, target := range tools {
+		if err := os.Symlink(target, filepath.Join(d, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func lookTools(t *testing.T, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range names {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			t.Skipf("%s not installed", n)
+		}
+		out[n] = p
+	}
+	return out
+}
+
+// shells returns the tool sets the script must work with.
+func shells(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	sets := map[string]map[string]string{}
+	core := []string{"ls", "cat", "wc", "sha256sum"}
+	for _, sh := range []string{"dash", "bash"} {
+		if p, err := exec.LookPath(sh); err == nil {
+			m := map[string]string{"sh": p}
+			ok := true
+			for _, c := range core {
+				cp, err := exec.LookPath(c)
+				if err != nil {
+					ok = false
+					break
+				}
+				m[c] = cp
+			}
+			if ok {
+				sets[sh+"+coreutils"] = m
+			}
+		}
+	}
+	if bb, err := exec.LookPath("busybox"); err == nil {
+		m := map[string]string{}
+		for _, n := range append([]string{"sh"}, core...) {
+			m[n] = bb
+		}
+		sets["busybox"] = m
+	}
+	if len(sets) == 0 {
+		t.Skip("no shell to test with")
+	}
+	return sets
+}
+
+// atomicVolume lays out dir as the kubelet's atomic writer does.
+func atomicVolume(t *testing.T, dir, ts string, files map[string][]byte, modes map[string]os.FileMode) {
+	t.Helper()
+	data := filepath.Join(dir, ts)
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	top := map[string]bool{}
+	for p, content := range files {
+		full := filepath.Join(data, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		m := os.FileMode(0o644)
+		if mm, ok := modes[p]; ok {
+			m = mm
+		}
+		if err := os.WriteFile(full, content, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(full, m); err != nil {
+			t.Fatal(err)
+		}
+		top[strings.SplitN(p, "/", 2)[0]] = true
+	}
+	if err := os.Symlink(ts, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for name := range top {
+		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const testTS = "..2024_05_06_07_08_09.123456789"
+
+func TestScriptReadsVolumes(t *testing.T) {
+	for name, tools := range shells(t) {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			pwned := filepath.Join(root, "pwned")
+			// A hostile mount path and hostile items paths, binary content
+			// that imitates the framing, a newline in a file name.
+			vol := filepath.Join(root, "etc", "x;touch "+pwned)
+			fake := []byte("C\x00F\x00evil\x00-rw-r--r--\x001\x00Z\x00cmsync-0000\x00")
+			files := map[string][]byte{
+				"app.conf":                 []byte("a=1\n"),
+				"bin":                      {0, 1, 2, 0xff, 0},
+				"fake":                     fake,
+				"nested/dir/deep.txt":      []byte("deep"),
+				"a$(touch " + pwned + "2)": []byte("x"),
+				"new\nline":                []byte("nl"),
+				"empty":                    {},
+				"-rf":                      []byte("dash"),
+				"`touch " + pwned + "3`":   []byte("bq"),
+				"big":                      bytes.Repeat([]byte("z"), 5000),
+				".hidden":                  []byte("h"),
+				"..dots":                   []byte("d"),
+				"sp ace":                   []byte("s"),
+			}
+			atomicVolume(t, vol, testTS, files, map[string]os.FileMode{"app.conf": 0o600, "bin": 0o755})
+			sub := filepath.Join(root, "subfile")
+			if err := os.WriteFile(sub, []byte("subpath content"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			emptyDir := filepath.Join(root, "emptydir")
+			if err := os.Mkdir(emptyDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			missing := filepath.Join(root, "nope")
+			ex := &localExecutor{binDir: toolDir(t, tools), env: []string{"with-dash=1", "with.dot=2", "9lives=3", "MULTI=a\nb=c", "EMPTY="}}
+			req := ObserveRequest{Paths: []PathRequest{{Path: vol}, {Path: sub}, {Path: emptyDir}, {Path: missing}}, Env: true}
+			obs := Observe(context.Background(), ex, req, ObserveOptions{MaxBytes: 4096, Timeout: 10 * time.Second})
+			if obs.Err != nil {
+				t.Fatalf("observe: %v", obs.Err)
+			}
+			if len(ex.calls) != 1 {
+				t.Errorf("execs = %d, want 1", len(ex.calls))
+			}
+			for _, p := range []string{pwned, pwned + "2", pwned + "3"} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s was created: injection", p)
+				}
+			}
+			v := obs.Paths[vol]
+			if v == nil || v.Kind != PathAtomic || v.Target != testTS || v.Unstable || !v.Listed {
+				t.Fatalf("volume observation = %+v", v)
+			}
+			for p, want := range files {
+				f := v.Files[p]
+				if f == nil {
+					t.Errorf("file %q not observed", p)
+					continue
+				}
+				if int64(len(want)) > 4096 {
+					if f.HasData || f.SHA256 != sha256Hex(want) || f.Size != int64(len(want)) {
+						t.Errorf("big file: %+v", f)
+					}
+					continue
+				}
+				if !f.HasData || !bytes.Equal(f.Data, want) {
+					t.Errorf("file %q = %q (has %v, unread %q), want %q", p, f.Data, f.HasData, f.Unread, want)
+				}
+			}
+			if len(v.Files) != len(files) {
+				t.Errorf("observed %d files, want %d: %v", len(v.Files), len(files), sortedKeys(v.Files))
+			}
+			if m := v.Files["app.conf"].Mode; m != 0o600 {
+				t.Errorf("app.conf mode = %o", m)
+			}
+			if m := v.Files["bin"].Mode; m != 0o755 {
+				t.Errorf("bin mode = %o", m)
+			}
+			if !containsString(v.Dirs, "nested") || !containsString(v.Dirs, "nested/dir") {
+				t.Errorf("dirs = %q", v.Dirs)
+			}
+			if s := obs.Paths[sub]; s == nil || s.Kind != PathFile || string(s.Files[""].Data) != "subpath content" {
+				t.Errorf("subPath file = %+v", s)
+			}
+			if s := obs.Paths[emptyDir]; s == nil || s.Kind != PathDir || len(s.Files) != 0 || !s.Listed {
+				t.Errorf("empty dir = %+v", s)
+			}
+			if s := obs.Paths[missing]; s == nil || s.Kind != PathMissing {
+				t.Errorf("missing = %+v", s)
+			}
+			if !obs.EnvRead {
+				t.Fatalf("env not read: %s", obs.EnvErr)
+			}
+			for k, want := range map[string]string{"with-dash": "1", "with.dot": "2", "9lives": "3", "MULTI": "a\nb=c", "EMPTY": ""} {
+				if got, ok := obs.Env[k]; !ok || got != want {
+					t.Errorf("env %s = %q (%v), want %q", k, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
+func TestScriptWithoutSha256sum(t *testing.T) {
+	for name, tools := range shells(t) {
+		t.Run(name, func(t *testing.T) {
+			delete(tools, "sha256sum")
+			root := t.TempDir()
+			vol := filepath.Join(root, "v")
+			atomicVolume(t, vol, testTS, map[string][]byte{"big": bytes.Repeat([]byte("q"), 100), "small": []byte("s")}, nil)
+			ex := &localExecutor{binDir: toolDir(t, tools)}
+			obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: vol}}}, ObserveOptions{MaxBytes: 10})
+			if obs.Err != nil {
+				t.Fatal(obs.Err)
+			}
+			f := obs.Paths[vol].Files["big"]
+			if name == "busybox" && f != nil && f.SHA256 != "" {
+				// busybox ash runs its own applets whatever PATH says.
+				f.SHA256, f.Unread = "", "applet"
+			}
+			if f == nil || f.HasData || f.SHA256 != "" || f.Unread == "" || f.Size != 100 {
+				t.Errorf("big = %+v", f)
+			}
+			if s := obs.Paths[vol].Files["small"]; s == nil || string(s.Data) != "s" {
+				t.Errorf("small = %+v", s)
+			}
+		})
+	}
+}
+
+func TestObserveNoShellFallback(t *testing.T) {
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		t.Skip("no cat")
+	}
+	ls, _ := exec.LookPath("ls")
+	root := t.TempDir()
+	vol := filepath.Join(root, "v")
+	atomicVolume(t, vol, testTS, map[string][]byte{"a": []byte("1"), "old": []byte("gone")}, nil)
+
+	t.Run("cat and ls", func(t *testing.T) {
+		ex := &localExecutor{binDir: toolDir(t, map[string]string{"cat": cat, "ls": ls}), env: []string{"with-dash=x"}}
+		req := ObserveRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a", "b"}, List: true}}, Env: true}
+		obs := Observe(context.Background(), ex, req, ObserveOptions{MaxBytes: 1 << 20})
+		if obs.Err != nil || !obs.NoShell {
+			t.Fatalf("obs = %+v", obs)
+		}
+		if obs.Env["with-dash"] != "x" {
+			t.Errorf("env = %v", obs.Env)
+		}
+		p := obs.Paths[vol]
+		if string(p.Files["a"].Data) != "1" || p.Files["b"] != nil {
+			t.Errorf("files = %v", p.Files)
+		}
+		if p.Target != testTS || !containsString(p.Names, "old") {
+			t.Errorf("listing = %q target %q", p.Names, p.Target)
+		}
+	})
+	t.Run("nothing", func(t *testing.T) {
+		ex := &localExecutor{binDir: t.TempDir()}
+		obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a"}}}}, ObserveOptions{})
+		if obs.Err == nil || obs.Err.Reason != ObserveNoShell {
+			t.Fatalf("err = %v", obs.Err)
+		}
+	})
+}
+
+func TestParseObservation(t *testing.T) {
+	n := "cmsync-test"
+	rec := func(fields ...string) string { return strings.Join(fields, "\x00") + "\x00" }
+	paths := []string{"/a", "/b"}
+	ok := rec("P", "0", "A", testTS, "D", "d", "F", "d/f", "-rw-r--r--", "3", "C") + "a\x00b" + rec(n) +
+		rec("F", "big", "-r--------", "9999", "H", strings.Repeat("ab", 32)) +
+		rec("F", "nosum", "?", "9999", "S") +
+		rec("Q", testTS) +
+		rec("P", "1", "K", "f", "F", "", "-rwsr-sr-t", "0", "C") + rec(n) + rec("Q", "") +
+		"V\x00HOME=/root\x00A=b=c\x00" + rec(n) + rec("Z", n)
+	obs, err := ParseObservation([]byte(ok), n, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := obs.Paths["/a"]
+	if a.Kind != PathAtomic || string(a.Files["d/f"].Data) != "a\x00b" || a.Files["d/f"].Mode != 0o644 {
+		t.Errorf("a = %+v %+v", a, a.Files["d/f"])
+	}
+	if a.Files["big"].SHA256 == "" || a.Files["big"].Mode != 0o400 || a.Files["nosum"].Unread == "" || a.Files["nosum"].Mode != -1 {
+		t.Errorf("big/nosum = %+v %+v", a.Files["big"], a.Files["nosum"])
+	}
+	if b := obs.Paths["/b"]; b.Kind != PathFile || !b.Files[""].HasData || b.Files[""].Mode != 0o7777&^0o022 {
+		t.Errorf("b = %+v %+v", b, b.Files[""])
+	}
+	if obs.Env["A"] != "b=c" || obs.Env["HOME"] != "/root" {
+		t.Errorf("env = %v", obs.Env)
+	}
+
+	// Truncated anywhere: an error, never a partial success.
+	for i := 0; i < len(ok)-1; i++ {
+		if _, err := ParseObservation([]byte(ok[:i]), n, paths); err == nil {
+			t.Fatalf("truncated at %d parsed", i)
+		}
+	}
+	// Wrong nonce at the end.
+	if _, err := ParseObservation([]byte(strings.Replace(ok, rec("Z", n), rec("Z", "other"), 1)), n, paths); err == nil {
+		t.Error("bad final nonce accepted")
+	}
+	// A file that changed size while read: resynchronised, marked unread.
+	short := rec("P", "0", "A", testTS, "F", "f", "-rw-r--r--", "10", "C") + "abc" + rec(n) + rec("F", "g", "-rw-r--r--", "1", "C") + "g" + rec(n) + rec("Q", testTS, "Z", n)
+	obs, err = ParseObservation([]byte(short), n, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := obs.Paths["/a"].Files["f"]; f.HasData || f.Unread == "" {
+		t.Errorf("f = %+v", f)
+	}
+	if g := obs.Paths["/a"].Files["g"]; string(g.Data) != "g" {
+		t.Errorf("g = %+v", g)
+	}
+	// ..data moved during every attempt: unstable; a stable retry wins.
+	moved := rec("P", "0", "A", testTS, "Q", "..2024_05_06_07_08_10.1", "P", "0", "A", "..2024_05_06_07_08_10.1", "Q", "..2024_05_06_07_08_10.1", "Z", n)
+	obs, err = ParseObservation([]byte(moved), n, paths)
+	if err != nil || obs.Paths["/a"].Unstable || obs.Paths["/a"].Target != "..2024_05_06_07_08_10.1" {
+		t.Errorf("moved: %v %+v", err, obs.Paths["/a"])
+	}
+	unstable := rec("P", "0", "A", testTS, "Q", "..x", "Z", n)
+	obs, err = ParseObservation([]byte(unstable), n, paths)
+	if err != nil || !obs.Paths["/a"].Unstable {
+		t.Errorf("unstable: %v %+v", err, obs.Paths["/a"])
+	}
+	for _, bad := range []string{
+		rec("P", "7", "Q", "", "Z", n),           // index out of range
+		rec("F", "x", "-", "1", "C") + "x",       // file outside a path
+		rec("P", "0", "K", "z", "Q", "", "Z", n), // unknown kind
+		rec("P", "0", "Z", n),                    // unterminated path
+		rec("?"),
+	} {
+		if _, err := ParseObservation([]byte(bad), n, paths); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestParseLsMode(t *testing.T) {
+	for in, want := range map[string]int32{
+		"-rw-r--r--":  0o644,
+		"-rw-r--r--.": 0o644,
+		"-r--r-----+": 0o440,
+		"-rwxr-xr-x":  0o755,
+		"-rwSr-Sr-T":  0o7644,
+		"-rwsr-sr-t":  0o7755,
+		"drwxrwxrwx":  0o777,
+		"?":           -1,
+		"-rw-r--r-Q":  -1,
+		"":            -1,
+	} {
+		if got := ParseLsMode(in); got != want {
+			t.Errorf("ParseLsMode(%q) = %o, want %o", in, got, want)
+		}
+	}
+}
+
+func TestSyncedAt(t *testing.T) {
+	got, ok := SyncedAt("..2024_05_06_07_08_09.123456789")
+	if !ok || !got.Equal(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)) {
+		t.Errorf("got %v %v", got, ok)
+	}
+	for _, bad := range []string{"..data", "2024_05_06_07_08_09.1", "..2024_05_06_07_08_09", "..2024_05_06_07_08_09.", "..2024_13_06_07_08_09.1", "..2024_05_06_07_08_09.1x"} {
+		if _, ok := SyncedAt(bad); ok {
+			t.Errorf("SyncedAt(%q) ok", bad)
+		}
+	}
+}
+
+func TestParseEnvLines(t *testing.T) {
+	env := parseEnvLines([]byte("A=1\nB=two\nlines\nC=x=y\n"))
+	if env["A"] != "1" || env["B"] != "two\nlines" || env["C"] != "x=y" {
+		t.Errorf("env = %q", env)
+	}
+}
+
+func TestClassifyExecError(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), ObserveTimeout},
+		{errors.New(`pods "p" is forbidden: User "u" cannot create resource "pods/exec"`), ObserveForbidden},
+		{errors.New(`OCI runtime exec failed: exec failed: unable to start container process: exec: "sh": executable file not found in $PATH: unknown`), ObserveNoShell},
+		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 127"), Code: 127}, ObserveNoShell},
+		{errors.New(`unable to upgrade connection: container not found ("c")`), ObserveNotRunning},
+		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}, ObserveFailed},
+	}
+	for _, c := range cases {
+		if got := ClassifyExecError(ctx, c.err, nil); got.Reason != c.want {
+			t.Errorf("%v: %s, want %s", c.err, got.Reason, c.want)
+		}
+	}
+}
+
+// FuzzParseObservation: the parser must never panic or loop, whatever the
+// container prints.
+func FuzzParseObservation(f *testing.F) {
+	n := "cmsync-f"
+	f.Add([]byte("P\x000\x00A\x00..2024_05_06_07_08_09.1\x00F\x00a\x00-rw-r--r--\x001\x00C\x00x" + n + "\x00Q\x00..2024_05_06_07_08_09.1\x00Z\x00" + n + "\x00"))
+	f.Add([]byte("P\x001\x00K\x00f\x00F\x00\x00?\x00-1\x00U\x00Q\x00\x00V\x00A=1\x00" + n + "\x00Z\x00" + n + "\x00"))
+	f.Add([]byte("P\x000\x00K\x00d\x00D\x00x\x00L\x00y\x00O\x00z\x00F\x00x/a\x00-rw-------\x0099999999999\x00C\x00"))
+	f.Add([]byte("Z\x00" + n + "\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obs, err := ParseObservation(data, n, []string{"/a", "/b"})
+		if err == nil && obs == nil {
+			t.Fatal("nil observation without error")
+		}
+		if err == nil {
+			for p, op := range obs.Paths {
+				if p != "/a" && p != "/b" {
+					t.Fatalf("unexpected path %q", p)
+				}
+				for _, f := range op.Files {
+					if f.HasData && f.Size >= 0 && int64(len(f.Data)) != f.Size {
+						t.Fatalf("content of %q has %d bytes, size says %d", f.Path, len(f.Data), f.Size)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestObserveFakeRoundTrip: what a FakeContainer holds comes back through
+// Observe unchanged, whatever bytes the files hold.
+func TestObserveFakeRoundTrip(t *testing.T) {
+	files := map[string][]byte{
+		"plain":        []byte("x"),
+		"framing":      []byte("Z\x00cmsync-\x00Q\x00\x00P\x000\x00"),
+		"dir/nested":   {0, 0, 0},
+		"new\nline":    []byte("nl"),
+		"big":          bytes.Repeat([]byte{0xfe}, 300),
+		"empty":        {},
+		"dir/sub/deep": []byte("deep"),
+	}
+	ex := &FakeExecutor{Containers: map[string]*FakeContainer{"ns/p/c": {
+		Volumes: map[string]FakeVolume{"/v": {Target: testTS, Files: files, Mode: 0o440}},
+		Files:   map[string][]byte{"/f": []byte("file")},
+		Dirs:    map[string]map[string][]byte{"/d": {}},
+		Env:     map[string]string{"A": "1", "with-dash": "2"},
+	}}}
+	req := ObserveRequest{Namespace: "ns", Pod: "p", Container: "c", Env: true,
+		Paths: []PathRequest{{Path: "/v"}, {Path: "/f"}, {Path: "/d"}, {Path: "/nope"}}}
+	obs := Observe(context.Background(), ex, req, ObserveOptions{MaxBytes: 100})
+	if obs.Err != nil || obs.Execs != 1 {
+		t.Fatalf("err %v, execs %d", obs.Err, obs.Execs)
+	}
+	v := obs.Paths["/v"]
+	for p, want := range files {
+		f := v.Files[p]
+		switch {
+		case f == nil:
+			t.Errorf("%q missing", p)
+		case len(want) > 100:
+			if f.SHA256 != sha256Hex(want) {
+				t.Errorf("%q: sha %q", p, f.SHA256)
+			}
+		case !bytes.Equal(f.Data, want) || f.Mode != 0o440:
+			t.Errorf("%q: %q mode %o", p, f.Data, f.Mode)
+		}
+	}
+	if string(obs.Paths["/f"].Files[""].Data) != "file" || obs.Paths["/d"].Kind != PathDir || obs.Paths["/nope"].Kind != PathMissing {
+		t.Errorf("paths: %+v %+v %+v", obs.Paths["/f"], obs.Paths["/d"], obs.Paths["/nope"])
+	}
+	if obs.Env["with-dash"] != "2" {
+		t.Errorf("env %v", obs.Env)
+	}
+}
