@@ -148,8 +148,8 @@ func (o *RefreshOptions) Complete(args []string) error {
 			return err
 		}
 	}
-	if o.Executor == nil && o.RESTConfig != nil {
-		ex, err := inspect.NewRemoteExecutor(o.RESTConfig)
+	if o.Executor == nil {
+		ex, err := o.Verify.executor(o.RESTConfig)
 		if err != nil {
 			return err
 		}
@@ -170,7 +170,9 @@ func (o *RefreshOptions) Complete(args []string) error {
 }
 
 func (o *RefreshOptions) verifyOptions() inspect.VerifyOptions {
-	return inspect.VerifyOptions{MaxBytes: o.Verify.MaxBytes, Concurrency: o.Verify.Concurrency, ExecTimeout: o.Verify.ExecTimeout, Now: o.Now}
+	vo := o.Verify.Options(nil)
+	vo.Now = o.Now
+	return vo
 }
 
 // Validate checks flags and arguments.
