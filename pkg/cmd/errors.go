@@ -51,10 +51,12 @@ func explainAPIError(err error, server, namespace string) error {
 			verb, resource, where, apiMessage(err), kind, RoleRule(verb, resource))
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the API server at %s rejected the credentials (Unauthorized): check your kubeconfig user, or log in again", server)
-	case isConnectionError(err):
-		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %s\nCheck that the cluster is running and that --context/--kubeconfig point at it", server, connectionCause(err))
 	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):
+		// Before the connection case: a client-side timeout comes wrapped
+		// in a *url.Error too.
 		return fmt.Errorf("the API server at %s did not answer in time; retry, or raise --request-timeout", server)
+	case isConnectionError(err):
+		return fmt.Errorf("cannot reach the Kubernetes API server at %s (%s): check that the cluster is running and that --context/--kubeconfig point at it", server, connectionCause(err))
 	}
 	if resource != "" {
 		return fmt.Errorf("cannot %s %s %s: %v", verb, resource, where, err)

@@ -69,6 +69,8 @@ the least disruptive action.`,
 		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// unknown subcommands reach RunE, which reports them as usage errors (exit 2)
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageError("unknown command %q for \"kubectl cmsync\"\nRun 'kubectl cmsync --help' for usage.", args[0])

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -77,7 +79,10 @@ type StatusOptions struct {
 
 // NewStatusOptions returns options with defaults.
 func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
-	return &StatusOptions{ConfigFlags: flags, IOStreams: streams, Now: time.Now}
+	o := &StatusOptions{ConfigFlags: flags, IOStreams: streams, Now: time.Now}
+	// The verify flags' defaults, from the one place that declares them.
+	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), true)
+	return o
 }
 
 // NewCmdStatus builds `kubectl cmsync status`.
@@ -235,7 +240,7 @@ func CheckFailures(items []inspect.Item, verified bool) []string {
 		if why == "" {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s/%s pod/%s %s %s: %s: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Pod.Name, it.ContainerName(), it.Mode, why, reasonFor(it)))
+		out = append(out, fmt.Sprintf("%s/%s pod/%s %s %s (namespace %s): %s: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Pod.Name, it.ContainerName(), it.Mode, it.Object.Namespace, why, reasonFor(it)))
 	}
 	return out
 }
@@ -325,9 +330,17 @@ func readKubeletConfigs(ctx context.Context, c kubernetes.Interface, snap *inspe
 			continue
 		}
 		seen[n] = true
-		raw, err := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n, "proxy", "configz").DoRaw(ctx)
+		res := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n, "proxy", "configz").Do(ctx)
+		raw, err := res.Raw()
 		if err != nil {
-			fmt.Fprintf(warn, "warning: cannot read the kubelet configuration of node %q (needs get on nodes/proxy: %s); assuming the defaults\n", n, rootCause(err))
+			// Result.Error reads the API server's Status message, which
+			// DoRaw and Raw leave out ("unknown").
+			err = res.Error()
+			why := rootCause(err)
+			if apierrors.IsForbidden(err) {
+				why = "needs get on nodes/proxy: " + why
+			}
+			fmt.Fprintf(warn, "warning: cannot read the kubelet configuration of node %q (%s); assuming the defaults\n", n, why)
 			continue
 		}
 		var cz struct {

@@ -56,14 +56,14 @@ func EstimateDelay(node string, snap *Snapshot) Delay {
 		return Delay{Min: durationOf(0), Max: durationOf(maxResync + cache), Basis: BasisKubeletConfig}
 	}
 	if n, ok := snap.Nodes[node]; ok && n != nil {
-		// The strategy is unknown: Watch adds nothing; Cache adds up to the TTL.
-		ttl := time.Duration(0)
+		// The strategy is unknown: Watch adds nothing; Cache adds up to the
+		// TTL. A node without the annotation tells nothing: the defaults.
 		if v, ok := n.Annotations[NodeTTLAnnotation]; ok {
 			if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-				ttl = time.Duration(s) * time.Second
+				ttl := time.Duration(s) * time.Second
+				return Delay{Min: durationOf(0), Max: durationOf(maxResync + ttl), Basis: BasisNodeTTL}
 			}
 		}
-		return Delay{Min: durationOf(0), Max: durationOf(maxResync + ttl), Basis: BasisNodeTTL}
 	}
 	return Delay{Min: durationOf(0), Max: durationOf(maxResync), Basis: BasisDefault}
 }
@@ -102,6 +102,8 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 			switch it.Mode {
 			case ModeEnv, ModeEnvFrom:
 				it.Reason = fmt.Sprintf("%s does not exist; optional, so the container runs without it and stays without it until restarted", what)
+			case ModeSubPath, ModeSubPathExpr:
+				it.Reason = fmt.Sprintf("%s does not exist; optional, so the container starts with an empty directory at the subPath and keeps it until restarted, even after it appears", what)
 			default:
 				it.Reason = fmt.Sprintf("%s does not exist; optional, so the volume is empty until it appears", what)
 			}
@@ -113,6 +115,9 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	if missing := missingKeys(it, obj); len(missing) > 0 {
 		it.Verdict = VerdictMissing
 		keys := strings.Join(quoteAll(missing), ", ")
+		if it.Mode == ModeEnv && obj.BinaryKeys[missing[0]] {
+			what = fmt.Sprintf("the data of %s (it is in binaryData, which environment variables cannot read)", what)
+		}
 		switch {
 		case it.Optional && it.Mode == ModeEnv:
 			it.Reason = fmt.Sprintf("key %s is not in %s; optional, so the variable is unset and stays unset until the container restarts", keys, what)
@@ -141,19 +146,19 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		it.Verdict = VerdictRestartNeeded
 		it.Reason = "environment variables are read when the container starts; they never update until the container restarts"
 	case ModeSubPath, ModeSubPathExpr:
-		predictSubPath(it, pod, obj)
+		predictSubPath(it, pod, obj, snap)
 	}
 }
 
 // predictSubPath decides between restart-needed (subPath onto a file) and
 // breaks-on-change (subPath onto a directory of the volume).
-func predictSubPath(it *Item, pod *corev1.Pod, obj Object) {
+func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	sub := it.Volume.SubPath
 	if it.Mode == ModeSubPathExpr {
 		expanded, ok := expandSubPathExpr(it.Volume.SubPathExpr, pod, it.ContainerName())
 		if !ok {
 			it.Verdict = VerdictRestartNeeded
-			it.Reason = fmt.Sprintf("subPathExpr %q is a bind mount made at container start; it never updates until the container restarts", it.Volume.SubPathExpr)
+			it.Reason = fmt.Sprintf("subPathExpr %q cannot be resolved from the pod spec; it is a bind mount made at container start and never updates until the container restarts", it.Volume.SubPathExpr)
 			return
 		}
 		sub = expanded
@@ -164,6 +169,9 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object) {
 	case dir:
 		it.Verdict = VerdictBreaksOnChange
 		it.Reason = fmt.Sprintf("subPath %q is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts", sub)
+	case len(files) == 0 && otherSourceHas(it, pod, snap, sub):
+		it.Verdict = VerdictNotMounted
+		it.Reason = fmt.Sprintf("subPath %q shows another source of projected volume %q: this container does not see this %s through this mount", sub, it.Volume.Name, strings.ToLower(it.Object.Kind))
 	case len(files) == 0:
 		it.Verdict = VerdictRestartNeeded
 		it.Reason = fmt.Sprintf("subPath %q is not in the payload; the kubelet mounts an empty directory there and it never updates", sub)
@@ -171,9 +179,78 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object) {
 		it.Verdict = VerdictRestartNeeded
 		it.Reason = fmt.Sprintf("subPath %q is a bind mount of one file made at container start; it keeps the old content until the container restarts", sub)
 	}
-	if len(files) > 0 && len(it.Keys) == 0 {
+	if len(files) > 0 {
+		// The keys this mount shows, not all the keys of the volume.
 		it.Keys = files
 	}
+}
+
+// otherSourceHas reports whether another source of the use's projected
+// volume (configMap, secret, downwardAPI or serviceAccountToken) writes the
+// path sub or a directory sub.
+func otherSourceHas(it *Item, pod *corev1.Pod, snap *Snapshot, sub string) bool {
+	var vol *corev1.Volume
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == it.Volume.Name {
+			vol = &pod.Spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.Projected == nil {
+		return false
+	}
+	writes := func(p string) bool {
+		p = strings.Trim(p, "/")
+		return p == sub || strings.HasPrefix(p, sub+"/")
+	}
+	fromObject := func(kind, name string, items []corev1.KeyToPath) bool {
+		if kind == it.Object.Kind && name == it.Object.Name {
+			return false
+		}
+		if len(items) > 0 {
+			for _, kp := range items {
+				if writes(kp.Path) {
+					return true
+				}
+			}
+			return false
+		}
+		if snap == nil {
+			return false
+		}
+		for k := range snap.Object(ObjectKey{Kind: kind, Namespace: pod.Namespace, Name: name}).Data {
+			if writes(k) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range vol.Projected.Sources {
+		switch {
+		case s.ConfigMap != nil:
+			if fromObject(KindConfigMap, s.ConfigMap.Name, s.ConfigMap.Items) {
+				return true
+			}
+		case s.Secret != nil:
+			if fromObject(KindSecret, s.Secret.Name, s.Secret.Items) {
+				return true
+			}
+		case s.DownwardAPI != nil:
+			for _, f := range s.DownwardAPI.Items {
+				if writes(f.Path) {
+					return true
+				}
+			}
+		case s.ServiceAccountToken != nil:
+			if writes(s.ServiceAccountToken.Path) {
+				return true
+			}
+		case s.ClusterTrustBundle != nil:
+			if writes(s.ClusterTrustBundle.Path) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // payloadPaths maps each visible path of the use's source to its key.
@@ -239,7 +316,8 @@ func expandSubPathExpr(expr string, pod *corev1.Pod, container string) (string, 
 				return "", false
 			}
 			v, ok := vars[expr[i+2:i+end]]
-			if !ok {
+			if !ok || v == "" {
+				// The kubelet refuses an unset or empty variable.
 				return "", false
 			}
 			b.WriteString(v)

@@ -160,10 +160,10 @@ type Delay struct {
 // printers, the dashboard and the refresh planner all read.
 type Item struct {
 	Object    ObjectRef     `json:"object"`
-	Pod       PodRef        `json:"pod"`
+	Pod       PodRef        `json:"pod,omitzero"`
 	Container *ContainerRef `json:"container,omitempty"`
-	Workload  WorkloadRef   `json:"workload"`
-	Mode      Mode          `json:"mode"`
+	Workload  WorkloadRef   `json:"workload,omitzero"`
+	Mode      Mode          `json:"mode,omitempty"`
 	Volume    *VolumeRef    `json:"volume,omitempty"`
 	// Keys are the keys read; omitted when the use reads all of them.
 	Keys []string `json:"keys,omitempty"`

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -198,7 +199,8 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			rs := obj.(*appsv1.ReplicaSet)
 			s.ReplicaSets[NamespacedName{rs.Namespace, rs.Name}] = rs
 			return nil
-		}); err != nil {
+		}); err != nil && !apierrors.IsForbidden(err) {
+			// Forbidden: the owner walk stops at the ReplicaSet
 			return nil, err
 		}
 	}
@@ -209,7 +211,8 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			j := obj.(*batchv1.Job)
 			s.Jobs[NamespacedName{j.Namespace, j.Name}] = j
 			return nil
-		}); err != nil {
+		}); err != nil && !apierrors.IsForbidden(err) {
+			// Forbidden: the owner walk stops at the Job
 			return nil, err
 		}
 	}

@@ -1,0 +1,257 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// The -update flag rewrites the golden files of testdata:
+// go test ./pkg/cmd/ -update. Another test file of the package may declare
+// it too; it is registered once and read by name.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files in testdata")
+	}
+}
+
+func updateGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// statusSentinel is the Secret value of testdata/status-cluster.yaml.
+const statusSentinel = "sentinel-SECRET-value"
+
+// checkGolden compares got with testdata/NAME, or rewrites it with -update.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if updateGolden() {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/cmd/ -update to create it)", err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(gl) || i < len(wl); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Errorf("%s differs from line %d (go test ./pkg/cmd/ -update rewrites it):\n got: %q\nwant: %q", path, i+1, g, w)
+			return
+		}
+	}
+}
+
+// statusGoldenRun runs `status --secrets --unused -o FORMAT` over the
+// fixture cluster, in namespace shop.
+func statusGoldenRun(t *testing.T, format string, set func(o *StatusOptions)) []byte {
+	t.Helper()
+	writeStatusKubeconfig(t, "https://127.0.0.1:1", "shop")
+	o, out, errOut := newTestStatusOptions(t, &statusLoader{objs: statusClusterObjects(t)})
+	o.Output, o.Secrets, o.Unused = format, true, true
+	if set != nil {
+		set(o)
+	}
+	if err := runStatusOptions(t, o, o.Args); err != nil {
+		t.Fatal(err)
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("stderr: %s", errOut)
+	}
+	return out.Bytes()
+}
+
+// TestStatusGolden: the table, wide, JSON and YAML output of one report.
+func TestStatusGolden(t *testing.T) {
+	for _, f := range []struct{ format, file string }{
+		{"", "status.table.golden"},
+		{"wide", "status.wide.golden"},
+		{"json", "status.json.golden"},
+		{"yaml", "status.yaml.golden"},
+	} {
+		t.Run(f.file, func(t *testing.T) {
+			checkGolden(t, f.file, statusGoldenRun(t, f.format, nil))
+		})
+	}
+}
+
+// TestStatusDocument: -o json and -o yaml print the same StatusReport, the
+// rows Build made.
+func TestStatusDocument(t *testing.T) {
+	var fromJSON, fromYAML inspect.Report
+	if err := json.Unmarshal(statusGoldenRun(t, "json", nil), &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(statusGoldenRun(t, "yaml", nil), &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	if fromJSON.APIVersion != "cmsync.kubectl-cmsync.io/v1alpha1" || fromJSON.Kind != "StatusReport" || len(fromJSON.Items) == 0 {
+		t.Fatalf("document = %s %s with %d items", fromJSON.APIVersion, fromJSON.Kind, len(fromJSON.Items))
+	}
+	if !reflect.DeepEqual(fromJSON, fromYAML) {
+		t.Errorf("-o json and -o yaml differ:\n%+v\n%+v", fromJSON, fromYAML)
+	}
+	for _, it := range fromJSON.Items {
+		if it.Verdict == inspect.VerdictHotUpdate && it.Delay == nil {
+			t.Errorf("%s/%s: a hot-update row without a delay", it.Pod.Name, it.ContainerName())
+		}
+	}
+}
+
+// TestStatusNeverPrintsSecretValues: no format, with or without
+// --include-system or a Secret by name, shows a Secret's value, plain or
+// base64.
+func TestStatusNeverPrintsSecretValues(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString([]byte(statusSentinel))
+	for _, format := range []string{"", "wide", "json", "yaml"} {
+		for _, set := range []func(o *StatusOptions){
+			nil,
+			func(o *StatusOptions) { o.IncludeSystem, o.NoHeaders = true, true },
+			func(o *StatusOptions) { o.Secrets, o.Unused = false, false; o.Args = []string{"secret/web-secrets"} },
+		} {
+			out := string(statusGoldenRun(t, format, set))
+			if !strings.Contains(out, "web-secrets") {
+				t.Errorf("-o %q: the Secret is not in the output at all", format)
+			}
+			if strings.Contains(out, statusSentinel) || strings.Contains(out, b64) || strings.Contains(out, "SECRET-value") {
+				t.Errorf("-o %q prints a Secret value:\n%s", format, out)
+			}
+		}
+	}
+}
+
+// TestPrintColumns: the table cells of rows the fixture does not cover.
+func TestPrintColumns(t *testing.T) {
+	vol := func(mode inspect.Mode, v inspect.VolumeRef, keys ...string) inspect.Item {
+		return inspect.Item{Mode: mode, Volume: &v, Keys: keys}
+	}
+	cases := []struct {
+		name string
+		it   inspect.Item
+		path string
+	}{
+		{"volume", vol(inspect.ModeVolume, inspect.VolumeRef{MountPath: "/etc/a"}), "/etc/a"},
+		{"items", vol(inspect.ModeItems, inspect.VolumeRef{MountPath: "/etc/a"}, "k1", "k2"), "/etc/a [k1,k2]"},
+		{"projected", vol(inspect.ModeProjected, inspect.VolumeRef{MountPath: "/etc/a"}, "k"), "/etc/a [k]"},
+		{"subPath", vol(inspect.ModeSubPath, inspect.VolumeRef{MountPath: "/etc/a.yaml", SubPath: "a.yaml"}, "a.yaml"), "/etc/a.yaml (subPath a.yaml)"},
+		{"subPathExpr", vol(inspect.ModeSubPathExpr, inspect.VolumeRef{MountPath: "/etc/x", SubPathExpr: "$(POD)"}), "/etc/x (subPathExpr $(POD))"},
+		{"env", inspect.Item{Mode: inspect.ModeEnv, EnvName: "LEVEL", Keys: []string{"log-level"}}, "$LEVEL <- log-level"},
+		{"envFrom", inspect.Item{Mode: inspect.ModeEnvFrom}, "all keys"},
+		{"envFrom with prefix", inspect.Item{Mode: inspect.ModeEnvFrom, EnvPrefix: "APP_"}, "$APP_* <- all keys"},
+		{"unmounted", vol(inspect.ModeUnmounted, inspect.VolumeRef{Name: "spare"}, "k"), "volume spare [k]"},
+		{"unused", inspect.Item{}, "<none>"},
+	}
+	for _, tc := range cases {
+		if got := pathKeys(tc.it); got != tc.path {
+			t.Errorf("%s: PATH/KEYS = %q, want %q", tc.name, got, tc.path)
+		}
+	}
+	for _, c := range []struct {
+		ref  *inspect.ContainerRef
+		want string
+	}{
+		{nil, "<none>"},
+		{&inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular}, "app"},
+		{&inspect.ContainerRef{Name: "setup", Type: inspect.ContainerInit}, "setup (init)"},
+		{&inspect.ContainerRef{Name: "proxy", Type: inspect.ContainerSidecar}, "proxy (sidecar)"},
+		{&inspect.ContainerRef{Name: "debugger", Type: inspect.ContainerEphemeral}, "debugger (ephemeral)"},
+	} {
+		if got := containerColumn(inspect.Item{Container: c.ref}); got != c.want {
+			t.Errorf("CONTAINER of %+v = %q, want %q", c.ref, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		obj  inspect.ObjectRef
+		want string
+	}{
+		{inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "a", Exists: true}, "a"},
+		{inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "a"}, "a (missing)"},
+		{inspect.ObjectRef{Kind: inspect.KindSecret, Name: "s", Exists: true}, "secret/s"},
+		{inspect.ObjectRef{Kind: inspect.KindSecret, Name: "s"}, "secret/s (missing)"},
+	} {
+		if got := objectColumn(inspect.Item{Object: c.obj}); got != c.want {
+			t.Errorf("CONFIGMAP of %+v = %q, want %q", c.obj, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		w    inspect.WorkloadRef
+		want string
+	}{
+		{inspect.WorkloadRef{}, "<none>"},
+		{inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, "deployment/web"},
+		{inspect.WorkloadRef{Kind: "Rollout", Name: "canary", APIVersion: "argoproj.io/v1alpha1"}, "rollout/canary"},
+		{inspect.WorkloadRef{Kind: "Pod", Name: "debug"}, "pod/debug"},
+	} {
+		if got := workloadColumn(inspect.Item{Workload: c.w}); got != c.want {
+			t.Errorf("WORKLOAD of %+v = %q, want %q", c.w, got, c.want)
+		}
+	}
+}
+
+// TestPrintVerifyColumns: STATE and SYNCED with --verify, against a fixed
+// clock; and the table options.
+func TestPrintVerifyColumns(t *testing.T) {
+	now := time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)
+	synced := metav1.NewTime(now.Add(-150 * time.Second))
+	items := []inspect.Item{
+		{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web-config", Exists: true},
+			Pod: inspect.PodRef{Name: "web-1", Node: "node-1"}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
+			Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeVolume, Volume: &inspect.VolumeRef{Name: "c", MountPath: "/etc/web"},
+			Verdict: inspect.VerdictHotUpdate, Reason: "mounted", State: inspect.StatePending, StateReason: "older than the API", SyncedAt: &synced},
+		{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web-config", Exists: true},
+			Pod: inspect.PodRef{Name: "web-2"}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
+			Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeEnv, EnvName: "L", Keys: []string{"l"},
+			Verdict: inspect.VerdictRestartNeeded, Reason: "env", State: inspect.StateUnverifiable, StateReason: "forbidden; needs create on pods/exec"},
+	}
+	var out bytes.Buffer
+	if err := printReport(&out, items, printOptions{AllNamespaces: true, Verify: true, NoHeaders: true, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	want := "shop   web-config   web-1   app   volume   /etc/web   hot-update       deployment/web   pending                   2m30s ago\n" +
+		"shop   web-config   web-2   app   env      $L <- l    restart-needed   deployment/web   unverifiable: forbidden   <none>\n"
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+	out.Reset()
+	if err := printReport(&out, items, printOptions{Format: "wide", Verify: true, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	head := strings.Fields(strings.SplitN(out.String(), "\n", 2)[0])
+	wantHead := []string{"CONFIGMAP", "POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD", "STATE", "SYNCED", "NODE", "DELAY", "IMMUTABLE", "OPTIONAL", "REASON"}
+	if !reflect.DeepEqual(head, wantHead) {
+		t.Errorf("wide --verify header = %q, want %q", head, wantHead)
+	}
+	if !strings.Contains(out.String(), "older than the API") {
+		t.Errorf("wide REASON does not show the state reason:\n%s", out.String())
+	}
+	out.Reset()
+	if err := printReport(&out, nil, printOptions{}); err != nil || out.Len() != 0 {
+		t.Errorf("an empty table prints %q, %v; want nothing", out.String(), err)
+	}
+}

@@ -1,0 +1,393 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// statusTestNow is the fixed clock of the status tests.
+var statusTestNow = time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)
+
+// statusClusterObjects decodes testdata/status-cluster.yaml.
+func statusClusterObjects(t *testing.T) []runtime.Object {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "status-cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+// statusLoader reads the fixture cluster through inspect.Load over a fake
+// clientset, and records the options it was called with.
+type statusLoader struct {
+	objs  []runtime.Object
+	calls []inspect.LoadOptions
+	err   error
+}
+
+func (f *statusLoader) Load(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error) {
+	f.calls = append(f.calls, o)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return inspect.Load(ctx, fake.NewClientset(f.objs...), o)
+}
+
+// writeStatusKubeconfig writes a kubeconfig whose context names namespace ns and
+// points KUBECONFIG at it; server is the API server URL.
+func writeStatusKubeconfig(t *testing.T, server, ns string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: ` + server + `
+users:
+- name: test
+  user:
+    token: test-token
+contexts:
+- name: test
+  context:
+    cluster: test
+    user: test
+    namespace: ` + ns + `
+current-context: test
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", path)
+	return path
+}
+
+// newTestStatusOptions returns options over the fixture cluster with
+// buffers for the streams.
+func newTestStatusOptions(t *testing.T, loader *statusLoader) (*StatusOptions, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o := NewStatusOptions(genericclioptions.NewConfigFlags(true), streams)
+	o.LoadSnapshot = loader.Load
+	o.Now = func() time.Time { return statusTestNow }
+	return o, out, errOut
+}
+
+// runStatusOptions runs Complete, Validate and Run the way the command
+// does, over the fixture cluster.
+func runStatusOptions(t *testing.T, o *StatusOptions, args []string) error {
+	t.Helper()
+	if err := o.Complete(args); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return o.Run(context.Background())
+}
+
+// runStatusRoot runs `kubectl cmsync ARGS` through the root command.
+func runStatusRoot(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	root := NewCmdRoot(streams)
+	root.SetArgs(args)
+	err = root.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// TestStatusUsageErrors drives the command through the root with bad
+// flags and arguments: exact messages, exit code 2, and no cluster needed.
+func TestStatusUsageErrors(t *testing.T) {
+	writeStatusKubeconfig(t, "https://127.0.0.1:1", "shop")
+	const names = "use NAME, configmap/NAME or secret/NAME"
+	cases := []struct {
+		name string
+		args []string
+		err  string
+		code int
+	}{
+		{"bad -o", []string{"status", "-o", "xml"},
+			`unable to match a printer suitable for the output format "xml", allowed formats are: wide,json,yaml`, ExitUsage},
+		{"-o name is not a status format", []string{"status", "--output=name"},
+			`unable to match a printer suitable for the output format "name", allowed formats are: wide,json,yaml`, ExitUsage},
+		{"-A with a name", []string{"status", "-A", "web-config"},
+			"a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE", ExitUsage},
+		{"--all-namespaces with a secret", []string{"status", "secret/web-secrets", "--all-namespaces"},
+			"a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE", ExitUsage},
+		{"bad resource type", []string{"status", "deployment/x"},
+			`unsupported resource type "deployment" in "deployment/x": ` + names, ExitUsage},
+		{"bad resource type after a good name", []string{"status", "web-config", "pods/x"},
+			`unsupported resource type "pods" in "pods/x": ` + names, ExitUsage},
+		{"empty name", []string{"status", ""}, `invalid name "": ` + names, ExitUsage},
+		{"empty name after a type", []string{"status", "configmap/"}, `invalid name "configmap/": ` + names, ExitUsage},
+		{"name with a slash", []string{"status", "cm/a/b"}, `invalid name "cm/a/b": ` + names, ExitUsage},
+		{"name with a space", []string{"status", "secret/a b"}, `invalid name "secret/a b": ` + names, ExitUsage},
+		{"unknown flag", []string{"status", "--bogus"},
+			"unknown flag: --bogus\nSee 'kubectl cmsync status --help' for usage.", ExitUsage},
+		{"flag without its value", []string{"status", "-o"},
+			"flag needs an argument: 'o' in -o\nSee 'kubectl cmsync status --help' for usage.", ExitUsage},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, _, err := runStatusRoot(t, tc.args...)
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("error = %v\nwant    %s", err, tc.err)
+			}
+			if code := ExitCode(err); code != tc.code {
+				t.Errorf("exit code = %d, want %d", code, tc.code)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+		})
+	}
+}
+
+// TestStatusOptions runs the options with an injected snapshot: the load
+// options they ask for, what they print, errors and exit codes.
+func TestStatusOptions(t *testing.T) {
+	writeStatusKubeconfig(t, "https://127.0.0.1:1", "shop")
+	objs := statusClusterObjects(t)
+	cases := []struct {
+		name      string
+		namespace string // -n
+		set       func(o *StatusOptions)
+		args      []string
+		load      *inspect.LoadOptions // the options Load gets; nil: not called
+		loadErr   error
+		err       string
+		code      int
+		stdout    []string // lines that must be printed
+		stderr    string
+	}{
+		{name: "namespace from the kubeconfig context", args: []string{"release"},
+			load:   &inspect.LoadOptions{Namespace: "shop", Nodes: true},
+			stdout: []string{"release     db-0   db          volume   /etc/release   never-changes   statefulset/db"}},
+		{name: "-n and -l", namespace: "other", set: func(o *StatusOptions) { o.Selector = "app=web" },
+			load:   &inspect.LoadOptions{Namespace: "other", PodSelector: "app=web", Nodes: true},
+			stderr: "No pods consume ConfigMaps in namespace \"other\" (add --unused to list the unused ones, or -A for all namespaces).\n"},
+		{name: "-A reads all namespaces", set: func(o *StatusOptions) { o.AllNamespaces = true },
+			load:   &inspect.LoadOptions{Namespace: "", Nodes: true},
+			stdout: []string{"NAMESPACE   CONFIGMAP", "shop        release"}},
+		{name: "no consumers with --secrets, all namespaces", namespace: "other", set: func(o *StatusOptions) { o.Secrets = true },
+			load:   &inspect.LoadOptions{Namespace: "other", Secrets: true, Nodes: true},
+			stderr: "No pods consume ConfigMaps or Secrets in namespace \"other\" (add --unused to list the unused ones, or -A for all namespaces).\n"},
+		{name: "no consumers, json: an empty document and no message", namespace: "other", set: func(o *StatusOptions) { o.Output = "json" },
+			load:   &inspect.LoadOptions{Namespace: "other", Nodes: true},
+			stdout: []string{`"kind": "StatusReport",`, `"items": []`}},
+		{name: "a named Secret loads Secrets without --secrets", args: []string{"secret/web-secrets"},
+			load:   &inspect.LoadOptions{Namespace: "shop", Secrets: true, Nodes: true},
+			stdout: []string{"secret/web-secrets   debug"}},
+		{name: "unknown name", namespace: "y", args: []string{"x"},
+			load: &inspect.LoadOptions{Namespace: "y", Nodes: true},
+			err:  `configmap "x" not found in namespace "y"`, code: ExitFailure},
+		{name: "unknown secret", args: []string{"web-config", "secret/x"},
+			load: &inspect.LoadOptions{Namespace: "shop", Secrets: true, Nodes: true},
+			err:  `secret "x" not found in namespace "shop"`, code: ExitFailure},
+		{name: "a load error is explained", loadErr: &inspect.ListError{Resource: "pods", Namespace: "shop", Err: errors.New("boom")},
+			load: &inspect.LoadOptions{Namespace: "shop", Nodes: true},
+			err:  `cannot list pods in namespace "shop": boom`, code: ExitFailure},
+		{name: "--check: missing required key", args: []string{"web-config"}, set: func(o *StatusOptions) { o.Check = true },
+			load: &inspect.LoadOptions{Namespace: "shop", Nodes: true}, code: ExitCheck, err: "exit status 3",
+			stderr: "check failed: 1 of 6 uses need attention:\n" +
+				`  configmap/web-config pod/db-0 db env (namespace shop): missing: key "tuning" is not in ConfigMap "web-config"; required, so the container cannot start until it is added` + "\n"},
+		{name: "--check: breaks-on-change", args: []string{"web-files"}, set: func(o *StatusOptions) { o.Check = true },
+			load: &inspect.LoadOptions{Namespace: "shop", Nodes: true}, code: ExitCheck, err: "exit status 3",
+			stderr: "check failed: 1 of 2 uses need attention:\n" +
+				`  configmap/web-files pod/db-0 db subPath (namespace shop): breaks-on-change: subPath "conf.d" is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts` + "\n"},
+		{name: "--check: both, over everything", set: func(o *StatusOptions) { o.Check, o.Secrets = true, true },
+			load: &inspect.LoadOptions{Namespace: "shop", Secrets: true, Nodes: true}, code: ExitCheck, err: "exit status 3",
+			stderr: "check failed: 2 of 13 uses need attention:\n" +
+				`  configmap/web-config pod/db-0 db env (namespace shop): missing: key "tuning" is not in ConfigMap "web-config"; required, so the container cannot start until it is added` + "\n" +
+				`  configmap/web-files pod/db-0 db subPath (namespace shop): breaks-on-change: subPath "conf.d" is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts` + "\n"},
+		{name: "--check: restart-needed and hot-update alone pass", args: []string{"secret/web-secrets"}, set: func(o *StatusOptions) { o.Check = true },
+			load: &inspect.LoadOptions{Namespace: "shop", Secrets: true, Nodes: true}},
+		{name: "--check: a missing optional object passes", args: []string{"debug-settings"}, set: func(o *StatusOptions) { o.Check = true },
+			load: &inspect.LoadOptions{Namespace: "shop", Nodes: true}},
+		{name: "--check: never-changes, not-mounted and unused pass", args: []string{"release", "orphan"}, set: func(o *StatusOptions) { o.Check = true },
+			load: &inspect.LoadOptions{Namespace: "shop", Nodes: true}},
+		{name: "--check with -o json still prints the document", args: []string{"web-files"}, set: func(o *StatusOptions) { o.Check, o.Output = true, "json" },
+			load: &inspect.LoadOptions{Namespace: "shop", Nodes: true}, code: ExitCheck, err: "exit status 3",
+			stdout: []string{`"verdict": "breaks-on-change",`},
+			stderr: "check failed: 1 of 2 uses need attention:\n" +
+				`  configmap/web-files pod/db-0 db subPath (namespace shop): breaks-on-change: subPath "conf.d" is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts` + "\n"},
+		{name: "bad -o fails before any load", set: func(o *StatusOptions) { o.Output = "xml" },
+			err: `unable to match a printer suitable for the output format "xml", allowed formats are: wide,json,yaml`, code: ExitUsage},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &statusLoader{objs: objs, err: tc.loadErr}
+			o, out, errOut := newTestStatusOptions(t, l)
+			if tc.namespace != "" {
+				*o.ConfigFlags.Namespace = tc.namespace
+			}
+			if tc.set != nil {
+				tc.set(o)
+			}
+			err := runStatusOptions(t, o, tc.args)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || err.Error() != tc.err) {
+				t.Errorf("error = %v, want %q", err, tc.err)
+			}
+			if code := ExitCode(err); code != tc.code {
+				t.Errorf("exit code = %d, want %d", code, tc.code)
+			}
+			switch {
+			case tc.load == nil && len(l.calls) > 0:
+				t.Errorf("loaded %+v, want no load", l.calls)
+			case tc.load != nil && (len(l.calls) != 1 || l.calls[0] != *tc.load):
+				t.Errorf("load calls = %+v, want one with %+v", l.calls, *tc.load)
+			}
+			for _, line := range tc.stdout {
+				if !strings.Contains(out.String(), line) {
+					t.Errorf("stdout does not contain %q:\n%s", line, out)
+				}
+			}
+			if errOut.String() != tc.stderr {
+				t.Errorf("stderr = %q\nwant     %q", errOut, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestCheckFailures: which verdicts and states fail --check.
+func TestCheckFailures(t *testing.T) {
+	row := func(v inspect.Verdict, optional bool, st inspect.State) inspect.Item {
+		return inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "cm"}, Pod: inspect.PodRef{Name: "p"},
+			Container: &inspect.ContainerRef{Name: "c"}, Mode: inspect.ModeVolume, Verdict: v, Optional: optional, State: st, Reason: "r"}
+	}
+	cases := []struct {
+		it       inspect.Item
+		verified bool
+		fails    bool
+	}{
+		{row(inspect.VerdictMissing, false, ""), false, true},
+		{row(inspect.VerdictMissing, true, ""), false, false},
+		{row(inspect.VerdictBreaksOnChange, false, ""), false, true},
+		{row(inspect.VerdictRestartNeeded, false, ""), false, false},
+		{row(inspect.VerdictHotUpdate, false, ""), false, false},
+		{row(inspect.VerdictNeverChanges, false, ""), false, false},
+		{row(inspect.VerdictNotMounted, false, ""), false, false},
+		{row(inspect.VerdictUnused, false, ""), false, false},
+		// --verify: states fail only when verified.
+		{row(inspect.VerdictHotUpdate, false, inspect.StatePending), false, false},
+		{row(inspect.VerdictHotUpdate, false, inspect.StatePending), true, true},
+		{row(inspect.VerdictRestartNeeded, false, inspect.StateStale), true, true},
+		{row(inspect.VerdictRestartNeeded, false, inspect.StateCurrent), true, false},
+		{row(inspect.VerdictBreaksOnChange, false, inspect.StateBroken), true, true},
+		{row(inspect.VerdictHotUpdate, false, inspect.StateUnverifiable), true, true},
+		{row(inspect.VerdictHotUpdate, false, inspect.StateInSync), true, false},
+		{row(inspect.VerdictMissing, true, inspect.StateMissing), true, false},
+		{row(inspect.VerdictHotUpdate, false, inspect.StateNA), true, false},
+	}
+	for _, tc := range cases {
+		got := CheckFailures([]inspect.Item{tc.it}, tc.verified)
+		if (len(got) > 0) != tc.fails {
+			t.Errorf("verdict %s optional %v state %q verified %v: failures %q, want failing %v", tc.it.Verdict, tc.it.Optional, tc.it.State, tc.verified, got, tc.fails)
+		}
+	}
+	st := row(inspect.VerdictHotUpdate, false, inspect.StateStale)
+	st.StateReason = "differs"
+	st.Object.Namespace = "ns"
+	if got, want := CheckFailures([]inspect.Item{st}, true), []string{"configmap/cm pod/p c volume (namespace ns): stale: differs"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("CheckFailures = %q, want %q", got, want)
+	}
+}
+
+// TestReadKubeletConfigs: --kubelet-config reads /configz once per node of
+// the snapshot's pods; a node that refuses keeps the defaults, with a
+// warning.
+func TestReadKubeletConfigs(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Path]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/nodes/node-1/proxy/configz":
+			fmt.Fprint(w, `{"kubeletconfig":{"syncFrequency":"30s","configMapAndSecretChangeDetectionStrategy":"Cache"}}`)
+		case "/api/v1/nodes/node-3/proxy/configz":
+			fmt.Fprint(w, `{"kubeletconfig":{}}`)
+		default:
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,`+
+				`"message":"nodes \"node-2\" is forbidden: User \"dev\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope"}`)
+		}
+	}))
+	defer srv.Close()
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(node string) corev1.Pod { return corev1.Pod{Spec: corev1.PodSpec{NodeName: node}} }
+	snap := &inspect.Snapshot{Pods: []corev1.Pod{pod("node-1"), pod("node-2"), pod("node-1"), pod(""), pod("node-3")}}
+	var warn bytes.Buffer
+	readKubeletConfigs(context.Background(), c, snap, &warn)
+	want := map[string]inspect.KubeletTiming{
+		"node-1": {SyncFrequency: 30 * time.Second, Strategy: inspect.StrategyCache},
+		"node-3": {Strategy: inspect.StrategyWatch},
+	}
+	if !reflect.DeepEqual(snap.KubeletConfigs, want) {
+		t.Errorf("KubeletConfigs = %+v, want %+v", snap.KubeletConfigs, want)
+	}
+	wantWarn := `warning: cannot read the kubelet configuration of node "node-2" (needs get on nodes/proxy: nodes "node-2" is forbidden: User "dev" cannot get resource "nodes/proxy" in API group "" at the cluster scope); assuming the defaults` + "\n"
+	if warn.String() != wantWarn {
+		t.Errorf("warnings = %q\nwant       %q", warn.String(), wantWarn)
+	}
+	for path, n := range calls {
+		if n != 1 {
+			t.Errorf("%s read %d times, want once", path, n)
+		}
+	}
+	if len(calls) != 3 {
+		t.Errorf("requests = %v, want one per node", calls)
+	}
+}

@@ -1,0 +1,253 @@
+package inspect
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildRow renders the sort key, verdict and workload of a report row.
+func buildRow(it Item) string {
+	where := ""
+	if it.Volume != nil {
+		where = it.Volume.Name + ":" + it.Volume.MountPath
+	} else if it.EnvName != "" {
+		where = "$" + it.EnvName
+	}
+	return strings.TrimRight(fmt.Sprintf("%s %s/%s pod=%s c=%s %s %s %s w=%s/%s", it.Object.Namespace, strings.ToLower(it.Object.Kind), it.Object.Name,
+		it.Pod.Name, it.ContainerName(), it.Mode, where, it.Verdict, it.Workload.Kind, it.Workload.Name), " ")
+}
+
+// buildObjects lists the distinct objects of the rows in order, with the
+// number of rows of each: "shop configmap/app-config 27".
+func buildObjects(items []Item) []string {
+	var out []string
+	n := 0
+	for i, it := range items {
+		n++
+		if i+1 == len(items) || items[i+1].Key() != it.Key() {
+			out = append(out, fmt.Sprintf("%s %s/%s %d", it.Object.Namespace, strings.ToLower(it.Object.Kind), it.Object.Name, n))
+			n = 0
+		}
+	}
+	return out
+}
+
+func cmKey(ns, name string) ObjectKey     { return ObjectKey{KindConfigMap, ns, name} }
+func secretKey(ns, name string) ObjectKey { return ObjectKey{KindSecret, ns, name} }
+
+// TestBuildFilters: which objects a report shows for each option.
+func TestBuildFilters(t *testing.T) {
+	snap := statusSnapshot(t)
+	consumed := []string{
+		"owners configmap/settings 12",
+		"shop configmap/app-config 27",
+		"shop configmap/frozen 3",
+		"shop configmap/ghost-config 2",
+		"shop configmap/maybe-config 2",
+		"shop configmap/nested-config 6",
+		"shop configmap/partial 5",
+	}
+	secrets := []string{
+		"shop secret/db-creds 10",
+		"shop secret/ghost-secret 1",
+	}
+	join := func(parts ...[]string) []string {
+		var out []string
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		opts BuildOptions
+		want []string
+	}{
+		{"default: ConfigMaps with consumers; no Secrets, no kube-root-ca.crt", BuildOptions{}, consumed},
+		{"secrets", BuildOptions{Secrets: true}, join(consumed, secrets)},
+		{"include system", BuildOptions{IncludeSystem: true}, join(consumed[:4], []string{"shop configmap/kube-root-ca.crt 1"}, consumed[4:])},
+		{"unused: one row per object no pod consumes", BuildOptions{Unused: true},
+			join([]string{"other configmap/app-config 1"}, consumed[:6], []string{"shop configmap/orphan 1"}, consumed[6:])},
+		{"unused with secrets", BuildOptions{Unused: true, Secrets: true},
+			join([]string{"other configmap/app-config 1"}, consumed[:6], []string{"shop configmap/orphan 1"}, consumed[6:], secrets, []string{"shop secret/unused-secret 1"})},
+		{"a name", BuildOptions{Names: []ObjectKey{cmKey("shop", "frozen")}}, []string{"shop configmap/frozen 3"}},
+		{"a name in another namespace", BuildOptions{Names: []ObjectKey{cmKey("other", "app-config")}}, []string{"other configmap/app-config 1"}},
+		{"a Secret by name, without --secrets", BuildOptions{Names: []ObjectKey{secretKey("shop", "db-creds")}}, []string{"shop secret/db-creds 10"}},
+		{"kube-root-ca.crt by name", BuildOptions{Names: []ObjectKey{cmKey("shop", "kube-root-ca.crt")}}, []string{"shop configmap/kube-root-ca.crt 1"}},
+		{"an unused name gets its row without --unused", BuildOptions{Names: []ObjectKey{cmKey("shop", "orphan"), cmKey("shop", "frozen")}},
+			[]string{"shop configmap/frozen 3", "shop configmap/orphan 1"}},
+		{"a missing name with consumers", BuildOptions{Names: []ObjectKey{cmKey("shop", "ghost-config")}}, []string{"shop configmap/ghost-config 2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			items, err := Build(snap, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := buildObjects(items); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("objects:\n got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
+			}
+			for _, it := range items {
+				if it.Verdict == "" || it.Reason == "" {
+					t.Errorf("%s: no verdict or reason", buildRow(it))
+				}
+				if it.Verdict != VerdictUnused && it.Workload.Kind == "" {
+					t.Errorf("%s: no workload", buildRow(it))
+				}
+			}
+		})
+	}
+}
+
+// TestBuildUnusedRow: the row of an object no pod consumes.
+func TestBuildUnusedRow(t *testing.T) {
+	snap := statusSnapshot(t)
+	items, err := Build(snap, BuildOptions{Names: []ObjectKey{cmKey("shop", "orphan")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 {
+		t.Fatalf("got %d rows, want 1", len(items))
+	}
+	it := items[0]
+	want := ObjectRef{Kind: KindConfigMap, Namespace: "shop", Name: "orphan", Exists: true}
+	lc := it.Object.LastChange
+	it.Object.LastChange = nil
+	if it.Object != want || lc == nil || !lc.Time.Equal(time.Date(2024, 5, 4, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("object = %+v (last change %v), want %+v", it.Object, lc, want)
+	}
+	if it.Verdict != VerdictUnused || it.Reason != "no pod in scope consumes this configmap" {
+		t.Errorf("verdict, reason = %s, %q", it.Verdict, it.Reason)
+	}
+	if it.Pod != (PodRef{}) || it.Container != nil || it.Workload != (WorkloadRef{}) || it.Mode != "" || it.Volume != nil || it.Delay != nil {
+		t.Errorf("an unused row names no consumer: %+v", it)
+	}
+}
+
+// TestBuildNotFound: a named object that neither exists nor has consumers.
+func TestBuildNotFound(t *testing.T) {
+	snap := statusSnapshot(t)
+	cases := []struct {
+		names []ObjectKey
+		want  string
+	}{
+		{[]ObjectKey{cmKey("shop", "x")}, `configmap "x" not found in namespace "shop"`},
+		{[]ObjectKey{cmKey("shop", "frozen"), cmKey("y", "x")}, `configmap "x" not found in namespace "y"`},
+		{[]ObjectKey{secretKey("shop", "nope")}, `secret "nope" not found in namespace "shop"`},
+		{[]ObjectKey{cmKey("owners", "app-config")}, `configmap "app-config" not found in namespace "owners"`},
+	}
+	for _, tc := range cases {
+		items, err := Build(snap, BuildOptions{Names: tc.names})
+		var nf *NotFoundError
+		if !errors.As(err, &nf) || err.Error() != tc.want || items != nil {
+			t.Errorf("Build(%v) = %d rows, %v; want *NotFoundError %q", tc.names, len(items), err, tc.want)
+		}
+	}
+}
+
+// TestBuildOrder: rows sort by namespace, kind (ConfigMap first), name,
+// pod, container, mode (volume, items, projected, subPath, subPathExpr, env,
+// envFrom, unmounted), then volume and mount path or variable name.
+func TestBuildOrder(t *testing.T) {
+	snap := statusSnapshot(t)
+	// Reverse the pods: the order must not depend on the LIST order.
+	for i, j := 0, len(snap.Pods)-1; i < j; i, j = i+1, j-1 {
+		snap.Pods[i], snap.Pods[j] = snap.Pods[j], snap.Pods[i]
+	}
+	items, err := Build(snap, BuildOptions{Names: []ObjectKey{cmKey("shop", "app-config"), cmKey("shop", "nested-config")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"shop configmap/app-config pod=env-pod c=app env $LOGO missing w=Pod/env-pod",
+		"shop configmap/app-config pod=env-pod c=app env $LOG_LEVEL restart-needed w=Pod/env-pod",
+		"shop configmap/app-config pod=env-pod c=app env $OPT_LOGO missing w=Pod/env-pod",
+		"shop configmap/app-config pod=env-pod c=app envFrom  restart-needed w=Pod/env-pod",
+		"shop configmap/app-config pod=kc-nottl-pod c=app volume cfg:/etc/app hot-update w=Pod/kc-nottl-pod",
+		"shop configmap/app-config pod=kc-pod c=app volume cfg:/etc/app hot-update w=Pod/kc-pod",
+		"shop configmap/app-config pod=kinds-pod c=debugger env $LOG_LEVEL restart-needed w=Pod/kinds-pod",
+		"shop configmap/app-config pod=kinds-pod c=init envFrom  restart-needed w=Pod/kinds-pod",
+		"shop configmap/app-config pod=kinds-pod c=main volume cfg:/etc/app hot-update w=Pod/kinds-pod",
+		"shop configmap/app-config pod=kinds-pod c=sidecar volume cfg:/etc/app hot-update w=Pod/kinds-pod",
+		"shop configmap/app-config pod=projected-pod c=app projected bundle:/etc/bundle hot-update w=Pod/projected-pod",
+		"shop configmap/app-config pod=projected-subpath-pod c=app subPath bundle:/etc/app.yaml restart-needed w=Pod/projected-subpath-pod",
+		"shop configmap/app-config pod=projected-subpath-pod c=app subPath bundle:/etc/nothing restart-needed w=Pod/projected-subpath-pod",
+		"shop configmap/app-config pod=projected-subpath-pod c=app subPath bundle:/etc/secrets not-mounted w=Pod/projected-subpath-pod",
+		"shop configmap/app-config pod=projected-subpath-pod c=app subPath bundle:/etc/token not-mounted w=Pod/projected-subpath-pod",
+		"shop configmap/app-config pod=secret-pod c= unmounted spare: not-mounted w=Pod/secret-pod",
+		"shop configmap/app-config pod=subpath-pod c=app subPath cfg:/etc/app.yaml restart-needed w=Pod/subpath-pod",
+		"shop configmap/app-config pod=subpath-pod c=app subPath cfg:/etc/empty restart-needed w=Pod/subpath-pod",
+		"shop configmap/app-config pod=subpathexpr-pod c=app subPathExpr cfg:/etc/empty-var restart-needed w=Pod/subpathexpr-pod",
+		"shop configmap/app-config pod=subpathexpr-pod c=app subPathExpr cfg:/etc/file-env restart-needed w=Pod/subpathexpr-pod",
+		"shop configmap/app-config pod=subpathexpr-pod c=app subPathExpr cfg:/etc/file-field restart-needed w=Pod/subpathexpr-pod",
+		"shop configmap/app-config pod=subpathexpr-pod c=app subPathExpr cfg:/etc/unresolved restart-needed w=Pod/subpathexpr-pod",
+		"shop configmap/app-config pod=subpathexpr-pod c=app env $FROM_CM restart-needed w=Pod/subpathexpr-pod",
+		"shop configmap/app-config pod=ttl-pod c=app volume cfg:/etc/app hot-update w=Pod/ttl-pod",
+		"shop configmap/app-config pod=unmounted-pod c= unmounted cfg: not-mounted w=Pod/unmounted-pod",
+		"shop configmap/app-config pod=unscheduled-pod c=app volume cfg:/etc/app hot-update w=Pod/unscheduled-pod",
+		"shop configmap/app-config pod=volume-pod c=app volume cfg:/etc/app hot-update w=Pod/volume-pod",
+		"shop configmap/nested-config pod=items-pod c=app items nested:/etc/nested hot-update w=Pod/items-pod",
+		"shop configmap/nested-config pod=subpath-pod c=app subPath nested:/etc/a.conf restart-needed w=Pod/subpath-pod",
+		"shop configmap/nested-config pod=subpath-pod c=app subPath nested:/etc/conf.d breaks-on-change w=Pod/subpath-pod",
+		"shop configmap/nested-config pod=subpathexpr-pod c=app subPathExpr nested:/etc/dir-env breaks-on-change w=Pod/subpathexpr-pod",
+		"shop configmap/nested-config pod=subpathexpr-pod c=app subPathExpr nested:/etc/dir-field breaks-on-change w=Pod/subpathexpr-pod",
+		"shop configmap/nested-config pod=unmounted-pod c= unmounted nested: not-mounted w=Pod/unmounted-pod",
+	}
+	var got []string
+	for _, it := range items {
+		got = append(got, buildRow(it))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
+// TestSortItems: namespace, then ConfigMap before Secret, then name.
+func TestSortItems(t *testing.T) {
+	row := func(ns, kind, name, pod string) Item {
+		return Item{Object: ObjectRef{Kind: kind, Namespace: ns, Name: name}, Pod: PodRef{Name: pod}}
+	}
+	items := []Item{
+		row("b", KindConfigMap, "a", "p"),
+		row("a", KindSecret, "a", "p"),
+		row("a", KindConfigMap, "z", "p"),
+		row("a", KindConfigMap, "z", ""),
+		row("a", KindConfigMap, "b", "q"),
+	}
+	SortItems(items)
+	var got []string
+	for _, it := range items {
+		got = append(got, it.Object.Namespace+"/"+it.Object.Kind+"/"+it.Object.Name+"/"+it.Pod.Name)
+	}
+	want := "a/ConfigMap/b/q a/ConfigMap/z/ a/ConfigMap/z/p a/Secret/a/p b/ConfigMap/a/p"
+	if strings.Join(got, " ") != want {
+		t.Errorf("order = %s, want %s", strings.Join(got, " "), want)
+	}
+}
+
+// TestBuildWorkloads: Build fills the workload of every row from the
+// pod's owners.
+func TestBuildWorkloads(t *testing.T) {
+	snap := statusSnapshot(t)
+	items, err := Build(snap, BuildOptions{Names: []ObjectKey{cmKey("owners", "settings")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]WorkloadRef{}
+	for _, it := range items {
+		got[it.Pod.Name] = it.Workload
+	}
+	for pod, want := range map[string]WorkloadRef{
+		"web-5d8f-abcde":  {Kind: "Deployment", Name: "web"},
+		"backup-28610-k9": {Kind: "CronJob", Name: "backup"},
+		"canary-6c9-aaa":  {Kind: "Rollout", Name: "canary", APIVersion: "argoproj.io/v1alpha1"},
+		"bare":            {Kind: "Pod", Name: "bare"},
+	} {
+		if got[pod] != want {
+			t.Errorf("%s: workload %+v, want %+v", pod, got[pod], want)
+		}
+	}
+}

@@ -1,0 +1,404 @@
+package inspect
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// statusFixtureObjects decodes every object of testdata/status/*.yaml.
+func statusFixtureObjects(t *testing.T) []runtime.Object {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "status", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures in testdata/status: %v", err)
+	}
+	sort.Strings(files)
+	var objs []runtime.Object
+	for _, f := range files {
+		objs = append(objs, decodeStatusObjects(t, f)...)
+	}
+	return objs
+}
+
+func decodeStatusObjects(t *testing.T, file string) []runtime.Object {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", file, err, doc)
+		}
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+// statusSnapshot builds the Snapshot that Load would read from the fixture
+// objects (all namespaces, Secrets and Nodes included).
+func statusSnapshot(t *testing.T) *Snapshot {
+	t.Helper()
+	s := &Snapshot{ConfigMaps: map[ObjectKey]*corev1.ConfigMap{}, Secrets: map[ObjectKey]*corev1.Secret{},
+		ReplicaSets: map[NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[NamespacedName]*batchv1.Job{},
+		Nodes: map[string]*corev1.Node{}, SecretsListed: true}
+	for _, obj := range statusFixtureObjects(t) {
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			s.Pods = append(s.Pods, *o)
+		case *corev1.ConfigMap:
+			s.ConfigMaps[ObjectKey{KindConfigMap, o.Namespace, o.Name}] = o
+		case *corev1.Secret:
+			s.Secrets[ObjectKey{KindSecret, o.Namespace, o.Name}] = o
+		case *appsv1.ReplicaSet:
+			s.ReplicaSets[NamespacedName{o.Namespace, o.Name}] = o
+		case *batchv1.Job:
+			s.Jobs[NamespacedName{o.Namespace, o.Name}] = o
+		case *corev1.Node:
+			s.Nodes[o.Name] = o
+		default:
+			t.Fatalf("unexpected fixture object %T", obj)
+		}
+	}
+	return s
+}
+
+// statusPod returns the fixture pod ns/name.
+func statusPod(t *testing.T, snap *Snapshot, ns, name string) *corev1.Pod {
+	t.Helper()
+	for i := range snap.Pods {
+		if snap.Pods[i].Namespace == ns && snap.Pods[i].Name == name {
+			return &snap.Pods[i]
+		}
+	}
+	t.Fatalf("no fixture pod %s/%s", ns, name)
+	return nil
+}
+
+func TestConfigMapObject(t *testing.T) {
+	snap := statusSnapshot(t)
+	o := snap.Object(ObjectKey{KindConfigMap, "shop", "app-config"})
+	if !o.Exists || o.Immutable || o.Kind != KindConfigMap || o.Namespace != "shop" || o.Name != "app-config" {
+		t.Fatalf("object = %+v", o)
+	}
+	if got, want := o.Keys(), []string{"app.yaml", "log-level", "logo.png"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Keys() = %q, want %q", got, want)
+	}
+	if string(o.Data["log-level"]) != "info" || !bytes.Equal(o.Data["logo.png"], []byte{0x89, 'P', 'N', 'G', '\r', '\n'}) {
+		t.Errorf("Data = %q", o.Data)
+	}
+	if !o.BinaryKeys["logo.png"] || o.BinaryKeys["log-level"] {
+		t.Errorf("BinaryKeys = %v, want only logo.png", o.BinaryKeys)
+	}
+	// The newest managedFields time, not the creation time.
+	if want := time.Date(2024, 5, 6, 7, 0, 0, 0, time.UTC); !o.LastChange.Equal(want) {
+		t.Errorf("LastChange = %v, want %v", o.LastChange, want)
+	}
+	if o.ResourceVersion != "101" || o.UID != "00000000-0000-0000-0000-000000000101" {
+		t.Errorf("ResourceVersion, UID = %q, %q", o.ResourceVersion, o.UID)
+	}
+
+	// Without managedFields the creation time; immutable.
+	f := snap.Object(ObjectKey{KindConfigMap, "shop", "frozen"})
+	if !f.Immutable || !f.LastChange.Equal(time.Date(2024, 5, 3, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("frozen = immutable %v, last change %v", f.Immutable, f.LastChange)
+	}
+}
+
+func TestSecretObject(t *testing.T) {
+	snap := statusSnapshot(t)
+	o := snap.Object(ObjectKey{KindSecret, "shop", "db-creds"})
+	if !o.Exists || o.Kind != KindSecret || len(o.BinaryKeys) != 0 {
+		t.Fatalf("object = %+v", o)
+	}
+	if got, want := o.Keys(), []string{"password", "user"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Keys() = %q, want %q", got, want)
+	}
+}
+
+func TestSnapshotObjectMissing(t *testing.T) {
+	snap := statusSnapshot(t)
+	for _, k := range []ObjectKey{
+		{KindConfigMap, "shop", "ghost-config"},
+		{KindConfigMap, "nowhere", "app-config"},
+		{KindSecret, "shop", "app-config"}, // a ConfigMap's name is not a Secret
+		{"Deployment", "shop", "app-config"},
+	} {
+		o := snap.Object(k)
+		if o.Exists || o.Kind != k.Kind || o.Namespace != k.Namespace || o.Name != k.Name || len(o.Keys()) != 0 {
+			t.Errorf("Object(%v) = %+v, want a missing object", k, o)
+		}
+	}
+}
+
+// TestLoadFake checks what Load keeps from a fake clientset: the namespace,
+// the selector, Secrets only when asked, owners only when a pod needs them,
+// and nodes that are optional.
+func TestLoadFake(t *testing.T) {
+	objs := statusFixtureObjects(t)
+	cases := []struct {
+		name        string
+		opts        LoadOptions
+		nodesDenied bool
+		pods        int
+		configMaps  int
+		secrets     int
+		rs, jobs    int
+		nodes       int // -1: nil
+	}{
+		{name: "namespace shop", opts: LoadOptions{Namespace: "shop", Nodes: true},
+			pods: 16, configMaps: 6, secrets: 0, rs: 0, jobs: 0, nodes: 4},
+		{name: "namespace shop with secrets", opts: LoadOptions{Namespace: "shop", Secrets: true},
+			pods: 16, configMaps: 6, secrets: 2, nodes: -1},
+		{name: "owners: replicasets and jobs listed", opts: LoadOptions{Namespace: "owners"},
+			pods: 12, configMaps: 1, rs: 3, jobs: 2, nodes: -1},
+		{name: "all namespaces", opts: LoadOptions{Nodes: true},
+			pods: 28, configMaps: 8, rs: 3, jobs: 2, nodes: 4},
+		{name: "nodes forbidden: defaults apply", opts: LoadOptions{Namespace: "shop", Nodes: true}, nodesDenied: true,
+			pods: 16, configMaps: 6, nodes: -1},
+		{name: "pod selector", opts: LoadOptions{Namespace: "shop", PodSelector: "variant=app.yaml"},
+			pods: 1, configMaps: 6, nodes: -1},
+		{name: "no pods: nodes not read", opts: LoadOptions{Namespace: "empty", Nodes: true},
+			pods: 0, configMaps: 0, nodes: -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientset(objs...)
+			if tc.nodesDenied {
+				c.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("no RBAC"))
+				})
+			}
+			s, err := Load(context.Background(), c, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []int{len(s.Pods), len(s.ConfigMaps), len(s.Secrets), len(s.ReplicaSets), len(s.Jobs), len(s.Nodes)}
+			if s.Nodes == nil {
+				got[5] = -1
+			}
+			want := []int{tc.pods, tc.configMaps, tc.secrets, tc.rs, tc.jobs, tc.nodes}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("pods, configmaps, secrets, replicasets, jobs, nodes = %v, want %v", got, want)
+			}
+			if s.SecretsListed != tc.opts.Secrets {
+				t.Errorf("SecretsListed = %v, want %v", s.SecretsListed, tc.opts.Secrets)
+			}
+			for _, a := range c.Actions() {
+				if a.GetVerb() != "list" {
+					t.Errorf("unexpected %s %s: Load only lists", a.GetVerb(), a.GetResource().Resource)
+				}
+				if a.GetResource().Resource == "secrets" && !tc.opts.Secrets {
+					t.Errorf("secrets listed without LoadOptions.Secrets")
+				}
+			}
+		})
+	}
+}
+
+func TestLoadListError(t *testing.T) {
+	c := fake.NewClientset()
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no RBAC"))
+	c.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, forbidden
+	})
+	_, err := Load(context.Background(), c, LoadOptions{Namespace: "shop"})
+	var le *ListError
+	if !errors.As(err, &le) || le.Resource != "configmaps" || le.Namespace != "shop" {
+		t.Fatalf("err = %#v, want a *ListError for configmaps in shop", err)
+	}
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("the ListError does not unwrap to the Forbidden answer: %v", err)
+	}
+	if got, want := err.Error(), "listing configmaps: "+forbidden.Error(); got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// pagingServer serves LISTs from fixture objects by path, honouring limit
+// and continue (the fake clientset ignores both), and records the query of
+// every request per path.
+type pagingServer struct {
+	t     *testing.T
+	mu    sync.Mutex
+	calls map[string][]url.Values
+	lists map[string]pagedList
+}
+
+type pagedList struct {
+	apiVersion, kind string
+	items            []runtime.Object
+}
+
+// take returns the requests recorded so far and forgets them.
+func (p *pagingServer) take() map[string][]url.Values {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	calls := p.calls
+	p.calls = map[string][]url.Values{}
+	return calls
+}
+
+func (p *pagingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.calls[r.URL.Path] = append(p.calls[r.URL.Path], r.URL.Query())
+	p.mu.Unlock()
+	l, ok := p.lists[r.URL.Path]
+	if !ok || r.Method != http.MethodGet {
+		http.NotFound(w, r)
+		return
+	}
+	q := r.URL.Query()
+	start := 0
+	if c := q.Get("continue"); c != "" {
+		n, err := strconv.Atoi(c)
+		if err != nil || n > len(l.items) {
+			http.Error(w, "bad continue token", http.StatusBadRequest)
+			return
+		}
+		start = n
+	}
+	end := len(l.items)
+	if n, _ := strconv.Atoi(q.Get("limit")); n > 0 && start+n < end {
+		end = start + n
+	}
+	meta := metav1.ListMeta{ResourceVersion: "500"}
+	if end < len(l.items) {
+		meta.Continue = strconv.Itoa(end)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	doc := map[string]any{"apiVersion": l.apiVersion, "kind": l.kind, "metadata": meta, "items": l.items[start:end]}
+	if err := json.NewEncoder(w).Encode(doc); err != nil {
+		p.t.Errorf("encode: %v", err)
+	}
+}
+
+// TestLoadPaginates runs Load against an API server that pages (page size
+// 2): every page of every kind is read, through one paginated LIST per kind
+// (the first request without a continue token, each next one with the
+// token of the previous page), and no pod is fetched on its own.
+func TestLoadPaginates(t *testing.T) {
+	ps := &pagingServer{t: t, lists: map[string]pagedList{}}
+	add := func(path, apiVersion, kind string, obj runtime.Object) {
+		l := ps.lists[path]
+		l.apiVersion, l.kind = apiVersion, kind
+		l.items = append(l.items, obj)
+		ps.lists[path] = l
+	}
+	for _, obj := range statusFixtureObjects(t) {
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			if metav1.GetControllerOf(o) != nil && metav1.GetControllerOf(o).Kind == "Job" {
+				continue // this server serves no Jobs
+			}
+			add("/api/v1/namespaces/"+o.Namespace+"/pods", "v1", "PodList", o)
+		case *corev1.ConfigMap:
+			add("/api/v1/namespaces/"+o.Namespace+"/configmaps", "v1", "ConfigMapList", o)
+		case *appsv1.ReplicaSet:
+			add("/apis/apps/v1/namespaces/"+o.Namespace+"/replicasets", "apps/v1", "ReplicaSetList", o)
+		case *corev1.Node:
+			add("/api/v1/nodes", "v1", "NodeList", o)
+		}
+	}
+	srv := httptest.NewServer(ps)
+	defer srv.Close()
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := func(path string) int { return (len(ps.lists[path].items) + 1) / 2 }
+
+	for _, ns := range []string{"shop", "owners"} {
+		t.Run(ns, func(t *testing.T) {
+			ps.take()
+			s, err := Load(context.Background(), c, LoadOptions{Namespace: ns, Nodes: true, PageSize: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			podsPath := "/api/v1/namespaces/" + ns + "/pods"
+			cmPath := "/api/v1/namespaces/" + ns + "/configmaps"
+			if pages(podsPath) < 2 {
+				t.Fatalf("the fixture must span at least two pages of pods")
+			}
+			var names []string
+			for _, p := range s.Pods {
+				names = append(names, p.Name)
+			}
+			var wantNames []string
+			for _, o := range ps.lists[podsPath].items {
+				wantNames = append(wantNames, o.(*corev1.Pod).Name)
+			}
+			if !reflect.DeepEqual(names, wantNames) {
+				t.Errorf("pods read = %q, want every page in order: %q", names, wantNames)
+			}
+			if len(s.ConfigMaps) != len(ps.lists[cmPath].items) || len(s.Nodes) != 4 {
+				t.Errorf("read %d configmaps and %d nodes, want %d and 4", len(s.ConfigMaps), len(s.Nodes), len(ps.lists[cmPath].items))
+			}
+			want := map[string]int{podsPath: pages(podsPath), cmPath: pages(cmPath), "/api/v1/nodes": pages("/api/v1/nodes")}
+			if ns == "owners" {
+				rsPath := "/apis/apps/v1/namespaces/owners/replicasets"
+				want[rsPath] = pages(rsPath)
+				if len(s.ReplicaSets) != 3 {
+					t.Errorf("read %d replicasets, want 3", len(s.ReplicaSets))
+				}
+			}
+			got := map[string]int{}
+			for path, queries := range ps.take() {
+				got[path] = len(queries)
+				for i, q := range queries {
+					if q.Get("limit") != "2" {
+						t.Errorf("%s request %d: limit=%q, want 2", path, i, q.Get("limit"))
+					}
+					if first, cont := i == 0, q.Get("continue"); first != (cont == "") {
+						t.Errorf("%s request %d: continue=%q", path, i, cont)
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("requests per path = %v, want %v", got, want)
+			}
+		})
+	}
+}
