@@ -32,10 +32,15 @@ func explainAPIError(err error, server, namespace string) error {
 		return nil
 	}
 	var le *inspect.ListError
+	var ce *apiCallError
 	verb, resource := "", ""
-	if errors.As(err, &le) {
+	switch {
+	case errors.As(err, &le):
 		verb, resource, namespace = "list", le.Resource, le.Namespace
 		err = le.Err
+	case errors.As(err, &ce):
+		verb, resource, namespace = ce.Verb, ce.Resource, ce.Namespace
+		err = ce.Err
 	}
 	where := fmt.Sprintf("in namespace %q", namespace)
 	kind := "Role"
@@ -106,3 +111,16 @@ func rootCause(err error) string {
 		err = next
 	}
 }
+
+// apiCallError is a failed call on one object, kept apart (like
+// inspect.ListError) so that a Forbidden answer names the Role rule.
+type apiCallError struct {
+	Verb, Resource, Namespace, Name string
+	Err                             error
+}
+
+func (e *apiCallError) Error() string {
+	return fmt.Sprintf("cannot %s %s %s/%s: %v", e.Verb, e.Resource, e.Namespace, e.Name, e.Err)
+}
+
+func (e *apiCallError) Unwrap() error { return e.Err }

@@ -162,7 +162,7 @@ func (o *RefreshOptions) Complete(args []string) error {
 		o.Rollouts = refresh.ClusterRollout{Client: o.Client}
 	}
 	if o.Observer == nil {
-		o.Observer = refresh.ClusterObserver{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets}
+		o.Observer = refresh.ClusterObserver{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
 	}
 	o.StdinTerminal = isTerminal(o.In)
 	o.ErrTerminal = isTerminal(o.ErrOut)
@@ -214,7 +214,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 		server = o.RESTConfig.Host
 	}
 	wantSecrets := o.Secrets || hasSecret(o.Names)
-	snap, err := inspect.Load(ctx, o.Client, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true})
+	snap, err := inspect.Load(ctx, o.Client, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets})
 	if err != nil {
 		return explainAPIError(err, server, o.Namespace)
 	}
@@ -233,22 +233,24 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 		p := &snap.Pods[i]
 		pods[refresh.PodKey(p.Namespace, p.Name)] = p
 	}
-	workloads, err := loadWorkloads(ctx, o.Client, items)
-	if err != nil {
-		return explainAPIError(err, server, o.Namespace)
+	var workloads map[refresh.WorkloadKey]refresh.WorkloadInfo
+	if o.Strategy != string(refresh.StrategyAnnotate) { // annotate restarts nothing
+		if workloads, err = loadWorkloads(ctx, o.Client, items); err != nil {
+			return explainAPIError(err, server, o.Namespace)
+		}
 	}
 	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: true})
 	counts := refresh.Counts(plan)
 	dry := refresh.DryRun(o.DryRun)
 
+	if restarts := counts[refresh.ActionRestart]; o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
+		_ = o.printPlan(plan)
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d", restarts, o.MaxRestarts)}
+	}
 	if dry == refresh.DryRunClient {
 		return o.printPlan(plan)
 	}
 	if restarts := counts[refresh.ActionRestart]; restarts > 0 {
-		if o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
-			_ = o.printPlan(plan)
-			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d", restarts, o.MaxRestarts)}
-		}
 		if dry == refresh.DryRunNone && !o.Yes {
 			if !o.StdinTerminal {
 				_ = o.printPlan(plan)
@@ -360,8 +362,11 @@ func reasonWithWarnings(reason string, warnings []string) string {
 // resultError maps results to the exit code: 1 when a patch failed (with
 // what was and was not changed), 3 when consumers are not current.
 func resultError(results []refresh.Result, dry refresh.DryRun) error {
-	var changed, failed, notCurrent []string
+	var changed, failed, notSent, notCurrent []string
 	for _, r := range results {
+		if r.Outcome == refresh.OutcomeNotApplied && r.Error != "" {
+			notSent = append(notSent, r.Target.String())
+		}
 		switch r.Outcome {
 		case refresh.OutcomeApplied, refresh.OutcomeCurrent, refresh.OutcomeTimeout, refresh.OutcomeUnverifiable:
 			changed = append(changed, r.Target.String())
@@ -383,8 +388,14 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		}
 		return nil
 	}
-	if len(failed) > 0 {
+	if len(failed) > 0 || len(notSent) > 0 {
 		msg := fmt.Sprintf("%d actions failed: %s", len(failed), strings.Join(failed, "; "))
+		if len(failed) == 0 {
+			msg = "interrupted"
+		}
+		if len(notSent) > 0 {
+			msg += fmt.Sprintf("\nnot sent: %s", strings.Join(notSent, ", "))
+		}
 		if len(changed) > 0 {
 			msg += fmt.Sprintf("\nchanged: %s", strings.Join(changed, ", "))
 		} else {
@@ -463,7 +474,7 @@ func getWorkload(ctx context.Context, c kubernetes.Interface, k refresh.Workload
 		return refresh.WorkloadInfo{}, nil
 	}
 	if err != nil {
-		return info, fmt.Errorf("cannot get %s %s/%s: %w", strings.ToLower(k.Kind), k.Namespace, k.Name, err)
+		return info, &apiCallError{Verb: "get", Resource: strings.ToLower(k.Kind) + "s", Namespace: k.Namespace, Name: k.Name, Err: err}
 	}
 	return info, nil
 }

@@ -120,6 +120,8 @@ const (
 type decision struct {
 	need   need
 	reason string
+	// onPod: a manual step concerns the pod, not its workload
+	onPod bool
 }
 
 // decide applies the contract's rules to one use.
@@ -127,68 +129,76 @@ func decide(it inspect.Item, s Strategy, observed bool) decision {
 	hot := it.Mode.HotUpdating()
 	switch it.Verdict {
 	case inspect.VerdictNotMounted, inspect.VerdictUnused, "":
-		return decision{needNothing, "nothing consumes it"}
+		return decision{need: needNothing, reason: "nothing consumes it"}
 	case inspect.VerdictMissing:
 		if it.Optional {
-			return decision{needNothing, "optional and absent: " + it.Reason}
+			return decision{need: needNothing, reason: "optional and absent: " + it.Reason}
 		}
-		return decision{needManual, fmt.Sprintf("create the missing %s or key: %s", strings.ToLower(it.Object.Kind), it.Reason)}
+		return decision{need: needManual, reason: fmt.Sprintf("create the missing %s or key: %s", strings.ToLower(it.Object.Kind), it.Reason), onPod: true}
+	}
+	if it.Container != nil && it.Container.Type == inspect.ContainerEphemeral && !hot {
+		// not in the pod template: a rollout restart would replace the pod
+		// and refresh nothing
+		if observed && (it.State == inspect.StateInSync || it.State == inspect.StateCurrent || it.State == inspect.StateNA) {
+			return decision{need: needNothing, reason: "already " + string(it.State)}
+		}
+		return decision{need: needManual, reason: "ephemeral container (kubectl debug): it cannot be restarted and a rollout would not bring it back; start a new debug container to read the current values", onPod: true}
 	}
 	if s == StrategyRestart && it.State != inspect.StateMissing && !(it.Object.Immutable && it.State == inspect.StateStale) {
-		return decision{needRestart, "--strategy restart rolls out every owning workload"}
+		return decision{need: needRestart, reason: "--strategy restart rolls out every owning workload"}
 	}
 	if observed {
 		switch it.State {
 		case inspect.StateInSync, inspect.StateCurrent, inspect.StateNA:
-			return decision{needNothing, "already " + string(it.State)}
+			return decision{need: needNothing, reason: "already " + string(it.State)}
 		case inspect.StateMissing:
-			return decision{needManual, "create the missing object or key: " + it.StateReason}
+			return decision{need: needManual, reason: "create the missing object or key: " + it.StateReason, onPod: true}
 		}
 	}
 	if it.Object.Immutable {
 		if observed && (it.State == inspect.StateStale || it.State == inspect.StatePending) {
-			return decision{needManual, fmt.Sprintf("immutable %s %q was re-created: the kubelet keeps serving the old copy to running pods and to new pods on nodes where it is still in use; create it under a new name (e.g. kustomize's hash suffix) and point the workload at it",
+			return decision{need: needManual, reason: fmt.Sprintf("immutable %s %q was re-created: the kubelet keeps serving the old copy to running pods and to new pods on nodes where it is still in use; create it under a new name (e.g. kustomize's hash suffix) and point the workload at it",
 				strings.ToLower(it.Object.Kind), it.Object.Name)}
 		}
 		if !observed {
-			return decision{needNothing, "immutable: it never changes"}
+			return decision{need: needNothing, reason: "immutable: it never changes"}
 		}
 	}
 	switch s {
 	case StrategyAnnotate:
 		if hot {
 			if observed && it.State != inspect.StatePending && it.State != inspect.StateUnverifiable {
-				return decision{needNothing, "already " + string(it.State)}
+				return decision{need: needNothing, reason: "already " + string(it.State)}
 			}
-			return decision{needAnnotate, "hot-updating mount: an annotation makes the kubelet rewrite it now"}
+			return decision{need: needAnnotate, reason: "hot-updating mount: an annotation makes the kubelet rewrite it now"}
 		}
 		if observed && (it.State == inspect.StateStale || it.State == inspect.StateBroken) {
-			return decision{needManual, fmt.Sprintf("%s use is %s and stays so with --strategy annotate: restart the workload (--strategy auto or restart)", it.Mode, it.State)}
+			return decision{need: needManual, reason: fmt.Sprintf("%s use is %s and stays so with --strategy annotate: restart the workload (--strategy auto or restart)", it.Mode, it.State)}
 		}
 		if !observed {
-			return decision{needManual, "cannot tell whether stale without exec; use --strategy restart"}
+			return decision{need: needManual, reason: "cannot tell whether stale without exec; use --strategy restart"}
 		}
-		return decision{needManual, fmt.Sprintf("%s use is %s; an annotation cannot refresh it", it.Mode, it.State)}
+		return decision{need: needManual, reason: fmt.Sprintf("%s use is %s; an annotation cannot refresh it", it.Mode, it.State)}
 	}
 	// auto
 	if !observed {
 		if hot {
-			return decision{needAnnotate, "hot-updating mount: an annotation makes the kubelet rewrite it now (not observed)"}
+			return decision{need: needAnnotate, reason: "hot-updating mount: an annotation makes the kubelet rewrite it now (not observed)"}
 		}
-		return decision{needManual, "cannot tell whether stale; use --strategy restart"}
+		return decision{need: needManual, reason: "cannot tell whether stale; use --strategy restart"}
 	}
 	switch it.State {
 	case inspect.StatePending:
-		return decision{needAnnotate, "mount is pending: an annotation makes the kubelet rewrite it now"}
+		return decision{need: needAnnotate, reason: "mount is pending: an annotation makes the kubelet rewrite it now"}
 	case inspect.StateUnverifiable:
 		if hot {
-			return decision{needAnnotate, "mount is unverifiable (" + it.StateReason + "): annotating is harmless and makes the kubelet rewrite it now"}
+			return decision{need: needAnnotate, reason: "mount is unverifiable (" + it.StateReason + "): annotating is harmless and makes the kubelet rewrite it now"}
 		}
-		return decision{needManual, "cannot tell whether stale (" + it.StateReason + "); use --strategy restart"}
+		return decision{need: needManual, reason: "cannot tell whether stale (" + it.StateReason + "); use --strategy restart"}
 	case inspect.StateStale, inspect.StateBroken:
-		return decision{needRestart, fmt.Sprintf("%s use is %s: only new containers read it again", it.Mode, it.State)}
+		return decision{need: needRestart, reason: fmt.Sprintf("%s use is %s: only new containers read it again", it.Mode, it.State)}
 	}
-	return decision{needNothing, "state " + string(it.State)}
+	return decision{need: needNothing, reason: "state " + string(it.State)}
 }
 
 // Plan turns a report into actions: at most one restart per workload, one
@@ -236,7 +246,7 @@ func Plan(in PlanInput) []Action {
 			}
 		case needManual:
 			t := podTarget
-			if Restartable[it.Workload.Kind] && !strings.HasPrefix(d.reason, "create the missing") {
+			if Restartable[it.Workload.Kind] && !d.onPod {
 				t = Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
 			}
 			manualFor(t, d.reason, it)
@@ -326,6 +336,9 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 		return "CronJob: the next scheduled run reads the new data; running Jobs keep what they read"
 	case "Job":
 		return "Job: its running pods keep what they read; the change reaches new Jobs only"
+	}
+	if w.Kind == "ReplicaSet" {
+		return fmt.Sprintf("ReplicaSet %q: its Deployment, if any, is unknown (listing replicasets was not possible or it has none); restart the owner by hand (kubectl rollout restart deployment/NAME)", w.Name)
 	}
 	if !Restartable[w.Kind] {
 		return fmt.Sprintf("%s %q is not a Deployment, StatefulSet or DaemonSet: restart it with its own controller's tooling", w.Kind, w.Name)

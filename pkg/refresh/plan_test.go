@@ -48,6 +48,8 @@ func TestPlan(t *testing.T) {
 	immutableStale.Verdict = inspect.VerdictNeverChanges
 	secondCM := envStale("web-2", "Deployment", "web")
 	secondCM.Object.Name = "cm2"
+	ephemeralEnv := envStale("web-1", "Deployment", "web")
+	ephemeralEnv.Container = &inspect.ContainerRef{Name: "debugger", Type: inspect.ContainerEphemeral}
 	missingRequired := use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictMissing, inspect.StateMissing)
 
 	tests := []struct {
@@ -81,6 +83,8 @@ func TestPlan(t *testing.T) {
 			use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, ""),
 			use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, "")}, StrategyAuto, false, "annotate pod/web-1; manual deployment/web"},
 		{"unverifiable hot mount is annotated", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeProjected, inspect.VerdictHotUpdate, inspect.StateUnverifiable)}, StrategyAuto, true, "annotate pod/web-1"},
+		{"stale env in an ephemeral container never restarts the workload", []inspect.Item{ephemeralEnv}, StrategyAuto, true, "manual pod/web-1"},
+		{"even with --strategy restart", []inspect.Item{ephemeralEnv}, StrategyRestart, true, "manual pod/web-1"},
 		{"unverifiable env is manual", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateUnverifiable)}, StrategyAuto, true, "manual deployment/web"},
 	}
 	for _, tt := range tests {

@@ -20,7 +20,10 @@ import (
 // Observer re-reads and re-verifies the uses of some objects in one
 // namespace: the wait loop's view of the cluster.
 type Observer interface {
-	Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey) ([]inspect.Item, error)
+	// Observe verifies only the uses for which want is true (the others
+	// are returned without a state): the wait loop execs into the pods of
+	// open actions only.
+	Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error)
 }
 
 // RolloutChecker says whether a workload's rollout has finished, the way
@@ -37,10 +40,13 @@ type Progress struct {
 
 // WaitOptions bound the wait.
 type WaitOptions struct {
-	Timeout  time.Duration
-	Interval time.Duration
-	Now      func() time.Time
-	Progress func(Progress)
+	Timeout time.Duration
+	// Interval is the first pause between rounds; it doubles up to
+	// MaxInterval (default 8x Interval).
+	Interval    time.Duration
+	MaxInterval time.Duration
+	Now         func() time.Time
+	Progress    func(Progress)
 }
 
 // settled reports whether an observed state counts as current.
@@ -75,6 +81,10 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 	if o.Interval == 0 {
 		o.Interval = 250 * time.Millisecond
 	}
+	if o.MaxInterval < o.Interval {
+		o.MaxInterval = 8 * o.Interval
+	}
+	interval := o.Interval
 	start := o.Now()
 	deadline := start.Add(o.Timeout)
 	var open []int
@@ -123,7 +133,7 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 				for k := range set {
 					keys = append(keys, k)
 				}
-				got, err := obs.Observe(ctx, ns, keys)
+				got, err := obs.Observe(ctx, ns, keys, func(it inspect.Item) bool { return wanted(results, open, rolled, it) })
 				if err != nil {
 					obsErr = err
 					continue
@@ -170,15 +180,41 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 				if results[i].Detail == "" {
 					results[i].Detail = "not current yet"
 				}
+				if ctx.Err() != nil {
+					results[i].Detail = "interrupted before it was verified: " + results[i].Detail
+				}
 			}
 			break
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(o.Interval):
+		case <-time.After(interval):
+		}
+		// most annotations land within a second: poll fast first, then back off
+		if interval *= 2; interval > o.MaxInterval {
+			interval = o.MaxInterval
 		}
 	}
 	return results
+}
+
+// wanted tells whether a use belongs to an open action: a pod that was
+// annotated, or a pod of a workload whose rollout has finished.
+func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) bool {
+	for _, i := range open {
+		r := results[i]
+		switch r.Action.Action {
+		case ActionAnnotate:
+			if it.Pod.Name == r.Target.Name {
+				return true
+			}
+		case ActionRestart:
+			if rolled[i] && it.Workload.Kind == r.Target.Kind && it.Workload.Name == r.Target.Name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // converged checks the consumers of one action against fresh observations.
@@ -289,11 +325,13 @@ type ClusterObserver struct {
 	Executor inspect.Executor
 	Verify   inspect.VerifyOptions
 	Secrets  bool
+	// PodSelector is the user's -l: pods outside it are never touched.
+	PodSelector string
 }
 
 // Observe implements Observer.
-func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
-	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, Secrets: c.Secrets || hasSecrets(objects)})
+func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || hasSecrets(objects)})
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +346,13 @@ func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects 
 	if err != nil {
 		return nil, err
 	}
-	return inspect.Verify(ctx, items, snap, c.Executor, c.Verify), nil
+	var picked []inspect.Item
+	for _, it := range items {
+		if want(it) {
+			picked = append(picked, it)
+		}
+	}
+	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
 }
 
 func hasSecrets(keys []inspect.ObjectKey) bool {

@@ -12,17 +12,26 @@ import (
 
 // scriptedObserver returns one set of items per call (the last repeats).
 type scriptedObserver struct {
-	rounds [][]inspect.Item
-	calls  int
+	rounds  [][]inspect.Item
+	calls   int
+	skipped int // uses the wait loop did not ask to verify
 }
 
-func (s *scriptedObserver) Observe(context.Context, string, []inspect.ObjectKey) ([]inspect.Item, error) {
+func (s *scriptedObserver) Observe(_ context.Context, _ string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
 	i := s.calls
 	if i >= len(s.rounds) {
 		i = len(s.rounds) - 1
 	}
 	s.calls++
-	return s.rounds[i], nil
+	var out []inspect.Item
+	for _, it := range s.rounds[i] {
+		if want(it) {
+			out = append(out, it)
+		} else {
+			s.skipped++
+		}
+	}
+	return out, nil
 }
 
 type rolloutAfter struct{ n, calls int }
@@ -54,7 +63,8 @@ func TestWaitConverges(t *testing.T) {
 	pendingVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
 	syncedVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)
 	newEnv := use("web-new", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)
-	obs := &scriptedObserver{rounds: [][]inspect.Item{{pendingVol}, {syncedVol, newEnv}}}
+	bystander := use("other-1", "Deployment", "other", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)
+	obs := &scriptedObserver{rounds: [][]inspect.Item{{pendingVol, bystander}, {syncedVol, newEnv, bystander}}}
 	results := []Result{applied(annotate, clock.t), applied(restart, clock.t), {Action: Action{Action: ActionManual}, Outcome: OutcomeNotApplied}}
 	var last Progress
 	got := Wait(context.Background(), results, obs, &rolloutAfter{n: 1}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, Now: clock.now, Progress: func(p Progress) { last = p }})
@@ -66,6 +76,9 @@ func TestWaitConverges(t *testing.T) {
 	}
 	if got[0].CurrentAfter == nil || got[0].CurrentAfter.Duration <= 0 {
 		t.Errorf("CurrentAfter not set: %v", got[0].CurrentAfter)
+	}
+	if obs.skipped == 0 {
+		t.Errorf("the wait loop verified a pod no open action covers")
 	}
 	if last.Current != 2 || last.Total != 2 {
 		t.Errorf("last progress %+v", last)
