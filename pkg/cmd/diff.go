@@ -351,16 +351,20 @@ func (r *diffRenderer) render(results []inspect.Result, external string) (diffSu
 		}
 		sum.differ++
 		secret := it.Object.Kind == inspect.KindSecret
+		// What the container shows may be a Secret's even for a ConfigMap
+		// use (a secretRef that overrides a variable, a secret source of
+		// the same projected volume): fingerprint those values too.
+		exposure := inspect.SecretExposureOf(it, res.Pod)
 		obj := fmt.Sprintf("%s/%s", strings.ToLower(it.Object.Kind), it.Object.Name)
 		fmt.Fprintf(r.Out, "%s\n", r.paint(ansiBold, fmt.Sprintf("diff %s %s (%s)", label, obj, c.State)))
 		if len(c.Env) > 0 {
-			r.renderEnv(it, c, obj, secret, ext)
+			r.renderEnv(it, c, obj, secret, exposure, ext)
 		}
 		for _, f := range c.Files {
 			if f.Status == inspect.FileEqual || f.Status == inspect.FileNotCompared {
 				continue
 			}
-			r.renderFile(it, f, obj, secret, ext)
+			r.renderFile(it, f, obj, secret || (f.Observed != nil && exposure.File(f.Path)), ext)
 		}
 	}
 	if ext != nil && ext.files > 0 {
@@ -500,9 +504,26 @@ func envDisplay(v string) string {
 	return v
 }
 
-func (r *diffRenderer) renderEnv(it inspect.Item, c inspect.Comparison, obj string, secret bool, ext *externalDiff) {
+func (r *diffRenderer) renderEnv(it inspect.Item, c inspect.Comparison, obj string, secret bool, exposure inspect.SecretExposure, ext *externalDiff) {
 	env := append([]inspect.EnvComparison{}, c.Env...)
 	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	// A ConfigMap's variable whose value in the container may be a
+	// Secret's: only its fingerprint, in the text and in the files of the
+	// external diff; with --show-secret-values, its value, but never on
+	// disk.
+	exposed := false
+	for i, e := range env {
+		if secret || !e.ObservedSet || !exposure.Env(e.Name) {
+			continue
+		}
+		exposed = true
+		if !r.ShowSecretValues {
+			env[i].Observed = r.fingerprint("content", []byte(e.Observed))
+			if e.ExpectedSet {
+				env[i].Expected = r.fingerprint("content", []byte(e.Expected))
+			}
+		}
+	}
 	if secret && !r.ShowSecretValues {
 		for _, e := range env {
 			if e.Equal {
@@ -521,7 +542,7 @@ func (r *diffRenderer) renderEnv(it inspect.Item, c inspect.Comparison, obj stri
 	}
 	// Only the variables that differ, plus their neighbours as context.
 	old, new := envLines(env, true), envLines(env, false)
-	if ext != nil && !secret {
+	if ext != nil && !secret && !(exposed && r.ShowSecretValues) {
 		ext.addEnv(it, old, new)
 		return
 	}

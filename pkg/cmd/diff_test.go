@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 )
 
 const diffTS = "..2024_05_06_07_08_09.123456789"
@@ -29,7 +30,7 @@ func diffPod(name string, c corev1.Container, vols ...corev1.Volume) corev1.Pod 
 
 // diffFixture: pod "old" has a stale volume and env, pod "new" is in sync;
 // a Secret consumed by pod "sec".
-func diffFixture() (*inspect.Snapshot, *inspect.FakeExecutor) {
+func diffFixture() (*inspect.Snapshot, *inspecttest.Executor) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg",
 		CreationTimestamp: metav1.NewTime(time.Now().Add(-20 * time.Second))},
 		Data: map[string]string{"greeting": "hello v2\n", "same": "s\n"}}
@@ -50,14 +51,14 @@ func diffFixture() (*inspect.Snapshot, *inspect.FakeExecutor) {
 		Secrets:     map[inspect.ObjectKey]*corev1.Secret{{Kind: inspect.KindSecret, Namespace: "ns", Name: "creds"}: sec},
 		ReplicaSets: nil, SecretsListed: true,
 	}
-	ex := &inspect.FakeExecutor{Containers: map[string]*inspect.FakeContainer{
-		"ns/old/app": {Volumes: map[string]inspect.FakeVolume{"/etc/cfg": {Target: diffTS, Files: map[string][]byte{
+	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{
+		"ns/old/app": {Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: diffTS, Files: map[string][]byte{
 			"greeting": []byte("hello v1\n"), "same": []byte("s\n"), "removed": []byte("r\n")}}},
 			Env: map[string]string{"GREETING": "hello v1\n", "PATH": "/bin"}},
-		"ns/new/app": {Volumes: map[string]inspect.FakeVolume{"/etc/cfg": {Target: diffTS, Files: map[string][]byte{
+		"ns/new/app": {Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: diffTS, Files: map[string][]byte{
 			"greeting": []byte("hello v2\n"), "same": []byte("s\n")}}},
 			Env: map[string]string{"GREETING": "hello v2\n"}},
-		"ns/sec/app": {Volumes: map[string]inspect.FakeVolume{"/etc/creds": {Target: diffTS, Files: map[string][]byte{
+		"ns/sec/app": {Volumes: map[string]inspecttest.Volume{"/etc/creds": {Target: diffTS, Files: map[string][]byte{
 			"password": []byte("hunter2-old"), "user": []byte("admin")}}},
 			Env: map[string]string{"PASSWORD": "hunter2-old"}},
 	}}
@@ -212,7 +213,7 @@ func TestDiffExternal(t *testing.T) {
 func TestDiffUnverifiable(t *testing.T) {
 	_, errOut, err := runDiff(t, cfgKey, func(o *DiffOptions) {
 		o.Pod = "new"
-		o.Verify.Executor = &inspect.FakeExecutor{Containers: map[string]*inspect.FakeContainer{"ns/new/app": {NoShell: true}}}
+		o.Verify.Executor = &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/new/app": {NoShell: true}}}
 	})
 	if ExitCode(err) != ExitFailure || !strings.Contains(errOut, "unverifiable") {
 		t.Errorf("exit %d (%v), stderr %s", ExitCode(err), err, errOut)
@@ -223,5 +224,84 @@ func TestDiffColour(t *testing.T) {
 	out, _, _ := runDiff(t, cfgKey, func(o *DiffOptions) { o.Color = true; o.Pod = "old" })
 	if !strings.Contains(out, "\033[31m-hello v1") || !strings.Contains(out, "\033[32m+hello v2") {
 		t.Errorf("no colour:\n%q", out)
+	}
+}
+
+// TestDiffConfigMapNeverShowsSecretOverrides: `diff configmap/X` reads no
+// Secrets; a Secret source of the same container that overrides a variable
+// or a file of X must not show up, in the output or on disk.
+func TestDiffConfigMapNeverShowsSecretOverrides(t *testing.T) {
+	const value = "hunter2-override"
+	app := corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "proj", MountPath: "/etc/proj"}},
+		EnvFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
+		}}
+	proj := corev1.Volume{Name: "proj", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
+	}}}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"DB_PASSWORD": "from-cm", "HOST": "db"}}
+	snap := &inspect.Snapshot{Pods: []corev1.Pod{diffPod("p", app, proj)},
+		ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{cfgKey: cm}}
+	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/p/app": {
+		Volumes: map[string]inspecttest.Volume{"/etc/proj": {Target: diffTS, Files: map[string][]byte{"DB_PASSWORD": []byte(value), "HOST": []byte("db")}}},
+		Env:     map[string]string{"DB_PASSWORD": value, "HOST": "db"}}}}
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "mydiff")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\ncat -r \"$1\" \"$2\" 2>/dev/null; grep -r . \"$1\" \"$2\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, external := range []string{"", prog} {
+		var out, errOut bytes.Buffer
+		o := NewDiffOptions(nil, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
+		o.Namespace, o.Key, o.ExternalDiff, o.HMACKey = "ns", cfgKey, external, []byte("k")
+		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) { return snap, nil }
+		o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second, Executor: ex}
+		err := o.Run(context.Background())
+		if strings.Contains(out.String()+errOut.String(), value) {
+			t.Fatalf("external %q: the Secret's value is shown:\n%s\n%s", external, out.String(), errOut.String())
+		}
+		if ExitCode(err) == ExitCheck || !strings.Contains(errOut.String(), `Secret "creds", which was not read (add --secrets)`) {
+			t.Errorf("external %q: exit %d (%v), want unverifiable\n%s\n%s", external, ExitCode(err), err, out.String(), errOut.String())
+		}
+	}
+}
+
+// TestDiffRendererFingerprintsSecretSources: whatever a comparison says,
+// a value the container shows that may come from a Secret source of the
+// container is only fingerprinted.
+func TestDiffRendererFingerprintsSecretSources(t *testing.T) {
+	const value = "hunter2-backstop"
+	app := corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "proj", MountPath: "/etc/proj"}},
+		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}, Prefix: "S_"}}}
+	proj := corev1.Volume{Name: "proj", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
+	}}}}
+	pod := diffPod("p", app, proj)
+	base := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}, Pod: inspect.PodRef{Name: "p"},
+		Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular}}
+	envUse, volUse := base, base
+	envUse.Mode, envUse.EnvPrefix = inspect.ModeEnvFrom, "S_"
+	volUse.Mode, volUse.Volume = inspect.ModeProjected, &inspect.VolumeRef{Name: "proj", MountPath: "/etc/proj"}
+	results := []inspect.Result{
+		{Item: envUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StateStale, Env: []inspect.EnvComparison{
+			{Name: "S_PW", Key: "PW", Expected: "cm", ExpectedSet: true, Observed: value, ObservedSet: true},
+			{Name: "OTHER", Key: "OTHER", Expected: "new", ExpectedSet: true, Observed: "old", ObservedSet: true}}}},
+		{Item: volUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StatePending, Files: []inspect.FileComparison{
+			{Path: "pw", Key: "pw", Status: inspect.FileDiffers, Expected: &inspect.ExpectedFile{Path: "pw", Key: "pw", Data: []byte("cm")},
+				Observed: &inspect.ObservedFile{Path: "pw", Data: []byte(value), HasData: true, Size: int64(len(value))}}}}},
+	}
+	var out, errOut bytes.Buffer
+	r := diffRenderer{Out: &out, ErrOut: &errOut, HMACKey: []byte("k")}
+	if _, err := r.render(results, ""); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), value) || !strings.Contains(out.String(), "-S_PW=hmac:") || !strings.Contains(out.String(), "pw: differs (container hmac:") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "-OTHER=old") {
+		t.Errorf("a value no Secret can set is hidden:\n%s", out.String())
 	}
 }

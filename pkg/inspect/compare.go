@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -120,6 +121,9 @@ func (c Comparison) Differs() bool {
 type Result struct {
 	Item       Item
 	Comparison Comparison
+	// Pod is the consuming pod (nil when it is not in the snapshot): its
+	// spec tells which values of the container may come from a Secret.
+	Pod *corev1.Pod
 }
 
 // Verify observes every consuming container (one exec per container, at
@@ -150,6 +154,8 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 		pods[NamespacedName{p.Namespace, p.Name}] = p
 	}
 	results := make([]Result, len(items))
+	// Each use's object and payload, computed once.
+	inputs := make([]useInputs, len(items))
 	type group struct {
 		req   ObserveRequest
 		paths map[string]int
@@ -161,12 +167,14 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 	for i, it := range items {
 		results[i].Item = it
 		pod := pods[NamespacedName{it.Object.Namespace, it.Pod.Name}]
+		results[i].Pod = pod
 		obj := snap.Object(it.Key())
-		if it.Object.Kind == KindSecret && !snap.SecretsListed && it.Container != nil {
+		if it.Object.Kind == KindSecret && obj.Unread && it.Container != nil {
 			results[i].Comparison = Comparison{State: StateUnverifiable, Reason: "Secrets were not read (--secrets)"}
 			continue
 		}
-		if c, done := precheck(it, pod, obj); done {
+		inputs[i] = inputsFor(it, obj)
+		if c, done := precheck(it, pod, inputs[i]); done {
 			results[i].Comparison = c
 			continue
 		}
@@ -178,7 +186,7 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 			order = append(order, k)
 		}
 		g.idx = append(g.idx, i)
-		prs, env := requestFor(it, pod, obj)
+		prs, env := requestFor(it, pod, inputs[i], snap.Object)
 		g.req.Env = g.req.Env || env
 		for _, pr := range prs {
 			j, ok := g.paths[pr.Path]
@@ -264,7 +272,7 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 		for _, i := range g.idx {
 			it := items[i]
 			pod := pods[NamespacedName{it.Object.Namespace, it.Pod.Name}]
-			results[i].Comparison = safeCompare(it, pod, snap.Object(it.Key()), g.obs, co)
+			results[i].Comparison = safeCompare(it, pod, inputs[i], g.obs, co)
 		}
 	}
 	for i := range results {
@@ -283,13 +291,30 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 
 // safeCompare is CompareUse that turns a panic into an unverifiable state:
 // one odd container must not take the whole report down.
-func safeCompare(it Item, pod *corev1.Pod, obj Object, obs *Observation, o CompareOptions) (c Comparison) {
+func safeCompare(it Item, pod *corev1.Pod, in useInputs, obs *Observation, o CompareOptions) (c Comparison) {
 	defer func() {
 		if r := recover(); r != nil {
 			c = Comparison{State: StateUnverifiable, Reason: fmt.Sprint("internal error while comparing: ", r)}
 		}
 	}()
-	return CompareUse(it, pod, obj, obs, o)
+	return compareUse(it, pod, in, obs, o)
+}
+
+// useInputs is what one use is compared with, computed once per use: the
+// object as the API has it and, for a volume use, the kubelet's payload.
+type useInputs struct {
+	obj   Object
+	pl    Payload
+	plErr error
+}
+
+func inputsFor(it Item, obj Object) useInputs {
+	in := useInputs{obj: obj}
+	switch it.Mode {
+	case ModeVolume, ModeItems, ModeProjected, ModeSubPath, ModeSubPathExpr:
+		in.pl, in.plErr = ItemPayload(it, obj)
+	}
+	return in
 }
 
 func unionStrings(a, b []string) []string {
@@ -306,7 +331,8 @@ func unionStrings(a, b []string) []string {
 
 // precheck decides the uses that need no exec: nothing to observe, a
 // required object or key that is missing, a pod or container not running.
-func precheck(it Item, pod *corev1.Pod, obj Object) (Comparison, bool) {
+func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
+	obj := in.obj
 	what := fmt.Sprintf("%s %q", it.Object.Kind, it.Object.Name)
 	if it.Mode == ModeUnmounted || it.Container == nil {
 		return Comparison{State: StateNA, Reason: "no container mounts this volume: there is nothing to check"}, true
@@ -325,7 +351,7 @@ func precheck(it Item, pod *corev1.Pod, obj Object) (Comparison, bool) {
 		if it.Volume == nil {
 			return Comparison{State: StateNA, Reason: "no volume mount recorded for this use"}, true
 		}
-		if _, err := ItemPayload(it, obj); err != nil {
+		if err := in.plErr; err != nil {
 			var pe *PayloadError
 			if errors.As(err, &pe) && (pe.ObjectMissing || len(pe.MissingKeys) > 0) {
 				return Comparison{State: StateMissing, Reason: pe.Error() + "; the kubelet cannot update the volume, so the container keeps what it had (a new container cannot start)"}, true
@@ -387,12 +413,12 @@ func containerStatus(pod *corev1.Pod, name string, t ContainerType) (corev1.Cont
 }
 
 // requestFor says what to read in the container for one use.
-func requestFor(it Item, pod *corev1.Pod, obj Object) ([]PathRequest, bool) {
+func requestFor(it Item, pod *corev1.Pod, in useInputs, lookup func(ObjectKey) Object) ([]PathRequest, bool) {
+	pl := in.pl
 	switch it.Mode {
 	case ModeEnv, ModeEnvFrom:
 		return nil, true
 	case ModeVolume, ModeItems, ModeProjected:
-		pl, _ := ItemPayload(it, obj)
 		pr := PathRequest{Path: it.Volume.MountPath, List: len(it.Items) == 0}
 		for _, f := range pl.Files {
 			pr.Expect = append(pr.Expect, f.Path)
@@ -406,11 +432,12 @@ func requestFor(it Item, pod *corev1.Pod, obj Object) ([]PathRequest, bool) {
 	case ModeSubPath, ModeSubPathExpr:
 		pr := PathRequest{Path: it.Volume.MountPath, Expect: []string{""}}
 		sub := it.Volume.SubPath
-		if it.Mode == ModeSubPathExpr && pod != nil {
-			sub, _ = expandSubPathExpr(it.Volume.SubPathExpr, pod, it.Container.Name)
+		if it.Mode == ModeSubPathExpr {
+			// Only for the no-shell fallback's list of files to read: the
+			// comparison expands it from what the container shows.
+			sub, _ = ExpandSubPathExpr(it.Volume.SubPathExpr, specEnv(pod, it.Container.Name, lookup))
 		}
 		sub = cleanSubPath(sub)
-		pl, _ := ItemPayload(it, obj)
 		for _, f := range pl.Files {
 			if rel, ok := strings.CutPrefix(f.Path, sub+"/"); ok {
 				pr.Expect = append(pr.Expect, rel)
@@ -444,24 +471,35 @@ type CompareOptions struct {
 // projected volume and which env entries override others); obj the object
 // as the API has it now.
 func CompareUse(it Item, pod *corev1.Pod, obj Object, obs *Observation, o CompareOptions) Comparison {
+	return compareUse(it, pod, inputsFor(it, obj), obs, o)
+}
+
+func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *Observation, o CompareOptions) Comparison {
+	obj := in.obj
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
 	if o.Object == nil {
-		o.Object = func(k ObjectKey) Object { return Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name} }
+		// Nothing is known of the other objects.
+		o.Object = func(k ObjectKey) Object {
+			return Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Unread: true}
+		}
 	}
 	if obs == nil {
 		return Comparison{State: StateUnverifiable, Reason: "the container was not observed"}
 	}
 	if obs.Err != nil {
-		return Comparison{State: StateUnverifiable, Reason: obs.Err.Error()}
+		return Comparison{State: StateUnverifiable, Reason: obs.Err.reasonFor(it.Object.Kind)}
+	}
+	if obj.Unread {
+		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("%s %q was not read (add --secrets)", it.Object.Kind, it.Object.Name)}
 	}
 	var c Comparison
 	switch it.Mode {
 	case ModeVolume, ModeItems, ModeProjected:
-		c = compareVolume(it, pod, obj, obs, o)
+		c = compareVolume(it, pod, obj, in.pl, in.plErr, obs, o)
 	case ModeSubPath, ModeSubPathExpr:
-		c = compareSubPath(it, pod, obj, obs, o)
+		c = compareSubPath(it, pod, obj, in.pl, in.plErr, obs, o)
 	case ModeEnv:
 		c = compareEnv(it, pod, obj, obs)
 	case ModeEnvFrom:
@@ -569,7 +607,7 @@ func listNames(names []string, max int) string {
 	return strings.Join(names, ", ")
 }
 
-func compareVolume(it Item, pod *corev1.Pod, obj Object, obs *Observation, o CompareOptions) Comparison {
+func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Observation, o CompareOptions) Comparison {
 	op := obs.Paths[it.Volume.MountPath]
 	if op == nil {
 		return Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
@@ -590,35 +628,55 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Com
 	if t, ok := SyncedAt(op.Target); ok {
 		c.SyncedAt = &t
 	}
-	pl, err := ItemPayload(it, obj)
-	if err != nil {
-		return Comparison{State: StateUnverifiable, Reason: err.Error(), SyncedAt: c.SyncedAt}
+	if plErr != nil {
+		return Comparison{State: StateUnverifiable, Reason: plErr.Error(), SyncedAt: c.SyncedAt}
 	}
 	fsGroup := hasFSGroup(pod)
+	// A projected volume shares its directory with other sources: a later
+	// source that writes the same path wins it, and a file this payload
+	// lacks may be another source's.
+	ps := otherSources(it, pod, o.Object)
+	var unknown []string // paths an unread Secret may hold
+	var unreadBy []string
+	overridden := 0
 	for i := range pl.Files {
-		c.Files = append(c.Files, compareFile(&pl.Files[i], op.Files[pl.Files[i].Path], fsGroup))
+		p := pl.Files[i].Path
+		known, maybe := ps.overrides(p)
+		switch {
+		case known:
+			overridden++
+			continue
+		case len(maybe) > 0:
+			unknown = append(unknown, displayPath(p))
+			unreadBy = unionStrings(unreadBy, maybe)
+			continue
+		}
+		c.Files = append(c.Files, compareFile(&pl.Files[i], op.Files[p], fsGroup))
 	}
-	// Files the container has that the API no longer has: only those this
-	// source could have written (a projected volume shares its directory
-	// with other sources).
-	mine := ownedPath(it, pod, o)
+	extra := func(p string, of *ObservedFile) {
+		if _, ok := pl.File(p); ok {
+			return
+		}
+		mine, maybe := ownsExtra(it, ps, p)
+		if len(maybe) > 0 {
+			unknown = append(unknown, displayPath(p))
+			unreadBy = unionStrings(unreadBy, maybe)
+		}
+		if mine {
+			c.Files = append(c.Files, compareFile(nil, of, fsGroup))
+		}
+	}
 	extrasUnknown := false
 	switch {
 	case op.Listed:
 		for _, p := range sortedKeys(op.Files) {
-			if _, ok := pl.File(p); ok || !mine(p) {
-				continue
-			}
-			c.Files = append(c.Files, compareFile(nil, op.Files[p], fsGroup))
+			extra(p, op.Files[p])
 		}
 	default: // no shell
 		seen := map[string]bool{}
 		for _, p := range sortedKeys(op.Files) {
 			seen[p] = true
-			if _, ok := pl.File(p); ok || !mine(p) {
-				continue
-			}
-			c.Files = append(c.Files, compareFile(nil, op.Files[p], fsGroup))
+			extra(p, op.Files[p])
 		}
 		if len(it.Items) == 0 {
 			if op.Names == nil {
@@ -628,10 +686,7 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Com
 				if strings.HasPrefix(n, "..") || seen[n] {
 					continue
 				}
-				if _, ok := pl.File(n); ok || !mine(n) {
-					continue
-				}
-				c.Files = append(c.Files, compareFile(nil, &ObservedFile{Path: n, Mode: -1, Size: -1}, fsGroup))
+				extra(n, &ObservedFile{Path: n, Mode: -1, Size: -1})
 			}
 		}
 	}
@@ -642,10 +697,23 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Com
 		written = fmt.Sprintf("; the kubelet last wrote the volume at %s", c.SyncedAt.UTC().Format(time.RFC3339))
 	}
 	kind := strings.ToLower(it.Object.Kind)
+	note := ""
+	if overridden > 0 {
+		note = fmt.Sprintf("; %s overwritten by a later source of the projected volume not compared", plural(overridden, "file"))
+	}
+	if len(unknown) > 0 {
+		note += "; not compared: " + unreadNote(listNames(unknown, 3), unreadBy)
+	}
 	switch {
-	case t.differ == 0 && t.notCompared == 0 && !extrasUnknown:
+	case t.differ == 0 && t.notCompared == 0 && !extrasUnknown && len(unknown) == 0:
 		c.State = StateInSync
-		c.Reason = fmt.Sprintf("matches the API (%s)%s%s", plural(t.equal, "file"), written, noShellNote(obs))
+		c.Reason = fmt.Sprintf("matches the API (%s)%s%s%s", plural(t.equal, "file"), written, noShellNote(obs), note)
+	case t.differ == 0 && len(unknown) > 0:
+		// Never in-sync (a removed key may remain) nor pending (the file
+		// may be the Secret's): unknown.
+		c.State = StateUnverifiable
+		c.Reason = fmt.Sprintf("the files of the %s that could be compared match (%s), but %s", kind, plural(t.equal, "file"),
+			unreadNote(listNames(unknown, 3), unreadBy))
 	case t.differ == 0:
 		c.State = StateUnverifiable
 		if t.notCompared > 0 {
@@ -659,7 +727,7 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Com
 			listNames(t.names, 3), kind)
 	default:
 		c.State = StatePending
-		c.Reason = fmt.Sprintf("differs from the API (%s); %s%s", listNames(t.names, 3), pendingTiming(it, obj, o.Now), written)
+		c.Reason = fmt.Sprintf("differs from the API (%s); %s%s%s", listNames(t.names, 3), pendingTiming(it, obj, o.Now), written, note)
 	}
 	return c
 }
@@ -707,28 +775,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// ownedPath returns whether a file at a path of the volume (relative to
-// its root) is this use's to explain: any file of a whole configMap or
-// secret volume; only the listed paths of a source with items; for a whole
-// source of a projected volume, a top-level name no other source writes.
-func ownedPath(it Item, pod *corev1.Pod, o CompareOptions) func(string) bool {
+// ownsExtra says whether a file at path p of the volume (relative to its
+// root) that this use's payload lacks is this use's to explain (a key
+// removed from the object): any file of a whole configMap or secret volume;
+// only the listed paths of a source with items; for a whole source of a
+// projected volume, a top-level name. A path another source writes is not;
+// a path an unread Secret source may write is not either, and unreadBy names
+// those sources.
+func ownsExtra(it Item, ps projectedSources, p string) (mine bool, unreadBy []string) {
 	if len(it.Items) > 0 {
-		paths := map[string]bool{}
+		listed := false
 		for _, kp := range it.Items {
-			paths[path.Clean(kp.Path)] = true
+			if path.Clean(kp.Path) == p {
+				listed = true
+				break
+			}
 		}
-		return func(p string) bool { return paths[p] }
-	}
-	if it.Mode != ModeProjected && !isProjectedVolume(it, pod) {
-		return func(string) bool { return true }
-	}
-	others := otherSourcePaths(it, pod, o)
-	return func(p string) bool {
-		if strings.Contains(p, "/") || others(p) {
-			return false
+		if !listed {
+			return false, nil
 		}
-		return true
+	} else if !ps.projected {
+		return true, nil
+	} else if strings.Contains(p, "/") {
+		return false, nil
 	}
+	known, maybe := ps.writes(p)
+	if known {
+		return false, nil
+	}
+	if len(maybe) > 0 {
+		return false, maybe
+	}
+	return true, nil
 }
 
 func podVolume(pod *corev1.Pod, name string) *corev1.Volume {
@@ -743,30 +821,45 @@ func podVolume(pod *corev1.Pod, name string) *corev1.Volume {
 	return nil
 }
 
-func isProjectedVolume(it Item, pod *corev1.Pod) bool {
-	if it.Volume == nil {
-		return false
-	}
-	v := podVolume(pod, it.Volume.Name)
-	return v != nil && v.Projected != nil
+// projectedSources is what the other sources of a use's projected volume
+// write, as far as it is known. The zero value (not a projected volume)
+// writes nothing.
+type projectedSources struct {
+	projected bool
+	// claimed holds the paths the other sources write at fixed places
+	// (downwardAPI, serviceAccountToken, clusterTrustBundle, podCertificate
+	// and items of configMap and secret sources) and every directory above
+	// them; whole holds the other whole configMap and secret sources read.
+	claimed map[string]bool
+	whole   []Object
+	// unread names the other whole Secret sources that were not read: any
+	// top-level name may be one of their keys.
+	unread []string
+	// The same for the sources after this use's own: they win a path both
+	// write (the kubelet merges the sources in order, a later one
+	// overwriting an earlier one's file).
+	laterFixed  map[string]bool
+	laterWhole  []Object
+	laterUnread []string
 }
 
-// otherSourcePaths returns whether another source of the use's projected
-// volume writes a path (or a directory above or below it).
-func otherSourcePaths(it Item, pod *corev1.Pod, o CompareOptions) func(string) bool {
+// otherSources describes the other sources of the use's projected volume:
+// configMap, secret, downwardAPI, serviceAccountToken, clusterTrustBundle
+// and podCertificate. lookup reads the configMap and secret sources.
+func otherSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) projectedSources {
 	var v *corev1.Volume
 	if it.Volume != nil {
 		v = podVolume(pod, it.Volume.Name)
 	}
 	if v == nil || v.Projected == nil {
-		return func(string) bool { return false }
+		return projectedSources{}
 	}
-	var fixed []string
-	var whole []Object
-	self := false
+	ps := projectedSources{projected: true, claimed: map[string]bool{}, laterFixed: map[string]bool{}}
+	self, later := false, false
 	for _, s := range v.Projected.Sources {
 		var kind, name string
 		var items []corev1.KeyToPath
+		var fixed []string
 		switch {
 		case s.ConfigMap != nil:
 			kind, name, items = KindConfigMap, s.ConfigMap.Name, s.ConfigMap.Items
@@ -776,53 +869,108 @@ func otherSourcePaths(it Item, pod *corev1.Pod, o CompareOptions) func(string) b
 			for _, f := range s.DownwardAPI.Items {
 				fixed = append(fixed, f.Path)
 			}
-			continue
 		case s.ServiceAccountToken != nil:
 			fixed = append(fixed, s.ServiceAccountToken.Path)
-			continue
 		case s.ClusterTrustBundle != nil:
 			fixed = append(fixed, s.ClusterTrustBundle.Path)
-			continue
 		case s.PodCertificate != nil:
 			fixed = append(fixed, s.PodCertificate.CredentialBundlePath, s.PodCertificate.KeyPath, s.PodCertificate.CertificateChainPath)
-			continue
-		default:
-			continue
 		}
 		if kind == it.Object.Kind && name == it.Object.Name && !self && sameItems(items, it.Items) {
-			self = true
+			self, later = true, true
 			continue
 		}
-		if len(items) > 0 {
-			for _, kp := range items {
-				fixed = append(fixed, kp.Path)
+		for _, kp := range items {
+			fixed = append(fixed, kp.Path)
+		}
+		if kind != "" && len(items) == 0 {
+			obj := Object{Kind: kind, Namespace: it.Object.Namespace, Name: name}
+			if lookup != nil {
+				obj = lookup(ObjectKey{Kind: kind, Namespace: it.Object.Namespace, Name: name})
+			} else {
+				obj.Unread = true
 			}
-			continue
-		}
-		whole = append(whole, o.Object(ObjectKey{Kind: kind, Namespace: it.Object.Namespace, Name: name}))
-	}
-	claimed := map[string]bool{}
-	for _, f := range fixed {
-		if f == "" {
-			continue
-		}
-		c := path.Clean(f)
-		claimed[c] = true
-		for d := path.Dir(c); d != "." && d != "/"; d = path.Dir(d) {
-			claimed[d] = true
-		}
-	}
-	return func(p string) bool {
-		if claimed[p] {
-			return true
-		}
-		for _, w := range whole {
-			if _, ok := w.Data[p]; ok {
-				return true
+			switch {
+			case obj.Unread:
+				what := fmt.Sprintf("%s %q", kind, name)
+				ps.unread = append(ps.unread, what)
+				if later {
+					ps.laterUnread = append(ps.laterUnread, what)
+				}
+			default:
+				ps.whole = append(ps.whole, obj)
+				if later {
+					ps.laterWhole = append(ps.laterWhole, obj)
+				}
 			}
 		}
-		return false
+		for _, f := range fixed {
+			if f == "" {
+				continue
+			}
+			c := path.Clean(f)
+			ps.claimed[c] = true
+			if later {
+				ps.laterFixed[c] = true
+			}
+			for d := path.Dir(c); d != "." && d != "/"; d = path.Dir(d) {
+				ps.claimed[d] = true
+			}
+		}
 	}
+	return ps
+}
+
+// writes reports whether another source writes the path p (cleaned,
+// relative to the volume root) or something below it: known when a source
+// that was read (or a fixed path) does, maybe naming the unread Secret
+// sources that could (their keys are top-level names).
+func (ps projectedSources) writes(p string) (known bool, maybe []string) {
+	if !ps.projected {
+		return false, nil
+	}
+	if ps.claimed[p] {
+		return true, nil
+	}
+	for _, w := range ps.whole {
+		if _, ok := w.Data[p]; ok {
+			return true, nil
+		}
+	}
+	if !strings.Contains(p, "/") {
+		maybe = ps.unread
+	}
+	return false, maybe
+}
+
+// overrides reports whether a source after this use's own writes the file
+// p, so that the container shows that source's file there, not this one's.
+func (ps projectedSources) overrides(p string) (known bool, maybe []string) {
+	if !ps.projected {
+		return false, nil
+	}
+	if ps.laterFixed[p] {
+		return true, nil
+	}
+	for _, w := range ps.laterWhole {
+		if _, ok := w.Data[p]; ok {
+			return true, nil
+		}
+	}
+	if !strings.Contains(p, "/") {
+		maybe = ps.laterUnread
+	}
+	return false, maybe
+}
+
+// unreadNote explains files or variables left out because unread Secrets
+// may provide them.
+func unreadNote(what string, by []string) string {
+	verb := "was"
+	if len(by) > 1 {
+		verb = "were"
+	}
+	return fmt.Sprintf("%s may come from %s, which %s not read (add --secrets)", what, strings.Join(by, " or "), verb)
 }
 
 func sameItems(a []corev1.KeyToPath, b []KeyPath) bool {
@@ -837,7 +985,7 @@ func sameItems(a []corev1.KeyToPath, b []KeyPath) bool {
 	return true
 }
 
-func compareSubPath(it Item, pod *corev1.Pod, obj Object, obs *Observation, o CompareOptions) Comparison {
+func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Observation, o CompareOptions) Comparison {
 	op := obs.Paths[it.Volume.MountPath]
 	if op == nil {
 		return Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
@@ -857,15 +1005,20 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 		sub = s
 	}
 	sub = cleanSubPath(sub)
-	pl, err := ItemPayload(it, obj)
-	if err != nil {
-		return Comparison{State: StateUnverifiable, Reason: err.Error()}
+	if plErr != nil {
+		return Comparison{State: StateUnverifiable, Reason: plErr.Error()}
 	}
 	fsGroup := hasFSGroup(pod)
 	kind := strings.ToLower(it.Object.Kind)
 	restart := "a subPath mount is bound when the container starts and never follows the volume: restart the workload"
+	ps := otherSources(it, pod, o.Object)
 	if f, ok := pl.File(sub); ok {
 		// subPath onto a file.
+		if known, maybe := ps.overrides(sub); known {
+			return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %q shows the file of a later source of projected volume %q, which wins over this %s", sub, it.Volume.Name, kind)}
+		} else if len(maybe) > 0 {
+			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("subPath %q %s", sub, unreadNote("", maybe)[1:])}
+		}
 		f.Path = ""
 		var of *ObservedFile
 		switch {
@@ -901,17 +1054,33 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 		prefix = ""
 	}
 	var expected []ExpectedFile
+	var unknown, unreadBy []string
+	overridden := 0
 	for _, f := range pl.Files {
-		if rel, ok := strings.CutPrefix(f.Path, prefix); ok {
-			f.Path = rel
-			expected = append(expected, f)
+		rel, ok := strings.CutPrefix(f.Path, prefix)
+		if !ok {
+			continue
 		}
+		if known, maybe := ps.overrides(f.Path); known {
+			overridden++
+			continue
+		} else if len(maybe) > 0 {
+			unknown = append(unknown, displayPath(rel))
+			unreadBy = unionStrings(unreadBy, maybe)
+			continue
+		}
+		f.Path = rel
+		expected = append(expected, f)
 	}
 	if op.Kind == PathFile || (op.Kind == PathUnknown && op.Files[""] != nil) {
 		// A file the API no longer has (a removed key) or another
 		// source's file.
-		if otherSourcePaths(it, pod, o)(sub) || (isProjectedVolume(it, pod) && len(it.Items) > 0) {
+		known, maybe := ps.writes(sub)
+		switch {
+		case known || (ps.projected && len(it.Items) > 0):
 			return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %q comes from another source of the projected volume", sub)}
+		case len(maybe) > 0:
+			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("the container has a file at subPath %q, which the %s does not provide: it %s", sub, kind, unreadNote("", maybe)[1:])}
 		}
 		return Comparison{State: StateStale, Reason: fmt.Sprintf("the container still has %q, which the %s no longer provides; %s", sub, kind, restart),
 			Files: []FileComparison{compareFile(nil, op.Files[""], fsGroup)}}
@@ -928,33 +1097,42 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 	for i := range expected {
 		c.Files = append(c.Files, compareFile(&expected[i], op.Files[expected[i].Path], fsGroup))
 	}
-	others := otherSourcePaths(it, pod, o)
 	extrasUnknown := !op.Listed
 	for _, p := range sortedKeys(op.Files) {
-		if p == "" || others(prefix+p) {
+		if p == "" {
 			continue
 		}
-		found := false
-		for _, e := range expected {
-			if e.Path == p {
-				found = true
-				break
-			}
+		if _, ok := pl.File(prefix + p); ok {
+			continue // expected, or another source's that wins
 		}
-		if !found {
-			c.Files = append(c.Files, compareFile(nil, op.Files[p], fsGroup))
+		known, maybe := ps.writes(prefix + p)
+		if known {
+			continue
 		}
+		if len(maybe) > 0 {
+			unknown = append(unknown, displayPath(p))
+			unreadBy = unionStrings(unreadBy, maybe)
+			continue
+		}
+		c.Files = append(c.Files, compareFile(nil, op.Files[p], fsGroup))
 	}
 	sort.SliceStable(c.Files, func(i, j int) bool { return c.Files[i].Path < c.Files[j].Path })
 	t := tallyFiles(c.Files)
 	seen := len(op.Files) + len(op.Dirs) + len(op.Others)
+	note := ""
+	if overridden > 0 {
+		note = fmt.Sprintf("; %s overwritten by a later source of the projected volume not compared", plural(overridden, "file"))
+	}
 	switch {
-	case len(expected) == 0 && t.differ == 0:
+	case t.differ == 0 && len(unknown) > 0:
+		c.State = StateUnverifiable
+		c.Reason = fmt.Sprintf("the files of the %s that could be compared match (%s), but %s", kind, plural(t.equal, "file"), unreadNote(listNames(unknown, 3), unreadBy))
+	case len(expected) == 0 && t.differ == 0 && overridden == 0:
 		c.State = StateCurrent
 		c.Reason = fmt.Sprintf("subPath %q is not in the payload; the container sees an empty directory, as the kubelet made it", sub)
 	case t.differ == 0 && t.notCompared == 0 && !extrasUnknown:
 		c.State = StateCurrent
-		c.Reason = fmt.Sprintf("matches the API now (%s); at the next change of the %s the kubelet deletes this directory and the container sees it empty until it restarts", plural(t.equal, "file"), kind)
+		c.Reason = fmt.Sprintf("matches the API now (%s); at the next change of the %s the kubelet deletes this directory and the container sees it empty until it restarts%s", plural(t.equal, "file"), kind, note)
 	case t.differ == 0:
 		c.State = StateUnverifiable
 		c.Reason = "the files that could be read match, but not all could be compared (no sha256sum for large files, or no shell to list the directory)"
@@ -966,7 +1144,10 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 		c.Reason = fmt.Sprintf("none of the files is at %q any more: the kubelet deleted the directory this subPath was bound to when the %s changed; restart the workload", it.Volume.MountPath, kind)
 	default:
 		c.State = StateStale
-		c.Reason = fmt.Sprintf("differs from the API (%s): %s", listNames(t.names, 3), restart)
+		c.Reason = fmt.Sprintf("differs from the API (%s): %s%s", listNames(t.names, 3), restart, note)
+		if len(unknown) > 0 {
+			c.Reason += "; not compared: " + unreadNote(listNames(unknown, 3), unreadBy)
+		}
 	}
 	return c
 }
@@ -991,10 +1172,39 @@ func containsString(list []string, s string) bool {
 
 // ExpandSubPathExpr expands $(VAR) references as the kubelet does
 // (third_party/forked/golang/expansion and ExpandContainerVolumeMounts):
-// "$$" is a literal "$", an unknown or empty variable is an error.
+// "$$" is a literal "$", an unknown or empty variable is an error. It is the
+// one expander of this package: predict gives it the environment the pod
+// spec and the snapshot tell (specEnv), compare the container's own.
 func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
-	var b strings.Builder
 	var missing []string
+	out := expand(expr, func(name string) (string, bool) {
+		v := env[name]
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v, true
+	})
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return "", fmt.Errorf("missing value for %s", strings.Join(unionStrings(missing, nil), ", "))
+	}
+	return out, nil
+}
+
+// expandEnvValue expands the $(VAR) references of an env entry's value
+// against the variables defined before it, as the kubelet does: an unknown
+// reference stays as it is.
+func expandEnvValue(v string, vars map[string]string) string {
+	return expand(v, func(name string) (string, bool) {
+		s, ok := vars[name]
+		return s, ok
+	})
+}
+
+// expand is the kubelet's expansion.Expand: mapping returns a variable's
+// value, or false to keep the reference as written.
+func expand(expr string, mapping func(string) (string, bool)) string {
+	var b strings.Builder
 	for i := 0; i < len(expr); i++ {
 		c := expr[i]
 		if c != '$' || i+1 >= len(expr) {
@@ -1013,11 +1223,11 @@ func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
 				continue
 			}
 			name := expr[i+2 : i+2+end]
-			v := env[name]
-			if v == "" {
-				missing = append(missing, name)
+			if v, ok := mapping(name); ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString("$(" + name + ")")
 			}
-			b.WriteString(v)
 			i += 2 + end
 		default:
 			b.WriteByte('$')
@@ -1025,11 +1235,7 @@ func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
 			i++
 		}
 	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return "", fmt.Errorf("missing value for %s", strings.Join(missing, ", "))
-	}
-	return b.String(), nil
+	return b.String()
 }
 
 // envValue returns what an env valueFrom reference reads: a ConfigMap's
@@ -1043,29 +1249,6 @@ func envValue(obj Object, key string) (string, bool) {
 		return "", false
 	}
 	return string(v), true
-}
-
-// specContainer returns the env and envFrom of a container of the pod.
-func specContainer(pod *corev1.Pod, name string) ([]corev1.EnvVar, []corev1.EnvFromSource, bool) {
-	if pod == nil {
-		return nil, nil, false
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return c.Env, c.EnvFrom, true
-		}
-	}
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name {
-			return c.Env, c.EnvFrom, true
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
-			return c.Env, c.EnvFrom, true
-		}
-	}
-	return nil, nil, false
 }
 
 func envRefers(e corev1.EnvVar, kind, name, key string) bool {
@@ -1091,7 +1274,8 @@ func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *Observation) Comparis
 		return Comparison{State: StateNA, Reason: "no variable recorded for this use"}
 	}
 	key, name := it.Keys[0], it.EnvName
-	if env, _, ok := specContainer(pod, it.Container.Name); ok {
+	if c, ok := findContainer(pod, it.Container.Name); ok {
+		env := c.env
 		for i := len(env) - 1; i >= 0; i-- {
 			if env[i].Name != name {
 				continue
@@ -1129,50 +1313,124 @@ func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *Observation) Comparis
 	return c
 }
 
+// envSources is what else sets the variables of a container besides one
+// envFrom use: its env entries (they win over every envFrom source) and its
+// other envFrom sources (a later one wins a name over an earlier one).
+type envSources struct {
+	names  map[string]bool
+	others []envFromSource
+}
+
+type envFromSource struct {
+	prefix string
+	obj    Object
+	later  bool // after the use's own source: it wins a name both set
+}
+
+func (s envFromSource) what() string { return fmt.Sprintf("%s %q", s.obj.Kind, s.obj.Name) }
+
+// sets reports whether the source sets the variable name: known for an
+// object that was read, maybe for one that was not (any key could be).
+func (s envFromSource) sets(name string) (known, maybe bool) {
+	key, ok := strings.CutPrefix(name, s.prefix)
+	if !ok {
+		return false, false
+	}
+	if s.obj.Unread {
+		return false, true
+	}
+	_, known = envValue(s.obj, key)
+	return known, false
+}
+
+func otherEnvSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) envSources {
+	es := envSources{names: map[string]bool{}}
+	c, ok := findContainer(pod, it.ContainerName())
+	if !ok {
+		return es
+	}
+	for _, e := range c.env {
+		es.names[e.Name] = true
+	}
+	self := false
+	for _, ef := range c.envFrom {
+		if !self && envFromRefers(ef, it.Object.Kind, it.Object.Name) && ef.Prefix == it.EnvPrefix {
+			self = true
+			continue
+		}
+		var k ObjectKey
+		switch {
+		case ef.ConfigMapRef != nil:
+			k = ObjectKey{KindConfigMap, it.Object.Namespace, ef.ConfigMapRef.Name}
+		case ef.SecretRef != nil:
+			k = ObjectKey{KindSecret, it.Object.Namespace, ef.SecretRef.Name}
+		default:
+			continue
+		}
+		es.others = append(es.others, envFromSource{prefix: ef.Prefix, obj: lookup(k), later: self})
+	}
+	return es
+}
+
+// overrides reports whether an env entry or a later envFrom source sets
+// name, so that the container shows its value, not this use's: known, or
+// maybe (naming the unread sources that could).
+func (es envSources) overrides(name string) (known bool, maybe []string) {
+	if es.names[name] {
+		return true, nil
+	}
+	for _, s := range es.others {
+		if !s.later {
+			continue
+		}
+		k, m := s.sets(name)
+		if k {
+			return true, nil
+		}
+		if m {
+			maybe = append(maybe, s.what())
+		}
+	}
+	return false, maybe
+}
+
+// setsElsewhere is overrides for any other source, earlier ones included.
+func (es envSources) setsElsewhere(name string) (known bool, maybe []string) {
+	if es.names[name] {
+		return true, nil
+	}
+	for _, s := range es.others {
+		k, m := s.sets(name)
+		if k {
+			return true, nil
+		}
+		if m {
+			maybe = append(maybe, s.what())
+		}
+	}
+	return false, maybe
+}
+
+// serviceLinkRe matches the variables the kubelet sets for services
+// (enableServiceLinks): FOO_SERVICE_HOST, FOO_PORT_80_TCP_ADDR, ...
+var serviceLinkRe = regexp.MustCompile(`_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)$`)
+
+func serviceLinks(pod *corev1.Pod) bool {
+	return pod == nil || pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+}
+
 func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o CompareOptions) Comparison {
 	if !obs.EnvRead {
 		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + orDefault(obs.EnvErr, "unknown reason")}
 	}
 	kind := strings.ToLower(it.Object.Kind)
-	if !obj.Exists {
-		return Comparison{State: StateCurrent, Reason: fmt.Sprintf("the %s does not exist (optional): no variables to compare", kind)}
-	}
 	// Variables set by an env entry, or by a later envFrom source, win
-	// over this one.
-	overridden := map[string]bool{}
-	if env, envFrom, ok := specContainer(pod, it.Container.Name); ok {
-		for _, e := range env {
-			overridden[e.Name] = true
-		}
-		self := -1
-		for i, ef := range envFrom {
-			if envFromRefers(ef, it.Object.Kind, it.Object.Name) && ef.Prefix == it.EnvPrefix {
-				self = i
-				break
-			}
-		}
-		if self >= 0 {
-			for _, ef := range envFrom[self+1:] {
-				var k ObjectKey
-				switch {
-				case ef.ConfigMapRef != nil:
-					k = ObjectKey{KindConfigMap, it.Object.Namespace, ef.ConfigMapRef.Name}
-				case ef.SecretRef != nil:
-					k = ObjectKey{KindSecret, it.Object.Namespace, ef.SecretRef.Name}
-				default:
-					continue
-				}
-				other := o.Object(k)
-				for key := range other.Data {
-					if k.Kind == KindConfigMap && other.BinaryKeys[key] {
-						continue
-					}
-					overridden[ef.Prefix+key] = true
-				}
-			}
-		}
-	}
+	// over this one. An unread Secret source may set any name with its
+	// prefix: what the container shows for those is unknown (and may be
+	// the Secret's value), so it is neither compared nor kept.
+	es := otherEnvSources(it, pod, o.Object)
 	var c Comparison
+	var unknown, unreadBy []string
 	skipped := 0
 	for _, key := range obj.Keys() {
 		want, ok := envValue(obj, key)
@@ -1180,38 +1438,96 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 			continue // binaryData never becomes a variable
 		}
 		name := it.EnvPrefix + key
-		if overridden[name] {
+		known, maybe := es.overrides(name)
+		if known {
 			skipped++
 			continue
 		}
 		got, gotSet := obs.Env[name]
-		c.Env = append(c.Env, EnvComparison{Name: name, Key: key, Expected: want, ExpectedSet: true, Observed: got, ObservedSet: gotSet,
-			Equal: gotSet && got == want})
+		equal := gotSet && got == want
+		if len(maybe) > 0 && !equal {
+			unknown = append(unknown, name)
+			unreadBy = unionStrings(unreadBy, maybe)
+			continue
+		}
+		c.Env = append(c.Env, EnvComparison{Name: name, Key: key, Expected: want, ExpectedSet: true, Observed: got, ObservedSet: gotSet, Equal: equal})
 	}
-	var differ []string
-	for _, e := range c.Env {
-		if !e.Equal {
-			n := e.Name
-			if !e.ObservedSet {
-				n += " (not set)"
+	// Variables with the prefix whose key the object no longer has: the
+	// container still has them (a restart drops them) unless another
+	// source sets them, or the kubelet (service links). Removed keys are
+	// not detected for envFrom without a prefix: any variable of the
+	// container (the image's, the runtime's) would match.
+	if it.EnvPrefix != "" {
+		links := serviceLinks(pod)
+		for _, name := range sortedKeys(obs.Env) {
+			key, ok := strings.CutPrefix(name, it.EnvPrefix)
+			if !ok || key == "" {
+				continue
 			}
-			differ = append(differ, n)
+			if _, ok := envValue(obj, key); ok {
+				continue
+			}
+			if links && serviceLinkRe.MatchString(name) {
+				continue
+			}
+			known, maybe := es.setsElsewhere(name)
+			if known || len(maybe) > 0 {
+				continue // another source's (maybe an unread Secret's): not this use's to explain
+			}
+			c.Env = append(c.Env, EnvComparison{Name: name, Key: key, Observed: obs.Env[name], ObservedSet: true})
+		}
+	}
+	var differ, removed []string
+	for _, e := range c.Env {
+		switch {
+		case e.Equal:
+		case !e.ExpectedSet:
+			removed = append(removed, e.Name)
+		case !e.ObservedSet:
+			differ = append(differ, e.Name+" (not set)")
+		default:
+			differ = append(differ, e.Name)
 		}
 	}
 	note := ""
 	if skipped > 0 {
 		note = fmt.Sprintf("; %s set by other entries of the container not compared", plural(skipped, "variable"))
 	}
+	if len(unknown) > 0 {
+		note += "; not compared: " + unreadNote(listNames(unknown, 3), unreadBy)
+	}
+	compared := len(c.Env) - len(removed)
+	restart := "environment variables are read when the container starts; restart the workload"
 	switch {
-	case len(differ) == 0:
-		c.State = StateCurrent
-		c.Reason = fmt.Sprintf("%s match the API now; they will not follow the next change of the %s until the container restarts%s", plural(len(c.Env), "variable"), kind, note)
-	default:
+	case len(differ) > 0:
 		c.State = StateStale
-		c.Reason = fmt.Sprintf("%d of %s differ from the API (%s): environment variables are read when the container starts; restart the workload%s",
-			len(differ), plural(len(c.Env), "variable"), listNames(differ, 3), note)
+		c.Reason = fmt.Sprintf("%d of %s differ from the API (%s): %s%s",
+			len(differ), plural(compared, "variable"), listNames(differ, 3), restart, note)
+		if len(removed) > 0 {
+			c.Reason += fmt.Sprintf("; still set though their keys were removed: %s", listNames(removed, 3))
+		}
+	case len(removed) > 0:
+		c.State = StateStale
+		c.Reason = fmt.Sprintf("%s still set, but %s no longer in the %s (unless the image sets %s): %s%s",
+			listNames(removed, 3), pluralVerb(len(removed), "its key is", "their keys are"), kind, pluralVerb(len(removed), "it", "them"), restart, note)
+	case len(unknown) > 0:
+		c.State = StateUnverifiable
+		c.Reason = fmt.Sprintf("%s match the API, but %s", plural(compared, "variable"), unreadNote(listNames(unknown, 3), unreadBy))
+	case !obj.Exists:
+		c.State = StateCurrent
+		c.Reason = fmt.Sprintf("the %s does not exist (optional): no variables to compare%s", kind, note)
+	default:
+		c.State = StateCurrent
+		c.Reason = fmt.Sprintf("%s match the API now; they will not follow the next change of the %s until the container restarts%s", plural(compared, "variable"), kind, note)
 	}
 	return c
+}
+
+func pluralVerb(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func envFromRefers(ef corev1.EnvFromSource, kind, name string) bool {
@@ -1229,4 +1545,79 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// SecretExposure tells which values a container shows for a use may come
+// from a Secret: the use's own object when it is one, else a Secret source
+// of the same container (an env secretKeyRef, an envFrom secretRef) or of
+// the use's projected volume. A printer shows those values only as
+// fingerprints, whatever the comparison decided: a backstop against an
+// override the comparison did not know of.
+type SecretExposure struct {
+	all         bool
+	envNames    map[string]bool
+	envPrefixes []string
+	anyFile     bool
+	filePaths   map[string]bool // items paths of Secret sources
+	topLevel    bool            // a whole Secret source: any top-level name
+}
+
+// SecretExposureOf returns the exposure of a use; with no pod, everything
+// may come from a Secret.
+func SecretExposureOf(it Item, pod *corev1.Pod) SecretExposure {
+	if it.Object.Kind == KindSecret || pod == nil {
+		return SecretExposure{all: true}
+	}
+	e := SecretExposure{envNames: map[string]bool{}, filePaths: map[string]bool{}}
+	if c, ok := findContainer(pod, it.ContainerName()); ok {
+		for _, v := range c.env {
+			if v.ValueFrom != nil && v.ValueFrom.SecretKeyRef != nil {
+				e.envNames[v.Name] = true
+			}
+		}
+		for _, ef := range c.envFrom {
+			if ef.SecretRef != nil {
+				e.envPrefixes = append(e.envPrefixes, ef.Prefix)
+			}
+		}
+	}
+	if it.Volume == nil {
+		return e
+	}
+	if v := podVolume(pod, it.Volume.Name); v != nil && v.Projected != nil {
+		for _, s := range v.Projected.Sources {
+			if s.Secret == nil {
+				continue
+			}
+			if len(s.Secret.Items) == 0 {
+				e.topLevel = true
+			}
+			for _, kp := range s.Secret.Items {
+				e.filePaths[path.Clean(kp.Path)] = true
+			}
+			// A subPath use sees files relative to its subPath.
+			e.anyFile = e.anyFile || it.Mode == ModeSubPath || it.Mode == ModeSubPathExpr
+		}
+	}
+	return e
+}
+
+// Env reports whether the container's value of the variable may be a
+// Secret's.
+func (e SecretExposure) Env(name string) bool {
+	if e.all || e.envNames[name] {
+		return true
+	}
+	for _, p := range e.envPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// File reports whether the container's file at rel (relative to the use's
+// mount, as in FileComparison.Path) may be a Secret's.
+func (e SecretExposure) File(rel string) bool {
+	return e.all || e.anyFile || e.filePaths[rel] || (e.topLevel && !strings.Contains(rel, "/"))
 }

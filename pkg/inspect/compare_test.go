@@ -3,7 +3,7 @@ package inspect
 import (
 	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -370,7 +370,7 @@ func TestPrecheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, done := precheck(c.it, c.pod, c.obj)
+			got, done := precheck(c.it, c.pod, inputsFor(c.it, c.obj))
 			if done != c.check || got.State != c.want {
 				t.Errorf("got %s %v (%s), want %s %v", got.State, done, got.Reason, c.want, c.check)
 			}
@@ -485,41 +485,257 @@ func TestVerifyWithScript(t *testing.T) {
 	}
 }
 
-func TestVerifyProgressAndFailures(t *testing.T) {
-	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
-		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"a": "1"}}
-	snap := &Snapshot{ConfigMaps: map[ObjectKey]*corev1.ConfigMap{{KindConfigMap, "ns", "cm"}: cm}}
-	ex := &FakeExecutor{Containers: map[string]*FakeContainer{}}
-	var items []Item
-	for i, c := range []*FakeContainer{
-		{Volumes: map[string]FakeVolume{"/m": {Target: testTS, Files: map[string][]byte{"a": []byte("1")}}}},
-		{NoShell: true},
-		{Err: errors.New(`pods "p1" is forbidden: User "u" cannot create resource "pods/exec"`)},
-		nil, // container gone since the LIST
-	} {
-		name := "p" + string(rune('0'+i))
-		snap.Pods = append(snap.Pods, *runningPod(name, spec))
-		if c != nil {
-			ex.Containers["ns/"+name+"/c"] = c
-		}
-		it := volItem(ModeVolume, "/m")
-		it.Pod.Name = name
-		items = append(items, it)
+// secretOverridePod: container c takes envFrom [configMapRef cm, secretRef
+// creds] (both have DB_PASSWORD) and mounts a projected volume of cm and
+// creds (both have "shared").
+func secretOverridePod() *corev1.Pod {
+	return runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+		EnvFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
+		}}},
+		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
+		}}}}}})
+}
+
+const secretValue = "s3cret-value"
+
+func secretSnapshot(listed bool) *Snapshot {
+	s := &Snapshot{ConfigMaps: map[ObjectKey]*corev1.ConfigMap{{KindConfigMap, "ns", "cm"}: {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"},
+		Data: map[string]string{"DB_PASSWORD": "from-cm", "HOST": "db", "shared": "cm-shared", "a": "1"}}},
+		Secrets: map[ObjectKey]*corev1.Secret{}, SecretsListed: listed}
+	if listed {
+		s.Secrets[ObjectKey{KindSecret, "ns", "creds"}] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"},
+			Data: map[string][]byte{"DB_PASSWORD": []byte(secretValue), "shared": []byte(secretValue), "token": []byte(secretValue)}}
 	}
-	var progress bytes.Buffer
-	slow := &countingExecutor{inner: ex, perContainer: map[string]int{}, delay: 150 * time.Millisecond}
-	got := Verify(context.Background(), items, snap, slow, VerifyOptions{Progress: &progress, ProgressAfter: time.Nanosecond, Concurrency: 1})
-	want := []struct {
-		state  State
+	return s
+}
+
+func leaks(c Comparison) bool {
+	for _, e := range c.Env {
+		if strings.Contains(e.Observed, secretValue) {
+			return true
+		}
+	}
+	for _, f := range c.Files {
+		if f.Observed != nil && strings.Contains(string(f.Observed.Data), secretValue) {
+			return true
+		}
+	}
+	return strings.Contains(c.Reason, secretValue)
+}
+
+// TestCompareSecretOverrides: a ConfigMap use whose variables or files a
+// Secret source of the same container may override. Without the Secret
+// read, those are unknown: never stale (refresh would restart the workload
+// on every run), never in sync, never the Secret's value in the result.
+// With it read, they are left out and the rest compares.
+func TestCompareSecretOverrides(t *testing.T) {
+	pod := secretOverridePod()
+	envObs := &Observation{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": "cm-shared", "a": "1", "token": secretValue}}
+	volObs := func() *Observation {
+		o := atomicObs(map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": secretValue, "a": "1", "token": secretValue})
+		return o
+	}
+	envFrom := volItem(ModeEnvFrom, "")
+	envFrom.Volume = nil
+	proj := volItem(ModeProjected, "/etc/cfg")
+	cases := []struct {
+		name   string
+		listed bool
+		it     Item
+		obs    *Observation
+		want   State
 		reason string
-	}{{StateInSync, ""}, {StateUnverifiable, "no shell"}, {StateUnverifiable, "forbidden"}, {StateUnverifiable, "not running"}}
-	for i, w := range want {
-		if got[i].State != w.state || !strings.Contains(got[i].StateReason, w.reason) {
-			t.Errorf("%s: %s (%s), want %s %q", got[i].Pod.Name, got[i].State, got[i].StateReason, w.state, w.reason)
+	}{
+		{"envFrom, Secret not read", false, envFrom, envObs, StateUnverifiable, `DB_PASSWORD may come from Secret "creds", which was not read (add --secrets)`},
+		{"envFrom, Secret read", true, envFrom, envObs, StateCurrent, "2 variables set by other entries"},
+		{"projected, Secret not read", false, proj, volObs(), StateUnverifiable, `Secret "creds", which was not read (add --secrets)`},
+		{"projected, Secret read", true, proj, volObs(), StateInSync, "2 files overwritten by a later source"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			snap := secretSnapshot(c.listed)
+			got := CompareUse(c.it, pod, snap.Object(c.it.Key()), c.obs, CompareOptions{Now: testNow, Object: snap.Object})
+			if got.State != c.want || !strings.Contains(got.Reason, c.reason) {
+				t.Errorf("got %s (%s), want %s with %q", got.State, got.Reason, c.want, c.reason)
+			}
+			if leaks(got) {
+				t.Errorf("the Secret's value is in the comparison: %+v", got)
+			}
+		})
+	}
+	// A definite difference elsewhere is still stale (envFrom) or pending
+	// (volume), without the unknown values.
+	snap := secretSnapshot(false)
+	obs := &Observation{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "old"}}
+	secretPrefixed := secretOverridePod()
+	secretPrefixed.Spec.Containers[0].EnvFrom[1].Prefix = "S_"
+	got := CompareUse(envFrom, secretPrefixed, snap.Object(envFrom.Key()), obs, CompareOptions{Now: testNow, Object: snap.Object})
+	if got.State != StateStale || !strings.Contains(got.Reason, "DB_PASSWORD") {
+		t.Errorf("prefixed Secret: %s (%s)", got.State, got.Reason)
+	}
+}
+
+// TestVerifySecretOverrideNotStale: `refresh` and `status --verify` of a
+// ConfigMap without --secrets go through Verify: the use must not be stale
+// (refresh would restart the workload on every run).
+func TestVerifySecretOverrideNotStale(t *testing.T) {
+	for _, listed := range []bool{false, true} {
+		snap := secretSnapshot(listed)
+		snap.Pods = []corev1.Pod{*secretOverridePod()}
+		items, err := Build(snap, BuildOptions{Names: []ObjectKey{{KindConfigMap, "ns", "cm"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex := &scriptedEnv{env: "DB_PASSWORD=" + secretValue + "\x00HOST=db\x00a=1\x00shared=cm-shared\x00token=" + secretValue + "\x00"}
+		checked := 0
+		for _, r := range VerifyResults(context.Background(), items, snap, ex, VerifyOptions{Now: func() time.Time { return testNow }}) {
+			if r.Item.Mode != ModeEnvFrom {
+				continue
+			}
+			checked++
+			if r.Item.State == StateStale || leaks(r.Comparison) {
+				t.Errorf("listed %v: %s (%s) %+v", listed, r.Item.State, r.Item.StateReason, r.Comparison.Env)
+			}
+			if r.Pod == nil {
+				t.Error("result without its pod")
+			}
+		}
+		if checked != 1 {
+			t.Errorf("listed %v: %d envFrom uses verified, want 1", listed, checked)
 		}
 	}
-	if !strings.Contains(progress.String(), "/4 containers") || !strings.HasSuffix(progress.String(), "\r\033[K") {
-		t.Errorf("progress = %q", progress.String())
+}
+
+// scriptedEnv answers the observation script with an environment only.
+type scriptedEnv struct{ env string }
+
+func (s *scriptedEnv) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+	nonce, paths := argv[5], argv[7:]
+	for i := range paths {
+		io.WriteString(stdout, "P\x00"+string(rune('0'+i))+"\x00K\x00n\x00Q\x00\x00")
+	}
+	if argv[6] == "1" {
+		io.WriteString(stdout, "V\x00"+s.env+nonce+"\x00")
+	}
+	io.WriteString(stdout, "Z\x00"+nonce+"\x00")
+	return nil
+}
+
+// TestCompareEnvFromRemovedKey: a variable with the use's prefix whose key
+// is no longer in the ConfigMap stays in the container: stale, unless
+// another source sets it or the kubelet does (service links).
+func TestCompareEnvFromRemovedKey(t *testing.T) {
+	pod := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+		EnvFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}, Prefix: "APP_"},
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}}, Prefix: "APP_"},
+		},
+		Env: []corev1.EnvVar{{Name: "APP_LITERAL", Value: "x"}}}}})
+	cm := cmObject(map[string]string{"A": "1"}, nil)
+	other := cmObject(map[string]string{"O": "o"}, nil)
+	other.Name = "other"
+	lookup := func(k ObjectKey) Object {
+		if k.Name == "other" {
+			return other
+		}
+		return Object{Kind: k.Kind, Name: k.Name}
+	}
+	it := volItem(ModeEnvFrom, "")
+	it.Volume, it.EnvPrefix = nil, "APP_"
+	env := map[string]string{"APP_A": "1", "APP_O": "o", "APP_LITERAL": "x", "APP_DB_SERVICE_HOST": "10.0.0.1", "APP_DB_PORT_5432_TCP": "tcp://x", "OTHER": "y"}
+	got := CompareUse(it, pod, cm, &Observation{EnvRead: true, Env: env}, CompareOptions{Now: testNow, Object: lookup})
+	if got.State != StateCurrent {
+		t.Errorf("nothing removed: %s (%s)", got.State, got.Reason)
+	}
+	env["APP_GONE"] = "old"
+	got = CompareUse(it, pod, cm, &Observation{EnvRead: true, Env: env}, CompareOptions{Now: testNow, Object: lookup})
+	if got.State != StateStale || !strings.Contains(got.Reason, "APP_GONE still set") || !got.Differs() {
+		t.Errorf("removed key: %s (%s)", got.State, got.Reason)
+	}
+	// Without a prefix, removed keys are not detected.
+	it.EnvPrefix = ""
+	pod.Spec.Containers[0].EnvFrom[0].Prefix = ""
+	got = CompareUse(it, pod, cm, &Observation{EnvRead: true, Env: map[string]string{"A": "1", "GONE": "old"}}, CompareOptions{Now: testNow, Object: lookup})
+	if got.State != StateCurrent {
+		t.Errorf("no prefix: %s (%s)", got.State, got.Reason)
+	}
+}
+
+// TestSnapshotObjectCached: Object converts each object once and shares
+// the result, safely across goroutines; a Secret not listed is unread.
+func TestSnapshotObjectCached(t *testing.T) {
+	snap := secretSnapshot(false)
+	k := ObjectKey{KindConfigMap, "ns", "cm"}
+	var wg sync.WaitGroup
+	objs := make([]Object, 8)
+	for i := range objs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			objs[i] = snap.Object(k)
+		}()
+	}
+	wg.Wait()
+	for _, o := range objs[1:] {
+		if fmt.Sprintf("%p", o.Data) != fmt.Sprintf("%p", objs[0].Data) {
+			t.Fatal("Object converted the ConfigMap more than once")
+		}
+	}
+	if s := snap.Object(ObjectKey{KindSecret, "ns", "creds"}); !s.Unread || s.Exists {
+		t.Errorf("secret not listed: %+v", s)
+	}
+	if s := secretSnapshot(true).Object(ObjectKey{KindSecret, "ns", "nope"}); s.Unread || s.Exists {
+		t.Errorf("secret listed, absent: %+v", s)
+	}
+}
+
+// TestObserveErrorRedacted: malformed output is quoted a few bytes long,
+// and not at all for a Secret use.
+func TestObserveErrorRedacted(t *testing.T) {
+	long := "AAAAAAAA" + secretValue
+	ex := &rawExecutor{out: "P\x000\x00K\x00f\x00F\x00\x00-rw-r--r--\x00" + long + "\x00"}
+	obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: "/f"}}}, ObserveOptions{MaxBytes: 10})
+	if obs.Err == nil {
+		t.Fatal("malformed output accepted")
+	}
+	cm := CompareUse(volItem(ModeVolume, "/f"), nil, cmObject(nil, nil), obs, CompareOptions{})
+	if !strings.Contains(cm.Reason, `bad size "AAAAAAAA..."`) || strings.Contains(cm.Reason, secretValue) {
+		t.Errorf("configmap reason: %s", cm.Reason)
+	}
+	it := volItem(ModeVolume, "/f")
+	it.Object.Kind = KindSecret
+	sec := CompareUse(it, nil, Object{Kind: KindSecret, Exists: true}, obs, CompareOptions{})
+	if !strings.Contains(sec.Reason, "bad size") || strings.Contains(sec.Reason, "AAAA") {
+		t.Errorf("secret reason: %s", sec.Reason)
+	}
+}
+
+type rawExecutor struct{ out string }
+
+func (r *rawExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+	io.WriteString(stdout, r.out)
+	return nil
+}
+
+// TestSecretExposure: which values of a ConfigMap use may be a Secret's.
+func TestSecretExposure(t *testing.T) {
+	pod := secretOverridePod()
+	pod.Spec.Containers[0].EnvFrom[1].Prefix = "S_"
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}}
+	env := volItem(ModeEnvFrom, "")
+	e := SecretExposureOf(env, pod)
+	if !e.Env("S_X") || !e.Env("PW") || e.Env("HOST") {
+		t.Errorf("env exposure wrong")
+	}
+	p := SecretExposureOf(volItem(ModeProjected, "/etc/cfg"), pod)
+	if !p.File("shared") || p.File("dir/nested") {
+		t.Errorf("file exposure wrong")
+	}
+	if !SecretExposureOf(env, nil).Env("HOST") {
+		t.Error("no pod: everything may be a Secret's")
 	}
 }

@@ -140,6 +140,43 @@ type ObserveError struct {
 	Reason  string
 	Message string
 	Hint    string
+	// redacted, when set, replaces Message for the uses of a Secret: the
+	// message quotes what the container printed (a file's bytes may be a
+	// Secret's).
+	redacted string
+}
+
+// reasonFor is Error for a use of an object of this kind.
+func (e *ObserveError) reasonFor(kind string) string {
+	if kind == KindSecret && e.redacted != "" {
+		r := *e
+		r.Message, r.redacted = e.redacted, ""
+		return r.Error()
+	}
+	return e.Error()
+}
+
+// parseError is malformed output of the observation script. field is the
+// raw text that did not parse, output of the container: it is quoted only
+// a few bytes long, and left out for Secret uses (see ObserveError).
+type parseError struct{ msg, field string }
+
+// parseErrorQuote bounds how much container output an error quotes.
+const parseErrorQuote = 8
+
+func (e *parseError) Error() string {
+	return fmt.Sprintf("%s %q", e.msg, truncate(e.field, parseErrorQuote))
+}
+
+func badRecord(msg, field string) error { return &parseError{msg: msg, field: field} }
+
+// redactedError is err without the container output it quotes.
+func redactedError(err error) string {
+	var pe *parseError
+	if errors.As(err, &pe) {
+		return pe.msg
+	}
+	return err.Error()
 }
 
 func (e *ObserveError) Error() string {
@@ -266,7 +303,7 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 			}
 			idx, err := strconv.Atoi(s)
 			if err != nil || idx < 0 || idx >= len(paths) {
-				return nil, fmt.Errorf("bad path index %q", s)
+				return nil, badRecord("bad path index", s)
 			}
 			cur = &ObservedPath{Files: map[string]*ObservedFile{}, Listed: true}
 			curIdx = idx
@@ -292,7 +329,7 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 			case "n":
 				cur.Kind, cur.Listed = PathMissing, false
 			default:
-				return nil, fmt.Errorf("bad path kind %q", s)
+				return nil, badRecord("bad path kind", s)
 			}
 		case "D", "L", "O":
 			if cur == nil {
@@ -325,7 +362,7 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 			}
 			size, err := strconv.ParseInt(sz, 10, 64)
 			if err != nil || size < -1 {
-				return nil, fmt.Errorf("bad size %q", sz)
+				return nil, badRecord("bad size", sz)
 			}
 			f := &ObservedFile{Path: rel, Mode: ParseLsMode(perm), Size: size}
 			cur.Files[rel] = f
@@ -362,7 +399,7 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 			case "U":
 				f.Unread = "unreadable"
 			default:
-				return nil, fmt.Errorf("bad file record %q", kind)
+				return nil, badRecord("bad file record", kind)
 			}
 		case "Q":
 			if cur == nil {
@@ -386,7 +423,7 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 			}
 			obs.Env, obs.EnvRead = ParseEnviron(data), true
 		case "W":
-			obs.EnvErr = "/proc/self/environ is not readable in the container"
+			obs.EnvErr = "/proc/$$/environ (the shell's environment) is not readable in the container"
 		case "Z":
 			s, err := p.field()
 			if err != nil {
@@ -405,7 +442,7 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 			}
 			return obs, nil
 		default:
-			return nil, fmt.Errorf("unknown record %q", truncate(tag, 16))
+			return nil, badRecord("unknown record", tag)
 		}
 	}
 }
@@ -611,7 +648,7 @@ func Observe(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOpti
 	for i, p := range req.Paths {
 		paths[i] = p.Path
 	}
-	var lastErr error
+	var lastErr, lastRedacted string
 	for attempt := 0; attempt < 2; attempt++ {
 		nonce := NewNonce()
 		stdout, stderr, err := runExec(ctx, ex, req, ScriptArgv(o.MaxBytes, nonce, req.Env, paths), o.Timeout, limit)
@@ -634,7 +671,7 @@ func Observe(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOpti
 			if oe.Reason != ObserveFailed || attempt == 1 {
 				return &Observation{Execs: attempt + 1, Err: oe}
 			}
-			lastErr = oe
+			lastErr, lastRedacted = oe.Error(), ""
 			continue
 		}
 		obs, perr := ParseObservation(stdout.buf.Bytes(), nonce, paths)
@@ -642,9 +679,10 @@ func Observe(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOpti
 			obs.Execs = attempt + 1
 			return obs
 		}
-		lastErr = fmt.Errorf("unexpected output (%v)%s", perr, stderrSuffix(stderr.buf.Bytes()))
+		lastErr = fmt.Sprintf("unexpected output (%v)%s", perr, stderrSuffix(stderr.buf.Bytes()))
+		lastRedacted = fmt.Sprintf("unexpected output (%s)%s", redactedError(perr), stderrSuffix(stderr.buf.Bytes()))
 	}
-	return &Observation{Execs: 2, Err: &ObserveError{Reason: ObserveFailed, Message: lastErr.Error()}}
+	return &Observation{Execs: 2, Err: &ObserveError{Reason: ObserveFailed, Message: lastErr, redacted: lastRedacted}}
 }
 
 func stderrSuffix(b []byte) string {

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,40 +44,49 @@ type KubeletTiming struct {
 // with a readable node its TTL annotation bounds a Cache strategy.
 func EstimateDelay(node string, snap *Snapshot) Delay {
 	sync := DefaultSyncFrequency
-	maxResync := time.Duration(float64(sync) * (1 + syncJitter))
+	ttl, hasTTL := nodeTTL(node, snap)
 	if kc, ok := snap.KubeletConfigs[node]; ok {
 		if kc.SyncFrequency > 0 {
 			sync = kc.SyncFrequency
 		}
-		maxResync = time.Duration(float64(sync) * (1 + syncJitter))
 		cache := time.Duration(0)
 		if kc.Strategy == StrategyCache {
-			cache = nodeTTL(node, snap)
+			cache = DefaultCacheTTL
+			if hasTTL {
+				cache = ttl
+			}
 		}
-		return Delay{Min: durationOf(0), Max: durationOf(maxResync + cache), Basis: BasisKubeletConfig}
+		return Delay{Min: durationOf(0), Max: durationOf(maxResync(sync) + cache), Basis: BasisKubeletConfig}
 	}
-	if n, ok := snap.Nodes[node]; ok && n != nil {
+	if hasTTL {
 		// The strategy is unknown: Watch adds nothing; Cache adds up to the
 		// TTL. A node without the annotation tells nothing: the defaults.
-		if v, ok := n.Annotations[NodeTTLAnnotation]; ok {
-			if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-				ttl := time.Duration(s) * time.Second
-				return Delay{Min: durationOf(0), Max: durationOf(maxResync + ttl), Basis: BasisNodeTTL}
-			}
-		}
+		return Delay{Min: durationOf(0), Max: durationOf(maxResync(sync) + ttl), Basis: BasisNodeTTL}
 	}
-	return Delay{Min: durationOf(0), Max: durationOf(maxResync), Basis: BasisDefault}
+	return Delay{Min: durationOf(0), Max: durationOf(maxResync(sync)), Basis: BasisDefault}
 }
 
-func nodeTTL(node string, snap *Snapshot) time.Duration {
-	if n, ok := snap.Nodes[node]; ok && n != nil {
-		if v, ok := n.Annotations[NodeTTLAnnotation]; ok {
-			if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-				return time.Duration(s) * time.Second
-			}
-		}
+// maxResync is the longest time between two periodic syncs of a pod.
+func maxResync(sync time.Duration) time.Duration {
+	return time.Duration(float64(sync) * (1 + syncJitter))
+}
+
+// nodeTTL reads the node's TTL annotation; false when the node or a valid
+// annotation is unknown.
+func nodeTTL(node string, snap *Snapshot) (time.Duration, bool) {
+	n, ok := snap.Nodes[node]
+	if !ok || n == nil {
+		return 0, false
 	}
-	return DefaultCacheTTL
+	v, ok := n.Annotations[NodeTTLAnnotation]
+	if !ok {
+		return 0, false
+	}
+	s, err := strconv.Atoi(v)
+	if err != nil || s < 0 {
+		return 0, false
+	}
+	return time.Duration(s) * time.Second, true
 }
 
 // Predict fills the object fields, verdict, reason and delay of a use. pod
@@ -155,23 +165,42 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	sub := it.Volume.SubPath
 	if it.Mode == ModeSubPathExpr {
-		expanded, ok := expandSubPathExpr(it.Volume.SubPathExpr, pod, it.ContainerName())
-		if !ok {
+		var lookup func(ObjectKey) Object
+		if snap != nil {
+			lookup = snap.Object
+		}
+		expanded, err := ExpandSubPathExpr(it.Volume.SubPathExpr, specEnv(pod, it.ContainerName(), lookup))
+		if err != nil {
 			it.Verdict = VerdictRestartNeeded
-			it.Reason = fmt.Sprintf("subPathExpr %q cannot be resolved from the pod spec; it is a bind mount made at container start and never updates until the container restarts", it.Volume.SubPathExpr)
+			it.Reason = fmt.Sprintf("subPathExpr %q cannot be resolved from the pod spec (%v); it is a bind mount made at container start and never updates until the container restarts", it.Volume.SubPathExpr, err)
 			return
 		}
 		sub = expanded
 	}
-	sub = strings.Trim(sub, "/")
+	sub = cleanSubPath(sub)
 	files, dir := subPathTarget(sub, payloadPaths(it, obj))
+	var ps projectedSources
+	if snap != nil {
+		ps = otherSources(*it, pod, snap.Object)
+	} else {
+		ps = otherSources(*it, pod, func(k ObjectKey) Object { return Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name} })
+	}
+	shownBy := func() bool {
+		if len(files) == 0 {
+			known, _ := ps.writes(sub)
+			return known
+		}
+		known, _ := ps.overrides(sub)
+		return !dir && known
+	}
 	switch {
 	case dir:
 		it.Verdict = VerdictBreaksOnChange
 		it.Reason = fmt.Sprintf("subPath %q is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts", sub)
-	case len(files) == 0 && otherSourceHas(it, pod, snap, sub):
+	case shownBy():
 		it.Verdict = VerdictNotMounted
 		it.Reason = fmt.Sprintf("subPath %q shows another source of projected volume %q: this container does not see this %s through this mount", sub, it.Volume.Name, strings.ToLower(it.Object.Kind))
+		files = nil
 	case len(files) == 0:
 		it.Verdict = VerdictRestartNeeded
 		it.Reason = fmt.Sprintf("subPath %q is not in the payload; the kubelet mounts an empty directory there and it never updates", sub)
@@ -185,80 +214,16 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	}
 }
 
-// otherSourceHas reports whether another source of the use's projected
-// volume (configMap, secret, downwardAPI or serviceAccountToken) writes the
-// path sub or a directory sub.
-func otherSourceHas(it *Item, pod *corev1.Pod, snap *Snapshot, sub string) bool {
-	var vol *corev1.Volume
-	for i := range pod.Spec.Volumes {
-		if pod.Spec.Volumes[i].Name == it.Volume.Name {
-			vol = &pod.Spec.Volumes[i]
-		}
-	}
-	if vol == nil || vol.Projected == nil {
-		return false
-	}
-	writes := func(p string) bool {
-		p = strings.Trim(p, "/")
-		return p == sub || strings.HasPrefix(p, sub+"/")
-	}
-	fromObject := func(kind, name string, items []corev1.KeyToPath) bool {
-		if kind == it.Object.Kind && name == it.Object.Name {
-			return false
-		}
-		if len(items) > 0 {
-			for _, kp := range items {
-				if writes(kp.Path) {
-					return true
-				}
-			}
-			return false
-		}
-		if snap == nil {
-			return false
-		}
-		for k := range snap.Object(ObjectKey{Kind: kind, Namespace: pod.Namespace, Name: name}).Data {
-			if writes(k) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, s := range vol.Projected.Sources {
-		switch {
-		case s.ConfigMap != nil:
-			if fromObject(KindConfigMap, s.ConfigMap.Name, s.ConfigMap.Items) {
-				return true
-			}
-		case s.Secret != nil:
-			if fromObject(KindSecret, s.Secret.Name, s.Secret.Items) {
-				return true
-			}
-		case s.DownwardAPI != nil:
-			for _, f := range s.DownwardAPI.Items {
-				if writes(f.Path) {
-					return true
-				}
-			}
-		case s.ServiceAccountToken != nil:
-			if writes(s.ServiceAccountToken.Path) {
-				return true
-			}
-		case s.ClusterTrustBundle != nil:
-			if writes(s.ClusterTrustBundle.Path) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // payloadPaths maps each visible path of the use's source to its key.
 func payloadPaths(it *Item, obj Object) map[string]string {
 	out := map[string]string{}
 	if len(it.Items) > 0 {
+		// Cleaned as the atomic writer does (an invalid path fails the
+		// whole volume; precheck and compare report that).
 		for _, kp := range it.Items {
-			out[strings.Trim(kp.Path, "/")] = kp.Key
+			if ValidPayloadPath(kp.Path) {
+				out[path.Clean(kp.Path)] = kp.Key
+			}
 		}
 		return out
 	}
@@ -268,13 +233,12 @@ func payloadPaths(it *Item, obj Object) map[string]string {
 	return out
 }
 
-// subPathTarget returns the keys the subPath exposes and whether it is a
-// directory of the volume.
+// subPathTarget returns the keys the subPath (cleaned by cleanSubPath)
+// exposes and whether it is a directory of the volume.
 func subPathTarget(sub string, paths map[string]string) (keys []string, dir bool) {
-	if sub == "" || sub == "." || sub == "..data" {
+	if sub == "" {
 		return nil, true
 	}
-	sub = strings.TrimPrefix(sub, "..data/")
 	for p, k := range paths {
 		switch {
 		case p == sub:
@@ -288,45 +252,66 @@ func subPathTarget(sub string, paths map[string]string) (keys []string, dir bool
 	return keys, dir
 }
 
-// expandSubPathExpr expands $(VAR) references the way the kubelet does, from
-// the container's literal env values and the downward API fields that are
-// known from the pod object. ok is false when a reference cannot be resolved.
-func expandSubPathExpr(expr string, pod *corev1.Pod, container string) (string, bool) {
+// specEnv is the environment the kubelet gives the container, as far as
+// the pod spec and the snapshot tell (makeEnvironmentVariables): envFrom
+// sources in order (a ConfigMap's data, a Secret's data when read, with the
+// prefix), then env entries (literal values, with $(VAR) references to
+// earlier variables expanded; downward API fields known from the pod
+// object; configMapKeyRef and secretKeyRef from the snapshot). What cannot
+// be known (service links, resource fields, unread Secrets, the pod IP
+// before it runs) is left out, so that expanding a reference to it fails.
+func specEnv(pod *corev1.Pod, container string, lookup func(ObjectKey) Object) map[string]string {
 	vars := map[string]string{}
-	for _, c := range allContainers(pod) {
-		if c.Name != container {
+	c, ok := findContainer(pod, container)
+	if !ok {
+		return vars
+	}
+	if lookup == nil {
+		lookup = func(k ObjectKey) Object {
+			return Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Unread: true}
+		}
+	}
+	read := func(kind, name string) Object {
+		return lookup(ObjectKey{Kind: kind, Namespace: pod.Namespace, Name: name})
+	}
+	for _, ef := range c.envFrom {
+		var obj Object
+		switch {
+		case ef.ConfigMapRef != nil:
+			obj = read(KindConfigMap, ef.ConfigMapRef.Name)
+		case ef.SecretRef != nil:
+			obj = read(KindSecret, ef.SecretRef.Name)
+		default:
 			continue
 		}
-		for _, e := range c.Env {
-			switch {
-			case e.ValueFrom == nil:
-				vars[e.Name] = e.Value
-			case e.ValueFrom.FieldRef != nil:
-				if v, ok := podField(pod, e.ValueFrom.FieldRef.FieldPath); ok {
-					vars[e.Name] = v
-				}
+		for k := range obj.Data {
+			if v, ok := envValue(obj, k); ok {
+				vars[ef.Prefix+k] = v
 			}
 		}
 	}
-	var b strings.Builder
-	for i := 0; i < len(expr); i++ {
-		if expr[i] == '$' && i+1 < len(expr) && expr[i+1] == '(' {
-			end := strings.IndexByte(expr[i:], ')')
-			if end < 0 {
-				return "", false
-			}
-			v, ok := vars[expr[i+2:i+end]]
-			if !ok || v == "" {
-				// The kubelet refuses an unset or empty variable.
-				return "", false
-			}
-			b.WriteString(v)
-			i += end
-			continue
+	for _, e := range c.env {
+		var v string
+		var known bool
+		switch {
+		case e.ValueFrom == nil:
+			v, known = expandEnvValue(e.Value, vars), true
+		case e.ValueFrom.FieldRef != nil:
+			v, known = podField(pod, e.ValueFrom.FieldRef.FieldPath)
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			r := e.ValueFrom.ConfigMapKeyRef
+			v, known = envValue(read(KindConfigMap, r.Name), r.Key)
+		case e.ValueFrom.SecretKeyRef != nil:
+			r := e.ValueFrom.SecretKeyRef
+			v, known = envValue(read(KindSecret, r.Name), r.Key)
 		}
-		b.WriteByte(expr[i])
+		if known {
+			vars[e.Name] = v
+		} else {
+			delete(vars, e.Name) // set to something unknown
+		}
 	}
-	return b.String(), true
+	return vars
 }
 
 func podField(pod *corev1.Pod, path string) (string, bool) {
@@ -355,16 +340,6 @@ func podField(pod *corev1.Pod, path string) (string, bool) {
 		return v, ok
 	}
 	return "", false
-}
-
-// allContainers returns init, regular and ephemeral containers as Container.
-func allContainers(pod *corev1.Pod) []corev1.Container {
-	out := append([]corev1.Container{}, pod.Spec.InitContainers...)
-	out = append(out, pod.Spec.Containers...)
-	for _, e := range pod.Spec.EphemeralContainers {
-		out = append(out, corev1.Container(e.EphemeralContainerCommon))
-	}
-	return out
 }
 
 // missingKeys lists the keys a use names that the object lacks. env reads

@@ -112,10 +112,10 @@ func TestPredict(t *testing.T) {
 			`subPath "conf.d/a.conf" is a bind mount of one file`, "a.conf"},
 		{"subpath-pod", "configmap/app-config app /etc/empty", restart, false, "",
 			`subPath "not-there" is not in the payload; the kubelet mounts an empty directory there and it never updates`, ""},
-		{"subpathexpr-pod", "configmap/app-config app /etc/file-env", restart, false, "", `subPath "app.yaml" is a bind mount of one file`, "app.yaml"},          // $(FILE) from a value
-		{"subpathexpr-pod", "configmap/app-config app /etc/file-field", restart, false, "", `subPath "app.yaml" is a bind mount of one file`, "app.yaml"},        // $(VARIANT) from a fieldRef
-		{"subpathexpr-pod", "configmap/app-config app /etc/unresolved", restart, false, "", `subPathExpr "$(FROM_CM)" cannot be resolved from the pod spec`, ""}, // from a ConfigMap
-		{"subpathexpr-pod", "configmap/app-config app /etc/empty-var", restart, false, "", `subPathExpr "$(EMPTY)" cannot be resolved`, ""},                      // the kubelet refuses an empty value
+		{"subpathexpr-pod", "configmap/app-config app /etc/file-env", restart, false, "", `subPath "app.yaml" is a bind mount of one file`, "app.yaml"},   // $(FILE) from a value
+		{"subpathexpr-pod", "configmap/app-config app /etc/file-field", restart, false, "", `subPath "app.yaml" is a bind mount of one file`, "app.yaml"}, // $(VARIANT) from a fieldRef
+		{"subpathexpr-pod", "configmap/app-config app /etc/unresolved", restart, false, "", `subPath "info" is not in the payload`, ""},                   // $(FROM_CM) from a ConfigMap: log-level
+		{"subpathexpr-pod", "configmap/app-config app /etc/empty-var", restart, false, "", `subPathExpr "$(EMPTY)" cannot be resolved`, ""},               // the kubelet refuses an empty value
 		{"subpathexpr-pod", "configmap/app-config app $FROM_CM", restart, false, "", "environment variable FROM_CM", ""},
 		{"projected-subpath-pod", "configmap/app-config app /etc/app.yaml", restart, false, "", `subPath "config/app.yaml" is a bind mount of one file`, "app.yaml"},
 		{"projected-subpath-pod", "configmap/app-config app /etc/nothing", restart, false, "", `subPath "nothing-here" is not in the payload`, ""},
@@ -285,48 +285,113 @@ func TestEstimateDelay(t *testing.T) {
 	}
 }
 
-// TestExpandSubPathExprFromPod: $(VAR) from literal values and the
-// downward API fields known from the pod object.
+// TestExpandSubPathExprFromPod: $(VAR) from literal values, the downward
+// API fields known from the pod object, configMapKeyRef and envFrom from the
+// snapshot; never from an unread Secret. One expander for predict and
+// compare ("$$" is a literal "$").
 func TestExpandSubPathExprFromPod(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", UID: "u-1",
 			Labels: map[string]string{"tier": "front"}, Annotations: map[string]string{"conf": "x.yaml"}},
 		Spec: corev1.PodSpec{NodeName: "node-a", ServiceAccountName: "sa",
-			Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{
-				{Name: "LIT", Value: "lit"},
-				{Name: "EMPTY"},
-				{Name: "NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-				{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-				{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
-				{Name: "TIER", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['tier']"}}},
-				{Name: "CONF", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['conf']"}}},
-				{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
-				{Name: "CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}},
-			}}},
+			Containers: []corev1.Container{{Name: "app",
+				EnvFrom: []corev1.EnvFromSource{{Prefix: "F_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}},
+				Env: []corev1.EnvVar{
+					{Name: "LIT", Value: "lit"},
+					{Name: "EMPTY"},
+					{Name: "NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+					{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+					{Name: "TIER", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['tier']"}}},
+					{Name: "CONF", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['conf']"}}},
+					{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+					{Name: "CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "k"}}},
+					{Name: "SEC", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}},
+					{Name: "REF", Value: "$(LIT)-$(NOPE)-$$"},
+				}}},
 			InitContainers: []corev1.Container{{Name: "init", Env: []corev1.EnvVar{{Name: "ONLY_INIT", Value: "i"}}}},
 		},
 	}
+	snap := &Snapshot{ConfigMaps: map[ObjectKey]*corev1.ConfigMap{{KindConfigMap, "shop", "cm"}: {
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cm"}, Data: map[string]string{"k": "from-cm"}}}}
 	cases := []struct {
 		expr, container, want string
 		ok                    bool
 	}{
 		{"plain", "app", "plain", true},
 		{"$(LIT)/x", "app", "lit/x", true},
+		{"$$(LIT)", "app", "$(LIT)", true},
 		{"$(NS)/$(NAME)", "app", "shop/web-0", true},
 		{"$(NODE)-$(TIER)", "app", "node-a-front", true},
 		{"$(CONF)", "app", "x.yaml", true},
 		{"$(ONLY_INIT)", "init", "i", true},
-		{"$(ONLY_INIT)", "app", "", false}, // another container's variable
-		{"$(IP)", "app", "", false},        // not known until the pod runs
-		{"$(CM)", "app", "", false},        // from a ConfigMap
-		{"$(EMPTY)", "app", "", false},     // the kubelet refuses empty values
+		{"$(CM)", "app", "from-cm", true},        // configMapKeyRef, from the snapshot
+		{"$(F_k)", "app", "from-cm", true},       // envFrom with its prefix
+		{"$(REF)", "app", "lit-$(NOPE)-$", true}, // as the kubelet expands env values
+		{"$(ONLY_INIT)", "app", "", false},       // another container's variable
+		{"$(IP)", "app", "", false},              // not known until the pod runs
+		{"$(SEC)", "app", "", false},             // Secrets were not read
+		{"$(EMPTY)", "app", "", false},           // the kubelet refuses empty values
 		{"$(UNDEFINED)", "app", "", false},
-		{"$(LIT", "app", "", false},
+		{"$(LIT", "app", "$(LIT", true},
 	}
 	for _, tc := range cases {
-		got, ok := expandSubPathExpr(tc.expr, pod, tc.container)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("expandSubPathExpr(%q, %s) = %q, %v; want %q, %v", tc.expr, tc.container, got, ok, tc.want, tc.ok)
+		got, err := ExpandSubPathExpr(tc.expr, specEnv(pod, tc.container, snap.Object))
+		if got != tc.want || (err == nil) != tc.ok {
+			t.Errorf("ExpandSubPathExpr(%q, %s) = %q, %v; want %q, %v", tc.expr, tc.container, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestPredictSubPathAgreesWithCompare: predict and compare normalise a
+// subPath and expand a subPathExpr the same way (one cleanSubPath, one
+// expander), and predict knows every kind of projected source.
+func TestPredictSubPathAgreesWithCompare(t *testing.T) {
+	cmVol := corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "cm"},
+		Items:                []corev1.KeyToPath{{Key: "app.yaml", Path: "conf/app.yaml"}}}}}
+	projVol := corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+		{PodCertificate: &corev1.PodCertificateProjection{CredentialBundlePath: "creds.pem"}},
+	}}}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"app.yaml": "a", "dir": "$"}}
+	cases := []struct {
+		name  string
+		vol   corev1.Volume
+		mount corev1.VolumeMount
+		env   []corev1.EnvVar
+		want  Verdict
+		text  string
+	}{
+		{"doubled slash", cmVol, corev1.VolumeMount{Name: "v", MountPath: "/etc/app.yaml", SubPath: "conf//app.yaml"}, nil,
+			VerdictRestartNeeded, `subPath "conf/app.yaml" is a bind mount of one file`},
+		{"dot element", cmVol, corev1.VolumeMount{Name: "v", MountPath: "/etc/app.yaml", SubPath: "./conf/app.yaml"}, nil,
+			VerdictRestartNeeded, `subPath "conf/app.yaml" is a bind mount of one file`},
+		{"expr from a configMapKeyRef", cmVol, corev1.VolumeMount{Name: "v", MountPath: "/etc/conf", SubPathExpr: "$(D)"},
+			[]corev1.EnvVar{{Name: "D", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "dir"}}}},
+			VerdictRestartNeeded, `subPath "$" is not in the payload`},
+		{"expr with $$", cmVol, corev1.VolumeMount{Name: "v", MountPath: "/etc/conf", SubPathExpr: "$$(X)conf"}, nil,
+			VerdictRestartNeeded, `subPath "$(X)conf" is not in the payload`},
+		{"podCertificate source", projVol, corev1.VolumeMount{Name: "v", MountPath: "/etc/creds.pem", SubPath: "creds.pem"}, nil,
+			VerdictNotMounted, "shows another source"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Env: c.env, VolumeMounts: []corev1.VolumeMount{c.mount}}},
+				Volumes: []corev1.Volume{c.vol}})
+			snap := &Snapshot{Pods: []corev1.Pod{*pod}, ConfigMaps: map[ObjectKey]*corev1.ConfigMap{{KindConfigMap, "ns", "cm"}: cm}}
+			var got *Item
+			for _, it := range Uses(pod) {
+				if it.Object.Kind == KindConfigMap && it.Volume != nil {
+					Predict(&it, pod, snap.Object(it.Key()), snap)
+					got = &it
+					break
+				}
+			}
+			if got == nil || got.Verdict != c.want || !strings.Contains(got.Reason, c.text) {
+				t.Fatalf("got %+v, want %s with %q", got, c.want, c.text)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
@@ -31,6 +31,11 @@ type Snapshot struct {
 	KubeletConfigs map[string]KubeletTiming
 	// SecretsListed tells whether Secrets were loaded (--secrets).
 	SecretsListed bool
+
+	// objects caches Object per key (see Object); mu guards it, as
+	// Object may be called from concurrent goroutines.
+	mu      sync.Mutex
+	objects map[ObjectKey]Object
 }
 
 // NamespacedName identifies a namespaced object of a known kind.
@@ -51,25 +56,43 @@ type Object struct {
 	LastChange      time.Time
 	ResourceVersion string
 	UID             string
+	// Unread: the object was not read (a Secret while Secrets were not
+	// listed), so nothing is known of it: Exists and Data say nothing.
+	// What it could provide must be treated as unknown, never as absent.
+	Unread bool
 }
 
 // Object returns the object named by k, with Exists false when the snapshot
-// does not hold it.
+// does not hold it, and Unread set for a Secret when Secrets were not
+// listed. The result is converted once per key and cached: it is shared,
+// so callers must not modify its maps. Safe for concurrent use; the
+// snapshot's ConfigMaps and Secrets must not change once Object was called.
 func (s *Snapshot) Object(k ObjectKey) Object {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.objects[k]; ok {
+		return o
+	}
+	if s.objects == nil {
+		s.objects = map[ObjectKey]Object{}
+	}
+	o := s.convert(k)
+	s.objects[k] = o
+	return o
+}
+
+func (s *Snapshot) convert(k ObjectKey) Object {
 	o := Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
 	switch k.Kind {
 	case KindConfigMap:
-		cm, ok := s.ConfigMaps[k]
-		if !ok {
-			return o
+		if cm, ok := s.ConfigMaps[k]; ok {
+			return ConfigMapObject(cm)
 		}
-		return ConfigMapObject(cm)
 	case KindSecret:
-		sec, ok := s.Secrets[k]
-		if !ok {
-			return o
+		if sec, ok := s.Secrets[k]; ok {
+			return SecretObject(sec)
 		}
-		return SecretObject(sec)
+		o.Unread = !s.SecretsListed
 	}
 	return o
 }
@@ -246,9 +269,3 @@ func (e *ListError) Error() string {
 }
 
 func (e *ListError) Unwrap() error { return e.Err }
-
-// SelectorMatches is a small helper for tests and callers that filter pods
-// already in memory.
-func SelectorMatches(sel labels.Selector, pod *corev1.Pod) bool {
-	return sel.Matches(labels.Set(pod.Labels))
-}

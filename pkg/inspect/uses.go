@@ -52,9 +52,13 @@ type containerView struct {
 	envFrom      []corev1.EnvFromSource
 }
 
-// PodContainers lists the containers of a pod in spec order: init (and
-// sidecar) containers, regular containers, ephemeral containers.
+// podContainers lists the containers of a pod in spec order: init (and
+// sidecar) containers, regular containers, ephemeral containers. It is the
+// one walk over a pod's containers of this package.
 func podContainers(pod *corev1.Pod) []containerView {
+	if pod == nil {
+		return nil
+	}
 	var out []containerView
 	for _, c := range pod.Spec.InitContainers {
 		t := ContainerInit
@@ -70,6 +74,17 @@ func podContainers(pod *corev1.Pod) []containerView {
 		out = append(out, containerView{ContainerRef{c.Name, ContainerEphemeral}, c.VolumeMounts, c.Env, c.EnvFrom})
 	}
 	return out
+}
+
+// findContainer returns the container of the pod with this name (names are
+// unique across the three lists).
+func findContainer(pod *corev1.Pod, name string) (containerView, bool) {
+	for _, c := range podContainers(pod) {
+		if c.ref.Name == name {
+			return c, true
+		}
+	}
+	return containerView{}, false
 }
 
 // Uses returns every use of a ConfigMap or Secret by the pod: one Item per

@@ -1,4 +1,8 @@
-package inspect
+// Package inspecttest holds a fake inspect.Executor for tests of the
+// commands built on inspect.Verify: it answers the observation script from
+// containers described in memory. It is imported by tests only, so it never
+// ships in the binary.
+package inspecttest
 
 import (
 	"context"
@@ -11,13 +15,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
-// FakeContainer is what a FakeExecutor container shows: atomic-writer
+// Container is what a Executor container shows: atomic-writer
 // volumes, plain files and directories (subPath mounts), an environment.
-type FakeContainer struct {
+type Container struct {
 	// Volumes by mount path: the ..data target and the files under it.
-	Volumes map[string]FakeVolume
+	Volumes map[string]Volume
 	// Files by absolute path (a subPath onto a file).
 	Files map[string][]byte
 	// Dirs by absolute path: the files under it, by relative path (a
@@ -32,25 +38,25 @@ type FakeContainer struct {
 	Err error
 }
 
-// FakeVolume is an atomic-writer volume.
-type FakeVolume struct {
+// Volume is an atomic-writer volume.
+type Volume struct {
 	Target string
 	Files  map[string][]byte
 	// Mode of every file (default 0644).
 	Mode int32
 }
 
-// FakeExecutor answers the observation script from FakeContainers, keyed
+// Executor answers the observation script from Containers, keyed
 // "namespace/pod/container"; for tests of the commands built on Verify.
-type FakeExecutor struct {
-	Containers map[string]*FakeContainer
+type Executor struct {
+	Containers map[string]*Container
 	mu         sync.Mutex
 	// Calls records every argv, keyed like Containers.
 	Calls map[string][][]string
 }
 
-// Exec implements Executor.
-func (f *FakeExecutor) Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error {
+// Exec implements inspect.Executor.
+func (f *Executor) Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error {
 	key := namespace + "/" + pod + "/" + container
 	f.mu.Lock()
 	if f.Calls == nil {
@@ -108,7 +114,7 @@ func (f *FakeExecutor) Exec(ctx context.Context, namespace, pod, container strin
 			v := c.Volumes[p]
 			mode := v.Mode
 			if mode == 0 {
-				mode = DefaultFileMode
+				mode = inspect.DefaultFileMode
 			}
 			rec("A", v.Target)
 			dirs(v.Files)
@@ -118,13 +124,13 @@ func (f *FakeExecutor) Exec(ctx context.Context, namespace, pod, container strin
 			rec("Q", v.Target)
 		case c.Files[p] != nil:
 			rec("K", "f")
-			file("", c.Files[p], DefaultFileMode)
+			file("", c.Files[p], inspect.DefaultFileMode)
 			rec("Q", "")
 		case c.Dirs[p] != nil:
 			rec("K", "d")
 			dirs(c.Dirs[p])
 			for _, rel := range sortedKeys(c.Dirs[p]) {
-				file(rel, c.Dirs[p][rel], DefaultFileMode)
+				file(rel, c.Dirs[p][rel], inspect.DefaultFileMode)
 			}
 			rec("Q", "")
 		default:
@@ -159,4 +165,13 @@ func lsMode(m int32) string {
 		}
 	}
 	return strings.TrimSpace(string(b))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
