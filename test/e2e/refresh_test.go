@@ -247,6 +247,8 @@ func TestRefreshDryRunChangesNothing(t *testing.T) {
 	c.Env = []corev1.EnvVar{cmEnv("K", "cfg", "K", nil)}
 	f.createDeployment("web", 1, withVolumes(podSpec(c), cmVolume("cfg", "cfg")), false)
 	pods := f.waitPodsReady(1)
+	// the controller's last status update must not be taken for a change
+	f.waitDeploymentSettled("web")
 	f.patchConfigMapData("cfg", map[string]string{"K": "v1"})
 	rv := func() (string, string) {
 		return f.getDeployment("web").ResourceVersion, f.getPod(pods[0].Name).ResourceVersion

@@ -1,0 +1,65 @@
+# kubectl-cmsync. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+GO ?= go
+CLUSTER := hack/cluster
+# the admin kubeconfig of the local cluster (hack/cluster/up.sh)
+CLUSTER_KUBECONFIG = $(shell $(CLUSTER)/kubeconfig.sh)
+E2E_FLAGS ?=
+
+.PHONY: help build unit fuzz e2e test demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
+
+help:
+	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
+	@echo "unit            gofmt check, go vet, go test ./... (no cluster)"
+	@echo "e2e             the e2e suite against the running local cluster (make cluster-up first)"
+	@echo "test            unit, then install prerequisites, start the cluster if it is not up, e2e, and take"
+	@echo "                down the cluster if this run started it (KEEP_CLUSTER=1 keeps it)"
+	@echo "demo            cluster up, build, deploy hack/demo, edit a ConfigMap, kubectl cmsync status -A"
+	@echo "cluster-up      start the local single-node cluster (root; builds Kubernetes the first time, ~8 min)"
+	@echo "cluster-down    stop it and clean the machine"
+	@echo "cluster-status  is it up?"
+
+build:
+	$(GO) build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync
+
+unit:
+	@files=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*' -not -path './bin/*' -not -path './dist/*')); \
+	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/...
+	$(GO) test ./...
+	$(MAKE) --no-print-directory fuzz
+
+# the fuzz targets, briefly (FUZZTIME=1m for longer): the exec-output parser and payload building
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParseObservation$$' -fuzztime=$(FUZZTIME) ./pkg/inspect
+	$(GO) test -run='^$$' -fuzz='^FuzzExpectedFiles$$' -fuzztime=$(FUZZTIME) ./pkg/inspect
+
+e2e:
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) test -tags e2e ./test/e2e/... -count=1 -timeout 30m $(E2E_FLAGS)
+
+test: unit
+	$(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
+
+demo: cluster-up build
+	hack/demo/run.sh
+
+cluster-prereqs:
+	$(CLUSTER)/prereqs.sh
+
+cluster-build: cluster-prereqs
+	$(CLUSTER)/build.sh
+
+cluster-up: cluster-build
+	$(CLUSTER)/up.sh
+
+cluster-down:
+	$(CLUSTER)/down.sh
+
+cluster-status:
+	$(CLUSTER)/status.sh
+
+clean:
+	rm -rf bin dist coverage.out coverage.html

@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# How each daemon of the local cluster is started and checked (sourced by up.sh and component.sh, after
+# lib.sh). Loopback-only wiring: every component listens on and connects to 127.0.0.1 or a unix socket:
+#   etcd 127.0.0.1:2379/2380, kube-apiserver 127.0.0.1:6443, controller-manager 127.0.0.1:10257,
+#   scheduler 127.0.0.1:10259, kubelet 127.0.0.1:10250 (healthz 127.0.0.1:10248), containerd's CRI stream
+#   server 127.0.0.1:<random>, kubelet -> containerd by unix socket.
+# The API server -> kubelet traffic (exec, attach, logs, port-forward, nodes/N/proxy) goes through the API
+# server's egress selector to the unix socket of kubelet-tunnel.sh, which only ever dials 127.0.0.1:10250.
+# The node reports $NODE_IP (the machine's own address, or 10.245.0.1 on lo) as its InternalIP, as a label only:
+# the kubelet refuses a loopback node IP, and the API server refuses to proxy to a loopback node address.
+
+node_ip() { cat "$VAR/node-ip"; }
+
+start_component() { # name
+  case $1 in
+  etcd)
+    start etcd etcd --name cmsync --data-dir "$VAR/etcd" \
+      --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+      --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+      --initial-cluster cmsync=http://127.0.0.1:2380 --initial-cluster-state new ;;
+  containerd)
+    start containerd containerd --config "$ETC/containerd/config.toml" ;;
+  kubelet-tunnel)
+    start kubelet-tunnel "$HACK_CLUSTER/kubelet-tunnel.sh" listen "$RUN/kubelet-tunnel.sock" "$(node_ip)" ;;
+  kube-apiserver)
+    # --advertise-address only fills the endpoints of the `kubernetes` Service (unreachable anyway: no
+    # kube-proxy, pods have no route). The kubelet is dialled as <InternalIP>:10250 through the egress selector.
+    start kube-apiserver kube-apiserver \
+      --etcd-servers=http://127.0.0.1:2379 \
+      --bind-address=127.0.0.1 --secure-port=6443 --advertise-address="$(node_ip)" \
+      --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+      --client-ca-file="$PKI/ca.crt" \
+      --authorization-mode=Node,RBAC \
+      --enable-admission-plugins=NodeRestriction \
+      --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+      --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+      --service-cluster-ip-range=$SVC_CIDR \
+      --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+      --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=InternalIP \
+      --egress-selector-config-file="$ETC/egress-selector.yaml" \
+      --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+      --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+      --requestheader-extra-headers-prefix=X-Remote-Extra- \
+      --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+      --allow-privileged=true --profiling=false ;;
+  kube-controller-manager)
+    start kube-controller-manager kube-controller-manager \
+      --kubeconfig="$ETC/kcm.kubeconfig" --authentication-kubeconfig="$ETC/kcm.kubeconfig" --authorization-kubeconfig="$ETC/kcm.kubeconfig" \
+      --bind-address=127.0.0.1 --leader-elect=false \
+      --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" --use-service-account-credentials=true \
+      --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+      --service-cluster-ip-range=$SVC_CIDR --allocate-node-cidrs=false --flex-volume-plugin-dir="$VAR/kubelet/volume-plugins" \
+      --profiling=false ;;
+  kube-scheduler)
+    start kube-scheduler kube-scheduler \
+      --kubeconfig="$ETC/scheduler.kubeconfig" --authentication-kubeconfig="$ETC/scheduler.kubeconfig" --authorization-kubeconfig="$ETC/scheduler.kubeconfig" \
+      --bind-address=127.0.0.1 --leader-elect=false --profiling=false ;;
+  kubelet)
+    # the kubelet writes pod logs to the hard-coded /var/log/pods: remember what was there before (once),
+    # down.sh removes what appeared since
+    [ -f "$VAR/var-log-pods.before" ] || { ls -A /var/log/pods 2>/dev/null || true; } > "$VAR/var-log-pods.before"
+    start kubelet kubelet --config="$ETC/kubelet-config.yaml" --kubeconfig="$ETC/kubelet.kubeconfig" \
+      --hostname-override="$NODE_NAME" --node-ip="$(node_ip)" --root-dir="$VAR/kubelet" \
+      --pod-infra-container-image=$IMAGE_PAUSE ;;
+  *) die "unknown component $1 (one of: $DAEMONS)" ;;
+  esac
+}
+
+# kernel tunables the kubelet rewrote at start: put the machine's values back
+restore_sysctls() {
+  local k v
+  [ -f "$VAR/sysctl.orig" ] || return 0
+  while read -r k v; do [ -e "/proc/sys/$k" ] && [ "$(cat "/proc/sys/$k")" != "$v" ] && echo "$v" > "/proc/sys/$k"; done < "$VAR/sysctl.orig"
+  return 0
+}
+
+wait_component() { # name [timeout]
+  local t=${2:-120}
+  case $1 in
+  etcd) waitfor "etcd healthy" etcd "$t" curl -fsS --max-time 2 http://127.0.0.1:2379/health ;;
+  containerd) waitfor "containerd socket" containerd "$t" ctr --address "$CTRD_SOCK" version ;;
+  kubelet-tunnel) waitfor "kubelet tunnel socket" kubelet-tunnel "$t" test -S "$RUN/kubelet-tunnel.sock" ;;
+  kube-apiserver) waitfor "kube-apiserver /readyz" kube-apiserver "$t" apiserver_ready ;;
+  kube-controller-manager) waitfor "kube-controller-manager /healthz" kube-controller-manager "$t" curl -ksf --max-time 2 https://127.0.0.1:10257/healthz ;;
+  kube-scheduler) waitfor "kube-scheduler /healthz" kube-scheduler "$t" curl -ksf --max-time 2 https://127.0.0.1:10259/healthz ;;
+  kubelet)
+    waitfor "kubelet /healthz" kubelet "$t" curl -fsS --max-time 2 http://127.0.0.1:10248/healthz
+    waitfor "node $NODE_NAME Ready" kubelet "$t" node_ready
+    restore_sysctls
+    # API server -> egress selector -> kubelet-tunnel.sh -> kubelet: the path of exec, logs and configz
+    waitfor "kubelet via the API server (nodes/$NODE_NAME/proxy/healthz)" kubelet-tunnel "$t" \
+      kubectl_admin --request-timeout=5s get --raw "/api/v1/nodes/$NODE_NAME/proxy/healthz" ;;
+  esac
+}
