@@ -275,7 +275,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 			fmt.Fprintln(o.ErrOut)
 		}
 	}
-	if err := o.printResults(results, dry); err != nil {
+	if err := o.printResults(results); err != nil {
 		return err
 	}
 	return resultError(results, dry)
@@ -305,7 +305,7 @@ func printPlanTable(out io.Writer, plan []refresh.Action) error {
 	return w.Flush()
 }
 
-func (o *RefreshOptions) printResults(results []refresh.Result, dry refresh.DryRun) error {
+func (o *RefreshOptions) printResults(results []refresh.Result) error {
 	if o.Output != "" {
 		kind := inspect.KindRefreshResult
 		return printDocument(o.Out, refreshDoc(kind, results), o.Output)
@@ -325,9 +325,6 @@ func (o *RefreshOptions) printResults(results []refresh.Result, dry refresh.DryR
 			detail = reasonWithWarnings(r.Reason, r.Warnings)
 		}
 		outcome := string(r.Outcome)
-		if dry == refresh.DryRunServer && r.Outcome == refresh.OutcomeApplied {
-			outcome = "accepted (server dry run)"
-		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Target.Namespace, r.Action.Action, r.Target, consumersColumn(r.Consumers), outcome, after, detail)
 	}
 	return w.Flush()

@@ -76,7 +76,8 @@ func RestartPatch(now time.Time) []byte {
 type Outcome string
 
 const (
-	OutcomeApplied    Outcome = "applied"     // patched (or dry-run accepted)
+	OutcomeApplied    Outcome = "applied"     // patched
+	OutcomeDryRun     Outcome = "dry-run"     // the server accepted the patch with dryRun=All: nothing changed
 	OutcomeFailed     Outcome = "failed"      // the patch failed
 	OutcomeNotApplied Outcome = "not-applied" // nothing was sent (manual, none, stopped)
 	OutcomeCurrent    Outcome = "current"     // verified current after the action
@@ -151,6 +152,10 @@ func Apply(ctx context.Context, p Patcher, actions []Action, dry DryRun, now fun
 		})
 		if err != nil {
 			results[i].Outcome, results[i].Error = OutcomeFailed, err.Error()
+			continue
+		}
+		if dry == DryRunServer {
+			results[i].Outcome = OutcomeDryRun
 			continue
 		}
 		at := metav1.NewTime(t)

@@ -79,7 +79,11 @@ func TestApplyDryRun(t *testing.T) {
 	if len(p.sent) != 0 {
 		t.Fatalf("client dry run sent %d patches", len(p.sent))
 	}
-	Apply(context.Background(), p, actions, DryRunServer, fixedNow)
+	for _, r := range Apply(context.Background(), p, actions, DryRunServer, fixedNow) {
+		if r.Outcome != OutcomeDryRun || r.AppliedAt != nil {
+			t.Errorf("server dry run: %s outcome %s appliedAt %v, want dry-run and none", r.Target, r.Outcome, r.AppliedAt)
+		}
+	}
 	if len(p.sent) != 2 || !p.sent[0].dryRun || !p.sent[1].dryRun {
 		t.Fatalf("server dry run must send dryRun patches: %+v", p.sent)
 	}
