@@ -25,8 +25,16 @@ echo
 echo "+ kubectl cmsync status -A"
 kubectl cmsync status -A
 echo
-echo "+ kubectl cmsync status -A --secrets"
-kubectl cmsync status -A --secrets
+echo "+ kubectl cmsync status -n cmsync-demo app-config --verify   (what each container really has)"
+kubectl cmsync status -n cmsync-demo app-config --verify
+echo
+echo "+ kubectl cmsync refresh -n cmsync-demo app-config --yes   (annotate pending pods, restart workloads with stale env/subPath)"
+# exit 3 is expected here: the bare pod toolbox reads app-config through envFrom and can only be re-created by hand
+rc=0; kubectl cmsync refresh -n cmsync-demo app-config --yes || rc=$?
+[ $rc = 0 ] || [ $rc = 3 ] || exit $rc
+echo
+echo "+ kubectl cmsync status -n cmsync-demo app-config --verify"
+kubectl cmsync status -n cmsync-demo app-config --verify
 echo
 echo "The cluster is still up:"
 echo "  export KUBECONFIG=$KUBECONFIG_FILE PATH=$PWD/bin:$BIN:\$PATH"

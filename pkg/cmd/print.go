@@ -158,9 +158,10 @@ func stateColumn(it inspect.Item) string {
 	return string(it.State)
 }
 
-// shortReason keeps the part of a reason before the first ';' or '('.
+// shortReason keeps the first words of a reason, up to the first ':', ';'
+// or '(' ("no shell", "forbidden", "not running"); -o wide shows it whole.
 func shortReason(s string) string {
-	if i := strings.IndexAny(s, ";("); i > 0 {
+	if i := strings.IndexAny(s, ":;("); i > 0 {
 		return strings.TrimSpace(s[:i])
 	}
 	return s

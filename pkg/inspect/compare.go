@@ -362,6 +362,9 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 	if pod == nil {
 		return Comparison{State: StateUnverifiable, Reason: "not running: the pod is not in the snapshot"}, true
 	}
+	if pod.DeletionTimestamp != nil {
+		return Comparison{State: StateNA, Reason: "the pod is terminating: its replacement, if any, is checked instead"}, true
+	}
 	if pod.Status.Phase != corev1.PodRunning {
 		phase := string(pod.Status.Phase)
 		if phase == "" {

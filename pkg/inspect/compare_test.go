@@ -739,3 +739,18 @@ func TestSecretExposure(t *testing.T) {
 		t.Error("no pod: everything may be a Secret's")
 	}
 }
+
+func TestPrecheckTerminatingPod(t *testing.T) {
+	now := metav1.Now()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: &now}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	it := Item{Object: ObjectRef{Kind: KindConfigMap, Name: "cm"}, Container: &ContainerRef{Name: "c", Type: ContainerRegular}, Mode: ModeEnv, Keys: []string{"k"}}
+	obj := Object{Kind: KindConfigMap, Name: "cm", Exists: true, Data: map[string][]byte{"k": []byte("v")}}
+	c, done := precheck(it, pod, inputsFor(it, obj))
+	if !done || c.State != StateNA || !strings.Contains(c.Reason, "terminating") {
+		t.Fatalf("terminating pod: state %q reason %q done %v, want n/a without an exec", c.State, c.Reason, done)
+	}
+	if got := Uses(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: &now},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}}}}}}); len(got) != 1 || got[0].Pod.Phase != "Terminating" {
+		t.Fatalf("a pod being deleted must show phase Terminating: %+v", got)
+	}
+}

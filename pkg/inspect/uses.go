@@ -93,7 +93,7 @@ func findContainer(pod *corev1.Pod, name string) (containerView, bool) {
 // filled in later (see Build).
 func Uses(pod *corev1.Pod) []Item {
 	var out []Item
-	base := Item{Pod: PodRef{Name: pod.Name, Node: pod.Spec.NodeName, Phase: string(pod.Status.Phase)}}
+	base := Item{Pod: PodRef{Name: pod.Name, Node: pod.Spec.NodeName, Phase: podPhase(pod)}}
 	mounted := map[string]bool{}
 	volumes := map[string]corev1.Volume{}
 	for _, v := range pod.Spec.Volumes {
@@ -194,4 +194,13 @@ func fillSource(it *Item, s source) {
 		it.Items = append(it.Items, KeyPath{Key: kp.Key, Path: kp.Path, Mode: kp.Mode})
 		it.Keys = append(it.Keys, kp.Key)
 	}
+}
+
+// podPhase is the pod's phase, or Terminating (as kubectl shows it) once
+// the pod is being deleted.
+func podPhase(pod *corev1.Pod) string {
+	if pod.DeletionTimestamp != nil {
+		return "Terminating"
+	}
+	return string(pod.Status.Phase)
 }
