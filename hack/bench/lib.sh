@@ -40,6 +40,8 @@ spec:
         configMap: {name: $name}
 Y
   kubectl -n "$ns" rollout status deployment/"$name" --timeout=600s >/dev/null
+  # let the kubelet finish starting the pods (probes, status updates) before timing anything
+  sleep "${SETTLE:-20}"
 }
 
 restarts() { kubectl -n "$1" get pods -o jsonpath='{range .items[*]}{.status.containerStatuses[0].restartCount}{"\n"}{end}' | awk '{s+=$1} END {print s+0}'; }

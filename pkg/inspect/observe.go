@@ -759,8 +759,13 @@ func NotFoundBinary(err error, stderr []byte) bool {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return truncate(s, 300)
+	return truncate(requestURL.ReplaceAllString(s, `$1 "$2"`), 300)
 }
+
+// requestURL matches a quoted request URL with its query in an error
+// message: the query of an exec request is the whole observation script,
+// which would hide the cause at the end of the message.
+var requestURL = regexp.MustCompile(`\b(GET|POST|Get|Post) "([^"?]*)\?[^"]*"`)
 
 // observeWithoutShell is the fallback for containers without sh.
 func observeWithoutShell(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOptions, limit int64) *Observation {

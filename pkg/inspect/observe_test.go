@@ -465,3 +465,11 @@ func FuzzParseObservation(f *testing.F) {
 		}
 	})
 }
+
+func TestFirstLineDropsRequestQuery(t *testing.T) {
+	msg := `Internal error occurred: error sending request: Post "https://192.0.2.2:10250/exec/ns/p/c?command=sh&command=-c&command=m%3D%241": dial unix /run/tunnel.sock: connect: resource temporarily unavailable`
+	want := `Internal error occurred: error sending request: Post "https://192.0.2.2:10250/exec/ns/p/c": dial unix /run/tunnel.sock: connect: resource temporarily unavailable`
+	if got := firstLine(msg); got != want {
+		t.Fatalf("firstLine =\n%s\nwant\n%s", got, want)
+	}
+}
