@@ -101,15 +101,7 @@ func NewCmdDiff(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Short:                 "Show how what each consuming container has differs from the API",
 		Long:                  diffLong,
 		Example:               diffExample,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runOptions(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Pod, "pod", "", "Only this pod.")

@@ -104,15 +104,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 		Short:                 "Make every consumer of a ConfigMap or Secret current, with the least disruption",
 		Long:                  refreshLong,
 		Example:               refreshExample,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runOptions(o),
 	}
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()

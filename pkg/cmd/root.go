@@ -4,6 +4,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -89,4 +90,24 @@ the least disruptive action.`,
 	root.AddCommand(NewCmdRefresh(flags, streams))
 	root.AddCommand(NewCmdDiff(flags, streams))
 	return root
+}
+
+// options is what every command's Options implements: the kubectl pattern.
+type options interface {
+	Complete(args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runOptions is the RunE of a command: Complete, Validate, Run.
+func runOptions(o options) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
 }

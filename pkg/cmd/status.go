@@ -94,15 +94,7 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		Short:                 "Show who consumes each ConfigMap and Secret, how, and whether it will hot-update",
 		Long:                  statusLong,
 		Example:               statusExample,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runOptions(o),
 	}
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()

@@ -932,18 +932,7 @@ func (ps projectedSources) writes(p string) (known bool, maybe []string) {
 	if !ps.projected {
 		return false, nil
 	}
-	if ps.claimed[p] {
-		return true, nil
-	}
-	for _, w := range ps.whole {
-		if _, ok := w.Data[p]; ok {
-			return true, nil
-		}
-	}
-	if !strings.Contains(p, "/") {
-		maybe = ps.unread
-	}
-	return false, maybe
+	return sourcesWrite(p, ps.claimed, ps.whole, ps.unread)
 }
 
 // overrides reports whether a source after this use's own writes the file
@@ -952,16 +941,22 @@ func (ps projectedSources) overrides(p string) (known bool, maybe []string) {
 	if !ps.projected {
 		return false, nil
 	}
-	if ps.laterFixed[p] {
+	return sourcesWrite(p, ps.laterFixed, ps.laterWhole, ps.laterUnread)
+}
+
+// sourcesWrite: p is written by a fixed path or a whole source that was
+// read (known), or maybe by unread Secrets (their keys are top-level names).
+func sourcesWrite(p string, fixed map[string]bool, whole []Object, unread []string) (known bool, maybe []string) {
+	if fixed[p] {
 		return true, nil
 	}
-	for _, w := range ps.laterWhole {
+	for _, w := range whole {
 		if _, ok := w.Data[p]; ok {
 			return true, nil
 		}
 	}
 	if !strings.Contains(p, "/") {
-		maybe = ps.laterUnread
+		maybe = unread
 	}
 	return false, maybe
 }
