@@ -4,9 +4,10 @@
 #   (b) `kubectl cmsync refresh --wait` right after the edit (pod annotation bumps, verified by exec).
 # Median over RUNS runs of each, the ratio, and container restarts (must be 0).
 #   PODS=50 RUNS=3 hack/bench/refresh.sh        (needs the cluster up: make cluster-up)
+#   KUBELET_RUNS=0 skips (a), e.g. to time only the refresh side.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-NS=cmsync-bench-refresh PODS=${PODS:-50} RUNS=${RUNS:-3}
+NS=cmsync-bench-refresh PODS=${PODS:-50} RUNS=${RUNS:-3} KUBELET_RUNS=${KUBELET_RUNS:-${RUNS:-3}}
 ts "deploying $PODS pods"
 deploy $NS app "$PODS"
 r0=$(restarts $NS)
@@ -15,6 +16,7 @@ edit() { kubectl -n $NS patch configmap app --type merge -p "{\"data\":{\"key\":
 kubelet=() refresh=()
 for i in $(seq "$RUNS"); do
   # (a) kubelet alone; a random pause first so the edit lands at a random phase of the resync
+  if [ "$i" -le "$KUBELET_RUNS" ]; then
   sleep $((RANDOM % 20))
   t=$(now); edit "kubelet-$i-$RANDOM"
   until [ "$(insync)" = "$PODS" ]; do
@@ -22,6 +24,7 @@ for i in $(seq "$RUNS"); do
     sleep 0.5
   done
   e=$(echo "$(now) - $t" | bc); kubelet+=("$e"); echo "run $i (a) kubelet alone: all $PODS current after ${e}s"
+  fi
   # (b) refresh
   t=$(now); edit "refresh-$i-$RANDOM"
   kubectl cmsync refresh -n $NS app --timeout 120s >/tmp/cmsync-bench-refresh.out || { cat /tmp/cmsync-bench-refresh.out; die "refresh failed"; }
@@ -29,6 +32,7 @@ for i in $(seq "$RUNS"); do
   [ "$(insync)" = "$PODS" ] || die "refresh returned but not all pods are in-sync"
 done
 a=$(printf '%s\n' "${kubelet[@]}" | median); b=$(printf '%s\n' "${refresh[@]}" | median)
+[ -n "$a" ] || a=0
 r1=$(restarts $NS)
 echo "pods: $PODS, runs: $RUNS"
 echo "(a) kubelet alone:   median ${a}s  (runs: ${kubelet[*]})"

@@ -129,12 +129,8 @@ func (o *DiffOptions) Complete(args []string) error {
 	}
 	o.Key = keys[0]
 	if o.LoadSnapshot == nil {
-		cfg, err := o.ConfigFlags.ToRESTConfig()
-		if err != nil {
-			return fmt.Errorf("cannot load the kubeconfig: %w", err)
-		}
-		o.RESTConfig = cfg
-		if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		var err error
+		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
 			return err
 		}
 		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {

@@ -131,12 +131,8 @@ func (o *RefreshOptions) Complete(args []string) error {
 		return err
 	}
 	if o.Client == nil {
-		cfg, err := o.ConfigFlags.ToRESTConfig()
-		if err != nil {
-			return fmt.Errorf("cannot load the kubeconfig: %w", err)
-		}
-		o.RESTConfig = cfg
-		if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		var err error
+		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
 			return err
 		}
 	}

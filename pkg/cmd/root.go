@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Exit codes (design.md, the contract).
@@ -110,4 +112,26 @@ func runOptions(o options) func(*cobra.Command, []string) error {
 		}
 		return o.Run(cmd.Context())
 	}
+}
+
+// Client-side rate limits. client-go's defaults (5 QPS, burst 10) would
+// queue a refresh of 50 pods for seconds: one exec per container and one
+// patch per pod. The API server's priority and fairness still applies.
+const (
+	clientQPS   = 50
+	clientBurst = 100
+)
+
+// newClient builds the REST config and clientset from the kubeconfig flags.
+func newClient(flags *genericclioptions.ConfigFlags) (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, cs, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -121,45 +122,57 @@ func Retriable(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// Apply sends the patches of a plan, in order: restarts, then annotations.
-// manual and none actions are reported, not sent. With DryRunClient nothing
-// is sent at all. Every action gets a Result, so a failure part way says
+// ApplyConcurrency bounds the patches in flight.
+const ApplyConcurrency = 16
+
+// Apply sends the patches of a plan, up to ApplyConcurrency at once. manual
+// and none actions are reported, not sent. With DryRunClient nothing is
+// sent at all. Every action gets a Result, so a failure part way says
 // exactly what was changed and what was not. now stamps the annotations.
 func Apply(ctx context.Context, p Patcher, actions []Action, dry DryRun, now func() time.Time) []Result {
 	results := make([]Result, len(actions))
+	sem := make(chan struct{}, ApplyConcurrency)
+	var wg sync.WaitGroup
 	for i, a := range actions {
 		results[i] = Result{Action: a, Outcome: OutcomeNotApplied}
-		if a.Action != ActionAnnotate && a.Action != ActionRestart {
+		if a.Action != ActionAnnotate && a.Action != ActionRestart || dry == DryRunClient {
 			continue
 		}
-		if dry == DryRunClient {
-			continue
-		}
-		if ctx.Err() != nil {
-			results[i].Error = "not sent: " + ctx.Err().Error()
-			continue
-		}
-		t := now()
-		var patch []byte
-		pt := types.MergePatchType
-		if a.Action == ActionAnnotate {
-			patch = AnnotatePatch(t)
-		} else {
-			patch, pt = RestartPatch(t), types.StrategicMergePatchType
-		}
-		err := retry.OnError(Backoff, Retriable, func() error {
-			return p.Patch(ctx, a.Target.Kind, a.Target.Namespace, a.Target.Name, pt, patch, dry == DryRunServer)
-		})
-		if err != nil {
-			results[i].Outcome, results[i].Error = OutcomeFailed, err.Error()
-			continue
-		}
-		if dry == DryRunServer {
-			results[i].Outcome = OutcomeDryRun
-			continue
-		}
-		at := metav1.NewTime(t)
-		results[i].Outcome, results[i].AppliedAt = OutcomeApplied, &at
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(r *Result) {
+			defer func() { <-sem; wg.Done() }()
+			applyOne(ctx, p, r, dry, now)
+		}(&results[i])
 	}
+	wg.Wait()
 	return results
+}
+
+// applyOne sends the patch of one action and records the outcome in r.
+func applyOne(ctx context.Context, p Patcher, r *Result, dry DryRun, now func() time.Time) {
+	if ctx.Err() != nil {
+		r.Error = "not sent: " + ctx.Err().Error()
+		return
+	}
+	t := now()
+	var patch []byte
+	pt := types.MergePatchType
+	if r.Action.Action == ActionAnnotate {
+		patch = AnnotatePatch(t)
+	} else {
+		patch, pt = RestartPatch(t), types.StrategicMergePatchType
+	}
+	err := retry.OnError(Backoff, Retriable, func() error {
+		return p.Patch(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Name, pt, patch, dry == DryRunServer)
+	})
+	switch {
+	case err != nil:
+		r.Outcome, r.Error = OutcomeFailed, err.Error()
+	case dry == DryRunServer:
+		r.Outcome = OutcomeDryRun
+	default:
+		at := metav1.NewTime(t)
+		r.Outcome, r.AppliedAt = OutcomeApplied, &at
+	}
 }

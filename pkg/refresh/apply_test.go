@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,11 +22,14 @@ type sent struct {
 
 // recordingPatcher records patches and fails by name.
 type recordingPatcher struct {
+	mu    sync.Mutex
 	sent  []sent
 	fails map[string][]error // name -> errors to return, in order
 }
 
 func (p *recordingPatcher) Patch(_ context.Context, kind, _, name string, pt types.PatchType, patch []byte, dryRun bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.sent = append(p.sent, sent{kind, name, pt, string(patch), dryRun})
 	if errs := p.fails[name]; len(errs) > 0 {
 		p.fails[name] = errs[1:]
@@ -60,11 +64,15 @@ func TestApply(t *testing.T) {
 	if len(p.sent) != 4 { // restart, api-1 twice, api-2 once (Forbidden is not retried)
 		t.Fatalf("sent %d patches, want 4: %+v", len(p.sent), p.sent)
 	}
-	if p.sent[0].pt != types.StrategicMergePatchType || p.sent[0].patch != `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-22T10:00:00Z"}}}}}` {
-		t.Errorf("restart patch = %s %s", p.sent[0].pt, p.sent[0].patch)
+	byName := map[string]sent{}
+	for _, s := range p.sent { // patches go out concurrently: in no fixed order
+		byName[s.name] = s
 	}
-	if p.sent[1].pt != types.MergePatchType || p.sent[1].patch != `{"metadata":{"annotations":{"kubectl-cmsync.io/refreshed-at":"2026-11-22T10:00:00.123456789Z"}}}` {
-		t.Errorf("annotate patch = %s %s", p.sent[1].pt, p.sent[1].patch)
+	if r := byName["web"]; r.pt != types.StrategicMergePatchType || r.patch != `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-22T10:00:00Z"}}}}}` {
+		t.Errorf("restart patch = %s %s", r.pt, r.patch)
+	}
+	if r := byName["api-1"]; r.pt != types.MergePatchType || r.patch != `{"metadata":{"annotations":{"kubectl-cmsync.io/refreshed-at":"2026-11-22T10:00:00.123456789Z"}}}` {
+		t.Errorf("annotate patch = %s %s", r.pt, r.patch)
 	}
 }
 

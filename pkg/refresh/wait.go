@@ -45,8 +45,13 @@ type WaitOptions struct {
 	// MaxInterval (default 8x Interval).
 	Interval    time.Duration
 	MaxInterval time.Duration
-	Now         func() time.Time
-	Progress    func(Progress)
+	// FirstDelay is the pause before the first round (default 500ms: the
+	// kubelet rewrites an annotated pod's volumes within 0.2-0.6 s, and a
+	// round that comes too early costs one exec per pod for nothing);
+	// negative for none.
+	FirstDelay time.Duration
+	Now        func() time.Time
+	Progress   func(Progress)
 }
 
 // settled reports whether an observed state counts as current.
@@ -95,6 +100,15 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 	}
 	total := len(open)
 	rolled := map[int]bool{}
+	if o.FirstDelay == 0 {
+		o.FirstDelay = 500 * time.Millisecond
+	}
+	if total > 0 && o.FirstDelay > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(o.FirstDelay):
+		}
+	}
 	for len(open) > 0 {
 		// which namespaces and objects to look at this round
 		byNS := map[string]map[inspect.ObjectKey]bool{}

@@ -67,7 +67,7 @@ func TestWaitConverges(t *testing.T) {
 	obs := &scriptedObserver{rounds: [][]inspect.Item{{pendingVol, bystander}, {syncedVol, newEnv, bystander}}}
 	results := []Result{applied(annotate, clock.t), applied(restart, clock.t), {Action: Action{Action: ActionManual}, Outcome: OutcomeNotApplied}}
 	var last Progress
-	got := Wait(context.Background(), results, obs, &rolloutAfter{n: 1}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, Now: clock.now, Progress: func(p Progress) { last = p }})
+	got := Wait(context.Background(), results, obs, &rolloutAfter{n: 1}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now, Progress: func(p Progress) { last = p }})
 	if got[0].Outcome != OutcomeCurrent || got[1].Outcome != OutcomeCurrent {
 		t.Fatalf("outcomes %s %s (%s / %s)", got[0].Outcome, got[1].Outcome, got[0].Detail, got[1].Detail)
 	}
@@ -91,7 +91,7 @@ func TestWaitTimesOut(t *testing.T) {
 		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "api-1", Container: "c", Mode: inspect.ModeVolume}}}
 	pendingVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
 	obs := &scriptedObserver{rounds: [][]inspect.Item{{pendingVol}}}
-	got := Wait(context.Background(), []Result{applied(annotate, clock.t)}, obs, &rolloutAfter{}, WaitOptions{Timeout: 5 * time.Second, Interval: time.Millisecond, Now: clock.now})
+	got := Wait(context.Background(), []Result{applied(annotate, clock.t)}, obs, &rolloutAfter{}, WaitOptions{Timeout: 5 * time.Second, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now})
 	if got[0].Outcome != OutcomeTimeout {
 		t.Fatalf("outcome %s, want timeout", got[0].Outcome)
 	}
