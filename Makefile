@@ -1,6 +1,8 @@
 # kubectl-cmsync. `make help` lists the targets.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
+# Go lives in /usr/local/go on these machines; a login shell may not have it on PATH
+export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 CLUSTER := hack/cluster
 # the admin kubeconfig of the local cluster (hack/cluster/up.sh)
