@@ -482,18 +482,24 @@ func (w want) matches(it inspect.Item) bool {
 	return true
 }
 
+// in returns the report items the want selects.
+func (w want) in(rep inspect.Report) []inspect.Item {
+	var got []inspect.Item
+	for _, it := range rep.Items {
+		if w.matches(it) {
+			got = append(got, it)
+		}
+	}
+	return got
+}
+
 // checkReport asserts every want against the report; on a mismatch it logs
 // the whole report.
 func (f *fx) checkReport(rep inspect.Report, wants []want) {
 	f.t.Helper()
 	bad := false
 	for _, w := range wants {
-		var got []inspect.Item
-		for _, it := range rep.Items {
-			if w.matches(it) {
-				got = append(got, it)
-			}
-		}
+		got := w.in(rep)
 		n := w.count
 		if n == 0 {
 			n = 1

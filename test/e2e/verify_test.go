@@ -33,12 +33,7 @@ func (f *fx) checkStates(rep inspect.Report, wants []wantState) {
 	f.t.Helper()
 	bad := false
 	for _, w := range wants {
-		var got []inspect.Item
-		for _, it := range rep.Items {
-			if w.matches(it) {
-				got = append(got, it)
-			}
-		}
+		got := w.in(rep)
 		if len(got) != 1 {
 			f.t.Errorf("status --verify: %d item(s) for %s, want 1", len(got), w.want)
 			bad = true
