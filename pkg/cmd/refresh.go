@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,8 +92,11 @@ type RefreshOptions struct {
 
 // NewRefreshOptions returns options with defaults.
 func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RefreshOptions {
-	return &RefreshOptions{ConfigFlags: flags, IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
+	o := &RefreshOptions{ConfigFlags: flags, IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
 		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute, Now: time.Now}
+	// the verify flags' defaults, from the one place that declares them
+	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
+	return o
 }
 
 // NewCmdRefresh builds `kubectl cmsync refresh`.

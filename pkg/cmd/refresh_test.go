@@ -1,0 +1,122 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+func TestRefreshValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(o *RefreshOptions)
+		want   string
+	}{
+		{"bad strategy", func(o *RefreshOptions) { o.Strategy = "rolling" }, `invalid --strategy "rolling": must be one of auto, annotate, restart`},
+		{"bad dry run", func(o *RefreshOptions) { o.DryRun = "yes" }, `invalid --dry-run "yes": must be "none", "client", or "server"`},
+		{"bad output", func(o *RefreshOptions) { o.Output = "wide" }, `unable to match a printer suitable for the output format "wide", allowed formats are: json,yaml`},
+		{"zero timeout", func(o *RefreshOptions) { o.Timeout = 0 }, `--timeout must be positive, got 0s`},
+		{"max restarts below -1", func(o *RefreshOptions) { o.MaxRestarts = -2 }, `--max-restarts must be -1 (no limit) or more, got -2`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+			tt.mutate(o)
+			err := o.Validate()
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Validate() = %v, want %q", err, tt.want)
+			}
+			if ExitCode(err) != ExitUsage {
+				t.Errorf("exit code %d, want %d", ExitCode(err), ExitUsage)
+			}
+		})
+	}
+}
+
+// countingPatcher records patches.
+type countingPatcher struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (p *countingPatcher) Patch(_ context.Context, kind, _, name string, _ types.PatchType, _ []byte, _ bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = append(p.sent, kind+"/"+name)
+	return nil
+}
+
+// staleEnvFixture: Deployment web, one pod whose env still has the old value.
+func staleEnvFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *bytes.Buffer) {
+	t.Helper()
+	ctrl := true
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Controller: &ctrl}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1-a", Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", Controller: &ctrl}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
+			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/web-1-a/app": {Env: map[string]string{"K": "old"}}}}
+	p := &countingPatcher{}
+	out := &bytes.Buffer{}
+	o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
+	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", fake.NewClientset(cm, dep, rs, pod), ex, p
+	o.Output = "json"
+	return o, p, out
+}
+
+func TestRefreshRefusesRestartsWithoutATerminal(t *testing.T) {
+	o, p, out := staleEnvFixture(t)
+	err := o.Run(context.Background())
+	if ExitCode(err) != ExitRefused || !strings.Contains(err.Error(), "add --yes to proceed") {
+		t.Fatalf("Run() = %v (exit %d), want a refusal with exit 4", err, ExitCode(err))
+	}
+	if len(p.sent) != 0 {
+		t.Fatalf("a refused plan sent patches: %v", p.sent)
+	}
+	if !strings.Contains(out.String(), `"kind": "RefreshPlan"`) || !strings.Contains(out.String(), `"action": "restart"`) {
+		t.Errorf("the refused plan must still be printed:\n%s", out.String())
+	}
+}
+
+func TestRefreshMaxRestartsAlsoInClientDryRun(t *testing.T) {
+	o, p, _ := staleEnvFixture(t)
+	o.DryRun, o.MaxRestarts, o.Yes = string(refresh.DryRunClient), 0, true
+	err := o.Run(context.Background())
+	if ExitCode(err) != ExitRefused || !strings.Contains(err.Error(), "more than --max-restarts=0") {
+		t.Fatalf("Run() = %v, want the --max-restarts refusal", err)
+	}
+	if len(p.sent) != 0 {
+		t.Fatalf("sent patches: %v", p.sent)
+	}
+}
+
+func TestRefreshClientDryRunSendsNothing(t *testing.T) {
+	o, p, out := staleEnvFixture(t)
+	o.DryRun = string(refresh.DryRunClient)
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if len(p.sent) != 0 {
+		t.Fatalf("client dry run sent patches: %v", p.sent)
+	}
+	if !strings.Contains(out.String(), `"name": "web"`) {
+		t.Errorf("plan does not restart deployment web:\n%s", out.String())
+	}
+}
