@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -175,7 +176,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Now: o.Now()}); err != nil {
 		return err
 	}
-	if len(items) == 0 && o.Output == "" || len(items) == 0 && o.Output == "wide" {
+	if len(items) == 0 && (o.Output == "" || o.Output == "wide") {
 		fmt.Fprintln(o.ErrOut, noConsumersMessage(o.Namespace, o.Secrets))
 	}
 	if o.Check {
@@ -309,7 +310,7 @@ func validateOutput(format string, allowed []string) error {
 // readKubeletConfigs fills snap.KubeletConfigs from each node's /configz
 // (--kubelet-config). A node that cannot be read keeps the defaults, with a
 // warning that says why.
-func readKubeletConfigs(ctx context.Context, c kubernetes.Interface, snap *inspect.Snapshot, warn interface{ Write([]byte) (int, error) }) {
+func readKubeletConfigs(ctx context.Context, c kubernetes.Interface, snap *inspect.Snapshot, warn io.Writer) {
 	snap.KubeletConfigs = map[string]inspect.KubeletTiming{}
 	seen := map[string]bool{}
 	for _, p := range snap.Pods {

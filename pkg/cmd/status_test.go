@@ -1,12 +1,11 @@
 package cmd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/fixtures"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,12 +18,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -35,31 +32,7 @@ var statusTestNow = time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)
 
 // statusClusterObjects decodes testdata/status-cluster.yaml.
 func statusClusterObjects(t *testing.T) []runtime.Object {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "status-cluster.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var objs []runtime.Object
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, doc)
-		}
-		objs = append(objs, obj)
-	}
-	return objs
+	return fixtures.Objects(t, filepath.Join("testdata", "status-cluster.yaml"))
 }
 
 // statusLoader reads the fixture cluster through inspect.Load over a fake

@@ -1374,30 +1374,22 @@ func otherEnvSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) en
 // name, so that the container shows its value, not this use's: known, or
 // maybe (naming the unread sources that could).
 func (es envSources) overrides(name string) (known bool, maybe []string) {
-	if es.names[name] {
-		return true, nil
-	}
-	for _, s := range es.others {
-		if !s.later {
-			continue
-		}
-		k, m := s.sets(name)
-		if k {
-			return true, nil
-		}
-		if m {
-			maybe = append(maybe, s.what())
-		}
-	}
-	return false, maybe
+	return es.setBy(name, true)
 }
 
 // setsElsewhere is overrides for any other source, earlier ones included.
 func (es envSources) setsElsewhere(name string) (known bool, maybe []string) {
+	return es.setBy(name, false)
+}
+
+func (es envSources) setBy(name string, laterOnly bool) (known bool, maybe []string) {
 	if es.names[name] {
 		return true, nil
 	}
 	for _, s := range es.others {
+		if laterOnly && !s.later {
+			continue
+		}
 		k, m := s.sets(name)
 		if k {
 			return true, nil
