@@ -205,7 +205,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if o.RESTConfig != nil {
 		server = o.RESTConfig.Host
 	}
-	wantSecrets := o.Secrets || hasSecret(o.Names)
+	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
 	snap, err := inspect.Load(ctx, o.Client, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets})
 	if err != nil {
 		return explainAPIError(err, server, o.Namespace)

@@ -156,7 +156,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	wantSecrets := o.Secrets || hasSecret(o.Names)
+	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
 	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true})
 	if err != nil {
 		return explainAPIError(err, o.server(), o.Namespace)
@@ -239,15 +239,6 @@ func reasonFor(it inspect.Item) string {
 		return it.StateReason
 	}
 	return it.Reason
-}
-
-func hasSecret(keys []inspect.ObjectKey) bool {
-	for _, k := range keys {
-		if k.Kind == inspect.KindSecret {
-			return true
-		}
-	}
-	return false
 }
 
 // resolveNamespace returns the namespace from -n or the kubeconfig context,

@@ -199,6 +199,17 @@ func (it Item) Key() ObjectKey {
 	return ObjectKey{Kind: it.Object.Kind, Namespace: it.Object.Namespace, Name: it.Object.Name}
 }
 
+// NamesSecret reports whether any of keys is a Secret: then Secrets must be
+// loaded even without --secrets.
+func NamesSecret(keys []ObjectKey) bool {
+	for _, k := range keys {
+		if k.Kind == KindSecret {
+			return true
+		}
+	}
+	return false
+}
+
 // ContainerName returns the container name or "" for an unmounted volume.
 func (it Item) ContainerName() string {
 	if it.Container == nil {

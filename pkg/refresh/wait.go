@@ -345,7 +345,7 @@ type ClusterObserver struct {
 
 // Observe implements Observer.
 func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
-	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || hasSecrets(objects)})
+	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || inspect.NamesSecret(objects)})
 	if err != nil {
 		return nil, err
 	}
@@ -367,13 +367,4 @@ func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects 
 		}
 	}
 	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
-}
-
-func hasSecrets(keys []inspect.ObjectKey) bool {
-	for _, k := range keys {
-		if k.Kind == inspect.KindSecret {
-			return true
-		}
-	}
-	return false
 }
