@@ -111,9 +111,13 @@ type ObjectRef struct {
 	LastChange *metav1.Time `json:"lastChange,omitempty"`
 }
 
-// PodRef names the consuming pod.
+// PodRef names the consuming pod. Its namespace is the object's (a pod reads
+// ConfigMaps and Secrets of its own namespace only).
 type PodRef struct {
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// UID tells a pod from an earlier one of the same name (a StatefulSet's
+	// replacement pod, a re-created bare pod).
+	UID   string `json:"uid,omitempty"`
 	Node  string `json:"node,omitempty"`
 	Phase string `json:"phase,omitempty"`
 }
@@ -208,6 +212,51 @@ func NamesSecret(keys []ObjectKey) bool {
 		}
 	}
 	return false
+}
+
+// UseID is the stable identity of one use: which pod (by UID, so a
+// replacement pod of the same name is another use), which container, how,
+// where and of what. Two mounts of one ConfigMap in one container, or the
+// same pod name in two namespaces, are different uses. It is carried from
+// Uses through the refresh plan, apply and wait.
+type UseID struct {
+	Namespace  string `json:"namespace"`
+	PodUID     string `json:"podUID,omitempty"`
+	Pod        string `json:"pod"`
+	Container  string `json:"container,omitempty"`
+	Mode       Mode   `json:"mode,omitempty"`
+	ObjectKind string `json:"objectKind"`
+	ObjectName string `json:"objectName"`
+	// Volume and MountPath for volume uses; Env for env (the variable) and
+	// envFrom (the prefix) uses.
+	Volume    string `json:"volume,omitempty"`
+	MountPath string `json:"mountPath,omitempty"`
+	Env       string `json:"env,omitempty"`
+}
+
+// ID returns the use's identity.
+func (it Item) ID() UseID {
+	id := UseID{
+		Namespace: it.Object.Namespace, PodUID: it.Pod.UID, Pod: it.Pod.Name,
+		Container: it.ContainerName(), Mode: it.Mode,
+		ObjectKind: it.Object.Kind, ObjectName: it.Object.Name,
+	}
+	if it.Volume != nil {
+		id.Volume, id.MountPath = it.Volume.Name, it.Volume.MountPath
+	}
+	switch it.Mode {
+	case ModeEnv:
+		id.Env = it.EnvName
+	case ModeEnvFrom:
+		id.Env = it.EnvPrefix
+	}
+	return id
+}
+
+// SamePod reports whether the use belongs to the pod with this identity
+// (namespace, name and, when both are known, UID).
+func (id UseID) SamePod(namespace, name, uid string) bool {
+	return id.Namespace == namespace && id.Pod == name && (id.PodUID == "" || uid == "" || id.PodUID == uid)
 }
 
 // ContainerName returns the container name or "" for an unmounted volume.

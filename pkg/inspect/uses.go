@@ -93,7 +93,7 @@ func findContainer(pod *corev1.Pod, name string) (containerView, bool) {
 // filled in later (see Build).
 func Uses(pod *corev1.Pod) []Item {
 	var out []Item
-	base := Item{Pod: PodRef{Name: pod.Name, Node: pod.Spec.NodeName, Phase: podPhase(pod)}}
+	base := Item{Pod: PodRef{Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName, Phase: podPhase(pod)}}
 	mounted := map[string]bool{}
 	volumes := map[string]corev1.Volume{}
 	for _, v := range pod.Spec.Volumes {
