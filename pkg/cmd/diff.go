@@ -71,6 +71,7 @@ type DiffOptions struct {
 	Pod              string
 	Container        string
 	Selector         string
+	Secrets          bool
 	ShowSecretValues bool
 	Verify           VerifyFlags
 
@@ -107,6 +108,7 @@ func NewCmdDiff(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 	fs.StringVar(&o.Pod, "pod", "", "Only this pod.")
 	fs.StringVarP(&o.Container, "container", "c", "", "Only this container.")
 	fs.StringVarP(&o.Selector, "selector", "l", "", "Only pods matching this label selector (e.g. -l app=web).")
+	fs.BoolVar(&o.Secrets, "secrets", false, "Also read Secrets, so that a ConfigMap consumer that shares a projected volume or environment with a Secret can be compared (needs list on secrets; Secret values are shown only as fingerprints).")
 	fs.BoolVar(&o.ShowSecretValues, "show-secret-values", false, "Print the values of a Secret that differ (they are still never written to disk).")
 	o.Verify.AddFlags(fs, false)
 	return cmd
@@ -163,7 +165,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		server = o.RESTConfig.Host
 	}
 	secret := o.Key.Kind == inspect.KindSecret
-	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret, Nodes: true})
+	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret || o.Secrets, Nodes: true})
 	if err != nil {
 		return explainAPIError(err, server, o.Namespace)
 	}

@@ -305,3 +305,57 @@ func TestDiffRendererFingerprintsSecretSources(t *testing.T) {
 		t.Errorf("a value no Secret can set is hidden:\n%s", out.String())
 	}
 }
+
+// TestDiffSecretsFlag: diff recommends "add --secrets" for a ConfigMap
+// consumer that shares its container with a Secret; diff has that flag, it
+// loads Secrets, and the comparison then completes without printing the
+// Secret's value.
+func TestDiffSecretsFlag(t *testing.T) {
+	cmd := NewCmdDiff(nil, genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	if cmd.Flags().Lookup("secrets") == nil {
+		t.Fatal("diff has no --secrets flag, yet it recommends it")
+	}
+	const value = "hunter2-override"
+	app := corev1.Container{Name: "app", EnvFrom: []corev1.EnvFromSource{
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
+	}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"DB_PASSWORD": "from-cm", "HOST": "db-v2"}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"DB_PASSWORD": []byte(value)}}
+	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/p/app": {
+		Env: map[string]string{"DB_PASSWORD": value, "HOST": "db-v1"}}}}
+	for _, secrets := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		o := NewDiffOptions(nil, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
+		o.Namespace, o.Key, o.HMACKey, o.Secrets = "ns", cfgKey, []byte("k"), secrets
+		var asked inspect.LoadOptions
+		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
+			asked = lo
+			snap := &inspect.Snapshot{Pods: []corev1.Pod{diffPod("p", app)},
+				ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{cfgKey: cm}, SecretsListed: lo.Secrets,
+				Secrets: map[inspect.ObjectKey]*corev1.Secret{}}
+			if lo.Secrets {
+				snap.Secrets[credsKey] = sec
+			}
+			return snap, nil
+		}
+		o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second, Executor: ex}
+		err := o.Run(context.Background())
+		all := out.String() + errOut.String()
+		if strings.Contains(all, value) {
+			t.Fatalf("--secrets=%v: the Secret's value is shown:\n%s", secrets, all)
+		}
+		if asked.Secrets != secrets {
+			t.Errorf("--secrets=%v: loaded Secrets=%v", secrets, asked.Secrets)
+		}
+		if !secrets {
+			if !strings.Contains(all, "add --secrets") {
+				t.Errorf("without --secrets: no hint to add it:\n%s", all)
+			}
+			continue
+		}
+		if ExitCode(err) != ExitCheck || strings.Contains(all, "add --secrets") || !strings.Contains(out.String(), "+HOST=") {
+			t.Errorf("--secrets: exit %d (%v), want 3 with the HOST difference and no hint\n%s", ExitCode(err), err, all)
+		}
+	}
+}
