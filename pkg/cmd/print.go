@@ -19,7 +19,10 @@ type printOptions struct {
 	AllNamespaces bool
 	NoHeaders     bool
 	Verify        bool
-	Now           time.Time
+	// Secrets: Secrets are shown (--secrets or a secret/NAME), so the
+	// first column is OBJECT, not CONFIGMAP.
+	Secrets bool
+	Now     time.Time
 }
 
 // printReport prints a StatusReport as a table, or as the JSON/YAML document
@@ -59,7 +62,11 @@ func printStatusTable(out io.Writer, items []inspect.Item, o printOptions) error
 	if o.AllNamespaces {
 		head = append(head, "NAMESPACE")
 	}
-	head = append(head, "CONFIGMAP", "POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD")
+	objectHead := "CONFIGMAP"
+	if o.Secrets || showsSecret(items) {
+		objectHead = "OBJECT"
+	}
+	head = append(head, objectHead, "POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD")
 	if o.Verify {
 		head = append(head, "STATE", "SYNCED")
 	}
@@ -74,7 +81,7 @@ func printStatusTable(out io.Writer, items []inspect.Item, o printOptions) error
 		if o.AllNamespaces {
 			row = append(row, it.Object.Namespace)
 		}
-		row = append(row, objectColumn(it), orNone(it.Pod.Name), containerColumn(it), modeColumn(it), pathKeys(it), string(it.Verdict), workloadColumn(it))
+		row = append(row, objectColumn(it), orNone(it.Pod.Name), containerColumn(it), modeColumn(it), pathKeys(it), verdictColumn(it), workloadColumn(it))
 		if o.Verify {
 			row = append(row, stateColumn(it), syncedColumn(it, o.Now))
 		}
@@ -95,6 +102,24 @@ func objectColumn(it inspect.Item) string {
 		name += " (missing)"
 	}
 	return name
+}
+
+func showsSecret(items []inspect.Item) bool {
+	for _, it := range items {
+		if it.Object.Kind == inspect.KindSecret {
+			return true
+		}
+	}
+	return false
+}
+
+// verdictColumn tells an optional missing object or key (the pod runs
+// without it, often by design) from a required one.
+func verdictColumn(it inspect.Item) string {
+	if it.Verdict == inspect.VerdictMissing && it.Optional {
+		return "missing (optional)"
+	}
+	return string(it.Verdict)
 }
 
 func containerColumn(it inspect.Item) string {

@@ -255,3 +255,41 @@ func TestPrintVerifyColumns(t *testing.T) {
 		t.Errorf("an empty table prints %q, %v; want nothing", out.String(), err)
 	}
 }
+
+// TestPrintObjectHeaderAndOptionalMissing: the first column is OBJECT once
+// Secrets are shown; an optional missing use reads "missing (optional)",
+// a required one "missing".
+func TestPrintObjectHeaderAndOptionalMissing(t *testing.T) {
+	cm := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}, Pod: inspect.PodRef{Name: "p"},
+		Mode: inspect.ModeEnv, EnvName: "A", Keys: []string{"a"}, Verdict: inspect.VerdictMissing, Optional: true}
+	req := cm
+	req.EnvName, req.Optional = "B", false
+	sec := cm
+	sec.Object.Kind, sec.Object.Name, sec.Verdict, sec.Optional = inspect.KindSecret, "creds", inspect.VerdictRestartNeeded, false
+	for _, c := range []struct {
+		items   []inspect.Item
+		secrets bool
+		head    string
+	}{
+		{[]inspect.Item{cm, req}, false, "CONFIGMAP"},
+		{[]inspect.Item{cm, req}, true, "OBJECT"},
+		{[]inspect.Item{cm, sec}, false, "OBJECT"},
+	} {
+		var out bytes.Buffer
+		if err := printReport(&out, c.items, printOptions{Secrets: c.secrets}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(out.String(), "\n")
+		if f := strings.Fields(lines[0]); f[0] != c.head {
+			t.Errorf("secrets=%v, %d items: header starts %q, want %q", c.secrets, len(c.items), f[0], c.head)
+		}
+		if !strings.Contains(lines[1], "missing (optional)") {
+			t.Errorf("optional missing row: %q", lines[1])
+		}
+	}
+	var out bytes.Buffer
+	_ = printReport(&out, []inspect.Item{req}, printOptions{})
+	if strings.Contains(out.String(), "(optional)") || !strings.Contains(out.String(), " missing ") {
+		t.Errorf("required missing row: %q", out.String())
+	}
+}

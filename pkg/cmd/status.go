@@ -173,7 +173,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Now: o.Now()}); err != nil {
+	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: o.Secrets || inspect.NamesSecret(o.Names), Now: o.Now()}); err != nil {
 		return err
 	}
 	if len(items) == 0 && (o.Output == "" || o.Output == "wide") {

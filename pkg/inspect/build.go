@@ -123,19 +123,38 @@ func unusedKeys(snap *Snapshot, o BuildOptions, used map[ObjectKey]bool, keep fu
 
 var modeOrder = map[Mode]int{ModeVolume: 0, ModeItems: 1, ModeProjected: 2, ModeSubPath: 3, ModeSubPathExpr: 4, ModeEnv: 5, ModeEnvFrom: 6, ModeUnmounted: 7}
 
-// SortItems orders items by namespace, kind (ConfigMap first), name, pod,
-// container and mode.
+// SortItems orders items by namespace; then objects with a required
+// problem (a required object or key missing, a subPath that breaks on
+// change) first and objects whose only rows are optional and missing last;
+// then kind (ConfigMap first) and name; within an object required problems
+// first and optional missing rows last; then pod, container and mode.
 func SortItems(items []Item) {
+	objRank := map[ObjectKey]int{}
+	for _, it := range items {
+		r, seen := objRank[it.Key()]
+		switch pr := problemRank(it); {
+		case !seen:
+			objRank[it.Key()] = pr
+		case pr == 0 || (pr == 1 && r == 2):
+			objRank[it.Key()] = pr
+		}
+	}
 	sort.SliceStable(items, func(i, j int) bool {
 		a, b := items[i], items[j]
 		if a.Object.Namespace != b.Object.Namespace {
 			return a.Object.Namespace < b.Object.Namespace
+		}
+		if ra, rb := objRank[a.Key()], objRank[b.Key()]; ra != rb {
+			return ra < rb
 		}
 		if a.Object.Kind != b.Object.Kind {
 			return a.Object.Kind == KindConfigMap
 		}
 		if a.Object.Name != b.Object.Name {
 			return a.Object.Name < b.Object.Name
+		}
+		if ra, rb := problemRank(a), problemRank(b); ra != rb {
+			return ra < rb
 		}
 		if a.Pod.Name != b.Pod.Name {
 			return a.Pod.Name < b.Pod.Name
@@ -148,6 +167,19 @@ func SortItems(items []Item) {
 		}
 		return volumeName(a) < volumeName(b)
 	})
+}
+
+// problemRank: 0 for a problem a pod cannot run or keep running with
+// (required missing, breaks-on-change), 2 for an optional object or key
+// that is absent (often by design), 1 for the rest.
+func problemRank(it Item) int {
+	switch {
+	case it.Verdict == VerdictMissing && !it.Optional, it.Verdict == VerdictBreaksOnChange:
+		return 0
+	case it.Verdict == VerdictMissing:
+		return 2
+	}
+	return 1
 }
 
 func volumeName(it Item) string {

@@ -41,19 +41,17 @@ func secretKey(ns, name string) ObjectKey { return ObjectKey{KindSecret, ns, nam
 // TestBuildFilters: which objects a report shows for each option.
 func TestBuildFilters(t *testing.T) {
 	snap := statusSnapshot(t)
-	consumed := []string{
+	// Per namespace: objects with a required problem first, objects whose
+	// rows are all optional and missing last.
+	problems := []string{
 		"owners configmap/settings 12",
 		"shop configmap/app-config 27",
-		"shop configmap/frozen 3",
 		"shop configmap/ghost-config 2",
-		"shop configmap/maybe-config 2",
 		"shop configmap/nested-config 6",
 		"shop configmap/partial 5",
 	}
-	secrets := []string{
-		"shop secret/db-creds 10",
-		"shop secret/ghost-secret 1",
-	}
+	fine := []string{"shop configmap/frozen 3"}
+	optional := []string{"shop configmap/maybe-config 2"}
 	join := func(parts ...[]string) []string {
 		var out []string
 		for _, p := range parts {
@@ -61,18 +59,19 @@ func TestBuildFilters(t *testing.T) {
 		}
 		return out
 	}
+	consumed := join(problems, fine, optional)
 	cases := []struct {
 		name string
 		opts BuildOptions
 		want []string
 	}{
 		{"default: ConfigMaps with consumers; no Secrets, no kube-root-ca.crt", BuildOptions{}, consumed},
-		{"secrets", BuildOptions{Secrets: true}, join(consumed, secrets)},
-		{"include system", BuildOptions{IncludeSystem: true}, join(consumed[:4], []string{"shop configmap/kube-root-ca.crt 1"}, consumed[4:])},
+		{"secrets", BuildOptions{Secrets: true}, join(problems, []string{"shop secret/db-creds 10"}, fine, optional, []string{"shop secret/ghost-secret 1"})},
+		{"include system", BuildOptions{IncludeSystem: true}, join(problems, fine, []string{"shop configmap/kube-root-ca.crt 1"}, optional)},
 		{"unused: one row per object no pod consumes", BuildOptions{Unused: true},
-			join([]string{"other configmap/app-config 1"}, consumed[:6], []string{"shop configmap/orphan 1"}, consumed[6:])},
+			join([]string{"other configmap/app-config 1"}, problems, fine, []string{"shop configmap/orphan 1"}, optional)},
 		{"unused with secrets", BuildOptions{Unused: true, Secrets: true},
-			join([]string{"other configmap/app-config 1"}, consumed[:6], []string{"shop configmap/orphan 1"}, consumed[6:], secrets, []string{"shop secret/unused-secret 1"})},
+			join([]string{"other configmap/app-config 1"}, problems, []string{"shop secret/db-creds 10"}, fine, []string{"shop configmap/orphan 1", "shop secret/unused-secret 1"}, optional, []string{"shop secret/ghost-secret 1"})},
 		{"a name", BuildOptions{Names: []ObjectKey{cmKey("shop", "frozen")}}, []string{"shop configmap/frozen 3"}},
 		{"a name in another namespace", BuildOptions{Names: []ObjectKey{cmKey("other", "app-config")}}, []string{"other configmap/app-config 1"}},
 		{"a Secret by name, without --secrets", BuildOptions{Names: []ObjectKey{secretKey("shop", "db-creds")}}, []string{"shop secret/db-creds 10"}},
@@ -148,8 +147,9 @@ func TestBuildNotFound(t *testing.T) {
 	}
 }
 
-// TestBuildOrder: rows sort by namespace, kind (ConfigMap first), name,
-// pod, container, mode (volume, items, projected, subPath, subPathExpr, env,
+// TestBuildOrder: rows sort by namespace, objects with a required problem
+// first, kind (ConfigMap first), name, required problems first and optional
+// missing rows last, pod, container, mode (volume, items, projected, subPath, subPathExpr, env,
 // envFrom, unmounted), then volume and mount path or variable name.
 func TestBuildOrder(t *testing.T) {
 	snap := statusSnapshot(t)
@@ -164,7 +164,6 @@ func TestBuildOrder(t *testing.T) {
 	want := []string{
 		"shop configmap/app-config pod=env-pod c=app env $LOGO missing w=Pod/env-pod",
 		"shop configmap/app-config pod=env-pod c=app env $LOG_LEVEL restart-needed w=Pod/env-pod",
-		"shop configmap/app-config pod=env-pod c=app env $OPT_LOGO missing w=Pod/env-pod",
 		"shop configmap/app-config pod=env-pod c=app envFrom  restart-needed w=Pod/env-pod",
 		"shop configmap/app-config pod=kc-nottl-pod c=app volume cfg:/etc/app hot-update w=Pod/kc-nottl-pod",
 		"shop configmap/app-config pod=kc-pod c=app volume cfg:/etc/app hot-update w=Pod/kc-pod",
@@ -189,11 +188,12 @@ func TestBuildOrder(t *testing.T) {
 		"shop configmap/app-config pod=unmounted-pod c= unmounted cfg: not-mounted w=Pod/unmounted-pod",
 		"shop configmap/app-config pod=unscheduled-pod c=app volume cfg:/etc/app hot-update w=Pod/unscheduled-pod",
 		"shop configmap/app-config pod=volume-pod c=app volume cfg:/etc/app hot-update w=Pod/volume-pod",
-		"shop configmap/nested-config pod=items-pod c=app items nested:/etc/nested hot-update w=Pod/items-pod",
-		"shop configmap/nested-config pod=subpath-pod c=app subPath nested:/etc/a.conf restart-needed w=Pod/subpath-pod",
+		"shop configmap/app-config pod=env-pod c=app env $OPT_LOGO missing w=Pod/env-pod",
 		"shop configmap/nested-config pod=subpath-pod c=app subPath nested:/etc/conf.d breaks-on-change w=Pod/subpath-pod",
 		"shop configmap/nested-config pod=subpathexpr-pod c=app subPathExpr nested:/etc/dir-env breaks-on-change w=Pod/subpathexpr-pod",
 		"shop configmap/nested-config pod=subpathexpr-pod c=app subPathExpr nested:/etc/dir-field breaks-on-change w=Pod/subpathexpr-pod",
+		"shop configmap/nested-config pod=items-pod c=app items nested:/etc/nested hot-update w=Pod/items-pod",
+		"shop configmap/nested-config pod=subpath-pod c=app subPath nested:/etc/a.conf restart-needed w=Pod/subpath-pod",
 		"shop configmap/nested-config pod=unmounted-pod c= unmounted nested: not-mounted w=Pod/unmounted-pod",
 	}
 	var got []string

@@ -122,7 +122,12 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		}
 		return
 	}
-	if missing := missingKeys(it, obj); len(missing) > 0 {
+	skipped := ""
+	if missing := missingKeys(it, obj); len(missing) > 0 && it.Optional && it.Mode.HotUpdating() && len(missing) < len(it.Keys) {
+		// An optional volume skips the absent keys and still writes (and
+		// hot-updates) the others.
+		skipped = fmt.Sprintf("; key %s is not in %s (optional, so skipped until it is added)", strings.Join(quoteAll(missing), ", "), what)
+	} else if len(missing) > 0 {
 		it.Verdict = VerdictMissing
 		keys := strings.Join(quoteAll(missing), ", ")
 		if it.Mode == ModeEnv && obj.BinaryKeys[missing[0]] {
@@ -140,7 +145,7 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	}
 	if obj.Immutable {
 		it.Verdict = VerdictNeverChanges
-		it.Reason = fmt.Sprintf("immutable %s: it never changes, and a deleted and re-created one is not picked up by running pods; roll out a new name instead", kind)
+		it.Reason = fmt.Sprintf("immutable %s: it never changes, and a deleted and re-created one is not picked up by running pods; roll out a new name instead", kind) + skipped
 		return
 	}
 	switch it.Mode {
@@ -148,7 +153,7 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		d := EstimateDelay(it.Pod.Node, snap)
 		it.Delay = &d
 		it.Verdict = VerdictHotUpdate
-		it.Reason = fmt.Sprintf("mounted volume: the kubelet rewrites it within %s of a change (%s)", formatDelay(d), basisText(d.Basis))
+		it.Reason = fmt.Sprintf("mounted volume: the kubelet rewrites it within %s of a change (%s)", formatDelay(d), basisText(d.Basis)) + skipped
 	case ModeEnv:
 		it.Verdict = VerdictRestartNeeded
 		it.Reason = fmt.Sprintf("environment variable %s is read when the container starts; it never updates until the container restarts", it.EnvName)

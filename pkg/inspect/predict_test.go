@@ -395,3 +395,35 @@ func TestPredictSubPathAgreesWithCompare(t *testing.T) {
 		})
 	}
 }
+
+// TestPredictOptionalItemsSkipKey: an optional volume with items skips an
+// absent key and still writes (and hot-updates) the others; only when every
+// listed key is absent is the use missing.
+func TestPredictOptionalItemsSkipKey(t *testing.T) {
+	obj := Object{Kind: KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true, Data: map[string][]byte{"a": []byte("1")}}
+	use := func(optional bool, keys ...string) Item {
+		it := Item{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cfg"}, Mode: ModeItems, Optional: optional,
+			Volume: &VolumeRef{Name: "v", MountPath: "/etc/v"}, Container: &ContainerRef{Name: "app", Type: ContainerRegular}}
+		for _, k := range keys {
+			it.Items = append(it.Items, KeyPath{Key: k, Path: k})
+			it.Keys = append(it.Keys, k)
+		}
+		return it
+	}
+	snap := &Snapshot{}
+	it := use(true, "a", "b")
+	Predict(&it, nil, obj, snap)
+	if it.Verdict != VerdictHotUpdate || !strings.Contains(it.Reason, `key "b" is not in ConfigMap "cfg" (optional, so skipped`) || it.Delay == nil {
+		t.Errorf("optional, one key absent: %s: %s (delay %v), want hot-update naming the skipped key", it.Verdict, it.Reason, it.Delay)
+	}
+	it = use(true, "b")
+	Predict(&it, nil, obj, snap)
+	if it.Verdict != VerdictMissing || !it.Optional {
+		t.Errorf("optional, every key absent: %s, want missing (optional)", it.Verdict)
+	}
+	it = use(false, "a", "b")
+	Predict(&it, nil, obj, snap)
+	if it.Verdict != VerdictMissing || !strings.Contains(it.Reason, "required") {
+		t.Errorf("required, one key absent: %s: %s, want missing (required)", it.Verdict, it.Reason)
+	}
+}
