@@ -337,6 +337,14 @@ func (r *diffRenderer) render(results []inspect.Result, external string) (diffSu
 		}
 		sum.compared++
 		if !c.Differs() {
+			switch c.State {
+			case inspect.StateStale, inspect.StatePending, inspect.StateBroken:
+				// Judged without content to show (an init container that
+				// finished, judged by time): a difference all the same.
+				sum.differ++
+				fmt.Fprintf(r.Out, "%s\n", r.paint(ansiBold, fmt.Sprintf("diff %s %s/%s (%s)", label, strings.ToLower(it.Object.Kind), it.Object.Name, c.State)))
+				fmt.Fprintf(r.Out, "%s\n", c.Reason)
+			}
 			continue
 		}
 		sum.differ++

@@ -359,3 +359,30 @@ func TestDiffSecretsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffInitContainerStale: an init container that read a ConfigMap and
+// finished before its last change cannot be read; diff says it is stale and
+// exits 3 instead of claiming no differences.
+func TestDiffInitContainerStale(t *testing.T) {
+	finished := time.Now().Add(-time.Hour)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Minute))},
+		Data: map[string]string{"my.cnf": "v2"}}
+	init := corev1.Container{Name: "copy", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/src"}}}
+	p := diffPod("db-0", corev1.Container{Name: "db"}, corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
+	p.Spec.InitContainers = []corev1.Container{init}
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "copy", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		Reason: "Completed", StartedAt: metav1.NewTime(finished.Add(-time.Second)), FinishedAt: metav1.NewTime(finished)}}}}
+	var out, errOut bytes.Buffer
+	o := NewDiffOptions(nil, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
+	o.Namespace, o.Key, o.HMACKey = "ns", cfgKey, []byte("k")
+	o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
+		return &inspect.Snapshot{Pods: []corev1.Pod{p}, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{cfgKey: cm}}, nil
+	}
+	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second, Executor: &inspecttest.Executor{}}
+	err := o.Run(context.Background())
+	if ExitCode(err) != ExitCheck || !strings.Contains(out.String(), "diff pod/db-0 container copy volume /src configmap/cfg (stale)") ||
+		!strings.Contains(out.String(), "after the init container finished") {
+		t.Errorf("exit %d (%v), want 3 and the stale init container\nstdout:\n%s\nstderr:\n%s", ExitCode(err), err, out.String(), errOut.String())
+	}
+}

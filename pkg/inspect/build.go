@@ -60,6 +60,11 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 	used := map[ObjectKey]bool{}
 	for i := range snap.Pods {
 		pod := &snap.Pods[i]
+		if PodTerminated(pod) {
+			// Succeeded or Failed: nothing in it reads anything any more;
+			// no verdict, no --check.
+			continue
+		}
 		var owner *WorkloadRef
 		for _, it := range Uses(pod) {
 			k := it.Key()

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // buildRow renders the sort key, verdict and workload of a report row.
@@ -249,5 +252,29 @@ func TestBuildWorkloads(t *testing.T) {
 		if got[pod] != want {
 			t.Errorf("%s: workload %+v, want %+v", pod, got[pod], want)
 		}
+	}
+}
+
+// TestBuildSkipsTerminatedPods: Succeeded and Failed pods read nothing any
+// more: no rows, hence no verdict and no --check failure for them.
+func TestBuildSkipsTerminatedPods(t *testing.T) {
+	mk := func(name string, phase corev1.PodPhase) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "a"}}}}}}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	snap := &Snapshot{Pods: []corev1.Pod{mk("done", corev1.PodSucceeded), mk("crashed", corev1.PodFailed), mk("live", corev1.PodRunning)}}
+	items, err := Build(snap, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if it.Pod.Name == "done" || it.Pod.Name == "crashed" {
+			t.Errorf("row for terminated pod %s: %s", it.Pod.Name, it.Verdict)
+		}
+	}
+	if len(items) != 1 || items[0].Pod.Name != "live" || items[0].Verdict != VerdictMissing {
+		t.Errorf("want the live pod's missing row only, got %d rows", len(items))
 	}
 }

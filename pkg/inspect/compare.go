@@ -365,26 +365,30 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 	if pod.DeletionTimestamp != nil {
 		return Comparison{State: StateNA, Reason: "the pod is terminating: its replacement, if any, is checked instead"}, true
 	}
-	if pod.Status.Phase != corev1.PodRunning {
-		phase := string(pod.Status.Phase)
-		if phase == "" {
-			phase = "Unknown"
-		}
-		return Comparison{State: StateNA, Reason: fmt.Sprintf("the pod is %s: no running container to check", phase)}, true
+	if PodTerminated(pod) {
+		return Comparison{State: StateNA, Reason: fmt.Sprintf("the pod has completed (%s): nothing runs to check", pod.Status.Phase)}, true
 	}
-	if it.Container.Type == ContainerInit {
-		return Comparison{State: StateNA, Reason: "init container has completed: nothing to check"}, true
-	}
+	// Judged per container, whatever the pod's phase: a Pending pod whose
+	// other containers run still holds what they read.
 	st, found := containerStatus(pod, it.Container.Name, it.Container.Type)
+	if it.Container.Type == ContainerInit && found && st.State.Terminated != nil {
+		return initContainerByTime(it, obj, st.State.Terminated), true
+	}
 	switch {
 	case !found:
-		return Comparison{State: StateUnverifiable, Reason: "not running: the container has no status yet"}, true
+		return Comparison{State: StateUnverifiable, Reason: "not running: the container has no status yet (it never started)"}, true
 	case st.State.Running != nil:
 		return Comparison{}, false
 	case st.State.Waiting != nil:
 		r := st.State.Waiting.Reason
 		if r == "" {
 			r = "Waiting"
+		}
+		if it.Container.Type == ContainerInit {
+			return Comparison{State: StateNA, Reason: fmt.Sprintf("the init container has not run yet (%s): it reads the current content when it starts", r)}, true
+		}
+		if st.LastTerminationState.Terminated == nil && st.RestartCount == 0 {
+			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container never started (waiting: %s)", r)}, true
 		}
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container is waiting (%s)", r)}, true
 	case st.State.Terminated != nil:
@@ -395,6 +399,40 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 		return Comparison{State: StateNA, Reason: fmt.Sprintf("the container has terminated (%s): nothing to check", r)}, true
 	}
 	return Comparison{State: StateUnverifiable, Reason: "not running: the container state is unknown"}, true
+}
+
+// PodTerminated reports whether the pod has finished for good (phase
+// Succeeded or Failed): nothing in it reads anything any more.
+func PodTerminated(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// initContainerByTime judges a use of an init container that has finished:
+// it cannot be read, and what it read (and copied or rendered, e.g. into an
+// emptyDir) is fixed for the pod's life. So compare the object's last change
+// with when the container ran: changed after it finished is stale, before it
+// started is current, in between cannot be told. The last change is the
+// object's (any key), to the second.
+func initContainerByTime(it Item, obj Object, t *corev1.ContainerStateTerminated) Comparison {
+	kind := strings.ToLower(it.Object.Kind)
+	last := obj.LastChange
+	if last.IsZero() && it.Object.LastChange != nil {
+		last = it.Object.LastChange.Time
+	}
+	started, finished := t.StartedAt.Time, t.FinishedAt.Time
+	stamp := func(x time.Time) string { return x.UTC().Format(time.RFC3339) }
+	switch {
+	case last.IsZero() || finished.IsZero():
+		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("the init container has finished and cannot be read, and the %s's last change time or the container's run time is unknown", kind)}
+	case last.After(finished):
+		return Comparison{State: StateStale, Reason: fmt.Sprintf("the %s changed at %s, after the init container finished at %s (judged by time: it cannot be read): what it read, and whatever it copied or rendered, is fixed for the pod's life; restart the workload so that a new pod runs it again",
+			kind, stamp(last), stamp(finished))}
+	case !started.IsZero() && last.Before(started):
+		return Comparison{State: StateCurrent, Reason: fmt.Sprintf("the init container ran at %s, after the %s's last change at %s (judged by time: it cannot be read); it will not see the next change until a new pod runs it",
+			stamp(started), kind, stamp(last))}
+	}
+	return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("the %s changed at %s, while the init container ran (%s to %s): whether it read the old or the new content cannot be told; restart the workload to be sure",
+		kind, stamp(last), stamp(started), stamp(finished))}
 }
 
 func containerStatus(pod *corev1.Pod, name string, t ContainerType) (corev1.ContainerStatus, bool) {

@@ -333,8 +333,23 @@ func TestPrecheck(t *testing.T) {
 	pod := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}, {Name: "crash"}},
 		InitContainers: []corev1.Container{{Name: "init"}, {Name: "side", RestartPolicy: &always}}})
 	pod.Status.ContainerStatuses[1].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
-	pending := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}})
+	// Pending: c runs, late never started, init still waits.
+	pending := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}, {Name: "late"}}})
 	pending.Status.Phase = corev1.PodPending
+	pending.Status.ContainerStatuses[1].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	pending.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
+	noStatus := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}})
+	noStatus.Status.Phase, noStatus.Status.ContainerStatuses = corev1.PodPending, nil
+	succeeded := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}})
+	succeeded.Status.Phase = corev1.PodSucceeded
+	failed := succeeded.DeepCopy()
+	failed.Status.Phase = corev1.PodFailed
+	// The init container ran from 10:00:10 to 10:00:20.
+	t0 := time.Date(2024, 5, 6, 10, 0, 0, 0, time.UTC)
+	ran := pod.DeepCopy()
+	ran.Status.InitContainerStatuses[0].State.Terminated.StartedAt = metav1.NewTime(t0.Add(10 * time.Second))
+	ran.Status.InitContainerStatuses[0].State.Terminated.FinishedAt = metav1.NewTime(t0.Add(20 * time.Second))
+	cmAt := func(d time.Duration) Object { return cmWith(map[string]string{"a": "1"}, t0.Add(d)) }
 	cm := cmObject(map[string]string{"a": "1"}, nil)
 	mk := func(mode Mode, container string, ctype ContainerType) Item {
 		it := volItem(mode, "/m")
@@ -361,8 +376,21 @@ func TestPrecheck(t *testing.T) {
 			it.Keys, it.EnvName = []string{"zz"}, "Z"
 			return it
 		}(), pod, cm, StateMissing, true},
-		{"pod pending", mk(ModeVolume, "c", ContainerRegular), pending, cm, StateNA, true},
-		{"completed init container", mk(ModeVolume, "init", ContainerInit), pod, cm, StateNA, true},
+		{"pod pending, this container runs", mk(ModeVolume, "c", ContainerRegular), pending, cm, "", false},
+		{"pod pending, this container never started", mk(ModeVolume, "late", ContainerRegular), pending, cm, StateUnverifiable, true},
+		{"pod pending, no container status", mk(ModeVolume, "c", ContainerRegular), noStatus, cm, StateUnverifiable, true},
+		{"pod pending, init container not run yet", mk(ModeVolume, "init", ContainerInit), pending, cm, StateNA, true},
+		{"pod succeeded", mk(ModeVolume, "c", ContainerRegular), succeeded, cm, StateNA, true},
+		{"pod failed", mk(ModeEnv, "c", ContainerRegular), failed, cm, StateNA, true},
+		{"init container finished, change time unknown", mk(ModeVolume, "init", ContainerInit), pod, cm, StateUnverifiable, true},
+		{"init container finished, changed before it ran", mk(ModeVolume, "init", ContainerInit), ran, cmAt(5 * time.Second), StateCurrent, true},
+		{"init container finished, changed after it finished", mk(ModeVolume, "init", ContainerInit), ran, cmAt(time.Minute), StateStale, true},
+		{"init container finished, changed while it ran", mk(ModeVolume, "init", ContainerInit), ran, cmAt(15 * time.Second), StateUnverifiable, true},
+		{"init container env, changed after it finished", func() Item {
+			it := mk(ModeEnv, "init", ContainerInit)
+			it.Keys, it.EnvName = []string{"a"}, "A"
+			return it
+		}(), ran, cmAt(time.Minute), StateStale, true},
 		{"crashlooping", mk(ModeVolume, "crash", ContainerRegular), pod, cm, StateUnverifiable, true},
 		{"pod not in snapshot", mk(ModeVolume, "c", ContainerRegular), nil, cm, StateUnverifiable, true},
 		{"running sidecar", mk(ModeVolume, "side", ContainerSidecar), pod, cm, "", false},

@@ -148,6 +148,15 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		it.Reason = fmt.Sprintf("immutable %s: it never changes, and a deleted and re-created one is not picked up by running pods; roll out a new name instead", kind) + skipped
 		return
 	}
+	if it.Container != nil && it.Container.Type == ContainerInit {
+		// An init container runs once, to completion, before the others:
+		// whatever it read (and copied into an emptyDir or rendered, as the
+		// kubernetes.io mysql tutorial does) is fixed for the pod's life,
+		// whether it read a hot-updating volume or not.
+		it.Verdict = VerdictRestartNeeded
+		it.Reason = fmt.Sprintf("read by init container %s, which runs once when the pod starts: what it read (and whatever it copied or rendered from it) is fixed for the pod's life; only a new pod reads it again", it.Container.Name) + skipped
+		return
+	}
 	switch it.Mode {
 	case ModeVolume, ModeItems, ModeProjected:
 		d := EstimateDelay(it.Pod.Node, snap)

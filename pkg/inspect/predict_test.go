@@ -104,7 +104,7 @@ func TestPredict(t *testing.T) {
 			"environment variables are read when the container starts; they never update until the container restarts", ""},
 		{"env-pod", "secret/db-creds app envFrom", restart, false, "", "environment variables are read", ""},
 		{"secret-pod", "secret/db-creds app envFrom", restart, false, "", "environment variables are read", ""},
-		{"kinds-pod", "configmap/app-config init envFrom", restart, false, "", "environment variables are read", ""},
+		{"kinds-pod", "configmap/app-config init envFrom", restart, false, "", "read by init container init, which runs once when the pod starts", ""},
 		{"kinds-pod", "configmap/app-config debugger $LOG_LEVEL", restart, false, "", "environment variable LOG_LEVEL", ""},
 		{"subpath-pod", "configmap/app-config app /etc/app.yaml", restart, false, "",
 			`subPath "app.yaml" is a bind mount of one file made at container start; it keeps the old content until the container restarts`, "app.yaml"},
@@ -425,5 +425,27 @@ func TestPredictOptionalItemsSkipKey(t *testing.T) {
 	Predict(&it, nil, obj, snap)
 	if it.Verdict != VerdictMissing || !strings.Contains(it.Reason, "required") {
 		t.Errorf("required, one key absent: %s: %s, want missing (required)", it.Verdict, it.Reason)
+	}
+}
+
+// TestPredictInitContainerVolume: a volume an init container reads (to copy
+// it into an emptyDir, say) is fixed for the pod's life: restart-needed,
+// not hot-update.
+func TestPredictInitContainerVolume(t *testing.T) {
+	obj := Object{Kind: KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true, Data: map[string][]byte{"a": []byte("1")}}
+	for _, ct := range []ContainerType{ContainerInit, ContainerSidecar, ContainerRegular} {
+		it := Item{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cfg"}, Mode: ModeVolume,
+			Volume: &VolumeRef{Name: "v", MountPath: "/etc/v"}, Container: &ContainerRef{Name: "c", Type: ct}}
+		Predict(&it, nil, obj, &Snapshot{})
+		want := VerdictHotUpdate
+		if ct == ContainerInit {
+			want = VerdictRestartNeeded
+		}
+		if it.Verdict != want {
+			t.Errorf("%s container: %s (%s), want %s", ct, it.Verdict, it.Reason, want)
+		}
+		if ct == ContainerInit && (it.Delay != nil || !strings.Contains(it.Reason, "fixed for the pod's life")) {
+			t.Errorf("init container: delay %v, reason %q", it.Delay, it.Reason)
+		}
 	}
 }
