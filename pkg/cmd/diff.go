@@ -205,7 +205,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		progress = o.ErrOut
 	}
 	results := inspect.VerifyResults(ctx, selected, snap, ex, o.Verify.Options(progress))
-	r := diffRenderer{Out: o.Out, ErrOut: o.ErrOut, Color: o.Color, HMACKey: o.HMACKey, ShowSecretValues: o.ShowSecretValues}
+	r := diffRenderer{Out: o.Out, ErrOut: o.ErrOut, Color: o.Color, HMACKey: o.HMACKey, ShowSecretValues: o.ShowSecretValues, Redact: inspect.NewRedactor(snap)}
 	sum, err := r.render(results, o.ExternalDiff)
 	if err != nil {
 		return err
@@ -227,6 +227,9 @@ type diffRenderer struct {
 	Color            bool
 	HMACKey          []byte
 	ShowSecretValues bool
+	// Redact is the output edge of the reasons (never of the values
+	// --show-secret-values asks for).
+	Redact *inspect.Redactor
 }
 
 type diffSummary struct {
@@ -325,14 +328,14 @@ func (r *diffRenderer) render(results []inspect.Result, external string) (diffSu
 		switch c.State {
 		case inspect.StateUnverifiable:
 			sum.unverifiable++
-			fmt.Fprintf(r.ErrOut, "%s: unverifiable: %s\n", label, c.Reason)
+			fmt.Fprintf(r.ErrOut, "%s: unverifiable: %s\n", label, r.Redact.String(c.Reason))
 			continue
 		case inspect.StateNA:
 			continue
 		case inspect.StateMissing:
 			sum.differ++
 			fmt.Fprintf(r.Out, "%s\n", r.paint(ansiBold, fmt.Sprintf("diff %s %s/%s: missing", label, strings.ToLower(it.Object.Kind), it.Object.Name)))
-			fmt.Fprintf(r.ErrOut, "%s: missing: %s\n", label, c.Reason)
+			fmt.Fprintf(r.ErrOut, "%s: missing: %s\n", label, r.Redact.String(c.Reason))
 			continue
 		}
 		sum.compared++
@@ -343,7 +346,7 @@ func (r *diffRenderer) render(results []inspect.Result, external string) (diffSu
 				// finished, judged by time): a difference all the same.
 				sum.differ++
 				fmt.Fprintf(r.Out, "%s\n", r.paint(ansiBold, fmt.Sprintf("diff %s %s/%s (%s)", label, strings.ToLower(it.Object.Kind), it.Object.Name, c.State)))
-				fmt.Fprintf(r.Out, "%s\n", c.Reason)
+				fmt.Fprintf(r.Out, "%s\n", r.Redact.String(c.Reason))
 			}
 			continue
 		}

@@ -219,6 +219,10 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 		vo.Progress = o.ErrOut
 	}
 	items = inspect.Verify(ctx, items, snap, o.Executor, vo)
+	// The output edge: reasons derived from Secret data are redacted
+	// before they reach the plan, and again in the results.
+	redactor := inspect.NewRedactor(snap)
+	items = redactor.Items(items)
 
 	pods := map[string]*corev1.Pod{}
 	for i := range snap.Pods {
@@ -266,6 +270,10 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 		if o.ErrTerminal {
 			fmt.Fprintln(o.ErrOut)
 		}
+	}
+	for i := range results {
+		r := &results[i]
+		r.Reason, r.Detail, r.Error, r.Warnings = redactor.String(r.Reason), redactor.String(r.Detail), redactor.String(r.Error), redactor.Strings(r.Warnings)
 	}
 	if err := o.printResults(results); err != nil {
 		return err

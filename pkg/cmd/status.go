@@ -173,6 +173,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// The output edge: no text derived from Secret data goes further.
+	items = inspect.NewRedactor(snap).Items(items)
 	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: o.Secrets || inspect.NamesSecret(o.Names), Now: o.Now()}); err != nil {
 		return err
 	}

@@ -1044,6 +1044,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 	if plErr != nil {
 		return Comparison{State: StateUnverifiable, Reason: plErr.Error()}
 	}
+	shown := subPathShown(it, pod, sub)
 	fsGroup := hasFSGroup(pod)
 	kind := strings.ToLower(it.Object.Kind)
 	restart := "a subPath mount is bound when the container starts and never follows the volume: restart the workload"
@@ -1051,9 +1052,9 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 	if f, ok := pl.File(sub); ok {
 		// subPath onto a file.
 		if known, maybe := ps.overrides(sub); known {
-			return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %q shows the file of a later source of projected volume %q, which wins over this %s", sub, it.Volume.Name, kind)}
+			return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %s shows the file of a later source of projected volume %q, which wins over this %s", shown, it.Volume.Name, kind)}
 		} else if len(maybe) > 0 {
-			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("subPath %q %s", sub, unreadNote("", maybe)[1:])}
+			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("subPath %s %s", shown, unreadNote("", maybe)[1:])}
 		}
 		f.Path = ""
 		var of *ObservedFile
@@ -1114,11 +1115,11 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 		known, maybe := ps.writes(sub)
 		switch {
 		case known || (ps.projected && len(it.Items) > 0):
-			return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %q comes from another source of the projected volume", sub)}
+			return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %s comes from another source of the projected volume", shown)}
 		case len(maybe) > 0:
-			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("the container has a file at subPath %q, which the %s does not provide: it %s", sub, kind, unreadNote("", maybe)[1:])}
+			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("the container has a file at subPath %s, which the %s does not provide: it %s", shown, kind, unreadNote("", maybe)[1:])}
 		}
-		return Comparison{State: StateStale, Reason: fmt.Sprintf("the container still has %q, which the %s no longer provides; %s", sub, kind, restart),
+		return Comparison{State: StateStale, Reason: fmt.Sprintf("the container still has subPath %s, which the %s no longer provides; %s", shown, kind, restart),
 			Files: []FileComparison{compareFile(nil, op.Files[""], fsGroup)}}
 	}
 	if op.Kind == PathMissing {
@@ -1165,7 +1166,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 		c.Reason = fmt.Sprintf("the files of the %s that could be compared match (%s), but %s", kind, plural(t.equal, "file"), unreadNote(listNames(unknown, 3), unreadBy))
 	case len(expected) == 0 && t.differ == 0 && overridden == 0:
 		c.State = StateCurrent
-		c.Reason = fmt.Sprintf("subPath %q is not in the payload; the container sees an empty directory, as the kubelet made it", sub)
+		c.Reason = fmt.Sprintf("subPath %s is not in the payload; the container sees an empty directory, as the kubelet made it", shown)
 	case t.differ == 0 && t.notCompared == 0 && !extrasUnknown:
 		c.State = StateCurrent
 		c.Reason = fmt.Sprintf("matches the API now (%s); at the next change of the %s the kubelet deletes this directory and the container sees it empty until it restarts%s", plural(t.equal, "file"), kind, note)

@@ -207,20 +207,21 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		known, _ := ps.overrides(sub)
 		return !dir && known
 	}
+	shown := subPathShown(*it, pod, sub)
 	switch {
 	case dir:
 		it.Verdict = VerdictBreaksOnChange
-		it.Reason = fmt.Sprintf("subPath %q is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts", sub)
+		it.Reason = fmt.Sprintf("subPath %s is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts", shown)
 	case shownBy():
 		it.Verdict = VerdictNotMounted
-		it.Reason = fmt.Sprintf("subPath %q shows another source of projected volume %q: this container does not see this %s through this mount", sub, it.Volume.Name, strings.ToLower(it.Object.Kind))
+		it.Reason = fmt.Sprintf("subPath %s shows another source of projected volume %q: this container does not see this %s through this mount", shown, it.Volume.Name, strings.ToLower(it.Object.Kind))
 		files = nil
 	case len(files) == 0:
 		it.Verdict = VerdictRestartNeeded
-		it.Reason = fmt.Sprintf("subPath %q is not in the payload; the kubelet mounts an empty directory there and it never updates", sub)
+		it.Reason = fmt.Sprintf("subPath %s is not in the payload; the kubelet mounts an empty directory there and it never updates", shown)
 	default:
 		it.Verdict = VerdictRestartNeeded
-		it.Reason = fmt.Sprintf("subPath %q is a bind mount of one file made at container start; it keeps the old content until the container restarts", sub)
+		it.Reason = fmt.Sprintf("subPath %s is a bind mount of one file made at container start; it keeps the old content until the container restarts", shown)
 	}
 	if len(files) > 0 {
 		// The keys this mount shows, not all the keys of the volume.

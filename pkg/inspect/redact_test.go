@@ -1,0 +1,53 @@
+package inspect
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestRedactor: every Secret value (whole, and each line of a multi-line
+// one) is replaced; values too short or equal to a name the report prints
+// anyway are left alone.
+func TestRedactor(t *testing.T) {
+	snap := &Snapshot{
+		Pods: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "postgres-0"}}},
+		Secrets: map[ObjectKey]*corev1.Secret{{KindSecret, "ns", "s"}: {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"},
+			Data: map[string][]byte{"pw": []byte("hunter2-long"), "pem": []byte("-----BEGIN-----\nAAAAsecretline\n"), "short": []byte("yes"), "name": []byte("postgres-0")}}},
+	}
+	r := NewRedactor(snap)
+	got := r.String(`subPath "hunter2-long/x" in pod postgres-0; line AAAAsecretline; yes`)
+	want := `subPath "` + Redacted + `/x" in pod postgres-0; line ` + Redacted + `; yes`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	items := r.Items([]Item{{Reason: "a hunter2-long", StateReason: "b hunter2-long"}})
+	if strings.Contains(items[0].Reason+items[0].StateReason, "hunter2") {
+		t.Errorf("Items left a value: %+v", items[0])
+	}
+	var nilR *Redactor
+	if nilR.String("x") != "x" {
+		t.Error("a nil Redactor must pass text through")
+	}
+}
+
+// TestSecretDerived: secretKeyRef, envFrom secretRef (by prefix) and
+// literals that refer to them are Secret data; a later plain entry of the
+// same name is not.
+func TestSecretDerived(t *testing.T) {
+	ref := func(name string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+		EnvFrom: []corev1.EnvFromSource{{Prefix: "S_", SecretRef: &corev1.SecretEnvSource{}}},
+		Env: []corev1.EnvVar{ref("T"), {Name: "D", Value: "a-$(T)"}, {Name: "E", Value: "$(S_X)"}, {Name: "P", Value: "plain"},
+			ref("O"), {Name: "O", Value: "over"}, {Name: "S_Y", Value: "set"}}}}}}
+	secret := secretDerived(pod, "c")
+	for name, want := range map[string]bool{"T": true, "D": true, "E": true, "S_Z": true, "P": false, "O": false, "S_Y": false, "HOME": false} {
+		if secret(name) != want {
+			t.Errorf("%s: secret = %v, want %v", name, !want, want)
+		}
+	}
+}
