@@ -44,6 +44,9 @@ type matrixCase struct {
 	observe func(f *fx)
 	// after: what status must say after the change (optional)
 	after []want
+	// kubeletAlone: no annotation bump after the change; observe waits for
+	// the kubelet's own periodic sync
+	kubeletAlone bool
 }
 
 const (
@@ -107,6 +110,30 @@ func matrix() []matrixCase {
 				}
 				if got := strings.TrimSpace(f.mustExec("p", app, "readlink", "/etc/cfg/..data")); !dataDirRE.MatchString(got) {
 					f.t.Errorf("readlink /etc/cfg/..data = %q, want a match of %s", got, dataDirRE)
+				}
+			},
+		},
+		{
+			// The core timing claim, with nothing but the kubelet: a whole-volume
+			// mount turns in-sync within the resync period plus jitter (0-90 s),
+			// no annotation bump. Bounded by kubeletRetryWait (150 s).
+			name:         "volume-kubelet-alone",
+			kubeletAlone: true,
+			setup:        appPod("p", withVolumes(podSpec(withMounts(busybox(app), mount("cfg", "/etc/cfg"))), cmVolume("cfg", "cfg"))),
+			before:       []want{{object: "cfg", pod: "p", container: app, mode: inspect.ModeVolume, verdict: inspect.VerdictHotUpdate}},
+			change:       toV2,
+			observe: func(f *fx) {
+				changed := time.Now()
+				f.poll("the kubelet alone to write v2 into /etc/cfg/greeting", kubeletRetryWait, func() (bool, error) {
+					s, err := f.readFile("p", app, "/etc/cfg/greeting")
+					return err == nil && s == "v2", err
+				})
+				f.t.Logf("kubelet alone: the volume showed the change %.1f s after the edit (no annotation bump)", time.Since(changed).Seconds())
+				if p := f.getPod("p"); p.Annotations[refreshAnnotation] != "" {
+					f.t.Errorf("the pod was annotated (%s): this case must see the kubelet alone", p.Annotations[refreshAnnotation])
+				}
+				if rep, ok := f.status("--verify"); ok {
+					f.checkStates(rep, []wantState{{want: want{object: "cfg", pod: "p", container: app, mode: inspect.ModeVolume}, states: []inspect.State{inspect.StateInSync}}})
 				}
 			},
 		},
@@ -628,7 +655,9 @@ func TestMatrix(t *testing.T) {
 				f.checkReport(rep, c.before)
 			}
 			c.change(f)
-			f.bumpPods()
+			if !c.kubeletAlone {
+				f.bumpPods()
+			}
 			c.observe(f)
 			if len(c.after) > 0 {
 				if rep, ok := f.status(args...); ok {
