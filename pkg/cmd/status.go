@@ -157,7 +157,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
-	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true})
+	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true,
+		Workloads: o.Unused || len(o.Names) > 0})
 	if err != nil {
 		return explainAPIError(err, o.server(), o.Namespace)
 	}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // SystemConfigMaps are projected into every pod by the platform (the
@@ -13,8 +16,14 @@ var SystemConfigMaps = map[string]bool{
 	"openshift-service-ca.crt": true,
 }
 
-// VerdictUnused marks the row of an object no pod consumes (--unused).
+// VerdictUnused marks the row of an object no pod nor workload template
+// consumes (--unused): it may still be read through the API.
 const VerdictUnused Verdict = "unused"
+
+// VerdictNoPods marks the row of an object no running pod consumes, but a
+// workload's pod template does (scaled to zero, a CronJob between runs) or
+// only pods that have completed did: not unused.
+const VerdictNoPods Verdict = "no-pods"
 
 // BuildOptions selects the rows of a report.
 type BuildOptions struct {
@@ -58,11 +67,17 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 	}
 	var items []Item
 	used := map[ObjectKey]bool{}
+	completed := map[ObjectKey][]string{}
 	for i := range snap.Pods {
 		pod := &snap.Pods[i]
 		if PodTerminated(pod) {
 			// Succeeded or Failed: nothing in it reads anything any more;
 			// no verdict, no --check.
+			for _, it := range Uses(pod) {
+				if k := it.Key(); keep(k) {
+					completed[k] = appendOnce(completed[k], fmt.Sprintf("pod %s (%s)", pod.Name, pod.Status.Phase))
+				}
+			}
 			continue
 		}
 		var owner *WorkloadRef
@@ -91,12 +106,36 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 		}
 	}
 	if o.Unused || len(o.Names) > 0 {
+		templates := templateUses(snap)
 		for _, k := range unusedKeys(snap, o, used, keep) {
 			obj := snap.Object(k)
-			it := Item{Object: ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true, Immutable: obj.Immutable},
-				Verdict: VerdictUnused, Reason: fmt.Sprintf("no pod in scope consumes this %s", strings.ToLower(k.Kind))}
+			base := Item{Object: ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true, Immutable: obj.Immutable}}
 			lc := obj.LastChange.UTC()
-			it.Object.LastChange = timePtr(lc)
+			base.Object.LastChange = timePtr(lc)
+			n := len(items)
+			for _, tu := range templates[k] {
+				it := base
+				it.Workload = WorkloadRef{Kind: tu.kind, Name: tu.name}
+				it.Verdict = VerdictNoPods
+				state := ""
+				if tu.state != "" {
+					state = ", " + tu.state
+				}
+				it.Reason = fmt.Sprintf("no pod runs now (%s/%s%s), but its pod template consumes this %s (%s): its next pods read the current content",
+					strings.ToLower(tu.kind), tu.name, state, strings.ToLower(k.Kind), strings.Join(tu.modes, ", "))
+				items = append(items, it)
+			}
+			if len(items) > n {
+				continue
+			}
+			it := base
+			if pods := completed[k]; len(pods) > 0 {
+				it.Verdict = VerdictNoPods
+				it.Reason = fmt.Sprintf("only pods that have completed consume this %s (%s): they read nothing any more", strings.ToLower(k.Kind), listNames(pods, 3))
+			} else {
+				it.Verdict = VerdictUnused
+				it.Reason = "no pod consumes it (it may be read through the API)"
+			}
 			items = append(items, it)
 		}
 	}
@@ -192,4 +231,43 @@ func volumeName(it Item) string {
 		return it.EnvName
 	}
 	return it.Volume.Name + "\x00" + it.Volume.MountPath
+}
+
+// templateUse is a workload whose pod template consumes an object.
+type templateUse struct {
+	kind, name, state string
+	modes             []string
+}
+
+// templateUses maps each object to the workload templates that consume it.
+func templateUses(snap *Snapshot) map[ObjectKey][]templateUse {
+	out := map[ObjectKey][]templateUse{}
+	for _, t := range snap.Templates {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}, Spec: t.Spec}
+		modes := map[ObjectKey][]string{}
+		var order []ObjectKey
+		for _, it := range Uses(pod) {
+			if it.Mode == ModeUnmounted {
+				continue
+			}
+			k := it.Key()
+			if _, ok := modes[k]; !ok {
+				order = append(order, k)
+			}
+			modes[k] = appendOnce(modes[k], string(it.Mode))
+		}
+		for _, k := range order {
+			out[k] = append(out[k], templateUse{kind: t.Kind, name: t.Name, state: t.State, modes: modes[k]})
+		}
+	}
+	return out
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, v := range list {
+		if v == s {
+			return list
+		}
+	}
+	return append(list, s)
 }

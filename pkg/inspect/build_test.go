@@ -121,7 +121,7 @@ func TestBuildUnusedRow(t *testing.T) {
 	if it.Object != want || lc == nil || !lc.Time.Equal(time.Date(2024, 5, 4, 10, 0, 0, 0, time.UTC)) {
 		t.Errorf("object = %+v (last change %v), want %+v", it.Object, lc, want)
 	}
-	if it.Verdict != VerdictUnused || it.Reason != "no pod in scope consumes this configmap" {
+	if it.Verdict != VerdictUnused || it.Reason != "no pod consumes it (it may be read through the API)" {
 		t.Errorf("verdict, reason = %s, %q", it.Verdict, it.Reason)
 	}
 	if it.Pod != (PodRef{}) || it.Container != nil || it.Workload != (WorkloadRef{}) || it.Mode != "" || it.Volume != nil || it.Delay != nil {

@@ -31,11 +31,25 @@ type Snapshot struct {
 	KubeletConfigs map[string]KubeletTiming
 	// SecretsListed tells whether Secrets were loaded (--secrets).
 	SecretsListed bool
+	// Templates are the pod templates of the workloads (LoadOptions.Workloads):
+	// who will consume an object when no pod of theirs runs now.
+	Templates []WorkloadTemplate
 
 	// objects caches Object per key (see Object); mu guards it, as
 	// Object may be called from concurrent goroutines.
 	mu      sync.Mutex
 	objects map[ObjectKey]Object
+}
+
+// WorkloadTemplate is the pod template of a workload that may run pods
+// later: a Deployment, StatefulSet, DaemonSet, a ReplicaSet or Job no
+// controller owns, a CronJob.
+type WorkloadTemplate struct {
+	Kind, Namespace, Name string
+	// State says why it may run no pod now ("0 replicas", "suspended",
+	// "next run by schedule ..."), for the reason.
+	State string
+	Spec  corev1.PodSpec
 }
 
 // NamespacedName identifies a namespaced object of a known kind.
@@ -154,6 +168,9 @@ type LoadOptions struct {
 	// Nodes reads nodes for the TTL annotation; a Forbidden answer is not
 	// an error (the defaults apply).
 	Nodes bool
+	// Workloads reads the workloads' pod templates (Snapshot.Templates);
+	// a Forbidden answer leaves them out.
+	Workloads bool
 	// PageSize is the LIST page size (default 500).
 	PageSize int64
 }
@@ -215,6 +232,9 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			}
 		}
 	}
+	if o.Workloads {
+		needRS, needJobs = true, true
+	}
 	if needRS {
 		if err := list("replicasets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 			return c.AppsV1().ReplicaSets(ns).List(ctx, lo)
@@ -236,6 +256,11 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			return nil
 		}); err != nil && !apierrors.IsForbidden(err) {
 			// Forbidden: the owner walk stops at the Job
+			return nil, err
+		}
+	}
+	if o.Workloads {
+		if err := loadTemplates(ctx, c, s, ns, list); err != nil {
 			return nil, err
 		}
 	}
@@ -269,3 +294,93 @@ func (e *ListError) Error() string {
 }
 
 func (e *ListError) Unwrap() error { return e.Err }
+
+type listFunc func(resource string, selector string, fn func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object) error) error
+
+// loadTemplates lists Deployments, StatefulSets, DaemonSets and CronJobs
+// (ReplicaSets and Jobs are in the snapshot already) and keeps the pod
+// templates that may run pods later. Forbidden kinds are skipped.
+func loadTemplates(ctx context.Context, c kubernetes.Interface, s *Snapshot, ns string, list listFunc) error {
+	add := func(kind string, m metav1.ObjectMeta, state string, spec corev1.PodSpec) {
+		s.Templates = append(s.Templates, WorkloadTemplate{Kind: kind, Namespace: m.Namespace, Name: m.Name, State: state, Spec: spec})
+	}
+	replicas := func(r *int32) string {
+		if r != nil && *r == 0 {
+			return "scaled to 0 replicas"
+		}
+		return ""
+	}
+	lists := []struct {
+		resource string
+		fn       func(context.Context, metav1.ListOptions) (runtime.Object, error)
+		each     func(runtime.Object) error
+	}{
+		{"deployments", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return c.AppsV1().Deployments(ns).List(ctx, lo)
+		}, func(obj runtime.Object) error {
+			d := obj.(*appsv1.Deployment)
+			add("Deployment", d.ObjectMeta, replicas(d.Spec.Replicas), d.Spec.Template.Spec)
+			return nil
+		}},
+		{"statefulsets", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return c.AppsV1().StatefulSets(ns).List(ctx, lo)
+		}, func(obj runtime.Object) error {
+			d := obj.(*appsv1.StatefulSet)
+			add("StatefulSet", d.ObjectMeta, replicas(d.Spec.Replicas), d.Spec.Template.Spec)
+			return nil
+		}},
+		{"daemonsets", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return c.AppsV1().DaemonSets(ns).List(ctx, lo)
+		}, func(obj runtime.Object) error {
+			d := obj.(*appsv1.DaemonSet)
+			add("DaemonSet", d.ObjectMeta, "no node runs it now", d.Spec.Template.Spec)
+			return nil
+		}},
+		{"cronjobs", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return c.BatchV1().CronJobs(ns).List(ctx, lo)
+		}, func(obj runtime.Object) error {
+			cj := obj.(*batchv1.CronJob)
+			state := "between runs (schedule " + cj.Spec.Schedule + ")"
+			if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
+				state = "suspended"
+			}
+			add("CronJob", cj.ObjectMeta, state, cj.Spec.JobTemplate.Spec.Template.Spec)
+			return nil
+		}},
+	}
+	for _, l := range lists {
+		if err := list(l.resource, "", l.fn, l.each); err != nil && !apierrors.IsForbidden(err) {
+			return err
+		}
+	}
+	for _, rs := range s.ReplicaSets {
+		if metav1.GetControllerOf(rs) == nil {
+			add("ReplicaSet", rs.ObjectMeta, replicas(rs.Spec.Replicas), rs.Spec.Template.Spec)
+		}
+	}
+	for _, j := range s.Jobs {
+		if metav1.GetControllerOf(j) == nil && j.Status.CompletionTime == nil && !jobFailed(j) {
+			add("Job", j.ObjectMeta, "no pod running now", j.Spec.Template.Spec)
+		}
+	}
+	sort.Slice(s.Templates, func(i, j int) bool {
+		a, b := s.Templates[i], s.Templates[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Name < b.Name
+	})
+	return nil
+}
+
+func jobFailed(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -128,7 +128,7 @@ type decision struct {
 func decide(it inspect.Item, s Strategy, observed bool) decision {
 	hot := it.Mode.HotUpdating()
 	switch it.Verdict {
-	case inspect.VerdictNotMounted, inspect.VerdictUnused, "":
+	case inspect.VerdictNotMounted, inspect.VerdictUnused, inspect.VerdictNoPods, "":
 		return decision{need: needNothing, reason: "nothing consumes it"}
 	case inspect.VerdictMissing:
 		if it.Optional {
