@@ -322,11 +322,16 @@ func (o *RefreshOptions) printResults(results []refresh.Result) error {
 	return w.Flush()
 }
 
+// consumersColumn names each consumer POD/CONTAINER:MODE[:WHERE], WHERE being
+// the mount path or the variable ($NAME, $PREFIX* for envFrom).
 func consumersColumn(cs []refresh.Consumer) string {
 	var parts []string
 	seen := map[string]bool{}
 	for _, c := range cs {
 		s := fmt.Sprintf("%s/%s:%s", c.Pod, c.Container, c.Mode)
+		if w := c.Where(); w != "" {
+			s += ":" + w
+		}
 		if c.Pod == "" {
 			s = strings.ToLower(c.Object.Kind) + "/" + c.Object.Name
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -118,5 +119,26 @@ func TestRefreshClientDryRunSendsNothing(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"name": "web"`) {
 		t.Errorf("plan does not restart deployment web:\n%s", out.String())
+	}
+}
+
+// Plan consumers name the mount path or the variable: three subPath mounts
+// of one ConfigMap in one container are three distinct entries (issue 8,
+// item 12).
+func TestConsumersColumnNamesPathOrVariable(t *testing.T) {
+	cm := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "grafana"}
+	cs := []refresh.Consumer{
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeSubPath, Volume: "cfg", MountPath: "/etc/grafana/grafana.ini"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeSubPath, Volume: "cfg", MountPath: "/etc/grafana/ldap.toml"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnv, Env: "GF_LOG_LEVEL"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnvFrom, Env: "GF_"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnvFrom},
+	}
+	want := "g-0/grafana:subPath:/etc/grafana/grafana.ini,g-0/grafana:subPath:/etc/grafana/ldap.toml,g-0/grafana:env:$GF_LOG_LEVEL,+2 more"
+	if got := consumersColumn(cs); got != want {
+		t.Errorf("consumersColumn =\n%s\nwant\n%s", got, want)
+	}
+	if got := consumersColumn(cs[3:]); got != "g-0/grafana:envFrom:$GF_*,g-0/grafana:envFrom" {
+		t.Errorf("envFrom entries = %s", got)
 	}
 }

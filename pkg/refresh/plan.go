@@ -55,14 +55,53 @@ type Target struct {
 
 func (t Target) String() string { return strings.ToLower(t.Kind) + "/" + t.Name }
 
-// Consumer is one use covered by an action.
+// Consumer is one use covered by an action. With the object's namespace,
+// PodUID, Container, Mode, Volume, MountPath and Env it carries the use's
+// identity (inspect.UseID): the wait matches observations by it, so a pod of
+// the same name in another namespace, a re-created pod or a second mount of
+// the same object in the same container is never taken for this use.
 type Consumer struct {
 	Object    inspect.ObjectRef `json:"object"`
 	Pod       string            `json:"pod"`
+	PodUID    string            `json:"podUID,omitempty"`
 	Container string            `json:"container,omitempty"`
 	Mode      inspect.Mode      `json:"mode"`
-	Verdict   inspect.Verdict   `json:"verdict"`
-	State     inspect.State     `json:"state,omitempty"`
+	// Volume and MountPath of a volume use.
+	Volume    string `json:"volume,omitempty"`
+	MountPath string `json:"mountPath,omitempty"`
+	// Env is the variable of an env use or the prefix of an envFrom use.
+	Env     string          `json:"env,omitempty"`
+	Verdict inspect.Verdict `json:"verdict"`
+	State   inspect.State   `json:"state,omitempty"`
+}
+
+// ConsumerOf is the consumer entry of one use.
+func ConsumerOf(it inspect.Item) Consumer {
+	id := it.ID()
+	return Consumer{Object: it.Object, Pod: it.Pod.Name, PodUID: it.Pod.UID, Container: id.Container, Mode: it.Mode,
+		Volume: id.Volume, MountPath: id.MountPath, Env: id.Env, Verdict: it.Verdict, State: it.State}
+}
+
+// ID is the identity of the consumer's use.
+func (c Consumer) ID() inspect.UseID {
+	return inspect.UseID{Namespace: c.Object.Namespace, PodUID: c.PodUID, Pod: c.Pod, Container: c.Container, Mode: c.Mode,
+		ObjectKind: c.Object.Kind, ObjectName: c.Object.Name, Volume: c.Volume, MountPath: c.MountPath, Env: c.Env}
+}
+
+// Where names the use inside its container: the mount path of a volume
+// use, $NAME of an env use, $PREFIX* of an envFrom use with a prefix.
+func (c Consumer) Where() string {
+	switch {
+	case c.MountPath != "":
+		return c.MountPath
+	case c.Mode == inspect.ModeEnv && c.Env != "":
+		return "$" + c.Env
+	case c.Mode == inspect.ModeEnvFrom && c.Env != "":
+		return "$" + c.Env + "*"
+	case c.Mode == inspect.ModeUnmounted && c.Volume != "":
+		return "volume " + c.Volume
+	}
+	return ""
 }
 
 // Action is one step of a plan.
@@ -209,9 +248,7 @@ func Plan(in PlanInput) []Action {
 	annotates := map[string]*Action{}
 	var manual, none []*Action
 
-	consumerOf := func(it inspect.Item) Consumer {
-		return Consumer{Object: it.Object, Pod: it.Pod.Name, Container: it.ContainerName(), Mode: it.Mode, Verdict: it.Verdict, State: it.State}
-	}
+	consumerOf := ConsumerOf
 	manualFor := func(t Target, reason string, it inspect.Item) {
 		for _, a := range manual {
 			if a.Target == t && a.Reason == reason {

@@ -134,3 +134,26 @@ func TestOrdinal(t *testing.T) {
 		}
 	}
 }
+
+// Consumers carry the use's identity: the same pod name in two namespaces
+// gives two actions, two mounts of one ConfigMap in one container two
+// consumers with their mount paths, and the pod's UID is kept.
+func TestPlanConsumersCarryIdentity(t *testing.T) {
+	mk := func(ns, uid, path string) inspect.Item {
+		it := use("redis-0", "StatefulSet", "redis", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
+		it.Object.Namespace, it.Pod.UID = ns, uid
+		it.Volume = &inspect.VolumeRef{Name: "v" + path, MountPath: path}
+		return it
+	}
+	got := Plan(PlanInput{Items: []inspect.Item{mk("prod", "u1", "/etc/a"), mk("prod", "u1", "/etc/b"), mk("staging", "u2", "/etc/a")}, Strategy: StrategyAuto, Observed: true})
+	if len(got) != 2 || got[0].Target.Namespace != "prod" || got[1].Target.Namespace != "staging" {
+		t.Fatalf("want one annotate per namespace, got %+v", got)
+	}
+	cs := got[0].Consumers
+	if len(cs) != 2 || cs[0].MountPath != "/etc/a" || cs[1].MountPath != "/etc/b" || cs[0].PodUID != "u1" || cs[0].ID() == cs[1].ID() {
+		t.Errorf("prod consumers %+v, want two with their mount paths and the pod UID", cs)
+	}
+	if id := got[1].Consumers[0].ID(); id.Namespace != "staging" || id.PodUID != "u2" {
+		t.Errorf("staging consumer identity %+v", id)
+	}
+}

@@ -73,6 +73,8 @@ const (
 	notYet progress = iota
 	reached
 	cannotVerify
+	// replaced: current, but through a re-created pod, not the action
+	replaced
 )
 
 // Wait re-observes the consumers of every applied action until all are
@@ -178,6 +180,10 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 				r.Detail = ""
 				continue
 			}
+			if p == replaced {
+				r.Outcome, r.Detail = OutcomeCurrent, detail
+				continue
+			}
 			r.Detail = detail
 			still = append(still, i)
 		}
@@ -213,10 +219,15 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 }
 
 // wanted tells whether a use belongs to an open action: a pod that was
-// annotated, or a pod of a workload whose rollout has finished.
+// annotated (by namespace and name: a re-created pod of the same name is
+// observed too, to say so), or a pod of a workload whose rollout has
+// finished.
 func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) bool {
 	for _, i := range open {
 		r := results[i]
+		if it.Object.Namespace != r.Target.Namespace {
+			continue
+		}
 		switch r.Action.Action {
 		case ActionAnnotate:
 			if it.Pod.Name == r.Target.Name {
@@ -235,10 +246,16 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) 
 func converged(r Result, items []inspect.Item) (progress, string) {
 	switch r.Action.Action {
 	case ActionAnnotate:
+		var renewed []string
 		for _, c := range r.Consumers {
-			it, ok := find(items, c)
-			if !ok {
-				return notYet, fmt.Sprintf("pod %s: use of %s %q by %s no longer found", c.Pod, strings.ToLower(c.Object.Kind), c.Object.Name, c.Container)
+			it, how := find(items, c)
+			switch how {
+			case useGone:
+				return notYet, fmt.Sprintf("pod %s: %s of %s %q by %s no longer found", c.Pod, consumerWhere(c), strings.ToLower(c.Object.Kind), c.Object.Name, c.Container)
+			case useOfNewPod:
+				if !contains(renewed, c.Pod) {
+					renewed = append(renewed, c.Pod)
+				}
 			}
 			if unverifiableForGood(it) {
 				return cannotVerify, "annotated, but cannot be verified: " + describe(it)
@@ -246,6 +263,9 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 			if !settled(it.State) {
 				return notYet, describe(it)
 			}
+		}
+		if len(renewed) > 0 {
+			return replaced, fmt.Sprintf("pod %s was re-created (new UID) after the plan: its replacement read the object when it started and is current; the annotation did not make it so", strings.Join(renewed, ", "))
 		}
 		return reached, ""
 	case ActionRestart:
@@ -282,18 +302,53 @@ func coversObject(cs []Consumer, it inspect.Item) bool {
 	return false
 }
 
-func find(items []inspect.Item, c Consumer) (inspect.Item, bool) {
-	for _, it := range items {
-		if it.Pod.Name == c.Pod && it.ContainerName() == c.Container && it.Mode == c.Mode &&
-			it.Object.Kind == c.Object.Kind && it.Object.Name == c.Object.Name {
-			return it, true
+// How a consumer was found among fresh observations.
+type foundAs int
+
+const (
+	useGone     foundAs = iota // no use with its identity
+	useSame                    // the same use of the same pod
+	useOfNewPod                // the same use of a pod of the same name with another UID
+)
+
+// find looks up the consumer's use by its identity (namespace, pod,
+// container, mode, object, volume and mount path, or variable). A pod of the
+// same name with another UID is a re-created pod: reported as such, never
+// taken for the one the plan saw. An unknown UID on either side matches.
+func find(items []inspect.Item, c Consumer) (inspect.Item, foundAs) {
+	want := c.ID()
+	want.PodUID = ""
+	var other *inspect.Item
+	for i, it := range items {
+		id := it.ID()
+		uid := id.PodUID
+		id.PodUID = ""
+		if id != want {
+			continue
+		}
+		if c.PodUID == "" || uid == "" || uid == c.PodUID {
+			return it, useSame
+		}
+		if other == nil {
+			other = &items[i]
 		}
 	}
-	return inspect.Item{}, false
+	if other != nil {
+		return *other, useOfNewPod
+	}
+	return inspect.Item{}, useGone
+}
+
+// consumerWhere is the mode and, where known, the mount path or variable.
+func consumerWhere(c Consumer) string {
+	if w := c.Where(); w != "" {
+		return string(c.Mode) + " " + w
+	}
+	return string(c.Mode)
 }
 
 func describe(it inspect.Item) string {
-	s := fmt.Sprintf("pod %s container %s %s of %s %q: %s", it.Pod.Name, it.ContainerName(), it.Mode, strings.ToLower(it.Object.Kind), it.Object.Name, it.State)
+	s := fmt.Sprintf("pod %s container %s %s of %s %q: %s", it.Pod.Name, it.ContainerName(), consumerWhere(ConsumerOf(it)), strings.ToLower(it.Object.Kind), it.Object.Name, it.State)
 	if it.StateReason != "" {
 		s += " (" + it.StateReason + ")"
 	}
