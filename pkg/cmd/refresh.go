@@ -41,7 +41,7 @@ var (
 		to do. With --wait (the default) the result is verified by exec.`)
 
 	refreshExample = templates.Examples(`
-		# Show what would be done, change nothing
+		# Show what would be done, change nothing (reads each consuming container by exec)
 		kubectl cmsync refresh app-config --dry-run=client
 
 		# Refresh every consumer of one ConfigMap, restarting workloads without asking
@@ -113,7 +113,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
 	fs.StringVar(&o.Strategy, "strategy", o.Strategy, "auto: annotate pods with a pending mount and restart workloads with a stale env or subPath consumer; annotate: only annotate pods; restart: roll out every owning workload.")
-	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: print the plan, send nothing; server: send the patches with dryRun=All.`)
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: observe the consumers (read-only execs, as --verify does; none with --strategy restart), print the plan, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Restart workloads without asking.")
 	fs.IntVar(&o.MaxRestarts, "max-restarts", o.MaxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
@@ -214,11 +214,17 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	vo := o.verifyOptions()
-	if o.ErrTerminal {
-		vo.Progress = o.ErrOut
+	dry := refresh.DryRun(o.DryRun)
+	// --strategy restart plans without observing: a client dry run of it
+	// reads nothing from the containers (no exec at all).
+	observed := !(dry == refresh.DryRunClient && o.Strategy == string(refresh.StrategyRestart))
+	if observed {
+		vo := o.verifyOptions()
+		if o.ErrTerminal {
+			vo.Progress = o.ErrOut
+		}
+		items = inspect.Verify(ctx, items, snap, o.Executor, vo)
 	}
-	items = inspect.Verify(ctx, items, snap, o.Executor, vo)
 
 	pods := map[string]*corev1.Pod{}
 	for i := range snap.Pods {
@@ -231,9 +237,8 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 			return explainAPIError(err, server, o.Namespace)
 		}
 	}
-	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: true})
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed})
 	counts := refresh.Counts(plan)
-	dry := refresh.DryRun(o.DryRun)
 
 	if restarts := counts[refresh.ActionRestart]; o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
 		_ = o.printPlan(plan)

@@ -142,3 +142,31 @@ func TestConsumersColumnNamesPathOrVariable(t *testing.T) {
 		t.Errorf("envFrom entries = %s", got)
 	}
 }
+
+// A client dry run of --strategy restart reads nothing from the containers;
+// with --strategy auto it observes (execs) but changes nothing (issue 8,
+// item 11).
+func TestRefreshClientDryRunExecsOnlyWhenThePlanNeedsIt(t *testing.T) {
+	for _, tt := range []struct {
+		strategy  string
+		wantExecs bool
+	}{{"restart", false}, {"auto", true}} {
+		t.Run(tt.strategy, func(t *testing.T) {
+			o, p, out := staleEnvFixture(t)
+			o.DryRun, o.Strategy = string(refresh.DryRunClient), tt.strategy
+			if err := o.Run(context.Background()); err != nil {
+				t.Fatalf("Run() = %v", err)
+			}
+			execs := len(o.Executor.(*inspecttest.Executor).Calls)
+			if (execs > 0) != tt.wantExecs {
+				t.Errorf("--dry-run=client --strategy %s made %d execs, want execs: %v", tt.strategy, execs, tt.wantExecs)
+			}
+			if len(p.sent) != 0 {
+				t.Errorf("client dry run sent patches: %v", p.sent)
+			}
+			if !strings.Contains(out.String(), `"action": "restart"`) {
+				t.Errorf("plan does not restart deployment web:\n%s", out.String())
+			}
+		})
+	}
+}
