@@ -379,6 +379,9 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: %s", r.Target, r.Detail))
 		case r.Action.Action == refresh.ActionManual:
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: manual: %s", r.Target, r.Reason))
+		case r.Action.Action == refresh.ActionNone && unverifiable(r.Consumers):
+			// nothing left to do, but not proven current either
+			notCurrent = append(notCurrent, fmt.Sprintf("%s: unverifiable: %s", r.Target, r.Reason))
 		}
 	}
 	if dry != refresh.DryRunNone {
@@ -407,6 +410,15 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		return &ExitError{Code: ExitCheck, Err: fmt.Errorf("%d actions left consumers not current:\n  %s", len(notCurrent), strings.Join(notCurrent, "\n  "))}
 	}
 	return nil
+}
+
+func unverifiable(cs []refresh.Consumer) bool {
+	for _, c := range cs {
+		if c.State == inspect.StateUnverifiable {
+			return true
+		}
+	}
+	return false
 }
 
 // confirm asks a yes/no question on a terminal.

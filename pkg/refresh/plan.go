@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -163,8 +165,8 @@ type decision struct {
 	onPod bool
 }
 
-// decide applies the contract's rules to one use.
-func decide(it inspect.Item, s Strategy, observed bool) decision {
+// decide applies the contract's rules to one use; pod is its pod, when known.
+func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decision {
 	hot := it.Mode.HotUpdating()
 	switch it.Verdict {
 	case inspect.VerdictNotMounted, inspect.VerdictUnused, "":
@@ -201,6 +203,12 @@ func decide(it inspect.Item, s Strategy, observed bool) decision {
 		}
 		if !observed {
 			return decision{need: needNothing, reason: "immutable: it never changes"}
+		}
+	}
+	if hot && observed && it.State == inspect.StateUnverifiable && it.StateCause.Permanent() {
+		if at, ok := annotatedSince(pod, it.Object.LastChange); ok {
+			return decision{need: needNothing, reason: fmt.Sprintf("cannot be verified (%s: %s), and the pod was annotated at %s, after the last change of the %s: the kubelet re-synced it then; nothing more to do",
+				it.StateCause, it.StateReason, at.UTC().Format(time.RFC3339), strings.ToLower(it.Object.Kind))}
 		}
 	}
 	switch s {
@@ -261,7 +269,7 @@ func Plan(in PlanInput) []Action {
 	// First pass: restarts (they replace pods, so annotating those is moot).
 	var deferred []inspect.Item
 	for _, it := range in.Items {
-		d := decide(it, in.Strategy, in.Observed)
+		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.Observed)
 		ns := it.Object.Namespace
 		podTarget := Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}
 		switch d.need {
@@ -292,7 +300,7 @@ func Plan(in PlanInput) []Action {
 		}
 	}
 	for _, it := range deferred {
-		d := decide(it, in.Strategy, in.Observed)
+		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.Observed)
 		ns := it.Object.Namespace
 		pk := PodKey(ns, it.Pod.Name)
 		restart := restarts[WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}]
@@ -359,6 +367,19 @@ func Plan(in PlanInput) []Action {
 		return out[i].Target.Name < out[j].Target.Name
 	})
 	return out
+}
+
+// annotatedSince returns the time of the pod's refresh annotation when it is
+// surely later than the object's last change (its time has whole seconds).
+func annotatedSince(pod *corev1.Pod, lastChange *metav1.Time) (time.Time, bool) {
+	if pod == nil || lastChange == nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, pod.Annotations[RefreshedAtAnnotation])
+	if err != nil || at.Before(lastChange.Add(time.Second)) {
+		return time.Time{}, false
+	}
+	return at, true
 }
 
 // notRestartable says why a rollout restart would not refresh the pod of

@@ -3,8 +3,10 @@ package refresh
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -155,5 +157,48 @@ func TestPlanConsumersCarryIdentity(t *testing.T) {
 	}
 	if id := got[1].Consumers[0].ID(); id.Namespace != "staging" || id.PodUID != "u2" {
 		t.Errorf("staging consumer identity %+v", id)
+	}
+}
+
+// A hot mount that can never be verified is annotated once; a second run,
+// finding the pod annotated after the object's last change, does nothing
+// (issue 8, item 4).
+func TestPlanDoesNotAnnotateAnUnverifiableMountTwice(t *testing.T) {
+	last := metav1.NewTime(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	it := use("web-1", "Deployment", "web", inspect.ModeProjected, inspect.VerdictHotUpdate, inspect.StateUnverifiable)
+	it.Object.LastChange = &last
+	it.StateCause, it.StateReason = inspect.CauseSecretsNotRead, "Secret \"s\" was not read (add --secrets)"
+	pod := func(annotated string) map[string]*corev1.Pod {
+		p := &corev1.Pod{}
+		if annotated != "" {
+			p.Annotations = map[string]string{RefreshedAtAnnotation: annotated}
+		}
+		return map[string]*corev1.Pod{PodKey("ns", "web-1"): p}
+	}
+	for _, tt := range []struct {
+		name, annotated string
+		cause           inspect.StateCause
+		want            string
+	}{
+		{"first run", "", inspect.CauseSecretsNotRead, "annotate pod/web-1"},
+		{"annotated before the change", "2026-11-23T08:59:59.5Z", inspect.CauseSecretsNotRead, "annotate pod/web-1"},
+		{"annotated in the second of the change", "2026-11-23T09:00:00.5Z", inspect.CauseSecretsNotRead, "annotate pod/web-1"},
+		{"second run", "2026-11-23T09:00:05.123Z", inspect.CauseSecretsNotRead, "none pod/web-1"},
+		{"second run, no shell", "2026-11-23T09:00:05.123Z", inspect.CauseNoShell, "none pod/web-1"},
+		{"second run, but the cause may pass", "2026-11-23T09:00:05.123Z", inspect.CauseNotRunning, "annotate pod/web-1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			it := it
+			it.StateCause = tt.cause
+			for _, s := range []Strategy{StrategyAuto, StrategyAnnotate} {
+				got := Plan(PlanInput{Items: []inspect.Item{it}, Pods: pod(tt.annotated), Strategy: s, Observed: true})
+				if summary(got) != tt.want {
+					t.Errorf("--strategy %s: plan %q, want %q", s, summary(got), tt.want)
+				}
+				if tt.want == "none pod/web-1" && !strings.Contains(got[0].Reason, "cannot be verified (secrets-not-read") && tt.cause == inspect.CauseSecretsNotRead {
+					t.Errorf("reason %q must say why", got[0].Reason)
+				}
+			}
+		})
 	}
 }

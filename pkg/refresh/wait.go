@@ -60,10 +60,10 @@ func settled(s inspect.State) bool {
 }
 
 // unverifiableForGood tells an observation that cannot succeed however long
-// the wait (no shell in the image, exec forbidden) from a passing one.
+// the wait (no shell in the image, exec forbidden, Secrets not read, a
+// volume the kubelet cannot write) from a passing one.
 func unverifiableForGood(it inspect.Item) bool {
-	return it.State == inspect.StateUnverifiable &&
-		(strings.HasPrefix(it.StateReason, inspect.ObserveNoShell) || strings.HasPrefix(it.StateReason, inspect.ObserveForbidden))
+	return it.State == inspect.StateUnverifiable && it.StateCause.Permanent()
 }
 
 // progress of one action in the wait loop.

@@ -179,3 +179,27 @@ func TestWaitTellsARecreatedPod(t *testing.T) {
 		t.Errorf("outcome %s after %v (%s), want current, no time-to-current, and the detail saying the pod was re-created", r.Outcome, r.CurrentAfter, r.Detail)
 	}
 }
+
+// A consumer that can never be verified (here a projected volume with a
+// Secret source while Secrets are not read) ends at once as unverifiable,
+// whatever words its reason uses (issue 8, item 4).
+func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
+	for _, cause := range []inspect.StateCause{inspect.CauseSecretsNotRead, inspect.CauseVolumeNotWritable, inspect.CauseNoShell, inspect.CauseExecForbidden} {
+		t.Run(string(cause), func(t *testing.T) {
+			it := mountUse("ns", "api-1", "u1", "/etc/app", inspect.StateUnverifiable)
+			it.Mode, it.StateCause = inspect.ModeProjected, cause
+			it.StateReason = "the files of the configmap that could be compared match (1 file), but token may come from Secret \"s\", which was not read (add --secrets)"
+			obs := &nsObserver{items: []inspect.Item{it}}
+			got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, obs)
+			if got[0].Outcome != OutcomeUnverifiable || !strings.Contains(got[0].Detail, "cannot be verified") {
+				t.Errorf("outcome %s (%s), want unverifiable at once", got[0].Outcome, got[0].Detail)
+			}
+		})
+	}
+	// a passing cause is waited for
+	it := mountUse("ns", "api-1", "u1", "/etc/app", inspect.StateUnverifiable)
+	it.StateCause, it.StateReason = inspect.CauseNotRunning, "not running: the container is waiting (ContainerCreating)"
+	if got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{it}}); got[0].Outcome != OutcomeTimeout {
+		t.Errorf("not-running: outcome %s, want timeout", got[0].Outcome)
+	}
+}
