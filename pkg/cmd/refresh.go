@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -237,7 +239,11 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 			return explainAPIError(err, server, o.Namespace)
 		}
 	}
-	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed})
+	sel, err := labels.Parse(o.Selector)
+	if err != nil {
+		return usageError("invalid -l %q: %v", o.Selector, err)
+	}
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, Selector: sel})
 	counts := refresh.Counts(plan)
 
 	if restarts := counts[refresh.ActionRestart]; o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
@@ -246,6 +252,13 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	}
 	if dry == refresh.DryRunClient {
 		return o.printPlan(plan)
+	}
+	if beyond := outsideSelector(plan); len(beyond) > 0 && dry == refresh.DryRunNone {
+		if !o.Yes {
+			_ = o.printPlan(plan)
+			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: -l %s selects only some pods of the workloads to restart, and a restart replaces them all: %s; nothing was changed. Add --yes to restart them anyway, or --strategy annotate to restart nothing", o.Selector, strings.Join(beyond, "; "))}
+		}
+		fmt.Fprintf(o.ErrOut, "Warning: restarting pods that -l %s does not select: %s\n", o.Selector, strings.Join(beyond, "; "))
 	}
 	if restarts := counts[refresh.ActionRestart]; restarts > 0 {
 		if dry == refresh.DryRunNone && !o.Yes {
@@ -421,6 +434,17 @@ func unverifiable(cs []refresh.Consumer) bool {
 	return false
 }
 
+// outsideSelector lists, per restart, the pods it replaces beyond -l.
+func outsideSelector(plan []refresh.Action) []string {
+	var out []string
+	for _, a := range plan {
+		if a.Action == refresh.ActionRestart && len(a.OutsideSelector) > 0 {
+			out = append(out, fmt.Sprintf("%s replaces %s", a.Target, strings.Join(a.OutsideSelector, ", ")))
+		}
+	}
+	return out
+}
+
 // confirm asks a yes/no question on a terminal.
 func confirm(in io.Reader, out io.Writer, question string) bool {
 	fmt.Fprint(out, question)
@@ -461,11 +485,14 @@ func loadWorkloads(ctx context.Context, c kubernetes.Interface, items []inspect.
 func getWorkload(ctx context.Context, c kubernetes.Interface, k refresh.WorkloadKey) (refresh.WorkloadInfo, error) {
 	var info refresh.WorkloadInfo
 	var err error
+	var uid types.UID
+	var selector *metav1.LabelSelector
 	switch k.Kind {
 	case "Deployment":
 		d, e := c.AppsV1().Deployments(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
 		if err = e; e == nil {
 			info = refresh.WorkloadInfo{Exists: true, Paused: d.Spec.Paused}
+			uid, selector = d.UID, d.Spec.Selector
 		}
 	case "StatefulSet":
 		s, e := c.AppsV1().StatefulSets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
@@ -474,11 +501,13 @@ func getWorkload(ctx context.Context, c kubernetes.Interface, k refresh.Workload
 			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 				info.Partition = *ru.Partition
 			}
+			uid, selector = s.UID, s.Spec.Selector
 		}
 	case "DaemonSet":
 		d, e := c.AppsV1().DaemonSets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
 		if err = e; e == nil {
 			info = refresh.WorkloadInfo{Exists: true, OnDelete: d.Spec.UpdateStrategy.Type == "OnDelete"}
+			uid, selector = d.UID, d.Spec.Selector
 		}
 	}
 	if err != nil && apierrors.IsNotFound(err) {
@@ -487,5 +516,47 @@ func getWorkload(ctx context.Context, c kubernetes.Interface, k refresh.Workload
 	if err != nil {
 		return info, &apiCallError{Verb: "get", Resource: strings.ToLower(k.Kind) + "s", Namespace: k.Namespace, Name: k.Name, Err: err}
 	}
+	if info.Pods, err = workloadPods(ctx, c, k, uid, selector); err != nil {
+		return info, err
+	}
 	return info, nil
+}
+
+// workloadPods lists the live pods a workload owns, by its selector (not the
+// user's -l): the pods a rollout restart replaces. A Deployment owns its
+// pods through ReplicaSets.
+func workloadPods(ctx context.Context, c kubernetes.Interface, k refresh.WorkloadKey, uid types.UID, ls *metav1.LabelSelector) ([]refresh.WorkloadPod, error) {
+	if ls == nil {
+		return nil, nil // unknown: the plan falls back to the consumers' pods
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s has an invalid selector: %w", strings.ToLower(k.Kind), k.Name, err)
+	}
+	owners := map[types.UID]bool{uid: true}
+	if k.Kind == "Deployment" {
+		owners = map[types.UID]bool{}
+		rss, err := c.AppsV1().ReplicaSets(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return nil, &apiCallError{Verb: "list", Resource: "replicasets", Namespace: k.Namespace, Err: err}
+		}
+		for _, rs := range rss.Items {
+			if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == uid {
+				owners[rs.UID] = true
+			}
+		}
+	}
+	pods, err := c.CoreV1().Pods(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, &apiCallError{Verb: "list", Resource: "pods", Namespace: k.Namespace, Err: err}
+	}
+	out := []refresh.WorkloadPod{}
+	for _, p := range pods.Items {
+		ref := metav1.GetControllerOf(&p)
+		if ref == nil || !owners[ref.UID] || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out = append(out, refresh.WorkloadPod{Name: p.Name, UID: string(p.UID), Labels: p.Labels})
+	}
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -184,5 +185,61 @@ func TestRefreshResultUnverifiableNoneIsNotCurrent(t *testing.T) {
 	r.Consumers[0].State = inspect.StateInSync
 	if err := resultError([]refresh.Result{r}, refresh.DryRunNone); err != nil {
 		t.Errorf("in-sync none: %v", err)
+	}
+}
+
+// staleStatefulSetFixture: StatefulSet db with pods db-0..2, each with a
+// stale env; -l selects db-2 only.
+func staleStatefulSetFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	ctrl := true
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "sts-uid"},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
+	objs := []runtime.Object{cm, sts}
+	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{}}
+	for _, name := range []string{"db-0", "db-1", "db-2"} {
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
+			Labels:          map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "sts-uid", Controller: &ctrl}}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}})
+		ex.Containers["ns/"+name+"/app"] = &inspecttest.Container{Env: map[string]string{"K": "old"}}
+	}
+	p := &countingPatcher{}
+	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
+	o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
+	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", fake.NewClientset(objs...), ex, p
+	o.Selector, o.Output, o.Wait = "statefulset.kubernetes.io/pod-name=db-2", "json", false
+	return o, p, out, errOut
+}
+
+// -l narrows what is observed, not what a restart replaces: a restart that
+// replaces pods beyond -l is refused without --yes (exit 4, nothing sent),
+// and sent with a warning with --yes (issue 8, item 2).
+func TestRefreshRefusesRestartsBeyondTheSelector(t *testing.T) {
+	o, p, out, _ := staleStatefulSetFixture(t)
+	o.StdinTerminal = true // even a person at a terminal must say --yes
+	err := o.Run(context.Background())
+	if ExitCode(err) != ExitRefused || !strings.Contains(err.Error(), "statefulset/db replaces db-0, db-1") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("Run() = %v (exit %d), want a refusal naming db-0 and db-1", err, ExitCode(err))
+	}
+	if len(p.sent) != 0 {
+		t.Fatalf("a refused plan sent patches: %v", p.sent)
+	}
+	for _, want := range []string{`"pods": [`, `"db-0",`, `"outsideSelector": [`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the refused plan lacks %s:\n%s", want, out.String())
+		}
+	}
+
+	o, p, _, errOut := staleStatefulSetFixture(t)
+	o.Yes = true
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatalf("--yes: Run() = %v", err)
+	}
+	if strings.Join(p.sent, ",") != "StatefulSet/db" || !strings.Contains(errOut.String(), "Warning: restarting pods that -l statefulset.kubernetes.io/pod-name=db-2 does not select: statefulset/db replaces db-0, db-1") {
+		t.Errorf("--yes: sent %v, stderr %q; want the restart and a warning", p.sent, errOut.String())
 	}
 }

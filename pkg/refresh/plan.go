@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -113,13 +114,31 @@ type Action struct {
 	Reason    string     `json:"reason"`
 	Warnings  []string   `json:"warnings,omitempty"`
 	Consumers []Consumer `json:"consumers"`
-	// Pods are the pods an annotate action patches or a restart replaces.
+	// Pods are the pods an annotate action patches or a restart replaces
+	// (for a restart: every pod of the workload's selector that the rollout
+	// replaces, not only those -l selected).
 	Pods []string `json:"pods,omitempty"`
+	// OutsideSelector are the pods of Pods that -l does not select: a
+	// restart replaces them too. Such a plan is refused without --yes.
+	OutsideSelector []string `json:"outsideSelector,omitempty"`
+	// podUIDs are the UIDs of Pods when the plan was made: a pod of the same
+	// name with another UID has been replaced.
+	podUIDs map[string]string
+}
+
+// WorkloadPod is one pod a workload runs now.
+type WorkloadPod struct {
+	Name, UID string
+	Labels    map[string]string
 }
 
 // WorkloadInfo is what the planner needs to know about an owning workload.
 type WorkloadInfo struct {
 	Exists bool
+	// Pods are the live pods the workload owns (listed by its selector);
+	// nil when unknown: then a restart is taken to replace the pods of its
+	// consumers only.
+	Pods []WorkloadPod
 	// Paused is a paused Deployment.
 	Paused bool
 	// OnDelete is a StatefulSet or DaemonSet with the OnDelete strategy.
@@ -140,6 +159,9 @@ type PlanInput struct {
 	// Observed tells whether the items carry --verify states; without them
 	// restart-needed uses cannot be told stale from current.
 	Observed bool
+	// Selector is the user's -l (nil: every pod): a restart that replaces
+	// pods outside it says so.
+	Selector labels.Selector
 }
 
 // PodKey is the key of PlanInput.Pods.
@@ -286,9 +308,7 @@ func Plan(in PlanInput) []Action {
 				restarts[wk] = a
 			}
 			a.Consumers = append(a.Consumers, consumerOf(it))
-			if !contains(a.Pods, it.Pod.Name) {
-				a.Pods = append(a.Pods, it.Pod.Name)
-			}
+			a.addPod(it.Pod.Name, it.Pod.UID)
 		case needManual:
 			t := podTarget
 			if Restartable[it.Workload.Kind] && !d.onPod {
@@ -303,14 +323,16 @@ func Plan(in PlanInput) []Action {
 		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.Observed)
 		ns := it.Object.Namespace
 		pk := PodKey(ns, it.Pod.Name)
-		restart := restarts[WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}]
+		wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
+		restart := restarts[wk]
+		if restart != nil && spared(in.Workload[wk], wk, it.Pod.Name) {
+			restart = nil // below the partition: the restart leaves this pod alone
+		}
 		switch {
 		case d.need == needAnnotate && restart != nil:
 			// its workload restarts: the new pods read everything afresh
 			restart.Consumers = append(restart.Consumers, consumerOf(it))
-			if !contains(restart.Pods, it.Pod.Name) {
-				restart.Pods = append(restart.Pods, it.Pod.Name)
-			}
+			restart.addPod(it.Pod.Name, it.Pod.UID)
 		case d.need == needAnnotate:
 			a, ok := annotates[pk]
 			if !ok {
@@ -340,8 +362,8 @@ func Plan(in PlanInput) []Action {
 		}
 	}
 	var out []Action
-	for _, a := range restarts {
-		sort.Strings(a.Pods)
+	for k, a := range restarts {
+		a.replacedPods(in.Workload[k], in.Selector)
 		out = append(out, *a)
 	}
 	for _, a := range annotates {
@@ -382,6 +404,63 @@ func annotatedSince(pod *corev1.Pod, lastChange *metav1.Time) (time.Time, bool) 
 	return at, true
 }
 
+func (a *Action) addPod(name, uid string) {
+	if !contains(a.Pods, name) {
+		a.Pods = append(a.Pods, name)
+	}
+	if a.podUIDs == nil {
+		a.podUIDs = map[string]string{}
+	}
+	if uid != "" {
+		a.podUIDs[name] = uid
+	}
+}
+
+// replacedPods sets Pods of a restart to the pods the rollout replaces:
+// every live pod of the workload (its selector, not -l), except, in a
+// StatefulSet with a partition, those below it, which the plan names in a
+// warning. Pods outside sel are listed in OutsideSelector, with a warning.
+func (a *Action) replacedPods(info WorkloadInfo, sel labels.Selector) {
+	partitioned := a.Target.Kind == "StatefulSet" && info.Partition > 0
+	var spared []string
+	if info.Pods != nil {
+		for _, p := range info.Pods {
+			if partitioned {
+				if ord, ok := ordinal(p.Name, a.Target.Name); ok && ord < int(info.Partition) {
+					spared = append(spared, p.Name)
+					continue
+				}
+			}
+			a.addPod(p.Name, p.UID)
+			if sel != nil && !sel.Empty() && !sel.Matches(labels.Set(p.Labels)) && !contains(a.OutsideSelector, p.Name) {
+				a.OutsideSelector = append(a.OutsideSelector, p.Name)
+			}
+		}
+	}
+	sort.Strings(a.Pods)
+	sort.Strings(a.OutsideSelector)
+	sort.Strings(spared)
+	if len(spared) > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("partition %d: the restart replaces only ordinals %d and up; %s %s not replaced (delete a pod to replace it)",
+			info.Partition, info.Partition, listPods(spared), map[bool]string{true: "is", false: "are"}[len(spared) == 1]))
+	}
+	if len(a.OutsideSelector) > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("the restart also replaces %s, which -l does not select", listPods(a.OutsideSelector)))
+	}
+}
+
+// listPods names pods, at most 5.
+func listPods(names []string) string {
+	s := "pod"
+	if len(names) > 1 {
+		s = "pods"
+	}
+	if len(names) > 5 {
+		return fmt.Sprintf("%s %s and %d more", s, strings.Join(names[:5], ", "), len(names)-5)
+	}
+	return s + " " + strings.Join(names, ", ")
+}
+
 // notRestartable says why a rollout restart would not refresh the pod of
 // this use, or "" when it would.
 func notRestartable(it inspect.Item, in PlanInput) string {
@@ -410,12 +489,21 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 		return fmt.Sprintf("Deployment %q is paused: resume it (kubectl rollout resume deployment/%s -n %s), then run this again", w.Name, w.Name, ns)
 	case info.OnDelete:
 		return fmt.Sprintf("%s %q uses the OnDelete update strategy: a restart replaces no pods; delete pod %s to replace it", w.Kind, w.Name, it.Pod.Name)
-	case w.Kind == "StatefulSet" && info.Partition > 0:
-		if ord, ok := ordinal(it.Pod.Name, w.Name); ok && ord < int(info.Partition) {
-			return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
-		}
+	case spared(info, WorkloadKey{w.Kind, ns, w.Name}, it.Pod.Name):
+		ord, _ := ordinal(it.Pod.Name, w.Name)
+		return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
 	}
 	return ""
+}
+
+// spared reports whether a restart of the workload leaves the pod alone: a
+// StatefulSet pod below the partition.
+func spared(info WorkloadInfo, wk WorkloadKey, pod string) bool {
+	if wk.Kind != "StatefulSet" || info.Partition <= 0 {
+		return false
+	}
+	ord, ok := ordinal(pod, wk.Name)
+	return ok && ord < int(info.Partition)
 }
 
 // ordinal parses the ordinal of a StatefulSet pod name "<set>-<n>".

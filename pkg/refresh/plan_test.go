@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -200,5 +201,64 @@ func TestPlanDoesNotAnnotateAnUnverifiableMountTwice(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func dbPods(n int) []WorkloadPod {
+	var ps []WorkloadPod
+	for i := 0; i < n; i++ {
+		name := "db-" + string(rune('0'+i))
+		ps = append(ps, WorkloadPod{Name: name, UID: "u-" + name, Labels: map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": name}})
+	}
+	return ps
+}
+
+// -l narrows what is observed, not what a restart replaces: the plan names
+// every pod the rollout replaces and those -l does not select (issue 8,
+// item 2).
+func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
+	sel, err := labels.Parse("statefulset.kubernetes.io/pod-name=db-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := use("db-2", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
+	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Pods: dbPods(3)}}
+	got := Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Observed: true, Selector: sel})
+	if summary(got) != "restart statefulset/db" {
+		t.Fatalf("plan %q", summary(got))
+	}
+	a := got[0]
+	if strings.Join(a.Pods, ",") != "db-0,db-1,db-2" || strings.Join(a.OutsideSelector, ",") != "db-0,db-1" {
+		t.Errorf("pods %v outside -l %v, want db-0,db-1,db-2 and db-0,db-1", a.Pods, a.OutsideSelector)
+	}
+	if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "also replaces pods db-0, db-1, which -l does not select") {
+		t.Errorf("warnings %q", a.Warnings)
+	}
+	// without -l nothing is outside it
+	got = Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Observed: true, Selector: labels.Everything()})
+	if len(got[0].OutsideSelector) != 0 || len(got[0].Warnings) != 0 {
+		t.Errorf("no -l: outside %v warnings %v", got[0].OutsideSelector, got[0].Warnings)
+	}
+}
+
+// A partitioned StatefulSet: the restart replaces only the ordinals at or
+// above the partition, says which pods it spares, and a pending mount of a
+// spared pod is annotated instead of waiting for a restart that never
+// replaces it (issue 8, item 3).
+func TestPlanPartitionedStatefulSet(t *testing.T) {
+	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Partition: 2, Pods: dbPods(3)}}
+	items := []inspect.Item{
+		use("db-2", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
+		use("db-0", "StatefulSet", "db", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending),
+	}
+	got := Plan(PlanInput{Items: items, Workload: wl, Strategy: StrategyAuto, Observed: true})
+	if summary(got) != "restart statefulset/db; annotate pod/db-0" {
+		t.Fatalf("plan %q, want the restart and an annotation of the spared pod", summary(got))
+	}
+	if strings.Join(got[0].Pods, ",") != "db-2" {
+		t.Errorf("restart pods %v, want db-2 only", got[0].Pods)
+	}
+	if len(got[0].Warnings) != 1 || !strings.Contains(got[0].Warnings[0], "partition 2") || !strings.Contains(got[0].Warnings[0], "pods db-0, db-1 are not replaced") {
+		t.Errorf("warnings %q", got[0].Warnings)
 	}
 }

@@ -177,7 +177,7 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 				r.Outcome = OutcomeCurrent
 				d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
 				r.CurrentAfter = &d
-				r.Detail = ""
+				r.Detail = detail
 				continue
 			}
 			if p == replaced {
@@ -234,7 +234,7 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) 
 				return true
 			}
 		case ActionRestart:
-			if rolled[i] && it.Workload.Kind == r.Target.Kind && it.Workload.Name == r.Target.Name {
+			if rolled[i] && it.Workload.Kind == r.Target.Kind && it.Workload.Name == r.Target.Name && r.Action.verified(it.Pod.Name) {
 				return true
 			}
 		}
@@ -269,15 +269,18 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 		}
 		return reached, ""
 	case ActionRestart:
-		seen := 0
+		seen := map[string]bool{}
 		for _, it := range items {
 			if it.Workload.Kind != r.Target.Kind || it.Workload.Name != r.Target.Name || it.Object.Namespace != r.Target.Namespace {
 				continue
 			}
-			if !coversObject(r.Consumers, it) {
+			if !coversObject(r.Consumers, it) || !r.Action.verified(it.Pod.Name) {
 				continue
 			}
-			seen++
+			if old := r.podUIDs[it.Pod.Name]; old != "" && old == it.Pod.UID {
+				return notYet, fmt.Sprintf("pod %s has not been replaced yet", it.Pod.Name)
+			}
+			seen[it.Pod.Name] = true
 			if unverifiableForGood(it) {
 				return cannotVerify, "rolled out, but cannot be verified: " + describe(it)
 			}
@@ -285,12 +288,35 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 				return notYet, describe(it)
 			}
 		}
-		if seen == 0 {
+		if len(seen) == 0 {
 			return notYet, "no running pod of " + r.Target.String() + " observed yet"
 		}
-		return reached, ""
+		if r.Target.Kind == "StatefulSet" {
+			// its pods keep their names: each one the plan replaces must be seen
+			for _, p := range r.Pods {
+				if !seen[p] && !contains(r.OutsideSelector, p) {
+					return notYet, fmt.Sprintf("pod %s not observed yet", p)
+				}
+			}
+		}
+		detail := ""
+		if len(r.OutsideSelector) > 0 {
+			detail = fmt.Sprintf("not verified: %s, outside -l", listPods(r.OutsideSelector))
+		}
+		return reached, detail
 	}
 	return reached, ""
+}
+
+// verified reports whether the wait verifies the pod of this name for a
+// restart: StatefulSet pods keep their names, so only the pods the restart
+// replaces (not those below a partition) within -l count; other workloads'
+// new pods have new names, and all count.
+func (a Action) verified(pod string) bool {
+	if a.Action != ActionRestart || a.Target.Kind != "StatefulSet" || len(a.Pods) == 0 {
+		return true
+	}
+	return contains(a.Pods, pod) && !contains(a.OutsideSelector, pod)
 }
 
 func coversObject(cs []Consumer, it inspect.Item) bool {

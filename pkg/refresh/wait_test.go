@@ -203,3 +203,30 @@ func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 		t.Errorf("not-running: outcome %s, want timeout", got[0].Outcome)
 	}
 }
+
+// A partitioned StatefulSet restart converges on the pods it replaces: a
+// spared pod below the partition, still stale, does not hold it back; a
+// planned pod still running under its old UID does (issue 8, item 3).
+func TestWaitPartitionedRestartConvergesOnPlannedPods(t *testing.T) {
+	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Partition: 2, Pods: dbPods(3)}}
+	stale := func(pod, uid string) inspect.Item {
+		it := use(pod, "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
+		it.Pod.UID = uid
+		return it
+	}
+	plan := Plan(PlanInput{Items: []inspect.Item{stale("db-2", "u-db-2")}, Workload: wl, Strategy: StrategyAuto, Observed: true})
+	if summary(plan) != "restart statefulset/db" {
+		t.Fatalf("plan %q", summary(plan))
+	}
+	spared := stale("db-0", "u-db-0") // below the partition: never replaced
+	renewed := stale("db-2", "u-db-2-new")
+	renewed.State = inspect.StateCurrent
+	got := waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{spared, renewed}})
+	if got[0].Outcome != OutcomeCurrent {
+		t.Errorf("outcome %s (%s), want current: db-2 was replaced and is current", got[0].Outcome, got[0].Detail)
+	}
+	got = waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{spared, func() inspect.Item { it := stale("db-2", "u-db-2"); it.State = inspect.StateCurrent; return it }()}})
+	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "db-2 has not been replaced") {
+		t.Errorf("old db-2: outcome %s (%s), want timeout: it was not replaced yet", got[0].Outcome, got[0].Detail)
+	}
+}
