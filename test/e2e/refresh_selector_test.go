@@ -10,6 +10,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 func (f *fx) createStatefulSet(name string, replicas int32, spec corev1.PodSpec) {
@@ -90,4 +93,47 @@ func TestRefreshRefusesRestartBeyondSelector(t *testing.T) {
 	if len(after) != len(before) {
 		t.Errorf("objects before %v, after %v", before, after)
 	}
+}
+
+// A StatefulSet with partition 1: a restart replaces db-1 and db-2 only. The
+// plan says so (db-0 is manual), and the wait converges on the replaced pods
+// instead of timing out on db-0, which keeps its old env (issue 8, item 3).
+func TestRefreshPartitionedStatefulSetConverges(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("cfg", map[string]string{"K": "v0"}))
+	f.createStatefulSet("db", 3, podSpec(withEnv(busybox("c"), cmEnv("K", "cfg", "K", nil))))
+	f.waitPodsReady(3)
+	f.settledStatefulSetVersions("db", 3)
+	if _, err := f.cs.AppsV1().StatefulSets(f.ns).Patch(f.ctx, "db", types.MergePatchType,
+		[]byte(`{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":1}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("setting the partition: %v", err)
+	}
+	db0 := f.getPod("db-0")
+	f.patchConfigMapData("cfg", map[string]string{"K": "v1"})
+
+	doc, errOut, code := f.refreshJSON("cfg", "--yes", "--timeout", "150s")
+	if code != 3 || !strings.Contains(errOut, "statefulset/db: manual") {
+		t.Fatalf("exit %d (%s), want 3 for db-0 left manual", code, errOut)
+	}
+	var restart *refresh.Result
+	for i, r := range doc.Items {
+		if r.Action.Action == refresh.ActionRestart {
+			restart = &doc.Items[i]
+		}
+	}
+	if restart == nil {
+		t.Fatalf("plan %q has no restart", actionsOf(doc))
+	}
+	if strings.Join(restart.Pods, ",") != "db-1,db-2" || len(restart.Warnings) == 0 || !strings.Contains(restart.Warnings[0], "pod db-0 is not replaced") {
+		t.Errorf("restart pods %v warnings %q, want db-1,db-2 and db-0 named as spared", restart.Pods, restart.Warnings)
+	}
+	if restart.Outcome != refresh.OutcomeCurrent {
+		t.Errorf("restart outcome %s (%s), want current: it converges on db-1 and db-2", restart.Outcome, restart.Detail)
+	}
+	if p := f.getPod("db-0"); p.UID != db0.UID {
+		t.Errorf("db-0 was replaced (uid %s -> %s)", db0.UID, p.UID)
+	}
+	f.expectEnv("db-0", "c", "K", "v0")
+	f.expectEnv("db-2", "c", "K", "v1")
 }
