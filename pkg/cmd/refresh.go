@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -41,7 +43,7 @@ var (
 		to do. With --wait (the default) the result is verified by exec.`)
 
 	refreshExample = templates.Examples(`
-		# Show what would be done, change nothing
+		# Show what would be done, change nothing (reads each consuming container by exec)
 		kubectl cmsync refresh app-config --dry-run=client
 
 		# Refresh every consumer of one ConfigMap, restarting workloads without asking
@@ -113,7 +115,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
 	fs.StringVar(&o.Strategy, "strategy", o.Strategy, "auto: annotate pods with a pending mount and restart workloads with a stale env or subPath consumer; annotate: only annotate pods; restart: roll out every owning workload.")
-	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: print the plan, send nothing; server: send the patches with dryRun=All.`)
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: observe the consumers (read-only execs, as --verify does; none with --strategy restart), print the plan, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Restart workloads without asking.")
 	fs.IntVar(&o.MaxRestarts, "max-restarts", o.MaxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
@@ -214,11 +216,17 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	vo := o.verifyOptions()
-	if o.ErrTerminal {
-		vo.Progress = o.ErrOut
+	dry := refresh.DryRun(o.DryRun)
+	// --strategy restart plans without observing: a client dry run of it
+	// reads nothing from the containers (no exec at all).
+	observed := !(dry == refresh.DryRunClient && o.Strategy == string(refresh.StrategyRestart))
+	if observed {
+		vo := o.verifyOptions()
+		if o.ErrTerminal {
+			vo.Progress = o.ErrOut
+		}
+		items = inspect.Verify(ctx, items, snap, o.Executor, vo)
 	}
-	items = inspect.Verify(ctx, items, snap, o.Executor, vo)
 	// The output edge: reasons derived from Secret data are redacted
 	// before they reach the plan, and again in the results.
 	redactor := inspect.NewRedactor(snap)
@@ -235,9 +243,12 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 			return explainAPIError(err, server, o.Namespace)
 		}
 	}
-	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: true})
+	sel, err := labels.Parse(o.Selector)
+	if err != nil {
+		return usageError("invalid -l %q: %v", o.Selector, err)
+	}
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, Selector: sel})
 	counts := refresh.Counts(plan)
-	dry := refresh.DryRun(o.DryRun)
 
 	if restarts := counts[refresh.ActionRestart]; o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
 		_ = o.printPlan(plan)
@@ -245,6 +256,13 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	}
 	if dry == refresh.DryRunClient {
 		return o.printPlan(plan)
+	}
+	if beyond := outsideSelector(plan); len(beyond) > 0 && dry == refresh.DryRunNone {
+		if !o.Yes {
+			_ = o.printPlan(plan)
+			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: -l %s selects only some pods of the workloads to restart, and a restart replaces them all: %s; nothing was changed. Add --yes to restart them anyway, or --strategy annotate to restart nothing", o.Selector, strings.Join(beyond, "; "))}
+		}
+		fmt.Fprintf(o.ErrOut, "Warning: restarting pods that -l %s does not select: %s\n", o.Selector, strings.Join(beyond, "; "))
 	}
 	if restarts := counts[refresh.ActionRestart]; restarts > 0 {
 		if dry == refresh.DryRunNone && !o.Yes {
@@ -330,11 +348,16 @@ func (o *RefreshOptions) printResults(results []refresh.Result) error {
 	return w.Flush()
 }
 
+// consumersColumn names each consumer POD/CONTAINER:MODE[:WHERE], WHERE being
+// the mount path or the variable ($NAME, $PREFIX* for envFrom).
 func consumersColumn(cs []refresh.Consumer) string {
 	var parts []string
 	seen := map[string]bool{}
 	for _, c := range cs {
 		s := fmt.Sprintf("%s/%s:%s", c.Pod, c.Container, c.Mode)
+		if w := c.Where(); w != "" {
+			s += ":" + w
+		}
 		if c.Pod == "" {
 			s = strings.ToLower(c.Object.Kind) + "/" + c.Object.Name
 		}
@@ -377,6 +400,9 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: %s", r.Target, r.Detail))
 		case r.Action.Action == refresh.ActionManual:
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: manual: %s", r.Target, r.Reason))
+		case r.Action.Action == refresh.ActionNone && unverifiable(r.Consumers):
+			// nothing left to do, but not proven current either
+			notCurrent = append(notCurrent, fmt.Sprintf("%s: unverifiable: %s", r.Target, r.Reason))
 		}
 	}
 	if dry != refresh.DryRunNone {
@@ -405,6 +431,26 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		return &ExitError{Code: ExitCheck, Err: fmt.Errorf("%d actions left consumers not current:\n  %s", len(notCurrent), strings.Join(notCurrent, "\n  "))}
 	}
 	return nil
+}
+
+func unverifiable(cs []refresh.Consumer) bool {
+	for _, c := range cs {
+		if c.State == inspect.StateUnverifiable {
+			return true
+		}
+	}
+	return false
+}
+
+// outsideSelector lists, per restart, the pods it replaces beyond -l.
+func outsideSelector(plan []refresh.Action) []string {
+	var out []string
+	for _, a := range plan {
+		if a.Action == refresh.ActionRestart && len(a.OutsideSelector) > 0 {
+			out = append(out, fmt.Sprintf("%s replaces %s", a.Target, strings.Join(a.OutsideSelector, ", ")))
+		}
+	}
+	return out
 }
 
 // confirm asks a yes/no question on a terminal.
@@ -447,11 +493,14 @@ func loadWorkloads(ctx context.Context, c kubernetes.Interface, items []inspect.
 func getWorkload(ctx context.Context, c kubernetes.Interface, k refresh.WorkloadKey) (refresh.WorkloadInfo, error) {
 	var info refresh.WorkloadInfo
 	var err error
+	var uid types.UID
+	var selector *metav1.LabelSelector
 	switch k.Kind {
 	case "Deployment":
 		d, e := c.AppsV1().Deployments(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
 		if err = e; e == nil {
 			info = refresh.WorkloadInfo{Exists: true, Paused: d.Spec.Paused}
+			uid, selector = d.UID, d.Spec.Selector
 		}
 	case "StatefulSet":
 		s, e := c.AppsV1().StatefulSets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
@@ -460,11 +509,13 @@ func getWorkload(ctx context.Context, c kubernetes.Interface, k refresh.Workload
 			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 				info.Partition = *ru.Partition
 			}
+			uid, selector = s.UID, s.Spec.Selector
 		}
 	case "DaemonSet":
 		d, e := c.AppsV1().DaemonSets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
 		if err = e; e == nil {
 			info = refresh.WorkloadInfo{Exists: true, OnDelete: d.Spec.UpdateStrategy.Type == "OnDelete"}
+			uid, selector = d.UID, d.Spec.Selector
 		}
 	}
 	if err != nil && apierrors.IsNotFound(err) {
@@ -473,5 +524,47 @@ func getWorkload(ctx context.Context, c kubernetes.Interface, k refresh.Workload
 	if err != nil {
 		return info, &apiCallError{Verb: "get", Resource: strings.ToLower(k.Kind) + "s", Namespace: k.Namespace, Name: k.Name, Err: err}
 	}
+	if info.Pods, err = workloadPods(ctx, c, k, uid, selector); err != nil {
+		return info, err
+	}
 	return info, nil
+}
+
+// workloadPods lists the live pods a workload owns, by its selector (not the
+// user's -l): the pods a rollout restart replaces. A Deployment owns its
+// pods through ReplicaSets.
+func workloadPods(ctx context.Context, c kubernetes.Interface, k refresh.WorkloadKey, uid types.UID, ls *metav1.LabelSelector) ([]refresh.WorkloadPod, error) {
+	if ls == nil {
+		return nil, nil // unknown: the plan falls back to the consumers' pods
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s has an invalid selector: %w", strings.ToLower(k.Kind), k.Name, err)
+	}
+	owners := map[types.UID]bool{uid: true}
+	if k.Kind == "Deployment" {
+		owners = map[types.UID]bool{}
+		rss, err := c.AppsV1().ReplicaSets(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return nil, &apiCallError{Verb: "list", Resource: "replicasets", Namespace: k.Namespace, Err: err}
+		}
+		for _, rs := range rss.Items {
+			if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == uid {
+				owners[rs.UID] = true
+			}
+		}
+	}
+	pods, err := c.CoreV1().Pods(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, &apiCallError{Verb: "list", Resource: "pods", Namespace: k.Namespace, Err: err}
+	}
+	out := []refresh.WorkloadPod{}
+	for _, p := range pods.Items {
+		ref := metav1.GetControllerOf(&p)
+		if ref == nil || !owners[ref.UID] || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out = append(out, refresh.WorkloadPod{Name: p.Name, UID: string(p.UID), Labels: p.Labels})
+	}
+	return out, nil
 }

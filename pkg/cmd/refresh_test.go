@@ -10,11 +10,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -118,5 +120,126 @@ func TestRefreshClientDryRunSendsNothing(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"name": "web"`) {
 		t.Errorf("plan does not restart deployment web:\n%s", out.String())
+	}
+}
+
+// Plan consumers name the mount path or the variable: three subPath mounts
+// of one ConfigMap in one container are three distinct entries (issue 8,
+// item 12).
+func TestConsumersColumnNamesPathOrVariable(t *testing.T) {
+	cm := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "grafana"}
+	cs := []refresh.Consumer{
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeSubPath, Volume: "cfg", MountPath: "/etc/grafana/grafana.ini"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeSubPath, Volume: "cfg", MountPath: "/etc/grafana/ldap.toml"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnv, Env: "GF_LOG_LEVEL"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnvFrom, Env: "GF_"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnvFrom},
+	}
+	want := "g-0/grafana:subPath:/etc/grafana/grafana.ini,g-0/grafana:subPath:/etc/grafana/ldap.toml,g-0/grafana:env:$GF_LOG_LEVEL,+2 more"
+	if got := consumersColumn(cs); got != want {
+		t.Errorf("consumersColumn =\n%s\nwant\n%s", got, want)
+	}
+	if got := consumersColumn(cs[3:]); got != "g-0/grafana:envFrom:$GF_*,g-0/grafana:envFrom" {
+		t.Errorf("envFrom entries = %s", got)
+	}
+}
+
+// A client dry run of --strategy restart reads nothing from the containers;
+// with --strategy auto it observes (execs) but changes nothing (issue 8,
+// item 11).
+func TestRefreshClientDryRunExecsOnlyWhenThePlanNeedsIt(t *testing.T) {
+	for _, tt := range []struct {
+		strategy  string
+		wantExecs bool
+	}{{"restart", false}, {"auto", true}} {
+		t.Run(tt.strategy, func(t *testing.T) {
+			o, p, out := staleEnvFixture(t)
+			o.DryRun, o.Strategy = string(refresh.DryRunClient), tt.strategy
+			if err := o.Run(context.Background()); err != nil {
+				t.Fatalf("Run() = %v", err)
+			}
+			execs := len(o.Executor.(*inspecttest.Executor).Calls)
+			if (execs > 0) != tt.wantExecs {
+				t.Errorf("--dry-run=client --strategy %s made %d execs, want execs: %v", tt.strategy, execs, tt.wantExecs)
+			}
+			if len(p.sent) != 0 {
+				t.Errorf("client dry run sent patches: %v", p.sent)
+			}
+			if !strings.Contains(out.String(), `"action": "restart"`) {
+				t.Errorf("plan does not restart deployment web:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// A second run over a consumer that cannot be verified sends nothing but
+// does not claim success: exit 3 with the reason.
+func TestRefreshResultUnverifiableNoneIsNotCurrent(t *testing.T) {
+	r := refresh.Result{Action: refresh.Action{Action: refresh.ActionNone, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "p"},
+		Reason:    "cannot be verified (no-shell: no shell: the container has no sh), and the pod was annotated at ...",
+		Consumers: []refresh.Consumer{{Pod: "p", Mode: inspect.ModeVolume, State: inspect.StateUnverifiable}}}, Outcome: refresh.OutcomeNotApplied}
+	err := resultError([]refresh.Result{r}, refresh.DryRunNone)
+	if ExitCode(err) != ExitCheck || !strings.Contains(err.Error(), "pod/p: unverifiable: cannot be verified") {
+		t.Fatalf("resultError = %v (exit %d), want exit 3 naming the unverifiable pod", err, ExitCode(err))
+	}
+	r.Consumers[0].State = inspect.StateInSync
+	if err := resultError([]refresh.Result{r}, refresh.DryRunNone); err != nil {
+		t.Errorf("in-sync none: %v", err)
+	}
+}
+
+// staleStatefulSetFixture: StatefulSet db with pods db-0..2, each with a
+// stale env; -l selects db-2 only.
+func staleStatefulSetFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	ctrl := true
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "sts-uid"},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
+	objs := []runtime.Object{cm, sts}
+	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{}}
+	for _, name := range []string{"db-0", "db-1", "db-2"} {
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
+			Labels:          map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "sts-uid", Controller: &ctrl}}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}})
+		ex.Containers["ns/"+name+"/app"] = &inspecttest.Container{Env: map[string]string{"K": "old"}}
+	}
+	p := &countingPatcher{}
+	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
+	o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
+	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", fake.NewClientset(objs...), ex, p
+	o.Selector, o.Output, o.Wait = "statefulset.kubernetes.io/pod-name=db-2", "json", false
+	return o, p, out, errOut
+}
+
+// -l narrows what is observed, not what a restart replaces: a restart that
+// replaces pods beyond -l is refused without --yes (exit 4, nothing sent),
+// and sent with a warning with --yes (issue 8, item 2).
+func TestRefreshRefusesRestartsBeyondTheSelector(t *testing.T) {
+	o, p, out, _ := staleStatefulSetFixture(t)
+	o.StdinTerminal = true // even a person at a terminal must say --yes
+	err := o.Run(context.Background())
+	if ExitCode(err) != ExitRefused || !strings.Contains(err.Error(), "statefulset/db replaces db-0, db-1") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("Run() = %v (exit %d), want a refusal naming db-0 and db-1", err, ExitCode(err))
+	}
+	if len(p.sent) != 0 {
+		t.Fatalf("a refused plan sent patches: %v", p.sent)
+	}
+	for _, want := range []string{`"pods": [`, `"db-0",`, `"outsideSelector": [`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the refused plan lacks %s:\n%s", want, out.String())
+		}
+	}
+
+	o, p, _, errOut := staleStatefulSetFixture(t)
+	o.Yes = true
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatalf("--yes: Run() = %v", err)
+	}
+	if strings.Join(p.sent, ",") != "StatefulSet/db" || !strings.Contains(errOut.String(), "Warning: restarting pods that -l statefulset.kubernetes.io/pod-name=db-2 does not select: statefulset/db replaces db-0, db-1") {
+		t.Errorf("--yes: sent %v, stderr %q; want the restart and a warning", p.sent, errOut.String())
 	}
 }

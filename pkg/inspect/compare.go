@@ -93,8 +93,10 @@ type EnvComparison struct {
 
 // Comparison is the verdict of --verify for one use, with what it is based on.
 type Comparison struct {
-	State    State
-	Reason   string
+	State  State
+	Reason string
+	// Cause classifies an unverifiable state (see StateCause).
+	Cause    StateCause
 	SyncedAt *time.Time
 	Files    []FileComparison
 	Env      []EnvComparison
@@ -170,7 +172,7 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 		results[i].Pod = pod
 		obj := snap.Object(it.Key())
 		if it.Object.Kind == KindSecret && obj.Unread && it.Container != nil {
-			results[i].Comparison = Comparison{State: StateUnverifiable, Reason: "Secrets were not read (--secrets)"}
+			results[i].Comparison = Comparison{State: StateUnverifiable, Reason: "Secrets were not read (--secrets)", Cause: CauseSecretsNotRead}
 			continue
 		}
 		inputs[i] = inputsFor(it, obj)
@@ -279,6 +281,7 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 		c := results[i].Comparison
 		results[i].Item.State = c.State
 		results[i].Item.StateReason = c.Reason
+		results[i].Item.StateCause = c.Cause
 		if c.SyncedAt != nil {
 			t := metav1.NewTime(c.SyncedAt.UTC())
 			results[i].Item.SyncedAt = &t
@@ -356,11 +359,11 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 			if errors.As(err, &pe) && (pe.ObjectMissing || len(pe.MissingKeys) > 0) {
 				return Comparison{State: StateMissing, Reason: pe.Error() + "; the kubelet cannot update the volume, so the container keeps what it had (a new container cannot start)"}, true
 			}
-			return Comparison{State: StateUnverifiable, Reason: "the kubelet cannot write this volume: " + err.Error()}, true
+			return Comparison{State: StateUnverifiable, Reason: "the kubelet cannot write this volume: " + err.Error(), Cause: CauseVolumeNotWritable}, true
 		}
 	}
 	if pod == nil {
-		return Comparison{State: StateUnverifiable, Reason: "not running: the pod is not in the snapshot"}, true
+		return Comparison{State: StateUnverifiable, Reason: "not running: the pod is not in the snapshot", Cause: CauseNotRunning}, true
 	}
 	if pod.DeletionTimestamp != nil {
 		return Comparison{State: StateNA, Reason: "the pod is terminating: its replacement, if any, is checked instead"}, true
@@ -376,7 +379,7 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 	}
 	switch {
 	case !found:
-		return Comparison{State: StateUnverifiable, Reason: "not running: the container has no status yet (it never started)"}, true
+		return Comparison{State: StateUnverifiable, Reason: "not running: the container has no status yet (it never started)", Cause: CauseNotRunning}, true
 	case st.State.Running != nil:
 		return Comparison{}, false
 	case st.State.Waiting != nil:
@@ -388,9 +391,9 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 			return Comparison{State: StateNA, Reason: fmt.Sprintf("the init container has not run yet (%s): it reads the current content when it starts", r)}, true
 		}
 		if st.LastTerminationState.Terminated == nil && st.RestartCount == 0 {
-			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container never started (waiting: %s)", r)}, true
+			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container never started (waiting: %s)", r), Cause: CauseNotRunning}, true
 		}
-		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container is waiting (%s)", r)}, true
+		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container is waiting (%s)", r), Cause: CauseNotRunning}, true
 	case st.State.Terminated != nil:
 		r := st.State.Terminated.Reason
 		if r == "" {
@@ -398,7 +401,7 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 		}
 		return Comparison{State: StateNA, Reason: fmt.Sprintf("the container has terminated (%s): nothing to check", r)}, true
 	}
-	return Comparison{State: StateUnverifiable, Reason: "not running: the container state is unknown"}, true
+	return Comparison{State: StateUnverifiable, Reason: "not running: the container state is unknown", Cause: CauseNotRunning}, true
 }
 
 // PodTerminated reports whether the pod has finished for good (phase
@@ -530,10 +533,10 @@ func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *Observation, o Comp
 		return Comparison{State: StateUnverifiable, Reason: "the container was not observed"}
 	}
 	if obs.Err != nil {
-		return Comparison{State: StateUnverifiable, Reason: obs.Err.reasonFor(it.Object.Kind)}
+		return Comparison{State: StateUnverifiable, Reason: obs.Err.reasonFor(it.Object.Kind), Cause: causeOfObserveError(obs.Err.Reason)}
 	}
 	if obj.Unread {
-		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("%s %q was not read (add --secrets)", it.Object.Kind, it.Object.Name)}
+		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("%s %q was not read (add --secrets)", it.Object.Kind, it.Object.Name), Cause: CauseSecretsNotRead}
 	}
 	var c Comparison
 	switch it.Mode {
@@ -654,7 +657,7 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 		return Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
 	}
 	if op.Err != "" {
-		return Comparison{State: StateUnverifiable, Reason: "no shell: " + op.Err}
+		return Comparison{State: StateUnverifiable, Reason: "no shell: " + op.Err, Cause: CauseNoShell}
 	}
 	switch op.Kind {
 	case PathMissing:
@@ -752,7 +755,7 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 	case t.differ == 0 && len(unknown) > 0:
 		// Never in-sync (a removed key may remain) nor pending (the file
 		// may be the Secret's): unknown.
-		c.State = StateUnverifiable
+		c.State, c.Cause = StateUnverifiable, CauseSecretsNotRead
 		c.Reason = fmt.Sprintf("the files of the %s that could be compared match (%s), but %s", kind, plural(t.equal, "file"),
 			unreadNote(listNames(unknown, 3), unreadBy))
 	case t.differ == 0:
@@ -760,7 +763,7 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 		if t.notCompared > 0 {
 			c.Reason = fmt.Sprintf("%s not compared: larger than --max-bytes and the container has no sha256sum, or unreadable (%s); the rest matches", plural(t.notCompared, "file"), listNames(t.unread, 3))
 		} else {
-			c.Reason = "no shell: every expected file matches, but without sh or ls the container's other files cannot be listed"
+			c.Reason, c.Cause = "no shell: every expected file matches, but without sh or ls the container's other files cannot be listed", CauseNoShell
 		}
 	case it.Object.Immutable || obj.Immutable:
 		c.State = StateStale
@@ -1027,7 +1030,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 		return Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
 	}
 	if op.Err != "" {
-		return Comparison{State: StateUnverifiable, Reason: "no shell: " + op.Err}
+		return Comparison{State: StateUnverifiable, Reason: "no shell: " + op.Err, Cause: CauseNoShell}
 	}
 	sub := it.Volume.SubPath
 	if it.Mode == ModeSubPathExpr {
@@ -1054,7 +1057,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 		if known, maybe := ps.overrides(sub); known {
 			return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %s shows the file of a later source of projected volume %q, which wins over this %s", shown, it.Volume.Name, kind)}
 		} else if len(maybe) > 0 {
-			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("subPath %s %s", shown, unreadNote("", maybe)[1:])}
+			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("subPath %s %s", shown, unreadNote("", maybe)[1:]), Cause: CauseSecretsNotRead}
 		}
 		f.Path = ""
 		var of *ObservedFile
@@ -1117,7 +1120,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 		case known || (ps.projected && len(it.Items) > 0):
 			return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %s comes from another source of the projected volume", shown)}
 		case len(maybe) > 0:
-			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("the container has a file at subPath %s, which the %s does not provide: it %s", shown, kind, unreadNote("", maybe)[1:])}
+			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("the container has a file at subPath %s, which the %s does not provide: it %s", shown, kind, unreadNote("", maybe)[1:]), Cause: CauseSecretsNotRead}
 		}
 		return Comparison{State: StateStale, Reason: fmt.Sprintf("the container still has subPath %s, which the %s no longer provides; %s", shown, kind, restart),
 			Files: []FileComparison{compareFile(nil, op.Files[""], fsGroup)}}
@@ -1162,7 +1165,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 	}
 	switch {
 	case t.differ == 0 && len(unknown) > 0:
-		c.State = StateUnverifiable
+		c.State, c.Cause = StateUnverifiable, CauseSecretsNotRead
 		c.Reason = fmt.Sprintf("the files of the %s that could be compared match (%s), but %s", kind, plural(t.equal, "file"), unreadNote(listNames(unknown, 3), unreadBy))
 	case len(expected) == 0 && t.differ == 0 && overridden == 0:
 		c.State = StateCurrent
@@ -1540,7 +1543,7 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 		c.Reason = fmt.Sprintf("%s still set, but %s no longer in the %s (unless the image sets %s): %s%s",
 			listNames(removed, 3), pluralVerb(len(removed), "its key is", "their keys are"), kind, pluralVerb(len(removed), "it", "them"), restart, note)
 	case len(unknown) > 0:
-		c.State = StateUnverifiable
+		c.State, c.Cause = StateUnverifiable, CauseSecretsNotRead
 		c.Reason = fmt.Sprintf("%s match the API, but %s", plural(compared, "variable"), unreadNote(listNames(unknown, 3), unreadBy))
 	case !obj.Exists:
 		c.State = StateCurrent

@@ -66,6 +66,55 @@ const (
 	StateNA           State = "n/a"
 )
 
+// StateCause says why a use is unverifiable, in a word scripts can rely on
+// (stateReason says it for people). It is set only with state unverifiable,
+// and not for every such state: one without a cause may pass.
+type StateCause string
+
+const (
+	// CauseSecretsNotRead: a Secret the use reads, or one that shares its
+	// projected volume or may set its variables, was not read (--secrets).
+	CauseSecretsNotRead StateCause = "secrets-not-read"
+	// CauseVolumeNotWritable: the kubelet cannot write this volume from the
+	// object as it is (e.g. two items at one path).
+	CauseVolumeNotWritable StateCause = "volume-not-writable"
+	// CauseNoShell: the image has no sh (or nothing to read the files with).
+	CauseNoShell StateCause = "no-shell"
+	// CauseExecForbidden: RBAC does not allow exec into the pod.
+	CauseExecForbidden StateCause = "exec-forbidden"
+	// CauseNotRunning: the pod or container is not running (yet).
+	CauseNotRunning StateCause = "not-running"
+	// CauseExecTimeout: the exec did not finish within --exec-timeout.
+	CauseExecTimeout StateCause = "exec-timeout"
+	// CauseExecFailed: the exec failed otherwise.
+	CauseExecFailed StateCause = "exec-failed"
+)
+
+// Permanent reports whether observing again cannot change the answer
+// without a change of flags, RBAC, image or object: waiting is pointless.
+func (c StateCause) Permanent() bool {
+	switch c {
+	case CauseSecretsNotRead, CauseVolumeNotWritable, CauseNoShell, CauseExecForbidden:
+		return true
+	}
+	return false
+}
+
+// causeOfObserveError maps an ObserveError reason to a StateCause.
+func causeOfObserveError(reason string) StateCause {
+	switch reason {
+	case ObserveForbidden:
+		return CauseExecForbidden
+	case ObserveNoShell:
+		return CauseNoShell
+	case ObserveNotRunning:
+		return CauseNotRunning
+	case ObserveTimeout:
+		return CauseExecTimeout
+	}
+	return CauseExecFailed
+}
+
 // ContainerType says which list of the pod spec a container comes from.
 type ContainerType string
 
@@ -186,9 +235,12 @@ type Item struct {
 	Delay       *Delay  `json:"delay,omitempty"`
 
 	// Filled by --verify.
-	State       State        `json:"state,omitempty"`
-	StateReason string       `json:"stateReason,omitempty"`
-	SyncedAt    *metav1.Time `json:"syncedAt,omitempty"`
+	State       State  `json:"state,omitempty"`
+	StateReason string `json:"stateReason,omitempty"`
+	// StateCause classifies an unverifiable state for scripts and the
+	// refresh planner (StateReason is for people).
+	StateCause StateCause   `json:"stateCause,omitempty"`
+	SyncedAt   *metav1.Time `json:"syncedAt,omitempty"`
 }
 
 // ObjectKey identifies a ConfigMap or Secret.

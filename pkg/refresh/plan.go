@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -55,14 +58,53 @@ type Target struct {
 
 func (t Target) String() string { return strings.ToLower(t.Kind) + "/" + t.Name }
 
-// Consumer is one use covered by an action.
+// Consumer is one use covered by an action. With the object's namespace,
+// PodUID, Container, Mode, Volume, MountPath and Env it carries the use's
+// identity (inspect.UseID): the wait matches observations by it, so a pod of
+// the same name in another namespace, a re-created pod or a second mount of
+// the same object in the same container is never taken for this use.
 type Consumer struct {
 	Object    inspect.ObjectRef `json:"object"`
 	Pod       string            `json:"pod"`
+	PodUID    string            `json:"podUID,omitempty"`
 	Container string            `json:"container,omitempty"`
 	Mode      inspect.Mode      `json:"mode"`
-	Verdict   inspect.Verdict   `json:"verdict"`
-	State     inspect.State     `json:"state,omitempty"`
+	// Volume and MountPath of a volume use.
+	Volume    string `json:"volume,omitempty"`
+	MountPath string `json:"mountPath,omitempty"`
+	// Env is the variable of an env use or the prefix of an envFrom use.
+	Env     string          `json:"env,omitempty"`
+	Verdict inspect.Verdict `json:"verdict"`
+	State   inspect.State   `json:"state,omitempty"`
+}
+
+// ConsumerOf is the consumer entry of one use.
+func ConsumerOf(it inspect.Item) Consumer {
+	id := it.ID()
+	return Consumer{Object: it.Object, Pod: it.Pod.Name, PodUID: it.Pod.UID, Container: id.Container, Mode: it.Mode,
+		Volume: id.Volume, MountPath: id.MountPath, Env: id.Env, Verdict: it.Verdict, State: it.State}
+}
+
+// ID is the identity of the consumer's use.
+func (c Consumer) ID() inspect.UseID {
+	return inspect.UseID{Namespace: c.Object.Namespace, PodUID: c.PodUID, Pod: c.Pod, Container: c.Container, Mode: c.Mode,
+		ObjectKind: c.Object.Kind, ObjectName: c.Object.Name, Volume: c.Volume, MountPath: c.MountPath, Env: c.Env}
+}
+
+// Where names the use inside its container: the mount path of a volume
+// use, $NAME of an env use, $PREFIX* of an envFrom use with a prefix.
+func (c Consumer) Where() string {
+	switch {
+	case c.MountPath != "":
+		return c.MountPath
+	case c.Mode == inspect.ModeEnv && c.Env != "":
+		return "$" + c.Env
+	case c.Mode == inspect.ModeEnvFrom && c.Env != "":
+		return "$" + c.Env + "*"
+	case c.Mode == inspect.ModeUnmounted && c.Volume != "":
+		return "volume " + c.Volume
+	}
+	return ""
 }
 
 // Action is one step of a plan.
@@ -72,13 +114,31 @@ type Action struct {
 	Reason    string     `json:"reason"`
 	Warnings  []string   `json:"warnings,omitempty"`
 	Consumers []Consumer `json:"consumers"`
-	// Pods are the pods an annotate action patches or a restart replaces.
+	// Pods are the pods an annotate action patches or a restart replaces
+	// (for a restart: every pod of the workload's selector that the rollout
+	// replaces, not only those -l selected).
 	Pods []string `json:"pods,omitempty"`
+	// OutsideSelector are the pods of Pods that -l does not select: a
+	// restart replaces them too. Such a plan is refused without --yes.
+	OutsideSelector []string `json:"outsideSelector,omitempty"`
+	// podUIDs are the UIDs of Pods when the plan was made: a pod of the same
+	// name with another UID has been replaced.
+	podUIDs map[string]string
+}
+
+// WorkloadPod is one pod a workload runs now.
+type WorkloadPod struct {
+	Name, UID string
+	Labels    map[string]string
 }
 
 // WorkloadInfo is what the planner needs to know about an owning workload.
 type WorkloadInfo struct {
 	Exists bool
+	// Pods are the live pods the workload owns (listed by its selector);
+	// nil when unknown: then a restart is taken to replace the pods of its
+	// consumers only.
+	Pods []WorkloadPod
 	// Paused is a paused Deployment.
 	Paused bool
 	// OnDelete is a StatefulSet or DaemonSet with the OnDelete strategy.
@@ -99,6 +159,9 @@ type PlanInput struct {
 	// Observed tells whether the items carry --verify states; without them
 	// restart-needed uses cannot be told stale from current.
 	Observed bool
+	// Selector is the user's -l (nil: every pod): a restart that replaces
+	// pods outside it says so.
+	Selector labels.Selector
 }
 
 // PodKey is the key of PlanInput.Pods.
@@ -124,8 +187,8 @@ type decision struct {
 	onPod bool
 }
 
-// decide applies the contract's rules to one use.
-func decide(it inspect.Item, s Strategy, observed bool) decision {
+// decide applies the contract's rules to one use; pod is its pod, when known.
+func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decision {
 	hot := it.Mode.HotUpdating()
 	switch it.Verdict {
 	case inspect.VerdictNotMounted, inspect.VerdictUnused, inspect.VerdictNoPods, "":
@@ -162,6 +225,12 @@ func decide(it inspect.Item, s Strategy, observed bool) decision {
 		}
 		if !observed {
 			return decision{need: needNothing, reason: "immutable: it never changes"}
+		}
+	}
+	if hot && observed && it.State == inspect.StateUnverifiable && it.StateCause.Permanent() {
+		if at, ok := annotatedSince(pod, it.Object.LastChange); ok {
+			return decision{need: needNothing, reason: fmt.Sprintf("cannot be verified (%s: %s), and the pod was annotated at %s, after the last change of the %s: the kubelet re-synced it then; nothing more to do",
+				it.StateCause, it.StateReason, at.UTC().Format(time.RFC3339), strings.ToLower(it.Object.Kind))}
 		}
 	}
 	switch s {
@@ -209,9 +278,7 @@ func Plan(in PlanInput) []Action {
 	annotates := map[string]*Action{}
 	var manual, none []*Action
 
-	consumerOf := func(it inspect.Item) Consumer {
-		return Consumer{Object: it.Object, Pod: it.Pod.Name, Container: it.ContainerName(), Mode: it.Mode, Verdict: it.Verdict, State: it.State}
-	}
+	consumerOf := ConsumerOf
 	manualFor := func(t Target, reason string, it inspect.Item) {
 		for _, a := range manual {
 			if a.Target == t && a.Reason == reason {
@@ -224,7 +291,7 @@ func Plan(in PlanInput) []Action {
 	// First pass: restarts (they replace pods, so annotating those is moot).
 	var deferred []inspect.Item
 	for _, it := range in.Items {
-		d := decide(it, in.Strategy, in.Observed)
+		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.Observed)
 		ns := it.Object.Namespace
 		podTarget := Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}
 		switch d.need {
@@ -241,9 +308,7 @@ func Plan(in PlanInput) []Action {
 				restarts[wk] = a
 			}
 			a.Consumers = append(a.Consumers, consumerOf(it))
-			if !contains(a.Pods, it.Pod.Name) {
-				a.Pods = append(a.Pods, it.Pod.Name)
-			}
+			a.addPod(it.Pod.Name, it.Pod.UID)
 		case needManual:
 			t := podTarget
 			if Restartable[it.Workload.Kind] && !d.onPod {
@@ -255,17 +320,19 @@ func Plan(in PlanInput) []Action {
 		}
 	}
 	for _, it := range deferred {
-		d := decide(it, in.Strategy, in.Observed)
+		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.Observed)
 		ns := it.Object.Namespace
 		pk := PodKey(ns, it.Pod.Name)
-		restart := restarts[WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}]
+		wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
+		restart := restarts[wk]
+		if restart != nil && spared(in.Workload[wk], wk, it.Pod.Name) {
+			restart = nil // below the partition: the restart leaves this pod alone
+		}
 		switch {
 		case d.need == needAnnotate && restart != nil:
 			// its workload restarts: the new pods read everything afresh
 			restart.Consumers = append(restart.Consumers, consumerOf(it))
-			if !contains(restart.Pods, it.Pod.Name) {
-				restart.Pods = append(restart.Pods, it.Pod.Name)
-			}
+			restart.addPod(it.Pod.Name, it.Pod.UID)
 		case d.need == needAnnotate:
 			a, ok := annotates[pk]
 			if !ok {
@@ -295,8 +362,8 @@ func Plan(in PlanInput) []Action {
 		}
 	}
 	var out []Action
-	for _, a := range restarts {
-		sort.Strings(a.Pods)
+	for k, a := range restarts {
+		a.replacedPods(in.Workload[k], in.Selector)
 		out = append(out, *a)
 	}
 	for _, a := range annotates {
@@ -322,6 +389,76 @@ func Plan(in PlanInput) []Action {
 		return out[i].Target.Name < out[j].Target.Name
 	})
 	return out
+}
+
+// annotatedSince returns the time of the pod's refresh annotation when it is
+// surely later than the object's last change (its time has whole seconds).
+func annotatedSince(pod *corev1.Pod, lastChange *metav1.Time) (time.Time, bool) {
+	if pod == nil || lastChange == nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, pod.Annotations[RefreshedAtAnnotation])
+	if err != nil || at.Before(lastChange.Add(time.Second)) {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+func (a *Action) addPod(name, uid string) {
+	if !contains(a.Pods, name) {
+		a.Pods = append(a.Pods, name)
+	}
+	if a.podUIDs == nil {
+		a.podUIDs = map[string]string{}
+	}
+	if uid != "" {
+		a.podUIDs[name] = uid
+	}
+}
+
+// replacedPods sets Pods of a restart to the pods the rollout replaces:
+// every live pod of the workload (its selector, not -l), except, in a
+// StatefulSet with a partition, those below it, which the plan names in a
+// warning. Pods outside sel are listed in OutsideSelector, with a warning.
+func (a *Action) replacedPods(info WorkloadInfo, sel labels.Selector) {
+	partitioned := a.Target.Kind == "StatefulSet" && info.Partition > 0
+	var spared []string
+	if info.Pods != nil {
+		for _, p := range info.Pods {
+			if partitioned {
+				if ord, ok := ordinal(p.Name, a.Target.Name); ok && ord < int(info.Partition) {
+					spared = append(spared, p.Name)
+					continue
+				}
+			}
+			a.addPod(p.Name, p.UID)
+			if sel != nil && !sel.Empty() && !sel.Matches(labels.Set(p.Labels)) && !contains(a.OutsideSelector, p.Name) {
+				a.OutsideSelector = append(a.OutsideSelector, p.Name)
+			}
+		}
+	}
+	sort.Strings(a.Pods)
+	sort.Strings(a.OutsideSelector)
+	sort.Strings(spared)
+	if len(spared) > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("partition %d: the restart replaces only ordinals %d and up; %s %s not replaced (delete a pod to replace it)",
+			info.Partition, info.Partition, listPods(spared), map[bool]string{true: "is", false: "are"}[len(spared) == 1]))
+	}
+	if len(a.OutsideSelector) > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("the restart also replaces %s, which -l does not select", listPods(a.OutsideSelector)))
+	}
+}
+
+// listPods names pods, at most 5.
+func listPods(names []string) string {
+	s := "pod"
+	if len(names) > 1 {
+		s = "pods"
+	}
+	if len(names) > 5 {
+		return fmt.Sprintf("%s %s and %d more", s, strings.Join(names[:5], ", "), len(names)-5)
+	}
+	return s + " " + strings.Join(names, ", ")
 }
 
 // notRestartable says why a rollout restart would not refresh the pod of
@@ -352,12 +489,21 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 		return fmt.Sprintf("Deployment %q is paused: resume it (kubectl rollout resume deployment/%s -n %s), then run this again", w.Name, w.Name, ns)
 	case info.OnDelete:
 		return fmt.Sprintf("%s %q uses the OnDelete update strategy: a restart replaces no pods; delete pod %s to replace it", w.Kind, w.Name, it.Pod.Name)
-	case w.Kind == "StatefulSet" && info.Partition > 0:
-		if ord, ok := ordinal(it.Pod.Name, w.Name); ok && ord < int(info.Partition) {
-			return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
-		}
+	case spared(info, WorkloadKey{w.Kind, ns, w.Name}, it.Pod.Name):
+		ord, _ := ordinal(it.Pod.Name, w.Name)
+		return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
 	}
 	return ""
+}
+
+// spared reports whether a restart of the workload leaves the pod alone: a
+// StatefulSet pod below the partition.
+func spared(info WorkloadInfo, wk WorkloadKey, pod string) bool {
+	if wk.Kind != "StatefulSet" || info.Partition <= 0 {
+		return false
+	}
+	ord, ok := ordinal(pod, wk.Name)
+	return ok && ord < int(info.Partition)
 }
 
 // ordinal parses the ordinal of a StatefulSet pod name "<set>-<n>".

@@ -3,8 +3,11 @@ package refresh
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -132,5 +135,130 @@ func TestOrdinal(t *testing.T) {
 		if n != tt.n || ok != tt.ok {
 			t.Errorf("ordinal(%q,%q) = %d,%v want %d,%v", tt.pod, tt.set, n, ok, tt.n, tt.ok)
 		}
+	}
+}
+
+// Consumers carry the use's identity: the same pod name in two namespaces
+// gives two actions, two mounts of one ConfigMap in one container two
+// consumers with their mount paths, and the pod's UID is kept.
+func TestPlanConsumersCarryIdentity(t *testing.T) {
+	mk := func(ns, uid, path string) inspect.Item {
+		it := use("redis-0", "StatefulSet", "redis", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
+		it.Object.Namespace, it.Pod.UID = ns, uid
+		it.Volume = &inspect.VolumeRef{Name: "v" + path, MountPath: path}
+		return it
+	}
+	got := Plan(PlanInput{Items: []inspect.Item{mk("prod", "u1", "/etc/a"), mk("prod", "u1", "/etc/b"), mk("staging", "u2", "/etc/a")}, Strategy: StrategyAuto, Observed: true})
+	if len(got) != 2 || got[0].Target.Namespace != "prod" || got[1].Target.Namespace != "staging" {
+		t.Fatalf("want one annotate per namespace, got %+v", got)
+	}
+	cs := got[0].Consumers
+	if len(cs) != 2 || cs[0].MountPath != "/etc/a" || cs[1].MountPath != "/etc/b" || cs[0].PodUID != "u1" || cs[0].ID() == cs[1].ID() {
+		t.Errorf("prod consumers %+v, want two with their mount paths and the pod UID", cs)
+	}
+	if id := got[1].Consumers[0].ID(); id.Namespace != "staging" || id.PodUID != "u2" {
+		t.Errorf("staging consumer identity %+v", id)
+	}
+}
+
+// A hot mount that can never be verified is annotated once; a second run,
+// finding the pod annotated after the object's last change, does nothing
+// (issue 8, item 4).
+func TestPlanDoesNotAnnotateAnUnverifiableMountTwice(t *testing.T) {
+	last := metav1.NewTime(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	it := use("web-1", "Deployment", "web", inspect.ModeProjected, inspect.VerdictHotUpdate, inspect.StateUnverifiable)
+	it.Object.LastChange = &last
+	it.StateCause, it.StateReason = inspect.CauseSecretsNotRead, "Secret \"s\" was not read (add --secrets)"
+	pod := func(annotated string) map[string]*corev1.Pod {
+		p := &corev1.Pod{}
+		if annotated != "" {
+			p.Annotations = map[string]string{RefreshedAtAnnotation: annotated}
+		}
+		return map[string]*corev1.Pod{PodKey("ns", "web-1"): p}
+	}
+	for _, tt := range []struct {
+		name, annotated string
+		cause           inspect.StateCause
+		want            string
+	}{
+		{"first run", "", inspect.CauseSecretsNotRead, "annotate pod/web-1"},
+		{"annotated before the change", "2026-11-23T08:59:59.5Z", inspect.CauseSecretsNotRead, "annotate pod/web-1"},
+		{"annotated in the second of the change", "2026-11-23T09:00:00.5Z", inspect.CauseSecretsNotRead, "annotate pod/web-1"},
+		{"second run", "2026-11-23T09:00:05.123Z", inspect.CauseSecretsNotRead, "none pod/web-1"},
+		{"second run, no shell", "2026-11-23T09:00:05.123Z", inspect.CauseNoShell, "none pod/web-1"},
+		{"second run, but the cause may pass", "2026-11-23T09:00:05.123Z", inspect.CauseNotRunning, "annotate pod/web-1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			it := it
+			it.StateCause = tt.cause
+			for _, s := range []Strategy{StrategyAuto, StrategyAnnotate} {
+				got := Plan(PlanInput{Items: []inspect.Item{it}, Pods: pod(tt.annotated), Strategy: s, Observed: true})
+				if summary(got) != tt.want {
+					t.Errorf("--strategy %s: plan %q, want %q", s, summary(got), tt.want)
+				}
+				if tt.want == "none pod/web-1" && !strings.Contains(got[0].Reason, "cannot be verified (secrets-not-read") && tt.cause == inspect.CauseSecretsNotRead {
+					t.Errorf("reason %q must say why", got[0].Reason)
+				}
+			}
+		})
+	}
+}
+
+func dbPods(n int) []WorkloadPod {
+	var ps []WorkloadPod
+	for i := 0; i < n; i++ {
+		name := "db-" + string(rune('0'+i))
+		ps = append(ps, WorkloadPod{Name: name, UID: "u-" + name, Labels: map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": name}})
+	}
+	return ps
+}
+
+// -l narrows what is observed, not what a restart replaces: the plan names
+// every pod the rollout replaces and those -l does not select (issue 8,
+// item 2).
+func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
+	sel, err := labels.Parse("statefulset.kubernetes.io/pod-name=db-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := use("db-2", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
+	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Pods: dbPods(3)}}
+	got := Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Observed: true, Selector: sel})
+	if summary(got) != "restart statefulset/db" {
+		t.Fatalf("plan %q", summary(got))
+	}
+	a := got[0]
+	if strings.Join(a.Pods, ",") != "db-0,db-1,db-2" || strings.Join(a.OutsideSelector, ",") != "db-0,db-1" {
+		t.Errorf("pods %v outside -l %v, want db-0,db-1,db-2 and db-0,db-1", a.Pods, a.OutsideSelector)
+	}
+	if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "also replaces pods db-0, db-1, which -l does not select") {
+		t.Errorf("warnings %q", a.Warnings)
+	}
+	// without -l nothing is outside it
+	got = Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Observed: true, Selector: labels.Everything()})
+	if len(got[0].OutsideSelector) != 0 || len(got[0].Warnings) != 0 {
+		t.Errorf("no -l: outside %v warnings %v", got[0].OutsideSelector, got[0].Warnings)
+	}
+}
+
+// A partitioned StatefulSet: the restart replaces only the ordinals at or
+// above the partition, says which pods it spares, and a pending mount of a
+// spared pod is annotated instead of waiting for a restart that never
+// replaces it (issue 8, item 3).
+func TestPlanPartitionedStatefulSet(t *testing.T) {
+	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Partition: 2, Pods: dbPods(3)}}
+	items := []inspect.Item{
+		use("db-2", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
+		use("db-0", "StatefulSet", "db", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending),
+	}
+	got := Plan(PlanInput{Items: items, Workload: wl, Strategy: StrategyAuto, Observed: true})
+	if summary(got) != "restart statefulset/db; annotate pod/db-0" {
+		t.Fatalf("plan %q, want the restart and an annotation of the spared pod", summary(got))
+	}
+	if strings.Join(got[0].Pods, ",") != "db-2" {
+		t.Errorf("restart pods %v, want db-2 only", got[0].Pods)
+	}
+	if len(got[0].Warnings) != 1 || !strings.Contains(got[0].Warnings[0], "partition 2") || !strings.Contains(got[0].Warnings[0], "pods db-0, db-1 are not replaced") {
+		t.Errorf("warnings %q", got[0].Warnings)
 	}
 }

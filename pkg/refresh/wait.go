@@ -60,10 +60,10 @@ func settled(s inspect.State) bool {
 }
 
 // unverifiableForGood tells an observation that cannot succeed however long
-// the wait (no shell in the image, exec forbidden) from a passing one.
+// the wait (no shell in the image, exec forbidden, Secrets not read, a
+// volume the kubelet cannot write) from a passing one.
 func unverifiableForGood(it inspect.Item) bool {
-	return it.State == inspect.StateUnverifiable &&
-		(strings.HasPrefix(it.StateReason, inspect.ObserveNoShell) || strings.HasPrefix(it.StateReason, inspect.ObserveForbidden))
+	return it.State == inspect.StateUnverifiable && it.StateCause.Permanent()
 }
 
 // progress of one action in the wait loop.
@@ -73,6 +73,8 @@ const (
 	notYet progress = iota
 	reached
 	cannotVerify
+	// replaced: current, but through a re-created pod, not the action
+	replaced
 )
 
 // Wait re-observes the consumers of every applied action until all are
@@ -175,7 +177,11 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 				r.Outcome = OutcomeCurrent
 				d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
 				r.CurrentAfter = &d
-				r.Detail = ""
+				r.Detail = detail
+				continue
+			}
+			if p == replaced {
+				r.Outcome, r.Detail = OutcomeCurrent, detail
 				continue
 			}
 			r.Detail = detail
@@ -213,17 +219,22 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 }
 
 // wanted tells whether a use belongs to an open action: a pod that was
-// annotated, or a pod of a workload whose rollout has finished.
+// annotated (by namespace and name: a re-created pod of the same name is
+// observed too, to say so), or a pod of a workload whose rollout has
+// finished.
 func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) bool {
 	for _, i := range open {
 		r := results[i]
+		if it.Object.Namespace != r.Target.Namespace {
+			continue
+		}
 		switch r.Action.Action {
 		case ActionAnnotate:
 			if it.Pod.Name == r.Target.Name {
 				return true
 			}
 		case ActionRestart:
-			if rolled[i] && it.Workload.Kind == r.Target.Kind && it.Workload.Name == r.Target.Name {
+			if rolled[i] && it.Workload.Kind == r.Target.Kind && it.Workload.Name == r.Target.Name && r.Action.verified(it.Pod.Name) {
 				return true
 			}
 		}
@@ -235,10 +246,16 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) 
 func converged(r Result, items []inspect.Item) (progress, string) {
 	switch r.Action.Action {
 	case ActionAnnotate:
+		var renewed []string
 		for _, c := range r.Consumers {
-			it, ok := find(items, c)
-			if !ok {
-				return notYet, fmt.Sprintf("pod %s: use of %s %q by %s no longer found", c.Pod, strings.ToLower(c.Object.Kind), c.Object.Name, c.Container)
+			it, how := find(items, c)
+			switch how {
+			case useGone:
+				return notYet, fmt.Sprintf("pod %s: %s of %s %q by %s no longer found", c.Pod, consumerWhere(c), strings.ToLower(c.Object.Kind), c.Object.Name, c.Container)
+			case useOfNewPod:
+				if !contains(renewed, c.Pod) {
+					renewed = append(renewed, c.Pod)
+				}
 			}
 			if unverifiableForGood(it) {
 				return cannotVerify, "annotated, but cannot be verified: " + describe(it)
@@ -247,17 +264,23 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 				return notYet, describe(it)
 			}
 		}
+		if len(renewed) > 0 {
+			return replaced, fmt.Sprintf("pod %s was re-created (new UID) after the plan: its replacement read the object when it started and is current; the annotation did not make it so", strings.Join(renewed, ", "))
+		}
 		return reached, ""
 	case ActionRestart:
-		seen := 0
+		seen := map[string]bool{}
 		for _, it := range items {
 			if it.Workload.Kind != r.Target.Kind || it.Workload.Name != r.Target.Name || it.Object.Namespace != r.Target.Namespace {
 				continue
 			}
-			if !coversObject(r.Consumers, it) {
+			if !coversObject(r.Consumers, it) || !r.Action.verified(it.Pod.Name) {
 				continue
 			}
-			seen++
+			if old := r.podUIDs[it.Pod.Name]; old != "" && old == it.Pod.UID {
+				return notYet, fmt.Sprintf("pod %s has not been replaced yet", it.Pod.Name)
+			}
+			seen[it.Pod.Name] = true
 			if unverifiableForGood(it) {
 				return cannotVerify, "rolled out, but cannot be verified: " + describe(it)
 			}
@@ -265,12 +288,35 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 				return notYet, describe(it)
 			}
 		}
-		if seen == 0 {
+		if len(seen) == 0 {
 			return notYet, "no running pod of " + r.Target.String() + " observed yet"
 		}
-		return reached, ""
+		if r.Target.Kind == "StatefulSet" {
+			// its pods keep their names: each one the plan replaces must be seen
+			for _, p := range r.Pods {
+				if !seen[p] && !contains(r.OutsideSelector, p) {
+					return notYet, fmt.Sprintf("pod %s not observed yet", p)
+				}
+			}
+		}
+		detail := ""
+		if len(r.OutsideSelector) > 0 {
+			detail = fmt.Sprintf("not verified: %s, outside -l", listPods(r.OutsideSelector))
+		}
+		return reached, detail
 	}
 	return reached, ""
+}
+
+// verified reports whether the wait verifies the pod of this name for a
+// restart: StatefulSet pods keep their names, so only the pods the restart
+// replaces (not those below a partition) within -l count; other workloads'
+// new pods have new names, and all count.
+func (a Action) verified(pod string) bool {
+	if a.Action != ActionRestart || a.Target.Kind != "StatefulSet" || len(a.Pods) == 0 {
+		return true
+	}
+	return contains(a.Pods, pod) && !contains(a.OutsideSelector, pod)
 }
 
 func coversObject(cs []Consumer, it inspect.Item) bool {
@@ -282,18 +328,53 @@ func coversObject(cs []Consumer, it inspect.Item) bool {
 	return false
 }
 
-func find(items []inspect.Item, c Consumer) (inspect.Item, bool) {
-	for _, it := range items {
-		if it.Pod.Name == c.Pod && it.ContainerName() == c.Container && it.Mode == c.Mode &&
-			it.Object.Kind == c.Object.Kind && it.Object.Name == c.Object.Name {
-			return it, true
+// How a consumer was found among fresh observations.
+type foundAs int
+
+const (
+	useGone     foundAs = iota // no use with its identity
+	useSame                    // the same use of the same pod
+	useOfNewPod                // the same use of a pod of the same name with another UID
+)
+
+// find looks up the consumer's use by its identity (namespace, pod,
+// container, mode, object, volume and mount path, or variable). A pod of the
+// same name with another UID is a re-created pod: reported as such, never
+// taken for the one the plan saw. An unknown UID on either side matches.
+func find(items []inspect.Item, c Consumer) (inspect.Item, foundAs) {
+	want := c.ID()
+	want.PodUID = ""
+	var other *inspect.Item
+	for i, it := range items {
+		id := it.ID()
+		uid := id.PodUID
+		id.PodUID = ""
+		if id != want {
+			continue
+		}
+		if c.PodUID == "" || uid == "" || uid == c.PodUID {
+			return it, useSame
+		}
+		if other == nil {
+			other = &items[i]
 		}
 	}
-	return inspect.Item{}, false
+	if other != nil {
+		return *other, useOfNewPod
+	}
+	return inspect.Item{}, useGone
+}
+
+// consumerWhere is the mode and, where known, the mount path or variable.
+func consumerWhere(c Consumer) string {
+	if w := c.Where(); w != "" {
+		return string(c.Mode) + " " + w
+	}
+	return string(c.Mode)
 }
 
 func describe(it inspect.Item) string {
-	s := fmt.Sprintf("pod %s container %s %s of %s %q: %s", it.Pod.Name, it.ContainerName(), it.Mode, strings.ToLower(it.Object.Kind), it.Object.Name, it.State)
+	s := fmt.Sprintf("pod %s container %s %s of %s %q: %s", it.Pod.Name, it.ContainerName(), consumerWhere(ConsumerOf(it)), strings.ToLower(it.Object.Kind), it.Object.Name, it.State)
 	if it.StateReason != "" {
 		s += " (" + it.StateReason + ")"
 	}

@@ -2,6 +2,7 @@ package refresh
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,135 @@ func TestWaitTimesOut(t *testing.T) {
 	}
 	if got[0].Detail != `pod api-1 container c volume of configmap "cm": pending` {
 		t.Errorf("detail %q", got[0].Detail)
+	}
+}
+
+// nsObserver returns, per call, the items of the namespace asked for.
+type nsObserver struct{ items []inspect.Item }
+
+func (s *nsObserver) Observe(_ context.Context, ns string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+	var out []inspect.Item
+	for _, it := range s.items {
+		if it.Object.Namespace == ns && want(it) {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// mountUse is a volume use of cm in namespace ns by pod (uid) container c at path.
+func mountUse(ns, pod, uid, path string, state inspect.State) inspect.Item {
+	it := use(pod, "StatefulSet", "redis", inspect.ModeVolume, inspect.VerdictHotUpdate, state)
+	it.Object.Namespace, it.Pod.UID = ns, uid
+	it.Volume = &inspect.VolumeRef{Name: "v" + path, MountPath: path}
+	return it
+}
+
+func annotateOf(items ...inspect.Item) Action {
+	a := Action{Action: ActionAnnotate, Target: Target{"Pod", items[0].Object.Namespace, items[0].Pod.Name}}
+	for _, it := range items {
+		a.Consumers = append(a.Consumers, ConsumerOf(it))
+	}
+	return a
+}
+
+func waitOnce(t *testing.T, results []Result, obs Observer) []Result {
+	t.Helper()
+	clock := &fakeClock{t: time.Unix(1000, 0), step: time.Second}
+	return Wait(context.Background(), results, obs, &rolloutAfter{}, WaitOptions{Timeout: 3 * time.Second, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now})
+}
+
+// With -A, redis-0 in staging being in-sync must not mark redis-0 in prod
+// current (issue 8, item 1).
+func TestWaitTellsNamespacesApart(t *testing.T) {
+	prodPending := mountUse("prod", "redis-0", "u-prod", "/etc/redis", inspect.StatePending)
+	stagingSynced := mountUse("staging", "redis-0", "u-staging", "/etc/redis", inspect.StateInSync)
+	results := []Result{applied(annotateOf(prodPending), time.Unix(1000, 0)), applied(annotateOf(stagingSynced), time.Unix(1000, 0))}
+	got := waitOnce(t, results, &nsObserver{items: []inspect.Item{stagingSynced, prodPending}})
+	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "pending") {
+		t.Errorf("prod/redis-0: outcome %s (%s), want timeout: it is still pending", got[0].Outcome, got[0].Detail)
+	}
+	if got[1].Outcome != OutcomeCurrent {
+		t.Errorf("staging/redis-0: outcome %s (%s), want current", got[1].Outcome, got[1].Detail)
+	}
+}
+
+// Two mounts of one ConfigMap in one container are two consumers: one
+// in-sync mount does not make the other current.
+func TestWaitTellsTwoMountsApart(t *testing.T) {
+	a := mountUse("ns", "api-1", "u1", "/etc/a", inspect.StatePending)
+	b := mountUse("ns", "api-1", "u1", "/etc/b", inspect.StatePending)
+	if ConsumerOf(a) == ConsumerOf(b) {
+		t.Fatalf("two mounts give one consumer: %+v", ConsumerOf(a))
+	}
+	aSynced, bPending := a, b
+	aSynced.State = inspect.StateInSync
+	got := waitOnce(t, []Result{applied(annotateOf(a, b), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{aSynced, bPending}})
+	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "/etc/b") {
+		t.Errorf("outcome %s (%s), want timeout naming the pending mount /etc/b", got[0].Outcome, got[0].Detail)
+	}
+}
+
+// A pod re-created with the same name is another pod: its in-sync use is
+// reported as the replacement's, without claiming the annotation made it
+// current.
+func TestWaitTellsARecreatedPod(t *testing.T) {
+	old := mountUse("ns", "redis-0", "u-old", "/etc/redis", inspect.StatePending)
+	renewed := mountUse("ns", "redis-0", "u-new", "/etc/redis", inspect.StateInSync)
+	got := waitOnce(t, []Result{applied(annotateOf(old), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{renewed}})
+	r := got[0]
+	if r.Outcome != OutcomeCurrent || r.CurrentAfter != nil || !strings.Contains(r.Detail, "re-created") {
+		t.Errorf("outcome %s after %v (%s), want current, no time-to-current, and the detail saying the pod was re-created", r.Outcome, r.CurrentAfter, r.Detail)
+	}
+}
+
+// A consumer that can never be verified (here a projected volume with a
+// Secret source while Secrets are not read) ends at once as unverifiable,
+// whatever words its reason uses (issue 8, item 4).
+func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
+	for _, cause := range []inspect.StateCause{inspect.CauseSecretsNotRead, inspect.CauseVolumeNotWritable, inspect.CauseNoShell, inspect.CauseExecForbidden} {
+		t.Run(string(cause), func(t *testing.T) {
+			it := mountUse("ns", "api-1", "u1", "/etc/app", inspect.StateUnverifiable)
+			it.Mode, it.StateCause = inspect.ModeProjected, cause
+			it.StateReason = "the files of the configmap that could be compared match (1 file), but token may come from Secret \"s\", which was not read (add --secrets)"
+			obs := &nsObserver{items: []inspect.Item{it}}
+			got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, obs)
+			if got[0].Outcome != OutcomeUnverifiable || !strings.Contains(got[0].Detail, "cannot be verified") {
+				t.Errorf("outcome %s (%s), want unverifiable at once", got[0].Outcome, got[0].Detail)
+			}
+		})
+	}
+	// a passing cause is waited for
+	it := mountUse("ns", "api-1", "u1", "/etc/app", inspect.StateUnverifiable)
+	it.StateCause, it.StateReason = inspect.CauseNotRunning, "not running: the container is waiting (ContainerCreating)"
+	if got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{it}}); got[0].Outcome != OutcomeTimeout {
+		t.Errorf("not-running: outcome %s, want timeout", got[0].Outcome)
+	}
+}
+
+// A partitioned StatefulSet restart converges on the pods it replaces: a
+// spared pod below the partition, still stale, does not hold it back; a
+// planned pod still running under its old UID does (issue 8, item 3).
+func TestWaitPartitionedRestartConvergesOnPlannedPods(t *testing.T) {
+	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Partition: 2, Pods: dbPods(3)}}
+	stale := func(pod, uid string) inspect.Item {
+		it := use(pod, "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
+		it.Pod.UID = uid
+		return it
+	}
+	plan := Plan(PlanInput{Items: []inspect.Item{stale("db-2", "u-db-2")}, Workload: wl, Strategy: StrategyAuto, Observed: true})
+	if summary(plan) != "restart statefulset/db" {
+		t.Fatalf("plan %q", summary(plan))
+	}
+	spared := stale("db-0", "u-db-0") // below the partition: never replaced
+	renewed := stale("db-2", "u-db-2-new")
+	renewed.State = inspect.StateCurrent
+	got := waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{spared, renewed}})
+	if got[0].Outcome != OutcomeCurrent {
+		t.Errorf("outcome %s (%s), want current: db-2 was replaced and is current", got[0].Outcome, got[0].Detail)
+	}
+	got = waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{spared, func() inspect.Item { it := stale("db-2", "u-db-2"); it.State = inspect.StateCurrent; return it }()}})
+	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "db-2 has not been replaced") {
+		t.Errorf("old db-2: outcome %s (%s), want timeout: it was not replaced yet", got[0].Outcome, got[0].Detail)
 	}
 }
