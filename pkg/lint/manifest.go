@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // StdinName is the file name of manifests read from standard input, as
@@ -122,7 +123,7 @@ func splitDocuments(data []byte) []chunk {
 	return append(out, chunk{data: data[from:], start: fromLine})
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLine = regexp.MustCompile(`yaml: line (\d+): (.*)$`)
 
 // parseChunk parses one document of the stream: JSON objects one after the
 // other, or one YAML document. The nodes' lines are lines of the file.
@@ -152,7 +153,7 @@ func parseYAML(file string, data []byte, start int) ([]*yaml.Node, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, yamlError(file, err, start)
+			return nil, yamlError(file, data, err, start)
 		}
 		if len(n.Content) == 0 {
 			continue // only comments
@@ -166,9 +167,15 @@ func parseYAML(file string, data []byte, start int) ([]*yaml.Node, error) {
 	}
 }
 
-// yamlError turns a parser error into a ParseError at a file line.
-func yamlError(file string, err error, start int) error {
+// yamlError turns a parser error into a ParseError at a file line. The
+// line is the one kubectl would report: yaml.v3 names the line where the
+// enclosing block starts, the YAML-to-JSON converter of kubectl
+// (sigs.k8s.io/yaml) the line of the problem, so that one is asked first.
+func yamlError(file string, data []byte, err error, start int) error {
 	msg := err.Error()
+	if _, e := sigsyaml.YAMLToJSON(data); e != nil && yamlLine.MatchString(e.Error()) {
+		msg = e.Error()
+	}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return &ParseError{File: file, Line: start - 1 + n, Msg: "invalid YAML: " + m[2]}
