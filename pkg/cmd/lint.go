@@ -86,8 +86,13 @@ func NewCmdLint(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Short:                 "Check manifests for ConfigMap and Secret uses that will not see a change",
 		Long:                  lintLong,
 		Example:               lintExample,
-		Args:                  cobra.NoArgs,
-		RunE:                  runOptions(o),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError("lint takes no arguments (got %q): name the manifests with -f FILE|DIR|-\nSee 'kubectl cmsync lint --help' for usage.", args[0])
+			}
+			return nil
+		},
+		RunE: runOptions(o),
 	}
 	fs := cmd.Flags()
 	fs.StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifests to read: a file, a directory, or - for stdin (repeatable).")
