@@ -174,11 +174,14 @@ func (o *LintOptions) Run(ctx context.Context) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	what := "errors"
+	what := plural(len(failed), "error")
 	if o.Strict {
-		what = "errors and warnings"
+		what = fmt.Sprintf("%d errors and warnings", len(failed))
+		if len(failed) == 1 {
+			what = "1 error or warning"
+		}
 	}
-	fmt.Fprintf(o.ErrOut, "check failed: %d %s:\n", len(failed), what)
+	fmt.Fprintf(o.ErrOut, "check failed: %s:\n", what)
 	for _, it := range failed {
 		fmt.Fprintf(o.ErrOut, "  %s: %s: %s: %s\n    hint: %s\n", it.Source, it.Finding.Severity, it.Finding.Code, it.Finding.Message, it.Finding.Hint)
 	}

@@ -56,7 +56,7 @@ func TestLintExitCodes(t *testing.T) {
 		{"findings without --check", []string{"-f", lintFixture("plain.yaml")}, 0, ""},
 		{"--check fails on errors", []string{"-f", lintFixture("plain.yaml"), "--check"}, ExitCheck, "check failed: 2 errors:"},
 		{"--check passes warnings", []string{"-f", lintFixture("kustomize.yaml"), "--check"}, 0, ""},
-		{"--strict fails on warnings", []string{"-f", lintFixture("kustomize.yaml"), "--strict"}, ExitCheck, "check failed: 1 errors and warnings:"},
+		{"--strict fails on warnings", []string{"-f", lintFixture("kustomize.yaml"), "--strict"}, ExitCheck, "check failed: 1 error or warning:"},
 		{"--strict with -o json exits 3 too", []string{"-f", lintFixture("kustomize.yaml"), "--strict", "-o", "json"}, ExitCheck, ""},
 		{"bad YAML: every file:line, exit 1", []string{"-f", bad}, ExitFailure, bad + ":3: invalid YAML: mapping values are not allowed in this context\n  " + bad + ":5: object has no apiVersion"},
 		{"no -f", nil, ExitUsage, "must specify -f"},
