@@ -33,11 +33,12 @@ unit:
 	$(GO) test ./...
 	$(MAKE) --no-print-directory fuzz
 
-# the fuzz targets, briefly (FUZZTIME=1m for longer): the exec-output parser and payload building
+# the fuzz targets, briefly (FUZZTIME=1m for longer): the exec-output parser, payload building and the manifest reader of lint
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseObservation$$' -fuzztime=$(FUZZTIME) ./pkg/inspect
 	$(GO) test -run='^$$' -fuzz='^FuzzExpectedFiles$$' -fuzztime=$(FUZZTIME) ./pkg/inspect
+	$(GO) test -run='^$$' -fuzz='^FuzzRead$$' -fuzztime=$(FUZZTIME) ./pkg/lint
 
 e2e:
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) test -tags e2e ./test/e2e/... -count=1 -timeout 30m $(E2E_FLAGS)
