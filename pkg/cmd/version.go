@@ -40,7 +40,7 @@ const serverVersionTimeout = 3 * time.Second
 // VersionDocument is what `version -o json|yaml` prints; the shape of
 // `kubectl version -o json` plus the reason when the server did not answer.
 type VersionDocument struct {
-	ClientVersion version.Info               `json:"clientVersion"`
+	ClientVersion version.Info              `json:"clientVersion"`
 	ServerVersion *apimachineryversion.Info `json:"serverVersion,omitempty"`
 	ServerError   string                    `json:"serverError,omitempty"`
 }
