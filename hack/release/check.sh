@@ -11,6 +11,7 @@
 #      KREW_ROOT (krew checks each archive's sha256 against the manifest), with LICENSE, README.md and the
 #      completion helper installed; then, for this machine's platform, `kubectl cmsync version` through
 #      kubectl from $KREW_ROOT/bin, and the completion helper from the installed archive.
+# kubectl is the cached v$K8S_VERSION of hack/cluster/build.sh (KUBECTL=/path/to/kubectl overrides it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -54,8 +55,10 @@ KREW_TOOLS=$TOOLS/krew-$KREW_VERSION
 for t in kubectl-krew:krew validate-krew-manifest:validate-krew-manifest; do
   install_tool "$KREW_TOOLS" "${t%%:*}" sh -c 'go -C tools build -o "$out/$0" "sigs.k8s.io/krew/cmd/$1"' "${t%%:*}" "${t#*:}"
 done
-"$HACK_CLUSTER/build.sh" >/dev/null   # kubectl (cached: returns at once when built)
-KUBECTL=$BIN/kubectl
+if [ -z "${KUBECTL:-}" ]; then
+  "$HACK_CLUSTER/build.sh" >/dev/null   # kubectl (cached: returns at once when built)
+  KUBECTL=$BIN/kubectl
+fi
 step "tools: goreleaser $("$GORELEASER" --version 2>/dev/null | awk '/^GitVersion:/ {print $2}'), krew $KREW_VERSION, kubectl $("$KUBECTL" version --client -o json | awk -F'"' '/gitVersion/ {print $4}')"
 
 # 2. goreleaser

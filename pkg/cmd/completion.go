@@ -14,6 +14,8 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
 var (
@@ -164,6 +166,10 @@ func objectNameCompletion(f cmdutil.Factory, multi bool) cobra.CompletionFunc {
 			if secrets && strings.HasPrefix("secret/", toComplete) {
 				comps = append(comps, list("secret", "secret/", "")...)
 			}
+		}
+		if system, _ := cmd.Flags().GetBool("include-system"); !system {
+			// hidden by the commands too, unless --include-system
+			comps = slices.DeleteFunc(comps, func(c string) bool { return inspect.SystemConfigMaps[c] })
 		}
 		return withoutArgs(comps, args), cobra.ShellCompDirectiveNoFileComp
 	}

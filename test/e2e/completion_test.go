@@ -76,7 +76,8 @@ func TestKubectlCompletesConfigMapNames(t *testing.T) {
 	// ConfigMap names of the namespace given with -n, not Secrets without --secrets
 	names := complete("cmsync", "status", "-n", f.ns, "")
 	has(names, "completion-app-config", "completion-other")
-	hasNot(names, "completion-db", "secret/completion-db")
+	hasNot(names, "completion-db", "secret/completion-db", "kube-root-ca.crt")
+	has(complete("cmsync", "status", "-n", f.ns, "--include-system", ""), "kube-root-ca.crt")
 	// -n is respected: the default namespace has none of them
 	hasNot(complete("cmsync", "status", ""), "completion-app-config")
 	// a prefix; a name already given is not offered again
