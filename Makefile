@@ -9,13 +9,14 @@ CLUSTER := hack/cluster
 CLUSTER_KUBECONFIG = $(shell $(CLUSTER)/kubeconfig.sh)
 E2E_FLAGS ?=
 
-.PHONY: help build unit fuzz e2e test demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
+.PHONY: help build unit fuzz e2e release-check test demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
 	@echo "unit            gofmt check, go vet, go test ./... (no cluster)"
+	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install"
 	@echo "e2e             the e2e suite against the running local cluster (make cluster-up first)"
-	@echo "test            unit, then install prerequisites, start the cluster if it is not up, e2e, and take"
+	@echo "test            unit, release-check, then install prerequisites, start the cluster if it is not up, e2e, and take"
 	@echo "                down the cluster if this run started it (KEEP_CLUSTER=1 keeps it)"
 	@echo "demo            cluster up, build, deploy hack/demo, edit a ConfigMap, kubectl cmsync status -A"
 	@echo "cluster-up      start the local single-node cluster (root; builds Kubernetes the first time, ~8 min)"
@@ -43,7 +44,11 @@ fuzz:
 e2e:
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) test -tags e2e ./test/e2e/... -count=1 -timeout 30m $(E2E_FLAGS)
 
-test: unit
+# goreleaser, krew's validator and an offline krew install (hack/release/check.sh); tools cached by version
+release-check:
+	hack/release/check.sh
+
+test: unit release-check
 	$(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
 
 demo: cluster-up build

@@ -92,6 +92,9 @@ the least disruptive action.`,
 	root.AddCommand(NewCmdRefresh(flags, streams))
 	root.AddCommand(NewCmdDiff(flags, streams))
 	root.AddCommand(NewCmdLint(flags, streams))
+	root.AddCommand(NewCmdVersion(flags, streams))
+	root.AddCommand(NewCmdCompletion(streams))
+	registerCompletions(root, flags)
 	return root
 }
 
