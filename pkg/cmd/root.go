@@ -91,6 +91,7 @@ the least disruptive action.`,
 	root.AddCommand(NewCmdStatus(flags, streams))
 	root.AddCommand(NewCmdRefresh(flags, streams))
 	root.AddCommand(NewCmdDiff(flags, streams))
+	root.AddCommand(NewCmdDashboard(flags, streams))
 	return root
 }
 
