@@ -188,7 +188,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setError("diff: %v", msg.err)
 			return m, nil
 		}
-		m.diffTitle = msg.title
+		m.diffTitle = "" // the diff names the consumer itself
 		m.diffView.SetContent(msg.text)
 		m.diffView.GotoTop()
 		return m, nil
@@ -281,6 +281,9 @@ func (m *Model) startVerify() tea.Cmd {
 
 func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 	m.verifying = false
+	if strings.HasPrefix(m.status, "verifying ") && !m.statusErr {
+		m.status = fmt.Sprintf("verified %d consumers at %s", len(msg.items), msg.at.Format("15:04:05"))
+	}
 	var again []inspect.UseID
 	interval := MaxRecheck
 	for _, it := range msg.items {

@@ -90,6 +90,7 @@ type harness struct {
 	client *fake.Clientset
 	exec   *inspecttest.Executor
 	m      *tui.Model
+	opts   tui.Options
 	msgs   chan tea.Msg
 	mu     sync.Mutex
 }
@@ -102,6 +103,7 @@ func newHarness(t *testing.T, width, height int) *harness {
 	o.Timeout = 5 * time.Second
 	opts := o.TUIOptions()
 	opts.Context = "test-context"
+	h.opts = opts
 	h.m = tui.New(opts)
 	t.Cleanup(func() { h.m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"}) })
 	h.update(tea.WindowSizeMsg{Width: width, Height: height})
@@ -133,7 +135,9 @@ func (h *harness) update(msg tea.Msg) {
 }
 
 // key sends one key press.
-func (h *harness) key(k string) {
+func (h *harness) key(k string) { h.update(keyMsg(k)) }
+
+func keyMsg(k string) tea.KeyPressMsg {
 	var msg tea.KeyPressMsg
 	switch k {
 	case "enter":
@@ -147,7 +151,7 @@ func (h *harness) key(k string) {
 	default:
 		msg = tea.KeyPressMsg{Code: rune(k[0]), Text: k}
 	}
-	h.update(msg)
+	return msg
 }
 
 func (h *harness) screen() string { return ansi.Strip(h.m.Render()) }

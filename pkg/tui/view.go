@@ -250,7 +250,10 @@ func (m *Model) Render() string {
 	case consumersScreen:
 		body = m.useTable.View() + "\n" + truncate(m.detailLine(), m.width)
 	case diffScreen:
-		body = styleTitle.Render(truncate(m.diffTitle, m.width)) + "\n" + m.diffView.View()
+		body = m.diffView.View()
+		if m.diffTitle != "" {
+			body = styleTitle.Render(truncate(m.diffTitle, m.width)) + "\n" + body
+		}
 	case planScreen:
 		body = m.planText()
 	case helpScreen:
