@@ -13,6 +13,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -245,7 +246,7 @@ func (m *Model) onChange(c Change) {
 			continue
 		}
 		id := it.ID()
-		if it.Verdict == inspect.VerdictHotUpdate {
+		if it.Verdict == inspect.VerdictHotUpdate && it.Pod.Phase == string(corev1.PodRunning) {
 			m.tracks[id] = newTrack(it, c)
 			m.observed[id] = observation{State: inspect.StatePending, StateReason: "the object changed: waiting for the kubelet", At: c.Seen}
 		} else {
