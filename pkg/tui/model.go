@@ -61,7 +61,9 @@ type Model struct {
 	synced  bool
 	watched bool // a first snapshot arrived
 	errs    map[string]string
-	now     time.Time
+	// probeErr is the last answer of the API server probe
+	probeErr error
+	now      time.Time
 
 	// what verification found, and the uses followed after a change
 	observed map[inspect.UseID]observation
@@ -137,8 +139,9 @@ func (m *Model) watch(scope Scope) tea.Cmd {
 	m.marked = map[inspect.ObjectKey]bool{}
 	m.refreshTables()
 	src := m.src
+	m.probeErr = nil
 	src.poke() // a first (maybe empty) snapshot even before any event
-	return src.Next()
+	return tea.Batch(src.Next(), src.Probe(0))
 }
 
 // Messages of the commands.
@@ -177,6 +180,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil // an earlier scope's last snapshot
 		}
 		return m, tea.Batch(m.onData(msg), m.src.Next())
+	case probeMsg:
+		if msg.source != m.src {
+			return m, nil
+		}
+		m.probeErr = msg.err
+		if msg.err != nil {
+			return m, m.src.Probe(ProbeRetry)
+		}
+		return m, m.src.Probe(ProbeInterval)
 	case verifiedMsg:
 		return m, m.onVerified(msg)
 	case recheckMsg:

@@ -367,9 +367,34 @@ func TestWatchErrorShowsInStatusLine(t *testing.T) {
 	h.key("n")
 	h.key("esc")
 	h.key("s") // restarts the informers too
-	h.until("the error", contains("error:", "forbidden", "disconnected"))
+	h.until("the error", contains("error:", "forbidden", "watch failing"))
 }
 
 type watchIface = watch.Interface
 
 var errForbidden = apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New(`User "dev" cannot list resource "configmaps"`))
+
+// An API server that does not answer is named in the header and the
+// status line; when it answers again the dashboard says so by itself.
+func TestUnreachableAPIServerAndRecovery(t *testing.T) {
+	h := newHarness(t, 160, 20)
+	var mu sync.Mutex
+	down := true
+	h.client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return true, nil, errors.New(`dial tcp 127.0.0.1:6443: connect: connection refused`)
+		}
+		return false, nil, nil
+	})
+	h.key("s") // a new watch: probes at once
+	h.until("unreachable", contains("● unreachable", "cannot reach the API server", "connection refused"))
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	h.until("live again", contains("● live"))
+	if s := h.screen(); strings.Contains(s, "cannot reach") {
+		t.Errorf("the error stays after recovery:\n%s", s)
+	}
+}

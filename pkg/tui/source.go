@@ -61,6 +61,7 @@ type dataMsg struct {
 // pods, ConfigMaps, ReplicaSets, Jobs and (when shown) Secrets, whose
 // events wake one tea.Cmd at a time.
 type Source struct {
+	client kubernetes.Interface
 	scope  Scope
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -90,7 +91,7 @@ func NewSource(client kubernetes.Interface, scope Scope, now func() time.Time) *
 		now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Source{scope: scope, ctx: ctx, cancel: cancel, now: now, dirty: make(chan struct{}, 1),
+	s := &Source{client: client, scope: scope, ctx: ctx, cancel: cancel, now: now, dirty: make(chan struct{}, 1),
 		errs: map[string]string{}, errRV: map[string]string{}}
 	opts := []informers.SharedInformerOption{informers.WithTransform(Transform)}
 	if scope.Namespace != "" {
@@ -128,12 +129,15 @@ func (s *Source) Start() {
 	}
 }
 
-// Stop ends every watch of the source.
+// Stop ends every watch of the source. It does not wait for the informers'
+// goroutines (a LIST may be in flight): it is called from Update.
 func (s *Source) Stop() {
 	s.cancel()
-	for _, f := range s.factories {
-		f.Shutdown()
-	}
+	go func() {
+		for _, f := range s.factories {
+			f.Shutdown()
+		}
+	}()
 }
 
 func (s *Source) watch(resource string, inf cache.SharedIndexInformer) {
@@ -290,4 +294,43 @@ func dataChange(oldObj, newObj any) (Change, bool) {
 			At: inspect.SecretObject(n).LastChange, ResourceVersion: n.ResourceVersion}, true
 	}
 	return Change{}, false
+}
+
+// ProbeInterval is how often the API server is asked for its version while
+// connected; ProbeRetry while it is not.
+const (
+	ProbeInterval = 10 * time.Second
+	ProbeRetry    = 2 * time.Second
+	probeTimeout  = 5 * time.Second
+)
+
+// probeMsg says whether the API server answered.
+type probeMsg struct {
+	source *Source
+	err    error
+}
+
+// Probe asks the API server for its version after a pause. Informers retry
+// an unreachable server quietly (a streaming list backs off without
+// reporting), so this is what tells the header the connection state.
+func (s *Source) Probe(after time.Duration) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-time.After(after):
+		case <-s.ctx.Done():
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, probeTimeout)
+		defer cancel()
+		var err error
+		if rc := s.client.Discovery().RESTClient(); rc != nil {
+			err = rc.Get().AbsPath("/version").Do(ctx).Error()
+		} else {
+			_, err = s.client.Discovery().ServerVersion()
+		}
+		if s.ctx.Err() != nil {
+			return nil
+		}
+		return probeMsg{source: s, err: err}
+	}
 }

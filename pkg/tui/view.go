@@ -245,7 +245,7 @@ func (m *Model) Render() string {
 	case objectsScreen:
 		body = m.objTable.View()
 		if len(m.objects) == 0 {
-			body += "\n" + m.emptyText()
+			body = strings.SplitN(body, "\n", 2)[0] + "\n" + m.emptyText()
 		}
 	case consumersScreen:
 		body = m.useTable.View() + "\n" + truncate(m.detailLine(), m.width)
@@ -320,8 +320,10 @@ func orDash(s string) string {
 // connection is the watch state: syncing, live, or the watch error.
 func (m *Model) connection() string {
 	switch {
+	case m.probeErr != nil:
+		return styleError.Render("● unreachable")
 	case len(m.errs) > 0:
-		return styleError.Render("● disconnected")
+		return styleError.Render("● watch failing")
 	case !m.synced:
 		return styleWarn.Render("○ syncing")
 	}
@@ -331,6 +333,9 @@ func (m *Model) connection() string {
 func (m *Model) statusLine() string {
 	if m.inputFor != "" {
 		return m.input.View()
+	}
+	if m.probeErr != nil {
+		return styleError.Render(fmt.Sprintf("error: cannot reach the API server %s: %v (retrying every %s)", m.opts.Server, m.probeErr, ProbeRetry))
 	}
 	if len(m.errs) > 0 {
 		var rs []string
