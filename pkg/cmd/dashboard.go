@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -137,6 +139,10 @@ func (o *DashboardOptions) Validate() error {
 	return o.Verify.Validate()
 }
 
+// dashboardMemoryLimit is the Go runtime's soft memory limit for the
+// dashboard (GOMEMLIMIT overrides it).
+const dashboardMemoryLimit = 100 << 20
+
 // Run runs the dashboard until q or ctrl+c.
 func (o *DashboardOptions) Run(ctx context.Context) error {
 	if ctx == nil {
@@ -145,6 +151,11 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 	// client-go logs reflector errors through klog: on a full-screen
 	// program they would tear the screen. The status line shows them.
 	klog.SetLogger(logr.Discard())
+	// A soft memory limit: the informer caches are long-lived, every
+	// snapshot is short-lived garbage; collect it before the heap doubles.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(dashboardMemoryLimit)
+	}
 	m := tui.New(o.TUIOptions())
 	opts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
 	if _, err := tea.NewProgram(m, opts...).Run(); err != nil && !errors.Is(err, tea.ErrInterrupted) {

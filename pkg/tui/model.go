@@ -266,7 +266,7 @@ func (m *Model) onChange(c Change) {
 		}
 		m.queue[id] = true
 	}
-	m.status, m.statusErr = fmt.Sprintf("%s/%s changed: its consumers are being verified", strings.ToLower(c.Key.Kind), c.Key.Name), false
+	m.status, m.statusErr = fmt.Sprintf("%s/%s changed at %s", strings.ToLower(c.Key.Kind), c.Key.Name, c.At.UTC().Format("15:04:05")), false
 }
 
 // startVerify runs the queued verifications as one batch, unless one runs.

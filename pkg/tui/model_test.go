@@ -3,6 +3,7 @@ package tui_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -283,10 +284,13 @@ func TestEditMarksPendingThenInSync(t *testing.T) {
 	if d := line(h.screen(), "pending:"); !strings.Contains(d, "expected to write it within 0-90s") {
 		t.Errorf("detail line = %q, want the expected delay", d)
 	}
-	// the kubelet writes the change
-	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_07_09_30.456", Files: map[string][]byte{"greeting": []byte("v2")}}
+	// the kubelet writes the change, 2s after it (the fake clientset stamps
+	// managedFields with the real clock)
+	written := time.Now().UTC().Add(2 * time.Second).Format("2006_01_02_15_04_05")
+	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Volumes["/etc/app"] = inspecttest.Volume{Target: ".." + written + ".456", Files: map[string][]byte{"greeting": []byte("v2")}}
 	h.until("the volume is in-sync", func(s string) bool { return strings.Contains(line(s, "/etc/app"), "in-sync") })
-	if d := line(h.screen(), "the kubelet took"); d == "" {
+	// whole seconds on both sides: 1 to 3 s
+	if d := line(h.screen(), "the kubelet took"); !regexp.MustCompile(`the kubelet took [123]s to write the change`).MatchString(d) {
 		t.Errorf("no propagation time shown:\n%s", h.screen())
 	}
 }

@@ -33,6 +33,10 @@ type track struct {
 	// how long the kubelet took (its write time minus the change time).
 	InSyncAt time.Time
 	Took     time.Duration
+	// Unaffected: the volume was last written before the change, and is
+	// in sync: the change did not touch what this use reads.
+	Unaffected bool
+	WrittenAt  time.Time
 	// Interval is the pause before the next re-verification.
 	Interval time.Duration
 }
@@ -56,9 +60,12 @@ func (t *track) observe(o observation) bool {
 		t.InSyncAt = o.At
 		// The ..data directory is named after the second the kubelet wrote
 		// it; the change time also has a one-second resolution.
-		if o.SyncedAt != nil && !o.SyncedAt.Before(t.Change.At.Add(-time.Second)) {
+		switch {
+		case o.SyncedAt != nil && o.SyncedAt.Before(t.Change.At.Add(-time.Second)):
+			t.Unaffected, t.WrittenAt = true, *o.SyncedAt
+		case o.SyncedAt != nil:
 			t.Took = max(o.SyncedAt.Sub(t.Change.At), 0)
-		} else {
+		default:
 			t.Took = max(o.At.Sub(t.Change.At), 0)
 		}
 		return false
@@ -71,6 +78,10 @@ func (t *track) observe(o observation) bool {
 
 // describe is the detail line of a tracked use.
 func (t *track) describe(now time.Time) string {
+	if t.Unaffected {
+		return fmt.Sprintf("in-sync: the change of %s did not touch what this use reads (the kubelet last wrote it at %s)",
+			t.Change.At.UTC().Format("15:04:05"), t.WrittenAt.UTC().Format("15:04:05"))
+	}
 	if t.Done() {
 		return fmt.Sprintf("in-sync: the kubelet took %s to write the change of %s", t.Took.Round(time.Second), t.Change.At.UTC().Format("15:04:05"))
 	}

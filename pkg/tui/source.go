@@ -215,7 +215,9 @@ func (s *Source) read() dataMsg {
 	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{}, Secrets: map[inspect.ObjectKey]*corev1.Secret{},
 		ReplicaSets: map[inspect.NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[inspect.NamespacedName]*batchv1.Job{},
 		SecretsListed: s.secrets != nil}
-	for _, o := range s.pods.GetStore().List() {
+	pods := s.pods.GetStore().List()
+	snap.Pods = make([]corev1.Pod, 0, len(pods))
+	for _, o := range pods {
 		snap.Pods = append(snap.Pods, *o.(*corev1.Pod))
 	}
 	sort.Slice(snap.Pods, func(i, j int) bool {
