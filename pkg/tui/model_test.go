@@ -402,3 +402,27 @@ func TestUnreachableAPIServerAndRecovery(t *testing.T) {
 		t.Errorf("the error stays after recovery:\n%s", s)
 	}
 }
+
+// The selected row stays selected when new data arrives.
+func TestCursorSurvivesNewData(t *testing.T) {
+	h := newHarness(t, 140, 20)
+	h.key("enter")
+	h.key("down") // the env row
+	if d := line(h.screen(), "restart-needed:"); d == "" {
+		t.Fatalf("the env row is not selected:\n%s", h.screen())
+	}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}}
+	if _, err := h.client.CoreV1().ConfigMaps(ns).Create(context.Background(), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.key("esc")
+	h.key("u") // shows the new, unused ConfigMap once the watch delivered it
+	h.until("the new ConfigMap", contains("other"))
+	h.key("u")
+	h.key("enter")
+	h.key("down")
+	h.drain(1500 * time.Millisecond) // a tick and any snapshot
+	if d := line(h.screen(), "restart-needed:"); d == "" {
+		t.Errorf("the selection moved after new data:\n%s", h.screen())
+	}
+}

@@ -202,13 +202,13 @@ func setTable(t *table.Model, headers []string, rows []table.Row, width, shrinka
 	for i, h := range headers {
 		cols[i] = table.Column{Title: h, Width: widths[i]}
 	}
-	// rows first: columns of another shape would index past them
+	// rows first: columns of another shape would index past them; the
+	// cursor stays where it was
+	cursor := t.Cursor()
 	t.SetRows(nil)
 	t.SetColumns(cols)
 	t.SetRows(rows)
-	if t.Cursor() < 0 && len(rows) > 0 {
-		t.SetCursor(0)
-	}
+	t.SetCursor(min(max(cursor, 0), len(rows)-1))
 	t.SetWidth(width)
 }
 
