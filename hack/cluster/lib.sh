@@ -39,7 +39,7 @@ PORTS="2379 2380 6443 10248 10250 10257 10259"
 SYSCTLS="vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes net/ipv4/ip_forward"
 IMAGE_BUSYBOX=localhost/busybox:probe
 IMAGE_PAUSE=localhost/pause:probe
-APT_PACKAGES="etcd-server containerd runc containernetworking-plugins busybox-static socat gcc libc6-dev jq bc curl openssl iproute2 util-linux procps"
+APT_PACKAGES="etcd-server containerd runc containernetworking-plugins busybox-static socat gcc libc6-dev jq bc curl openssl iproute2 util-linux procps tmux"
 
 HACK_CLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PATH=$BIN:/usr/local/go/bin:$PATH
@@ -55,7 +55,7 @@ missing_packages() {
   for pair in etcd:etcd-server containerd:containerd ctr:containerd containerd-shim-runc-v2:containerd runc:runc \
       /usr/lib/cni/bridge:containernetworking-plugins /usr/lib/cni/host-local:containernetworking-plugins \
       /usr/lib/cni/loopback:containernetworking-plugins /bin/busybox:busybox-static socat:socat gcc:gcc \
-      jq:jq bc:bc curl:curl openssl:openssl ip:iproute2 findmnt:util-linux setsid:util-linux ps:procps; do
+      jq:jq bc:bc curl:curl openssl:openssl ip:iproute2 findmnt:util-linux setsid:util-linux ps:procps tmux:tmux; do
     local c=${pair%%:*} p=${pair#*:}
     if [[ $c == /* ]]; then [ -x "$c" ] && continue; else command -v "$c" >/dev/null 2>&1 && continue; fi
     case " $miss " in *" $p "*) ;; *) miss="$miss $p" ;; esac

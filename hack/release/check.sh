@@ -63,6 +63,13 @@ step "tools: goreleaser $("$GORELEASER" --version 2>/dev/null | awk '/^GitVersio
 
 # 2. goreleaser
 export GORELEASER_CURRENT_TAG=${GORELEASER_CURRENT_TAG:-}
+# goreleaser reads the commit, date and remote URL from git; without a remote (a local repository, not a
+# clone) it drops all of them and stamps the commit "none". Give it the homepage as origin, through git's
+# environment only (the repository's config is not touched).
+if ! git ls-remote --get-url >/dev/null 2>&1; then
+  step "no git remote: goreleaser gets remote.origin.url=https://github.com/kubectl-cmsync/kubectl-cmsync.git from the environment"
+  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/kubectl-cmsync/kubectl-cmsync.git
+fi
 "$GORELEASER" check
 t0=$(date +%s)
 "$GORELEASER" release --snapshot --clean --skip=publish >"$tmp/goreleaser.log" 2>&1 ||

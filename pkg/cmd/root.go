@@ -92,6 +92,7 @@ the least disruptive action.`,
 	root.AddCommand(NewCmdRefresh(flags, streams))
 	root.AddCommand(NewCmdDiff(flags, streams))
 	root.AddCommand(NewCmdLint(flags, streams))
+	root.AddCommand(NewCmdDashboard(flags, streams))
 	root.AddCommand(NewCmdVersion(flags, streams))
 	root.AddCommand(NewCmdCompletion(streams))
 	registerCompletions(root, flags)

@@ -1,0 +1,247 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
+)
+
+var (
+	dashboardLong = templates.LongDesc(`
+		An interactive, live view of every ConfigMap (and, with --secrets or the s key,
+		Secret) that pods consume: how each is used, whether its consumers have the
+		current data, and a refresh of the laggards from the keyboard.
+
+		The data comes from watches (no polling). When a ConfigMap changes while the
+		dashboard runs, its hot-updating consumers are marked pending with the delay the
+		kubelet is expected to take and are verified by exec until they have the change,
+		showing how long the kubelet took. v verifies now, d shows the diff of one
+		consumer (as kubectl cmsync diff), r shows the plan of kubectl cmsync refresh
+		and applies it once confirmed.`)
+
+	dashboardExample = templates.Examples(`
+		# The current namespace
+		kubectl cmsync dashboard
+
+		# Every namespace, Secrets included
+		kubectl cmsync ui -A --secrets`)
+)
+
+// DashboardOptions holds the flags and state of `kubectl cmsync dashboard`.
+type DashboardOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	AllNamespaces bool
+	Selector      string
+	Secrets       bool
+	IncludeSystem bool
+	Timeout       time.Duration
+	Verify        VerifyFlags
+
+	// Set by Complete.
+	Namespace  string
+	Context    string
+	Client     kubernetes.Interface
+	RESTConfig *rest.Config
+	Executor   inspect.Executor
+	Now        func() time.Time
+	// ProgramOptions are added to the Bubble Tea program's (tests).
+	ProgramOptions []tea.ProgramOption
+}
+
+// NewDashboardOptions returns options with defaults.
+func NewDashboardOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DashboardOptions {
+	o := &DashboardOptions{ConfigFlags: flags, IOStreams: streams, Timeout: 5 * time.Minute, Now: time.Now}
+	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
+	return o
+}
+
+// NewCmdDashboard builds `kubectl cmsync dashboard` (alias ui).
+func NewCmdDashboard(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewDashboardOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:                   "dashboard [flags]",
+		Aliases:               []string{"ui"},
+		DisableFlagsInUseLine: true,
+		Short:                 "Watch ConfigMap and Secret changes reach every pod, live, and refresh the laggards",
+		Long:                  dashboardLong,
+		Example:               dashboardExample,
+		Args:                  cobra.NoArgs,
+		RunE:                  runOptions(o),
+	}
+	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a refresh waits for its consumers to be current.")
+	o.Verify.AddFlags(cmd.Flags(), false)
+	return cmd
+}
+
+// Complete resolves the namespace, the context name and the client.
+func (o *DashboardOptions) Complete(args []string) error {
+	if len(args) > 0 {
+		return usageError("dashboard takes no arguments, got %q\nSee 'kubectl cmsync dashboard --help' for usage.", args)
+	}
+	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	if raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
+		o.Context = raw.CurrentContext
+		if o.ConfigFlags.Context != nil && *o.ConfigFlags.Context != "" {
+			o.Context = *o.ConfigFlags.Context
+		}
+	}
+	if o.Client == nil {
+		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
+			return err
+		}
+	}
+	if o.Executor == nil {
+		if o.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *DashboardOptions) Validate() error {
+	if o.Timeout <= 0 {
+		return usageError("--timeout must be positive, got %s", o.Timeout)
+	}
+	if !isTerminal(o.In) || !isTerminal(o.Out) {
+		if len(o.ProgramOptions) == 0 {
+			return errors.New("the dashboard needs a terminal (stdin and stdout); for scripts use 'kubectl cmsync status --verify -o json'")
+		}
+	}
+	return o.Verify.Validate()
+}
+
+// dashboardMemoryLimit is the Go runtime's soft memory limit for the
+// dashboard (GOMEMLIMIT overrides it).
+const dashboardMemoryLimit = 100 << 20
+
+// Run runs the dashboard until q or ctrl+c.
+func (o *DashboardOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// client-go logs reflector errors through klog: on a full-screen
+	// program they would tear the screen. The status line shows them.
+	klog.SetLogger(logr.Discard())
+	// A soft memory limit: the informer caches are long-lived, every
+	// snapshot is short-lived garbage; collect it before the heap doubles.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(dashboardMemoryLimit)
+	}
+	m := tui.New(o.TUIOptions())
+	opts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
+	if _, err := tea.NewProgram(m, opts...).Run(); err != nil && !errors.Is(err, tea.ErrInterrupted) {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	return nil
+}
+
+// TUIOptions are the dashboard model's options over these flags.
+func (o *DashboardOptions) TUIOptions() tui.Options {
+	server := ""
+	if o.RESTConfig != nil {
+		server = o.RESTConfig.Host
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return tui.Options{
+		Scope:   tui.Scope{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem},
+		Context: o.Context, Server: server, Now: o.Now, Timeout: o.Timeout,
+		NewSource: func(s tui.Scope) *tui.Source { return tui.NewSource(o.Client, s, o.Now) },
+		Actions:   &dashboardActions{o: o, hmacKey: key},
+	}
+}
+
+// dashboardActions are the dashboard's actions, made of the code of
+// status --verify, diff and refresh.
+type dashboardActions struct {
+	o       *DashboardOptions
+	hmacKey []byte
+}
+
+func (a *dashboardActions) verifyOptions() inspect.VerifyOptions {
+	vo := a.o.Verify.Options(nil)
+	vo.Now = a.o.Now
+	return vo
+}
+
+// Verify implements tui.Actions.
+func (a *dashboardActions) Verify(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) []inspect.Item {
+	return inspect.Verify(ctx, items, snap, a.o.Executor, a.verifyOptions())
+}
+
+// Diff implements tui.Actions with the renderer of `kubectl cmsync diff`.
+func (a *dashboardActions) Diff(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) (string, error) {
+	results := inspect.VerifyResults(ctx, items, snap, a.o.Executor, a.verifyOptions())
+	var out bytes.Buffer
+	r := diffRenderer{Out: &out, ErrOut: &out, HMACKey: a.hmacKey}
+	if _, err := r.render(results, ""); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// Plan implements tui.Actions: observe, read the workloads, plan, as
+// `refresh` does before it asks.
+func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, keys []inspect.ObjectKey) (tui.Plan, error) {
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: keys, Secrets: a.o.Secrets, IncludeSystem: a.o.IncludeSystem})
+	if err != nil {
+		return tui.Plan{}, err
+	}
+	items = inspect.Verify(ctx, items, snap, a.o.Executor, a.verifyOptions())
+	pods := map[string]*corev1.Pod{}
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		pods[refresh.PodKey(p.Namespace, p.Name)] = p
+	}
+	workloads, err := loadWorkloads(ctx, a.o.Client, items)
+	if err != nil {
+		return tui.Plan{}, err
+	}
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.StrategyAuto, Observed: true})
+	var text bytes.Buffer
+	if err := printPlanTable(&text, plan); err != nil {
+		return tui.Plan{}, err
+	}
+	return tui.Plan{Keys: keys, Actions: plan, Text: text.String()}, nil
+}
+
+// Apply implements tui.Actions: the patches and the wait of `refresh`.
+func (a *dashboardActions) Apply(ctx context.Context, plan tui.Plan, progress func(refresh.Progress)) []refresh.Result {
+	results := refresh.Apply(ctx, refresh.ClientPatcher{Client: a.o.Client}, plan.Actions, refresh.DryRunNone, a.o.Now)
+	obs := refresh.ClusterObserver{Client: a.o.Client, Executor: a.o.Executor, Verify: a.verifyOptions(), Secrets: a.o.Secrets, PodSelector: a.o.Selector}
+	return refresh.Wait(ctx, results, obs, refresh.ClusterRollout{Client: a.o.Client}, refresh.WaitOptions{Timeout: a.o.Timeout, Now: a.o.Now, Progress: progress})
+}
+
+// UseColumns implements tui.Actions: the cells of `status --verify`.
+func (a *dashboardActions) UseColumns(it inspect.Item, now time.Time) []string {
+	return []string{orNone(it.Pod.Name), containerColumn(it), modeColumn(it), pathKeys(it), string(it.Verdict), workloadColumn(it), stateColumn(it), syncedColumn(it, now)}
+}

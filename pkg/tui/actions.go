@@ -1,0 +1,49 @@
+// Package tui is the interactive dashboard (`kubectl cmsync dashboard`): a
+// Bubble Tea program over live informer data. The rows come from
+// pkg/inspect and the actions from the commands' own code (the Actions
+// interface), so the dashboard decides nothing the commands do not.
+// All cluster I/O runs inside tea.Cmds, never in Update or View.
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// Actions is what the dashboard does to the cluster beyond watching it.
+// pkg/cmd implements it with the code of `status --verify`, `diff` and
+// `refresh`. Every method is called inside a tea.Cmd.
+type Actions interface {
+	// Verify observes the containers of items (one exec per container,
+	// bounded concurrency) and returns them with their state.
+	Verify(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) []inspect.Item
+	// Diff is the output of `kubectl cmsync diff` for these uses (Secrets
+	// as HMACs), without colour.
+	Diff(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) (string, error)
+	// Plan observes the consumers of the objects and plans their refresh
+	// exactly as `refresh --dry-run` does; Text is that command's table.
+	Plan(ctx context.Context, snap *inspect.Snapshot, keys []inspect.ObjectKey) (Plan, error)
+	// Apply sends the plan's patches and waits until its consumers are
+	// current, reporting each round to progress.
+	Apply(ctx context.Context, plan Plan, progress func(refresh.Progress)) []refresh.Result
+	// UseColumns are the cells of one use in the columns of
+	// `status --verify`: POD, CONTAINER, MODE, PATH/KEYS, HOT-UPDATE,
+	// WORKLOAD, STATE, SYNCED.
+	UseColumns(it inspect.Item, now time.Time) []string
+}
+
+// Plan is a refresh plan with its printed form.
+type Plan struct {
+	Keys    []inspect.ObjectKey
+	Actions []refresh.Action
+	Text    string
+}
+
+// Restarts counts the workloads the plan restarts.
+func (p Plan) Restarts() int { return refresh.Counts(p.Actions)[refresh.ActionRestart] }
+
+// UseHeaders are the titles of UseColumns.
+var UseHeaders = []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD", "STATE", "SYNCED"}

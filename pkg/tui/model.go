@@ -1,0 +1,757 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/table"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// Options configure the dashboard.
+type Options struct {
+	// Scope is what to watch first (`n` and `s` change it).
+	Scope Scope
+	// Context and Server name the cluster in the header.
+	Context, Server string
+	// NewSource starts watching a scope (NewSource over a clientset).
+	NewSource func(Scope) *Source
+	Actions   Actions
+	// Now is the clock (tests fix it).
+	Now func() time.Time
+	// Timeout bounds one refresh's wait for its consumers.
+	Timeout time.Duration
+}
+
+type screen int
+
+const (
+	objectsScreen screen = iota
+	consumersScreen
+	diffScreen
+	planScreen
+	helpScreen
+)
+
+// Model is the dashboard's state. Update changes it only from messages;
+// every cluster call is a tea.Cmd.
+type Model struct {
+	opts  Options
+	src   *Source
+	scope Scope
+	keys  keyMap
+
+	width, height int
+
+	// from the informers
+	snap    *inspect.Snapshot
+	items   []inspect.Item
+	synced  bool
+	watched bool // a first snapshot arrived
+	errs    map[string]string
+	// probeErr is the last answer of the API server probe
+	probeErr error
+	now      time.Time
+
+	// what verification found, and the uses followed after a change
+	observed map[inspect.UseID]observation
+	tracks   map[inspect.UseID]*track
+	// one verification batch runs at a time; queued uses wait for it
+	verifying bool
+	queue     map[inspect.UseID]bool
+
+	screen, back screen
+	objects      []objectRow
+	objTable     table.Model
+	marked       map[inspect.ObjectKey]bool
+	showUnused   bool
+	filter       string
+	input        textinput.Model
+	inputFor     string // "filter" or "namespace" while typing
+
+	current  inspect.ObjectKey // the object of the consumers screen
+	uses     []inspect.Item
+	useTable table.Model
+
+	diffView  viewport.Model
+	diffTitle string
+
+	plan     *Plan
+	planning bool
+	applying bool
+	progress refresh.Progress
+
+	status    string
+	statusErr bool
+	help      help.Model
+	quitting  bool
+}
+
+// New returns the dashboard model; the program's Init starts the watch.
+func New(o Options) *Model {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	m := &Model{opts: o, scope: o.Scope, keys: newKeyMap(), observed: map[inspect.UseID]observation{},
+		tracks: map[inspect.UseID]*track{}, queue: map[inspect.UseID]bool{}, marked: map[inspect.ObjectKey]bool{},
+		width: 80, height: 24, help: help.New(), now: o.Now()}
+	m.objTable = newTable()
+	m.useTable = newTable()
+	m.diffView = viewport.New()
+	m.input = textinput.New()
+	m.layout()
+	return m
+}
+
+// Init starts watching the scope.
+func (m *Model) Init() tea.Cmd {
+	return m.watch(m.scope)
+}
+
+// watch replaces the source with one for scope.
+func (m *Model) watch(scope Scope) tea.Cmd {
+	if m.src != nil {
+		m.src.Stop()
+	}
+	m.scope = scope
+	m.src = m.opts.NewSource(scope)
+	m.src.Start()
+	m.watched, m.synced = false, false
+	m.snap, m.items, m.objects = nil, nil, nil
+	m.observed = map[inspect.UseID]observation{}
+	m.tracks = map[inspect.UseID]*track{}
+	m.queue = map[inspect.UseID]bool{}
+	m.marked = map[inspect.ObjectKey]bool{}
+	m.refreshTables()
+	src := m.src
+	m.probeErr = nil
+	src.poke() // a first (maybe empty) snapshot even before any event
+	return tea.Batch(src.Next(), src.Probe(0))
+}
+
+// Messages of the commands.
+type (
+	verifiedMsg struct {
+		items []inspect.Item
+		at    time.Time
+	}
+	recheckMsg struct{ ids []inspect.UseID }
+	diffMsg    struct {
+		title, text string
+		err         error
+	}
+	planMsg struct {
+		plan Plan
+		err  error
+	}
+	applyMsg struct {
+		ch       <-chan tea.Msg
+		progress *refresh.Progress
+		results  []refresh.Result
+		done     bool
+	}
+	tickMsg time.Time
+)
+
+// Update handles one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.layout()
+		return m, nil
+	case dataMsg:
+		if msg.source != m.src {
+			return m, nil // an earlier scope's last snapshot
+		}
+		return m, tea.Batch(m.onData(msg), m.src.Next())
+	case probeMsg:
+		if msg.source != m.src {
+			return m, nil
+		}
+		m.probeErr = msg.err
+		if msg.err != nil {
+			return m, m.src.Probe(ProbeRetry)
+		}
+		return m, m.src.Probe(ProbeInterval)
+	case verifiedMsg:
+		return m, m.onVerified(msg)
+	case recheckMsg:
+		for _, id := range msg.ids {
+			m.queue[id] = true
+		}
+		return m, m.startVerify()
+	case diffMsg:
+		if msg.err != nil {
+			m.setError("diff: %v", msg.err)
+			return m, nil
+		}
+		m.diffTitle = "" // the diff names the consumer itself
+		m.diffView.SetContent(msg.text)
+		m.diffView.GotoTop()
+		return m, nil
+	case planMsg:
+		m.planning = false
+		if msg.err != nil {
+			m.setError("refresh: %v", msg.err)
+			m.screen = m.back
+			return m, nil
+		}
+		m.plan = &msg.plan
+		return m, nil
+	case applyMsg:
+		return m, m.onApply(msg)
+	case tickMsg:
+		m.now = m.opts.Now()
+		m.refreshTables()
+		return m, tick()
+	case tea.KeyPressMsg:
+		return m, m.onKey(msg)
+	}
+	return m, nil
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func (m *Model) onData(msg dataMsg) tea.Cmd {
+	first := !m.watched
+	m.watched = true
+	m.snap, m.items, m.synced, m.errs = msg.snap, msg.items, msg.synced, msg.errs
+	m.now = msg.at
+	if msg.err != nil {
+		m.setError("%v", msg.err)
+	}
+	for _, c := range msg.changes {
+		m.onChange(c)
+	}
+	m.refreshTables()
+	cmd := m.startVerify()
+	if first {
+		return tea.Batch(cmd, tick())
+	}
+	return cmd
+}
+
+// onChange marks the hot-updating consumers of a changed object pending
+// with the delay the kubelet is expected to take, and queues every
+// consumer of the object for verification.
+func (m *Model) onChange(c Change) {
+	for _, it := range m.items {
+		if it.Key() != c.Key || it.Pod.Name == "" || it.Container == nil {
+			continue
+		}
+		id := it.ID()
+		if it.Verdict == inspect.VerdictHotUpdate && it.Pod.Phase == string(corev1.PodRunning) {
+			m.tracks[id] = newTrack(it, c)
+			m.observed[id] = observation{State: inspect.StatePending, StateReason: "the object changed: waiting for the kubelet", At: c.Seen}
+		} else {
+			delete(m.observed, id)
+		}
+		m.queue[id] = true
+	}
+	m.status, m.statusErr = fmt.Sprintf("%s/%s changed at %s", strings.ToLower(c.Key.Kind), c.Key.Name, c.At.UTC().Format("15:04:05")), false
+}
+
+// startVerify runs the queued verifications as one batch, unless one runs.
+func (m *Model) startVerify() tea.Cmd {
+	if m.verifying || len(m.queue) == 0 || m.snap == nil {
+		return nil
+	}
+	var batch []inspect.Item
+	for _, it := range m.items {
+		if m.queue[it.ID()] {
+			batch = append(batch, it)
+		}
+	}
+	m.queue = map[inspect.UseID]bool{}
+	if len(batch) == 0 {
+		return nil
+	}
+	m.verifying = true
+	snap, actions, now := m.snap, m.opts.Actions, m.opts.Now
+	return func() tea.Msg {
+		out := actions.Verify(context.Background(), snap, batch)
+		return verifiedMsg{items: out, at: now()}
+	}
+}
+
+func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
+	m.verifying = false
+	if strings.HasPrefix(m.status, "verifying ") && !m.statusErr {
+		m.status = fmt.Sprintf("verified %d consumers at %s", len(msg.items), msg.at.Format("15:04:05"))
+	}
+	var again []inspect.UseID
+	interval := MaxRecheck
+	for _, it := range msg.items {
+		id := it.ID()
+		o := observation{State: it.State, StateReason: it.StateReason, At: msg.at}
+		if it.SyncedAt != nil {
+			t := it.SyncedAt.Time
+			o.SyncedAt = &t
+		}
+		m.observed[id] = o
+		t := m.tracks[id]
+		if t == nil && it.State == inspect.StatePending {
+			// pending without a change seen here: follow it from the
+			// object's last change
+			t = newTrack(it, Change{Key: it.Key(), At: lastChangeOf(it), Seen: msg.at})
+			m.tracks[id] = t
+		}
+		if t != nil && t.observe(o) {
+			again = append(again, id)
+			interval = min(interval, t.Interval)
+		}
+	}
+	m.refreshTables()
+	cmds := []tea.Cmd{m.startVerify()}
+	if len(again) > 0 {
+		cmds = append(cmds, tea.Tick(interval, func(time.Time) tea.Msg { return recheckMsg{ids: again} }))
+	}
+	return tea.Batch(cmds...)
+}
+
+func lastChangeOf(it inspect.Item) time.Time {
+	if it.Object.LastChange == nil {
+		return time.Time{}
+	}
+	return it.Object.LastChange.Time
+}
+
+// withObservation is the item with what the dashboard last observed.
+func (m *Model) withObservation(it inspect.Item) inspect.Item {
+	o, ok := m.observed[it.ID()]
+	if !ok {
+		return it
+	}
+	it.State, it.StateReason = o.State, o.StateReason
+	if o.SyncedAt != nil {
+		t := *o.SyncedAt
+		it.SyncedAt = &metav1.Time{Time: t}
+	}
+	return it
+}
+
+func (m *Model) setError(format string, a ...any) {
+	m.status, m.statusErr = fmt.Sprintf(format, a...), true
+}
+
+func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := msg.String()
+	if k == "ctrl+c" {
+		return m.quit()
+	}
+	if m.inputFor != "" {
+		return m.onInputKey(msg)
+	}
+	switch m.screen {
+	case helpScreen:
+		if key.Matches(msg, m.keys.Quit) {
+			return m.quit()
+		}
+		m.screen = m.back
+		return nil
+	case planScreen:
+		return m.onPlanKey(msg)
+	case diffScreen:
+		switch {
+		case key.Matches(msg, m.keys.Back):
+			m.screen = consumersScreen
+		case key.Matches(msg, m.keys.Quit):
+			return m.quit()
+		default:
+			var cmd tea.Cmd
+			m.diffView, cmd = m.diffView.Update(msg)
+			return cmd
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(msg, m.keys.Quit):
+		return m.quit()
+	case key.Matches(msg, m.keys.Help):
+		m.back, m.screen = m.screen, helpScreen
+	case key.Matches(msg, m.keys.Back):
+		if m.screen == consumersScreen {
+			m.screen = objectsScreen
+		} else if m.filter != "" {
+			m.filter = ""
+			m.refreshTables()
+		}
+	case key.Matches(msg, m.keys.Enter):
+		if m.screen == objectsScreen {
+			if r, ok := m.selectedObject(); ok {
+				m.current = r.Key
+				m.screen = consumersScreen
+				m.useTable.SetCursor(0)
+				m.refreshTables()
+			}
+		}
+	case key.Matches(msg, m.keys.Filter):
+		m.startInput("filter", m.filter)
+	case key.Matches(msg, m.keys.Namespace):
+		m.startInput("namespace", m.scope.Namespace)
+	case key.Matches(msg, m.keys.Secrets):
+		s := m.scope
+		s.Secrets = !s.Secrets
+		m.status, m.statusErr = map[bool]string{true: "showing Secrets (values are never shown)", false: "Secrets hidden"}[s.Secrets], false
+		return m.watch(s)
+	case key.Matches(msg, m.keys.Unused):
+		if m.screen == objectsScreen {
+			m.showUnused = !m.showUnused
+			m.refreshTables()
+		}
+	case key.Matches(msg, m.keys.Mark):
+		if r, ok := m.selectedObject(); ok && m.screen == objectsScreen {
+			m.marked[r.Key] = !m.marked[r.Key]
+			if !m.marked[r.Key] {
+				delete(m.marked, r.Key)
+			}
+			m.objTable.MoveDown(1)
+			m.refreshTables()
+		}
+	case key.Matches(msg, m.keys.Verify):
+		return m.verifyNow()
+	case key.Matches(msg, m.keys.Diff):
+		return m.diffNow()
+	case key.Matches(msg, m.keys.Refresh):
+		return m.planNow()
+	default:
+		var cmd tea.Cmd
+		if m.screen == objectsScreen {
+			m.objTable, cmd = m.objTable.Update(msg)
+		} else {
+			m.useTable, cmd = m.useTable.Update(msg)
+		}
+		return cmd
+	}
+	return nil
+}
+
+func (m *Model) quit() tea.Cmd {
+	m.quitting = true
+	if m.src != nil {
+		m.src.Stop()
+	}
+	return tea.Quit
+}
+
+func (m *Model) startInput(what, value string) {
+	m.inputFor = what
+	m.input.Reset()
+	m.input.SetValue(value)
+	m.input.CursorEnd()
+	if what == "filter" {
+		m.input.Prompt = "/"
+	} else {
+		m.input.Prompt = "namespace (empty: all): "
+	}
+	m.input.Focus()
+}
+
+func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "esc":
+		m.inputFor = ""
+		m.input.Blur()
+		return nil
+	case "enter":
+		what, v := m.inputFor, strings.TrimSpace(m.input.Value())
+		m.inputFor = ""
+		m.input.Blur()
+		if what == "filter" {
+			m.filter = v
+			m.refreshTables()
+			return nil
+		}
+		if strings.ContainsAny(v, " /") {
+			m.setError("invalid namespace %q: use a namespace name, or nothing for all namespaces", v)
+			return nil
+		}
+		s := m.scope
+		s.Namespace = v
+		m.screen = objectsScreen
+		return m.watch(s)
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	if m.inputFor == "filter" {
+		m.filter = strings.TrimSpace(m.input.Value())
+		m.refreshTables()
+	}
+	return cmd
+}
+
+// verifyNow verifies the consumers on screen: the marked objects or the
+// selected one, or the consumers of the current object.
+func (m *Model) verifyNow() tea.Cmd {
+	keys := m.targetKeys()
+	if len(keys) == 0 {
+		return nil
+	}
+	want := map[inspect.ObjectKey]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	n := 0
+	for _, it := range m.items {
+		if want[it.Key()] && it.Pod.Name != "" && it.Container != nil {
+			m.queue[it.ID()] = true
+			n++
+		}
+	}
+	m.status, m.statusErr = fmt.Sprintf("verifying %d consumers of %s", n, keysText(keys)), false
+	return m.startVerify()
+}
+
+func (m *Model) diffNow() tea.Cmd {
+	if m.screen != consumersScreen {
+		m.setError("d shows the diff of one consumer: press enter on an object first")
+		return nil
+	}
+	it, ok := m.selectedUse()
+	if !ok || it.Container == nil || it.Pod.Name == "" {
+		m.setError("no consumer selected")
+		return nil
+	}
+	m.back, m.screen = consumersScreen, diffScreen
+	m.diffTitle = "diff " + useLabel(it)
+	m.diffView.SetContent("reading the container...")
+	snap, actions := m.snap, m.opts.Actions
+	title := m.diffTitle
+	return func() tea.Msg {
+		text, err := actions.Diff(context.Background(), snap, []inspect.Item{it})
+		if err == nil && strings.TrimSpace(text) == "" {
+			text = "no differences: the container has what the API has"
+		}
+		return diffMsg{title: title, text: text, err: err}
+	}
+}
+
+func (m *Model) planNow() tea.Cmd {
+	keys := m.targetKeys()
+	if len(keys) == 0 || m.snap == nil {
+		return nil
+	}
+	if m.applying {
+		m.setError("a refresh is running: wait for its result")
+		return nil
+	}
+	m.back, m.screen = m.screen, planScreen
+	m.plan, m.planning = nil, true
+	snap, actions := m.snap, m.opts.Actions
+	return func() tea.Msg {
+		p, err := actions.Plan(context.Background(), snap, keys)
+		p.Keys = keys
+		return planMsg{plan: p, err: err}
+	}
+}
+
+func (m *Model) onPlanKey(msg tea.KeyPressMsg) tea.Cmd {
+	if m.planning || m.applying {
+		if key.Matches(msg, m.keys.Quit) {
+			return m.quit()
+		}
+		return nil
+	}
+	if m.plan == nil {
+		m.screen = m.back
+		return nil
+	}
+	switch msg.String() {
+	case "y", "Y":
+		m.applying = true
+		m.progress = refresh.Progress{}
+		plan, actions := *m.plan, m.opts.Actions
+		ch := make(chan tea.Msg, 16)
+		go func() {
+			res := actions.Apply(context.Background(), plan, func(p refresh.Progress) {
+				select {
+				case ch <- applyMsg{progress: &p}:
+				default: // the screen shows the next one
+				}
+			})
+			ch <- applyMsg{results: res, done: true}
+			close(ch)
+		}()
+		m.status, m.statusErr = "refresh: applying...", false
+		return waitApply(ch)
+	default:
+		m.status, m.statusErr = fmt.Sprintf("refresh of %s declined: nothing was changed", keysText(m.plan.Keys)), false
+		m.plan = nil
+		m.screen = m.back
+		return nil
+	}
+}
+
+func waitApply(ch <-chan tea.Msg) tea.Cmd {
+	return func() tea.Msg {
+		msg, ok := <-ch
+		if !ok {
+			return nil
+		}
+		am := msg.(applyMsg)
+		am.ch = ch
+		return am
+	}
+}
+
+func (m *Model) onApply(msg applyMsg) tea.Cmd {
+	if !msg.done {
+		if msg.progress != nil {
+			m.progress = *msg.progress
+			m.status = fmt.Sprintf("refresh: %d/%d current, %s elapsed", m.progress.Current, m.progress.Total, m.progress.Elapsed.Round(100*time.Millisecond))
+		}
+		return waitApply(msg.ch)
+	}
+	m.applying = false
+	line, bad := ResultLine(msg.results)
+	m.status, m.statusErr = line, bad
+	keys := m.plan.Keys
+	m.plan = nil
+	m.screen = m.back
+	// what the consumers have now
+	want := map[inspect.ObjectKey]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	for _, it := range m.items {
+		if want[it.Key()] && it.Pod.Name != "" && it.Container != nil {
+			m.queue[it.ID()] = true
+		}
+	}
+	return m.startVerify()
+}
+
+// ResultLine says in one line what a refresh changed and what it did not;
+// bad is true when something failed or is not current.
+func ResultLine(results []refresh.Result) (line string, bad bool) {
+	count := map[string]int{}
+	var order []string
+	add := func(s string) {
+		if count[s] == 0 {
+			order = append(order, s)
+		}
+		count[s]++
+	}
+	var slowest time.Duration
+	for _, r := range results {
+		switch {
+		case r.Action.Action == refresh.ActionNone:
+			add("already current")
+		case r.Action.Action == refresh.ActionManual:
+			add("manual (not changed)")
+			bad = true
+		case r.Outcome == refresh.OutcomeCurrent:
+			add(fmt.Sprintf("%s current", pastTense(r.Action.Action)))
+			if r.CurrentAfter != nil && r.CurrentAfter.Duration > slowest {
+				slowest = r.CurrentAfter.Duration
+			}
+		case r.Outcome == refresh.OutcomeFailed:
+			add(fmt.Sprintf("%s failed", r.Action.Action))
+			bad = true
+		default:
+			add(fmt.Sprintf("%s %s", pastTense(r.Action.Action), r.Outcome))
+			bad = bad || r.Outcome != refresh.OutcomeApplied
+		}
+	}
+	if len(results) == 0 {
+		return "refresh: nothing consumes the selected objects: nothing to do", false
+	}
+	var parts []string
+	for _, s := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
+	}
+	line = "refresh: " + strings.Join(parts, ", ")
+	if slowest > 0 {
+		line += fmt.Sprintf(" (all current after %s)", slowest.Round(10*time.Millisecond))
+	}
+	return line, bad
+}
+
+func pastTense(a refresh.ActionKind) string {
+	switch a {
+	case refresh.ActionAnnotate:
+		return "annotated"
+	case refresh.ActionRestart:
+		return "restarted"
+	}
+	return string(a)
+}
+
+// targetKeys are the objects an action applies to.
+func (m *Model) targetKeys() []inspect.ObjectKey {
+	if m.screen == consumersScreen {
+		return []inspect.ObjectKey{m.current}
+	}
+	if len(m.marked) > 0 {
+		var keys []inspect.ObjectKey
+		for k := range m.marked {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keyText(keys[i]) < keyText(keys[j]) })
+		return keys
+	}
+	if r, ok := m.selectedObject(); ok {
+		return []inspect.ObjectKey{r.Key}
+	}
+	return nil
+}
+
+func keyText(k inspect.ObjectKey) string {
+	return k.Namespace + "/" + strings.ToLower(k.Kind) + "/" + k.Name
+}
+
+func keysText(keys []inspect.ObjectKey) string {
+	var s []string
+	for _, k := range keys {
+		s = append(s, strings.ToLower(k.Kind)+"/"+k.Name)
+	}
+	if len(s) > 3 {
+		return strings.Join(s[:3], ", ") + fmt.Sprintf(" and %d more", len(s)-3)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (m *Model) selectedObject() (objectRow, bool) {
+	i := m.objTable.Cursor()
+	if i < 0 || i >= len(m.objects) {
+		return objectRow{}, false
+	}
+	return m.objects[i], true
+}
+
+func (m *Model) selectedUse() (inspect.Item, bool) {
+	i := m.useTable.Cursor()
+	if i < 0 || i >= len(m.uses) {
+		return inspect.Item{}, false
+	}
+	return m.uses[i], true
+}
+
+func useLabel(it inspect.Item) string {
+	s := fmt.Sprintf("pod/%s container %s %s", it.Pod.Name, it.ContainerName(), it.Mode)
+	switch {
+	case it.Volume != nil:
+		s += " " + it.Volume.MountPath
+	case it.EnvName != "":
+		s += " " + it.EnvName
+	}
+	return s + " of " + strings.ToLower(it.Object.Kind) + "/" + it.Object.Name
+}

@@ -1,0 +1,338 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// Scope is what the dashboard watches: the status command's selection.
+type Scope struct {
+	// Namespace to watch; "" for all namespaces.
+	Namespace     string
+	PodSelector   string
+	Secrets       bool
+	IncludeSystem bool
+}
+
+// MinRedraw is the shortest time between two snapshots sent to the model:
+// informer events are coalesced to at most 10 redraws per second.
+const MinRedraw = 100 * time.Millisecond
+
+// Change is a data change of a ConfigMap or Secret seen by the watch while
+// the dashboard runs.
+type Change struct {
+	Key inspect.ObjectKey
+	// At is when the API recorded the change (the newest managedFields time
+	// of an update that touched data), Seen when the watch delivered it.
+	At, Seen        time.Time
+	ResourceVersion string
+}
+
+// dataMsg is a coalesced view of the informer caches.
+type dataMsg struct {
+	source  *Source
+	snap    *inspect.Snapshot
+	items   []inspect.Item
+	changes []Change
+	// errs are the watch errors by resource, empty when all are connected.
+	errs   map[string]string
+	synced bool
+	err    error
+	at     time.Time
+}
+
+// Source is the live data of the dashboard: client-go shared informers for
+// pods, ConfigMaps, ReplicaSets, Jobs and (when shown) Secrets, whose
+// events wake one tea.Cmd at a time.
+type Source struct {
+	client kubernetes.Interface
+	scope  Scope
+	ctx    context.Context
+	cancel context.CancelFunc
+	now    func() time.Time
+
+	pods    cache.SharedIndexInformer
+	cms     cache.SharedIndexInformer
+	rss     cache.SharedIndexInformer
+	jobs    cache.SharedIndexInformer
+	secrets cache.SharedIndexInformer
+	factory informers.SharedInformerFactory
+	// factories: the one above and the pods' (with the selector)
+	factories []informers.SharedInformerFactory
+
+	dirty chan struct{}
+
+	mu      sync.Mutex
+	changes []Change
+	errs    map[string]string
+	errRV   map[string]string
+	last    time.Time
+}
+
+// NewSource builds the informers of a scope; Start runs them.
+func NewSource(client kubernetes.Interface, scope Scope, now func() time.Time) *Source {
+	if now == nil {
+		now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Source{client: client, scope: scope, ctx: ctx, cancel: cancel, now: now, dirty: make(chan struct{}, 1),
+		errs: map[string]string{}, errRV: map[string]string{}}
+	opts := []informers.SharedInformerOption{informers.WithTransform(Transform)}
+	if scope.Namespace != "" {
+		opts = append(opts, informers.WithNamespace(scope.Namespace))
+	}
+	s.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
+	// The pod selector applies to pods only: a second factory.
+	podOpts := append(opts[:len(opts):len(opts)], informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.LabelSelector = scope.PodSelector
+	}))
+	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, podOpts...)
+	s.pods = podFactory.Core().V1().Pods().Informer()
+	s.cms = s.factory.Core().V1().ConfigMaps().Informer()
+	s.rss = s.factory.Apps().V1().ReplicaSets().Informer()
+	s.jobs = s.factory.Batch().V1().Jobs().Informer()
+	s.watch("pods", s.pods)
+	s.watch("configmaps", s.cms)
+	s.watch("replicasets", s.rss)
+	s.watch("jobs", s.jobs)
+	if scope.Secrets {
+		s.secrets = s.factory.Core().V1().Secrets().Informer()
+		s.watch("secrets", s.secrets)
+	}
+	s.factories = []informers.SharedInformerFactory{s.factory, podFactory}
+	return s
+}
+
+// Scope returns what the source watches.
+func (s *Source) Scope() Scope { return s.scope }
+
+// Start runs the informers until Stop.
+func (s *Source) Start() {
+	for _, f := range s.factories {
+		f.Start(s.ctx.Done())
+	}
+}
+
+// Stop ends every watch of the source. It does not wait for the informers'
+// goroutines (a LIST may be in flight): it is called from Update.
+func (s *Source) Stop() {
+	s.cancel()
+	go func() {
+		for _, f := range s.factories {
+			f.Shutdown()
+		}
+	}()
+}
+
+func (s *Source) watch(resource string, inf cache.SharedIndexInformer) {
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
+		s.mu.Lock()
+		s.errs[resource] = fmt.Sprintf("watch %s: %v", resource, err)
+		s.errRV[resource] = inf.LastSyncResourceVersion()
+		s.mu.Unlock()
+		s.poke()
+	})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.poke() },
+		DeleteFunc: func(any) { s.poke() },
+		UpdateFunc: func(oldObj, newObj any) {
+			if c, ok := dataChange(oldObj, newObj); ok {
+				c.Seen = s.now()
+				s.mu.Lock()
+				s.changes = append(s.changes, c)
+				s.mu.Unlock()
+			}
+			s.poke()
+		},
+	})
+}
+
+func (s *Source) poke() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// Next waits for the next informer events, at most once per MinRedraw, and
+// returns a snapshot of the caches with the report rows built from it. The
+// model re-arms it after every dataMsg, so one is in flight at a time.
+func (s *Source) Next() tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-s.dirty:
+		case <-s.ctx.Done():
+			return nil
+		}
+		s.mu.Lock()
+		wait := MinRedraw - time.Since(s.last)
+		s.mu.Unlock()
+		if wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-s.ctx.Done():
+				return nil
+			}
+		}
+		select { // events that came meanwhile are in this snapshot
+		case <-s.dirty:
+		default:
+		}
+		msg := s.read()
+		s.mu.Lock()
+		s.last = time.Now()
+		s.mu.Unlock()
+		return msg
+	}
+}
+
+func (s *Source) synced() bool {
+	ok := s.pods.HasSynced() && s.cms.HasSynced() && s.rss.HasSynced() && s.jobs.HasSynced()
+	if s.secrets != nil {
+		ok = ok && s.secrets.HasSynced()
+	}
+	return ok
+}
+
+// read copies the caches into an inspect.Snapshot and builds the rows.
+func (s *Source) read() dataMsg {
+	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{}, Secrets: map[inspect.ObjectKey]*corev1.Secret{},
+		ReplicaSets: map[inspect.NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[inspect.NamespacedName]*batchv1.Job{},
+		SecretsListed: s.secrets != nil}
+	pods := s.pods.GetStore().List()
+	snap.Pods = make([]corev1.Pod, 0, len(pods))
+	for _, o := range pods {
+		snap.Pods = append(snap.Pods, *o.(*corev1.Pod))
+	}
+	sort.Slice(snap.Pods, func(i, j int) bool {
+		a, b := &snap.Pods[i], &snap.Pods[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	for _, o := range s.cms.GetStore().List() {
+		cm := o.(*corev1.ConfigMap)
+		snap.ConfigMaps[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: cm.Namespace, Name: cm.Name}] = cm
+	}
+	if s.secrets != nil {
+		for _, o := range s.secrets.GetStore().List() {
+			sec := o.(*corev1.Secret)
+			snap.Secrets[inspect.ObjectKey{Kind: inspect.KindSecret, Namespace: sec.Namespace, Name: sec.Name}] = sec
+		}
+	}
+	for _, o := range s.rss.GetStore().List() {
+		rs := o.(*appsv1.ReplicaSet)
+		snap.ReplicaSets[inspect.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}] = rs
+	}
+	for _, o := range s.jobs.GetStore().List() {
+		j := o.(*batchv1.Job)
+		snap.Jobs[inspect.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = j
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Secrets: s.scope.Secrets, IncludeSystem: s.scope.IncludeSystem, Unused: true})
+	s.mu.Lock()
+	changes := s.changes
+	s.changes = nil
+	// a resource whose cache moved on since its last error is connected again
+	for r, rv := range s.errRV {
+		if inf := s.informer(r); inf != nil && inf.LastSyncResourceVersion() != rv {
+			delete(s.errs, r)
+			delete(s.errRV, r)
+		}
+	}
+	errs := maps.Clone(s.errs)
+	s.mu.Unlock()
+	return dataMsg{source: s, snap: snap, items: items, changes: changes, errs: errs, synced: s.synced(), err: err, at: s.now()}
+}
+
+func (s *Source) informer(resource string) cache.SharedIndexInformer {
+	switch resource {
+	case "pods":
+		return s.pods
+	case "configmaps":
+		return s.cms
+	case "replicasets":
+		return s.rss
+	case "jobs":
+		return s.jobs
+	case "secrets":
+		return s.secrets
+	}
+	return nil
+}
+
+// dataChange reports an update of a ConfigMap's or Secret's data.
+func dataChange(oldObj, newObj any) (Change, bool) {
+	switch n := newObj.(type) {
+	case *corev1.ConfigMap:
+		o, ok := oldObj.(*corev1.ConfigMap)
+		if !ok || (maps.Equal(o.Data, n.Data) && maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)) {
+			return Change{}, false
+		}
+		return Change{Key: inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: n.Namespace, Name: n.Name},
+			At: inspect.ConfigMapObject(n).LastChange, ResourceVersion: n.ResourceVersion}, true
+	case *corev1.Secret:
+		o, ok := oldObj.(*corev1.Secret)
+		if !ok || maps.EqualFunc(o.Data, n.Data, bytes.Equal) {
+			return Change{}, false
+		}
+		return Change{Key: inspect.ObjectKey{Kind: inspect.KindSecret, Namespace: n.Namespace, Name: n.Name},
+			At: inspect.SecretObject(n).LastChange, ResourceVersion: n.ResourceVersion}, true
+	}
+	return Change{}, false
+}
+
+// ProbeInterval is how often the API server is asked for its version while
+// connected; ProbeRetry while it is not.
+const (
+	ProbeInterval = 10 * time.Second
+	ProbeRetry    = 2 * time.Second
+	probeTimeout  = 5 * time.Second
+)
+
+// probeMsg says whether the API server answered.
+type probeMsg struct {
+	source *Source
+	err    error
+}
+
+// Probe asks the API server for its version after a pause. Informers retry
+// an unreachable server quietly (a streaming list backs off without
+// reporting), so this is what tells the header the connection state.
+func (s *Source) Probe(after time.Duration) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-time.After(after):
+		case <-s.ctx.Done():
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, probeTimeout)
+		defer cancel()
+		var err error
+		if rc := s.client.Discovery().RESTClient(); rc != nil {
+			err = rc.Get().AbsPath("/version").Do(ctx).Error()
+		} else {
+			_, err = s.client.Discovery().ServerVersion()
+		}
+		if s.ctx.Err() != nil {
+			return nil
+		}
+		return probeMsg{source: s, err: err}
+	}
+}

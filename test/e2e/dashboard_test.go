@@ -1,0 +1,228 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// tmuxDashboard is `kubectl cmsync dashboard` running in a tmux pane, driven
+// the way a person drives it: keys in, screen out.
+type tmuxDashboard struct {
+	f        *fx
+	socket   string
+	exitFile string
+}
+
+// Screen size of the dashboard's pane.
+const tmuxWidth, tmuxHeight = "160", "40"
+
+// startDashboard runs the dashboard in its own tmux server (a private
+// socket, started from this process's environment: KUBECONFIG and the
+// PATH holding the plugin). The shell script is constant; the arguments
+// reach it as argv, never inside the script.
+func (f *fx) startDashboard(args ...string) *tmuxDashboard {
+	f.t.Helper()
+	if pluginBuildErr != nil {
+		f.t.Fatalf("plugin not built: %v", pluginBuildErr)
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		f.t.Fatalf("tmux is needed for the dashboard e2e tests (apt-get install -y tmux; hack/cluster/prereqs.sh installs it): %v", err)
+	}
+	d := &tmuxDashboard{f: f, socket: "cmsync-" + f.ns, exitFile: filepath.Join(f.t.TempDir(), "exit")}
+	script := `kubectl cmsync dashboard "$@"; echo $? >"$0.tmp" && mv "$0.tmp" "$0"; sleep 600`
+	argv := append([]string{"-L", d.socket, "new-session", "-d", "-s", "dash", "-x", tmuxWidth, "-y", tmuxHeight,
+		"sh", "-c", script, d.exitFile}, args...)
+	if out, err := exec.Command("tmux", argv...).CombinedOutput(); err != nil {
+		f.t.Fatalf("tmux new-session: %v: %s", err, out)
+	}
+	f.t.Cleanup(func() { _ = exec.Command("tmux", "-L", d.socket, "kill-server").Run() })
+	return d
+}
+
+func (d *tmuxDashboard) screen() string {
+	out, err := exec.Command("tmux", "-L", d.socket, "capture-pane", "-p", "-t", "dash").Output()
+	if err != nil {
+		d.f.t.Fatalf("tmux capture-pane: %v", err)
+	}
+	return string(out)
+}
+
+func (d *tmuxDashboard) keys(keys ...string) {
+	d.f.t.Helper()
+	for _, k := range keys {
+		if out, err := exec.Command("tmux", "-L", d.socket, "send-keys", "-t", "dash", k).CombinedOutput(); err != nil {
+			d.f.t.Fatalf("tmux send-keys %s: %v: %s", k, err, out)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// waitScreen polls the pane until cond holds, and returns that screen.
+func (d *tmuxDashboard) waitScreen(what string, timeout time.Duration, cond func(string) bool) string {
+	d.f.t.Helper()
+	var s string
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if s = d.screen(); cond(s) {
+			return s
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.f.t.Fatalf("timed out after %s waiting until %s; screen:\n%s", timeout, what, s)
+	return ""
+}
+
+// exitCode waits for the dashboard to end and returns its exit code.
+func (d *tmuxDashboard) exitCode() string {
+	d.f.t.Helper()
+	var b []byte
+	d.f.poll("the dashboard to exit", 15*time.Second, func() (bool, error) {
+		var err error
+		b, err = os.ReadFile(d.exitFile)
+		return err == nil, nil
+	})
+	return strings.TrimSpace(string(b))
+}
+
+func has(parts ...string) func(string) bool {
+	return func(s string) bool {
+		for _, p := range parts {
+			if !strings.Contains(s, p) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func screenLine(s, substr string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			return l
+		}
+	}
+	return ""
+}
+
+// A person watches a ConfigMap edit in the dashboard, refreshes the
+// consumer from the keyboard and sees it in-sync without a restart.
+func TestDashboardEditRefreshInSync(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))
+	f.createPod(pod("web", withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app"))))
+	before := f.waitPodReady("web")
+	id0, rc0 := containerID(before, "c")
+
+	d := f.startDashboard("-n", f.ns)
+	d.waitScreen("the ConfigMap is listed", 30*time.Second, has("namespace "+f.ns, " app ", "live"))
+	d.keys("Enter")
+	d.waitScreen("its volume consumer", 10*time.Second, func(s string) bool {
+		return strings.Contains(screenLine(s, "/etc/app"), "web") && strings.Contains(screenLine(s, "/etc/app"), "hot-update")
+	})
+
+	out, err := exec.CommandContext(f.ctx, "kubectl", "patch", "configmap", "app", "-n", f.ns, "--type", "merge", "-p", `{"data":{"greeting":"v1"}}`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl patch: %v: %s", err, out)
+	}
+	// The change is marked: pending with the expected delay (or, when the
+	// kubelet's own sync came first, already followed to in-sync).
+	s := d.waitScreen("the change is marked", 15*time.Second, func(s string) bool {
+		return strings.Contains(s, "configmap/app changed") &&
+			(strings.Contains(screenLine(s, "/etc/app"), "pending") || strings.Contains(s, "the kubelet took"))
+	})
+	t.Logf("after the edit:\n%s", s)
+	if strings.Contains(screenLine(s, "/etc/app"), "pending") && !strings.Contains(s, "expected to write it within 0-90s") {
+		t.Errorf("a pending consumer without the expected delay:\n%s", s)
+	}
+
+	d.keys("r")
+	s = d.waitScreen("the plan", 30*time.Second, has("[y/N]"))
+	t.Logf("plan:\n%s", s)
+	annotate := strings.Contains(s, "annotate") && strings.Contains(s, "pod/web")
+	if !annotate && !strings.Contains(s, "already in-sync") {
+		t.Fatalf("plan is neither annotate pod/web nor none (already in-sync):\n%s", s)
+	}
+	if strings.Contains(s, "restart ") {
+		t.Errorf("a volume refresh plans a restart:\n%s", s)
+	}
+	d.keys("y")
+	want := "refresh: 1 already current"
+	if annotate {
+		want = "refresh: 1 annotated current"
+	}
+	s = d.waitScreen("the result line", 60*time.Second, has(want))
+	s = d.waitScreen("the consumer in-sync", 30*time.Second, func(s string) bool {
+		return strings.Contains(screenLine(s, "/etc/app"), "in-sync")
+	})
+	t.Logf("after the refresh:\n%s", s)
+	f.expectFile("web", "c", "/etc/app/greeting", "v1")
+	if id, rc := containerID(f.getPod("web"), "c"); id != id0 || rc != rc0 {
+		t.Errorf("container restarted: id %s -> %s, restarts %d -> %d", id0, id, rc0, rc)
+	}
+
+	d.keys("q")
+	if code := d.exitCode(); code != "0" {
+		t.Errorf("dashboard exit code %s, want 0", code)
+	}
+}
+
+// With a stale env consumer the plan restarts the Deployment; n declines
+// and nothing changes.
+func TestDashboardRestartDeclined(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))
+	f.createDeployment("web", 1, podSpec(withEnv(busybox("c"), cmEnv("GREETING", "app", "greeting", nil))), false)
+	f.waitDeploymentSettled("web")
+	f.patchConfigMapData("app", map[string]string{"greeting": "v1"}) // the env is stale from now on
+
+	d := f.startDashboard("-n", f.ns)
+	d.waitScreen("the ConfigMap is listed", 30*time.Second, has(" app ", "live"))
+	dep0 := f.getDeployment("web")
+	pods0, err := f.cs.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.keys("r")
+	s := d.waitScreen("the plan", 30*time.Second, has("[y/N]"))
+	t.Logf("plan:\n%s", s)
+	if !strings.Contains(s, "restart") || !strings.Contains(s, "deployment/web") || !strings.Contains(s, "The plan restarts 1 workloads") {
+		t.Fatalf("the plan does not show the restart of deployment/web before anything happens:\n%s", s)
+	}
+	d.keys("n")
+	d.waitScreen("declined", 10*time.Second, has("declined: nothing was changed"))
+	time.Sleep(time.Second)
+	dep1 := f.getDeployment("web")
+	if dep1.ResourceVersion != dep0.ResourceVersion {
+		t.Errorf("deployment resourceVersion %s -> %s after a declined refresh", dep0.ResourceVersion, dep1.ResourceVersion)
+	}
+	pods1, err := f.cs.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := map[string]string{}
+	for _, p := range pods0.Items {
+		rv[p.Name] = p.ResourceVersion
+	}
+	for _, p := range pods1.Items {
+		if rv[p.Name] != p.ResourceVersion {
+			t.Errorf("pod %s changed (resourceVersion %s -> %s) after a declined refresh", p.Name, rv[p.Name], p.ResourceVersion)
+		}
+	}
+	if len(pods1.Items) != len(pods0.Items) {
+		t.Errorf("%d pods before, %d after", len(pods0.Items), len(pods1.Items))
+	}
+	d.keys("q")
+	if code := d.exitCode(); code != "0" {
+		t.Errorf("dashboard exit code %s, want 0", code)
+	}
+}
