@@ -134,9 +134,20 @@ func newClient(flags *genericclioptions.ConfigFlags) (*rest.Config, kubernetes.I
 		return nil, nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(protobufConfig(cfg))
 	if err != nil {
 		return nil, nil, err
 	}
 	return cfg, cs, nil
+}
+
+// protobufConfig is cfg speaking protobuf, which every built-in kind of the
+// clientset supports: a LIST of 10,000 pods decodes several times faster
+// and with less memory than JSON (hack/bench/status-scale.sh). The API
+// server answers JSON where it has no protobuf.
+func protobufConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = "application/vnd.kubernetes.protobuf"
+	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return c
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -133,7 +134,14 @@ func (o *StatusOptions) Complete(args []string) error {
 		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
 			return err
 		}
+		mc, err := metadata.NewForConfig(o.RESTConfig)
+		if err != nil {
+			return err
+		}
 		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
+			// status reads: owners as metadata only, LISTs from the watch
+			// cache (README: Performance)
+			lo.Metadata, lo.FromCache = mc, true
 			return inspect.Load(ctx, o.Client, lo)
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
 )
 
@@ -173,9 +175,20 @@ type LoadOptions struct {
 	Workloads bool
 	// PageSize is the LIST page size (default 500).
 	PageSize int64
+	// Metadata, when set, lists the owner kinds (ReplicaSets, Jobs) as
+	// metadata only (PartialObjectMetadataList): the owner walk reads
+	// nothing else. Not used with Workloads, whose templates need specs.
+	Metadata metadata.Interface
+	// FromCache serves the LISTs from the API server's watch cache
+	// (resourceVersion=0, resourceVersionMatch=NotOlderThan) instead of a
+	// quorum read of etcd: cheaper for the API server, but the answer may
+	// lag the newest writes by the cache's delay (normally milliseconds).
+	FromCache bool
 }
 
-// Load reads a Snapshot with one paginated LIST per kind.
+// Load reads a Snapshot with one paginated LIST per kind. The kinds are
+// listed concurrently; ReplicaSets and Jobs only once a pod owned by one
+// has been read (or with Workloads), nodes only when there are pods.
 func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot, error) {
 	s := &Snapshot{ConfigMaps: map[ObjectKey]*corev1.ConfigMap{}, Secrets: map[ObjectKey]*corev1.Secret{},
 		ReplicaSets: map[NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[NamespacedName]*batchv1.Job{}, SecretsListed: o.Secrets}
@@ -186,99 +199,203 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	list := func(resource string, selector string, fn func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object) error) error {
 		p := pager.New(pager.ListPageFunc(fn))
 		p.PageSize = ps
-		err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector}, each)
+		lo := metav1.ListOptions{LabelSelector: selector}
+		if o.FromCache {
+			lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
+		}
+		err := p.EachListItem(ctx, lo, each)
 		if err != nil {
 			return &ListError{Resource: resource, Namespace: o.Namespace, Err: err}
 		}
 		return nil
 	}
 	ns := o.Namespace
-	if err := list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-		return c.CoreV1().Pods(ns).List(ctx, lo)
-	}, func(obj runtime.Object) error {
-		s.Pods = append(s.Pods, *obj.(*corev1.Pod))
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if err := list("configmaps", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-		return c.CoreV1().ConfigMaps(ns).List(ctx, lo)
-	}, func(obj runtime.Object) error {
-		cm := obj.(*corev1.ConfigMap)
-		s.ConfigMaps[ObjectKey{KindConfigMap, cm.Namespace, cm.Name}] = cm
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if o.Secrets {
-		if err := list("secrets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Secrets(ns).List(ctx, lo)
-		}, func(obj runtime.Object) error {
-			sec := obj.(*corev1.Secret)
-			s.Secrets[ObjectKey{KindSecret, sec.Namespace, sec.Name}] = sec
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	needRS, needJobs := false, false
-	for i := range s.Pods {
-		if ref := metav1.GetControllerOf(&s.Pods[i]); ref != nil {
-			switch ref.Kind {
-			case "ReplicaSet":
-				needRS = true
-			case "Job":
-				needJobs = true
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Each LIST runs in its own goroutine and fills its own map. The first
+	// error cancels the others (whose errors, then, only say so) and is
+	// the one returned.
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	run := func(fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+				cancel()
 			}
-		}
+		}()
+	}
+	var rsOnce, jobsOnce sync.Once
+	listReplicaSets := func() {
+		rsOnce.Do(func() {
+			run(func() error {
+				var err error
+				if o.Metadata != nil && !o.Workloads {
+					err = listOwnerMeta(o.Metadata, appsv1.SchemeGroupVersion.WithResource("replicasets"), ns, list, func(m metav1.ObjectMeta) {
+						s.ReplicaSets[NamespacedName{m.Namespace, m.Name}] = &appsv1.ReplicaSet{ObjectMeta: m}
+					})
+				} else {
+					err = list("replicasets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+						return c.AppsV1().ReplicaSets(ns).List(ctx, lo)
+					}, func(obj runtime.Object) error {
+						rs := obj.(*appsv1.ReplicaSet)
+						s.ReplicaSets[NamespacedName{rs.Namespace, rs.Name}] = rs
+						return nil
+					})
+				}
+				if apierrors.IsForbidden(err) {
+					// the owner walk stops at the ReplicaSet
+					return nil
+				}
+				return err
+			})
+		})
+	}
+	listJobs := func() {
+		jobsOnce.Do(func() {
+			run(func() error {
+				var err error
+				if o.Metadata != nil && !o.Workloads {
+					err = listOwnerMeta(o.Metadata, batchv1.SchemeGroupVersion.WithResource("jobs"), ns, list, func(m metav1.ObjectMeta) {
+						s.Jobs[NamespacedName{m.Namespace, m.Name}] = &batchv1.Job{ObjectMeta: m}
+					})
+				} else {
+					err = list("jobs", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+						return c.BatchV1().Jobs(ns).List(ctx, lo)
+					}, func(obj runtime.Object) error {
+						j := obj.(*batchv1.Job)
+						s.Jobs[NamespacedName{j.Namespace, j.Name}] = j
+						return nil
+					})
+				}
+				if apierrors.IsForbidden(err) {
+					// the owner walk stops at the Job
+					return nil
+				}
+				return err
+			})
+		})
 	}
 	if o.Workloads {
-		needRS, needJobs = true, true
+		listReplicaSets()
+		listJobs()
 	}
-	if needRS {
-		if err := list("replicasets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			return c.AppsV1().ReplicaSets(ns).List(ctx, lo)
-		}, func(obj runtime.Object) error {
-			rs := obj.(*appsv1.ReplicaSet)
-			s.ReplicaSets[NamespacedName{rs.Namespace, rs.Name}] = rs
-			return nil
-		}); err != nil && !apierrors.IsForbidden(err) {
-			// Forbidden: the owner walk stops at the ReplicaSet
-			return nil, err
-		}
-	}
-	if needJobs {
-		if err := list("jobs", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			return c.BatchV1().Jobs(ns).List(ctx, lo)
-		}, func(obj runtime.Object) error {
-			j := obj.(*batchv1.Job)
-			s.Jobs[NamespacedName{j.Namespace, j.Name}] = j
-			return nil
-		}); err != nil && !apierrors.IsForbidden(err) {
-			// Forbidden: the owner walk stops at the Job
-			return nil, err
-		}
-	}
-	if o.Workloads {
-		if err := loadTemplates(ctx, c, s, ns, list); err != nil {
-			return nil, err
-		}
-	}
-	if o.Nodes && len(s.Pods) > 0 {
-		nodes := map[string]*corev1.Node{}
-		err := list("nodes", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Nodes().List(ctx, lo)
-		}, func(obj runtime.Object) error {
-			n := obj.(*corev1.Node)
-			nodes[n.Name] = n
+	// Nodes are listed beside the pods, and dropped when there are none.
+	var nodes map[string]*corev1.Node
+	if o.Nodes {
+		run(func() error {
+			m := map[string]*corev1.Node{}
+			err := list("nodes", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+				return c.CoreV1().Nodes().List(ctx, lo)
+			}, func(obj runtime.Object) error {
+				n := obj.(*corev1.Node)
+				m[n.Name] = n
+				return nil
+			})
+			if err == nil {
+				nodes = m
+			}
+			// nodes are optional: without them the default timing applies.
 			return nil
 		})
-		if err == nil {
-			s.Nodes = nodes
-		}
-		// nodes are optional: without them the default timing applies.
+	}
+	run(func() error {
+		return list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Pods(ns).List(ctx, lo)
+		}, func(obj runtime.Object) error {
+			pod := obj.(*corev1.Pod)
+			if ref := metav1.GetControllerOf(pod); ref != nil {
+				// the owner kinds are listed as soon as a pod needs them
+				switch ref.Kind {
+				case "ReplicaSet":
+					listReplicaSets()
+				case "Job":
+					listJobs()
+				}
+			}
+			s.Pods = append(s.Pods, trimPod(*pod))
+			return nil
+		})
+	})
+	run(func() error {
+		return list("configmaps", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().ConfigMaps(ns).List(ctx, lo)
+		}, func(obj runtime.Object) error {
+			cm := obj.(*corev1.ConfigMap)
+			s.ConfigMaps[ObjectKey{KindConfigMap, cm.Namespace, cm.Name}] = cm
+			return nil
+		})
+	})
+	if o.Secrets {
+		run(func() error {
+			return list("secrets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+				return c.CoreV1().Secrets(ns).List(ctx, lo)
+			}, func(obj runtime.Object) error {
+				sec := obj.(*corev1.Secret)
+				s.Secrets[ObjectKey{KindSecret, sec.Namespace, sec.Name}] = sec
+				return nil
+			})
+		})
+	}
+	var templates []WorkloadTemplate
+	if o.Workloads {
+		run(func() error {
+			var err error
+			templates, err = loadTemplates(ctx, c, ns, list)
+			return err
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if o.Workloads {
+		s.Templates = append(templates, ownerlessTemplates(s)...)
+		sortTemplates(s.Templates)
+	}
+	if len(s.Pods) > 0 {
+		s.Nodes = nodes
 	}
 	return s, nil
+}
+
+// trimPod drops what no reader of the snapshot uses and what is large at
+// scale: managedFields, kubectl's last-applied copy, the pod conditions.
+func trimPod(p corev1.Pod) corev1.Pod {
+	p.ManagedFields = nil
+	if _, ok := p.Annotations[lastAppliedAnnotation]; ok {
+		a := make(map[string]string, len(p.Annotations)-1)
+		for k, v := range p.Annotations {
+			if k != lastAppliedAnnotation {
+				a[k] = v
+			}
+		}
+		p.Annotations = a
+	}
+	p.Status.Conditions = nil
+	return p
+}
+
+// lastAppliedAnnotation is kubectl apply's copy of the whole object.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// listOwnerMeta lists one owner kind as metadata only.
+func listOwnerMeta(mc metadata.Interface, gvr schema.GroupVersionResource, ns string, list listFunc, each func(metav1.ObjectMeta)) error {
+	return list(gvr.Resource, "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		return mc.Resource(gvr).Namespace(ns).List(ctx, lo)
+	}, func(obj runtime.Object) error {
+		m := obj.(*metav1.PartialObjectMetadata)
+		each(metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp, Labels: m.Labels})
+		return nil
+	})
 }
 
 // ListError is a failed LIST, kept apart so the command can turn a
@@ -300,15 +417,10 @@ type listFunc func(resource string, selector string, fn func(context.Context, me
 // loadTemplates lists Deployments, StatefulSets, DaemonSets and CronJobs
 // (ReplicaSets and Jobs are in the snapshot already) and keeps the pod
 // templates that may run pods later. Forbidden kinds are skipped.
-func loadTemplates(ctx context.Context, c kubernetes.Interface, s *Snapshot, ns string, list listFunc) error {
+func loadTemplates(ctx context.Context, c kubernetes.Interface, ns string, list listFunc) ([]WorkloadTemplate, error) {
+	var out []WorkloadTemplate
 	add := func(kind string, m metav1.ObjectMeta, state string, spec corev1.PodSpec) {
-		s.Templates = append(s.Templates, WorkloadTemplate{Kind: kind, Namespace: m.Namespace, Name: m.Name, State: state, Spec: spec})
-	}
-	replicas := func(r *int32) string {
-		if r != nil && *r == 0 {
-			return "scaled to 0 replicas"
-		}
-		return ""
+		out = append(out, WorkloadTemplate{Kind: kind, Namespace: m.Namespace, Name: m.Name, State: state, Spec: spec})
 	}
 	lists := []struct {
 		resource string
@@ -350,21 +462,39 @@ func loadTemplates(ctx context.Context, c kubernetes.Interface, s *Snapshot, ns 
 	}
 	for _, l := range lists {
 		if err := list(l.resource, "", l.fn, l.each); err != nil && !apierrors.IsForbidden(err) {
-			return err
+			return nil, err
 		}
 	}
+	return out, nil
+}
+
+func replicas(r *int32) string {
+	if r != nil && *r == 0 {
+		return "scaled to 0 replicas"
+	}
+	return ""
+}
+
+// ownerlessTemplates are the templates of the ReplicaSets and Jobs of the
+// snapshot that no controller owns.
+func ownerlessTemplates(s *Snapshot) []WorkloadTemplate {
+	var out []WorkloadTemplate
 	for _, rs := range s.ReplicaSets {
 		if metav1.GetControllerOf(rs) == nil {
-			add("ReplicaSet", rs.ObjectMeta, replicas(rs.Spec.Replicas), rs.Spec.Template.Spec)
+			out = append(out, WorkloadTemplate{Kind: "ReplicaSet", Namespace: rs.Namespace, Name: rs.Name, State: replicas(rs.Spec.Replicas), Spec: rs.Spec.Template.Spec})
 		}
 	}
 	for _, j := range s.Jobs {
 		if metav1.GetControllerOf(j) == nil && j.Status.CompletionTime == nil && !jobFailed(j) {
-			add("Job", j.ObjectMeta, "no pod running now", j.Spec.Template.Spec)
+			out = append(out, WorkloadTemplate{Kind: "Job", Namespace: j.Namespace, Name: j.Name, State: "no pod running now", Spec: j.Spec.Template.Spec})
 		}
 	}
-	sort.Slice(s.Templates, func(i, j int) bool {
-		a, b := s.Templates[i], s.Templates[j]
+	return out
+}
+
+func sortTemplates(ts []WorkloadTemplate) {
+	sort.Slice(ts, func(i, j int) bool {
+		a, b := ts[i], ts[j]
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
@@ -373,7 +503,6 @@ func loadTemplates(ctx context.Context, c kubernetes.Interface, s *Snapshot, ns 
 		}
 		return a.Name < b.Name
 	})
-	return nil
 }
 
 func jobFailed(j *batchv1.Job) bool {
