@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,16 +24,63 @@ type printOptions struct {
 	// first column is OBJECT, not CONFIGMAP.
 	Secrets bool
 	Now     time.Time
+	// GroupBy is "pod" (one row per use) or "workload" (one row per
+	// object, workload, container, mode, path, verdict and state, with
+	// how many of the workload's pods it covers).
+	GroupBy string
 }
+
+// Values of --group-by.
+const (
+	groupByPod      = "pod"
+	groupByWorkload = "workload"
+)
 
 // printReport prints a StatusReport as a table, or as the JSON/YAML document
 // of the contract.
 func printReport(out io.Writer, items []inspect.Item, o printOptions) error {
 	switch o.Format {
-	case "json", "yaml":
+	case "json":
+		return streamReport(out, inspect.NewReport(items))
+	case "yaml":
 		return printDocument(out, inspect.NewReport(items), o.Format)
 	}
 	return printStatusTable(out, items, o)
+}
+
+// streamReport writes the report as printDocument does (the same bytes),
+// one item at a time through a buffer: the document of 80,000 uses is never
+// held in memory whole, twice (encoded, then indented).
+func streamReport(out io.Writer, r inspect.Report) error {
+	w := bufio.NewWriterSize(out, 64<<10)
+	head, err := json.MarshalIndent(struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}{r.APIVersion, r.Kind}, "", "    ")
+	if err != nil {
+		return err
+	}
+	// head ends with "\n}": the items go before the closing brace
+	w.Write(head[:len(head)-2])
+	if len(r.Items) == 0 {
+		w.WriteString(",\n    \"items\": []\n}\n")
+		return w.Flush()
+	}
+	w.WriteString(",\n    \"items\": [\n")
+	for i := range r.Items {
+		b, err := json.MarshalIndent(&r.Items[i], "        ", "    ")
+		if err != nil {
+			return err
+		}
+		w.WriteString("        ")
+		w.Write(b)
+		if i < len(r.Items)-1 {
+			w.WriteByte(',')
+		}
+		w.WriteByte('\n')
+	}
+	w.WriteString("    ]\n}\n")
+	return w.Flush()
 }
 
 // printDocument writes any contract document as indented JSON or YAML.
@@ -56,6 +104,145 @@ func printStatusTable(out io.Writer, items []inspect.Item, o printOptions) error
 	if len(items) == 0 {
 		return nil
 	}
+	var err error
+	if o.GroupBy == groupByWorkload {
+		err = printWorkloadTable(out, items, o)
+	} else {
+		err = printPodTable(out, items, o)
+	}
+	if err != nil || o.NoHeaders {
+		return err
+	}
+	// the summary comes last, where a long table ends on the screen
+	_, err = fmt.Fprintf(out, "\n%s\n", summaryLine(items, o.Verify))
+	return err
+}
+
+// summaryLine counts the uses by verdict (and by state with --verify), in
+// the contract's order: "80000 uses by 10000 pods: 40000 hot-update, ...".
+func summaryLine(items []inspect.Item, verified bool) string {
+	verdicts := map[string]int{}
+	states := map[string]int{}
+	pods := map[[2]string]bool{}
+	for _, it := range items {
+		verdicts[verdictColumn(it)]++
+		if it.State != "" {
+			states[string(it.State)]++
+		}
+		if it.Pod.Name != "" {
+			pods[[2]string{it.Object.Namespace, it.Pod.Name}] = true
+		}
+	}
+	count := func(m map[string]int, order []string) string {
+		var parts []string
+		for _, k := range order {
+			if m[k] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	line := fmt.Sprintf("%s by %s: %s", plural(len(items), "use"), plural(len(pods), "pod"),
+		count(verdicts, []string{string(inspect.VerdictHotUpdate), string(inspect.VerdictRestartNeeded), string(inspect.VerdictBreaksOnChange),
+			string(inspect.VerdictNeverChanges), string(inspect.VerdictMissing), "missing (optional)", string(inspect.VerdictNotMounted),
+			string(inspect.VerdictNoPods), string(inspect.VerdictUnused)}))
+	if verified {
+		line += "; state: " + count(states, []string{string(inspect.StateInSync), string(inspect.StatePending), string(inspect.StateStale),
+			string(inspect.StateCurrent), string(inspect.StateBroken), string(inspect.StateUnverifiable), string(inspect.StateMissing), string(inspect.StateNA)})
+	}
+	return line
+}
+
+// workloadRow is one row of --group-by=workload: the uses of one object by
+// one workload's container in one mode, path, verdict and state.
+type workloadRow struct {
+	first inspect.Item
+	pods  int
+	total int
+}
+
+// groupByWorkloadRows groups items (already in report order) by object,
+// workload, container, mode, path/keys, verdict and state, in the order of
+// their first use; total is how many pods of the workload the report has.
+func groupByWorkloadRows(items []inspect.Item) []workloadRow {
+	type wl struct{ ns, kind, name string }
+	podsOf := map[wl]map[string]bool{}
+	for _, it := range items {
+		if it.Pod.Name == "" {
+			continue
+		}
+		w := wl{it.Object.Namespace, it.Workload.Kind, it.Workload.Name}
+		if podsOf[w] == nil {
+			podsOf[w] = map[string]bool{}
+		}
+		podsOf[w][it.Pod.Name] = true
+	}
+	type key struct {
+		obj                                     inspect.ObjectKey
+		wkind, wname, container, mode, path, vd string
+		state                                   string
+	}
+	index := map[key]int{}
+	var rows []workloadRow
+	for _, it := range items {
+		k := key{it.Key(), it.Workload.Kind, it.Workload.Name, containerColumn(it), modeColumn(it), pathKeys(it), verdictColumn(it), stateColumn(it)}
+		i, ok := index[k]
+		if !ok {
+			i = len(rows)
+			index[k] = i
+			rows = append(rows, workloadRow{first: it, total: len(podsOf[wl{it.Object.Namespace, it.Workload.Kind, it.Workload.Name}])})
+		}
+		if it.Pod.Name != "" {
+			rows[i].pods++
+		}
+	}
+	return rows
+}
+
+func printWorkloadTable(out io.Writer, items []inspect.Item, o printOptions) error {
+	wide := o.Format == "wide"
+	w := printers.GetNewTabWriter(out)
+	var head []string
+	if o.AllNamespaces {
+		head = append(head, "NAMESPACE")
+	}
+	objectHead := "CONFIGMAP"
+	if o.Secrets || showsSecret(items) {
+		objectHead = "OBJECT"
+	}
+	head = append(head, objectHead, "WORKLOAD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "PODS")
+	if o.Verify {
+		head = append(head, "STATE")
+	}
+	if wide {
+		head = append(head, "DELAY", "IMMUTABLE", "OPTIONAL", "REASON")
+	}
+	if !o.NoHeaders {
+		fmt.Fprintln(w, strings.Join(head, "\t"))
+	}
+	for _, r := range groupByWorkloadRows(items) {
+		it := r.first
+		var row []string
+		if o.AllNamespaces {
+			row = append(row, it.Object.Namespace)
+		}
+		pods := "<none>"
+		if r.total > 0 {
+			pods = fmt.Sprintf("%d/%d pods", r.pods, r.total)
+		}
+		row = append(row, objectColumn(it), workloadColumn(it), containerColumn(it), modeColumn(it), pathKeys(it), verdictColumn(it), pods)
+		if o.Verify {
+			row = append(row, stateColumn(it))
+		}
+		if wide {
+			row = append(row, orNone(inspect.FormatDelay(it.Delay)), yesNo(it.Object.Immutable), yesNo(it.Optional), reasonFor(it))
+		}
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+	return w.Flush()
+}
+
+func printPodTable(out io.Writer, items []inspect.Item, o printOptions) error {
 	wide := o.Format == "wide"
 	w := printers.GetNewTabWriter(out)
 	var head []string

@@ -293,3 +293,22 @@ func TestPrintObjectHeaderAndOptionalMissing(t *testing.T) {
 		t.Errorf("required missing row: %q", out.String())
 	}
 }
+
+// TestStreamReportSameBytes: the streamed JSON report is byte for byte the
+// document printDocument writes, for no, one and several items.
+func TestStreamReportSameBytes(t *testing.T) {
+	it := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a<b>&c"},
+		Pod: inspect.PodRef{Name: "p"}, Mode: inspect.ModeEnv, EnvName: "X", Keys: []string{"k"}, Verdict: inspect.VerdictRestartNeeded, Reason: "why"}
+	for _, items := range [][]inspect.Item{nil, {it}, {it, it, it}} {
+		var want, got bytes.Buffer
+		if err := printDocument(&want, inspect.NewReport(items), "json"); err != nil {
+			t.Fatal(err)
+		}
+		if err := streamReport(&got, inspect.NewReport(items)); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%d items: streamed\n%s\nwant\n%s", len(items), got.String(), want.String())
+		}
+	}
+}

@@ -56,6 +56,7 @@ type StatusOptions struct {
 	genericiooptions.IOStreams
 
 	Output        string
+	GroupBy       string
 	AllNamespaces bool
 	Selector      string
 	Secrets       bool
@@ -101,6 +102,7 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml).")
+	fs.StringVar(&o.GroupBy, "group-by", groupByPod, "Table rows: pod (one row per use) or workload (one row per object, workload, container and mode, with N/M pods).")
 	fs.BoolVar(&o.Unused, "unused", false, "Also show ConfigMaps (and Secrets) that no pod consumes.")
 	fs.BoolVar(&o.NoHeaders, "no-headers", false, "Do not print table headers.")
 	fs.BoolVar(&o.Check, "check", false, "Exit 3 when a required object or key is missing or a subPath breaks on change (with --verify also when a consumer is pending, stale, broken or unverifiable).")
@@ -153,6 +155,15 @@ func (o *StatusOptions) Validate() error {
 	if err := validateOutput(o.Output, statusFormats); err != nil {
 		return err
 	}
+	switch o.GroupBy {
+	case "", groupByPod:
+	case groupByWorkload:
+		if o.Output == "json" || o.Output == "yaml" {
+			return usageError("--group-by=workload groups the table; -o %s always has one item per use (group them with jq), drop one of the two", o.Output)
+		}
+	default:
+		return usageError("invalid --group-by %q: use pod or workload", o.GroupBy)
+	}
 	if o.AllNamespaces && len(o.Names) > 0 {
 		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
 	}
@@ -184,7 +195,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	// The output edge: no text derived from Secret data goes further.
 	items = inspect.NewRedactor(snap).Items(items)
-	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: o.Secrets || inspect.NamesSecret(o.Names), Now: o.Now()}); err != nil {
+	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: o.Secrets || inspect.NamesSecret(o.Names), Now: o.Now(), GroupBy: o.GroupBy}); err != nil {
 		return err
 	}
 	if len(items) == 0 && (o.Output == "" || o.Output == "wide") {

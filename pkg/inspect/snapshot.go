@@ -210,32 +210,32 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 		return nil
 	}
 	ns := o.Namespace
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Each LIST runs in its own goroutine and fills its own map. The first
-	// error cancels the others (whose errors, then, only say so) and is
-	// the one returned.
+	// Each LIST runs in its own goroutine and fills its own map. All run to
+	// their end (an error comes back at once), and the error returned is
+	// that of the first kind in this order, whatever finished first: the
+	// same answer every time (pods before configmaps).
+	order := map[string]int{"pods": 0, "configmaps": 1, "secrets": 2, "replicasets": 3, "jobs": 4, "workloads": 5, "nodes": 6}
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
-	run := func(fn func() error) {
+	firstKind := len(order)
+	run := func(kind string, fn func() error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := fn(); err != nil {
 				errMu.Lock()
-				if firstErr == nil {
-					firstErr = err
+				if order[kind] < firstKind {
+					firstErr, firstKind = err, order[kind]
 				}
 				errMu.Unlock()
-				cancel()
 			}
 		}()
 	}
 	var rsOnce, jobsOnce sync.Once
 	listReplicaSets := func() {
 		rsOnce.Do(func() {
-			run(func() error {
+			run("replicasets", func() error {
 				var err error
 				if o.Metadata != nil && !o.Workloads {
 					err = listOwnerMeta(o.Metadata, appsv1.SchemeGroupVersion.WithResource("replicasets"), ns, list, func(m metav1.ObjectMeta) {
@@ -260,7 +260,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	}
 	listJobs := func() {
 		jobsOnce.Do(func() {
-			run(func() error {
+			run("jobs", func() error {
 				var err error
 				if o.Metadata != nil && !o.Workloads {
 					err = listOwnerMeta(o.Metadata, batchv1.SchemeGroupVersion.WithResource("jobs"), ns, list, func(m metav1.ObjectMeta) {
@@ -290,7 +290,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	// Nodes are listed beside the pods, and dropped when there are none.
 	var nodes map[string]*corev1.Node
 	if o.Nodes {
-		run(func() error {
+		run("nodes", func() error {
 			m := map[string]*corev1.Node{}
 			err := list("nodes", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 				return c.CoreV1().Nodes().List(ctx, lo)
@@ -306,7 +306,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			return nil
 		})
 	}
-	run(func() error {
+	run("pods", func() error {
 		return list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().Pods(ns).List(ctx, lo)
 		}, func(obj runtime.Object) error {
@@ -324,7 +324,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			return nil
 		})
 	})
-	run(func() error {
+	run("configmaps", func() error {
 		return list("configmaps", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().ConfigMaps(ns).List(ctx, lo)
 		}, func(obj runtime.Object) error {
@@ -334,7 +334,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 		})
 	})
 	if o.Secrets {
-		run(func() error {
+		run("secrets", func() error {
 			return list("secrets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 				return c.CoreV1().Secrets(ns).List(ctx, lo)
 			}, func(obj runtime.Object) error {
@@ -346,7 +346,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	}
 	var templates []WorkloadTemplate
 	if o.Workloads {
-		run(func() error {
+		run("workloads", func() error {
 			var err error
 			templates, err = loadTemplates(ctx, c, ns, list)
 			return err
