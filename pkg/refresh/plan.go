@@ -189,7 +189,9 @@ type decision struct {
 
 // decide applies the contract's rules to one use; pod is its pod, when known.
 func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decision {
-	hot := it.Mode.HotUpdating()
+	// hot: the kubelet rewrites it in place. By verdict, not by mode: an
+	// init container's volume use is restart-needed (it read once).
+	hot := it.Verdict == inspect.VerdictHotUpdate
 	switch it.Verdict {
 	case inspect.VerdictNotMounted, inspect.VerdictUnused, inspect.VerdictNoPods, "":
 		return decision{need: needNothing, reason: "nothing consumes it"}
@@ -469,10 +471,8 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 	switch w.Kind {
 	case "Pod":
 		return fmt.Sprintf("bare pod: nothing would re-create it, so it is not deleted; re-create it yourself (kubectl replace --force -f <its manifest>)")
-	case "CronJob":
-		return "CronJob: the next scheduled run reads the new data; running Jobs keep what they read"
-	case "Job":
-		return "Job: its running pods keep what they read; the change reaches new Jobs only"
+	case "CronJob", "Job":
+		return jobReason(it)
 	}
 	if w.Kind == "ReplicaSet" {
 		return fmt.Sprintf("ReplicaSet %q: its Deployment, if any, is unknown (listing replicasets was not possible or it has none); restart the owner by hand (kubectl rollout restart deployment/NAME)", w.Name)
@@ -494,6 +494,22 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 		return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
 	}
 	return ""
+}
+
+// jobReason says what is true of a Job's (or CronJob's) use: no rollout
+// restarts a Job, but a hot-updating mount of a running pod follows the
+// change by itself, while env, subPath and init container uses keep what
+// they read.
+func jobReason(it inspect.Item) string {
+	kind := it.Workload.Kind
+	next := "the change reaches new Jobs only"
+	if kind == "CronJob" {
+		next = "the next scheduled run reads the new data"
+	}
+	if it.Verdict == inspect.VerdictHotUpdate {
+		return fmt.Sprintf("%s: no rollout restarts it, and none is needed: this %s mount of a running pod hot-updates by itself within the kubelet's delay (--strategy auto or annotate makes it now); %s", kind, it.Mode, next)
+	}
+	return fmt.Sprintf("%s: no rollout restarts it; a running pod's %s use keeps what it read; %s", kind, it.Mode, next)
 }
 
 // spared reports whether a restart of the workload leaves the pod alone: a
