@@ -162,6 +162,12 @@ type PlanInput struct {
 	// Selector is the user's -l (nil: every pod): a restart that replaces
 	// pods outside it says so.
 	Selector labels.Selector
+	// RestartVia is how a workload is restarted: template (default) or
+	// evict (an evict action per workload, for the pods of its consumers).
+	RestartVia RestartVia
+	// MaxUnavailable is how many pods of a workload an evict action
+	// evicts at once (default 1); the plan's reason says the batches.
+	MaxUnavailable int
 }
 
 // PodKey is the key of PlanInput.Pods.
@@ -300,13 +306,19 @@ func Plan(in PlanInput) []Action {
 		case needRestart:
 			wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
 			wt := Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
-			if why := notRestartable(it, in); why != "" {
+			kind, why := ActionRestart, ""
+			if in.RestartVia == RestartViaEvict {
+				kind, why = ActionEvict, notEvictable(it, in)
+			} else {
+				why = notRestartable(it, in)
+			}
+			if why != "" {
 				manualFor(wt, why, it)
 				continue
 			}
 			a, ok := restarts[wk]
 			if !ok {
-				a = &Action{Action: ActionRestart, Target: wt, Reason: d.reason}
+				a = &Action{Action: kind, Target: wt, Reason: d.reason}
 				restarts[wk] = a
 			}
 			a.Consumers = append(a.Consumers, consumerOf(it))
@@ -327,8 +339,11 @@ func Plan(in PlanInput) []Action {
 		pk := PodKey(ns, it.Pod.Name)
 		wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
 		restart := restarts[wk]
-		if restart != nil && spared(in.Workload[wk], wk, it.Pod.Name) {
+		if restart != nil && restart.Action == ActionRestart && spared(in.Workload[wk], wk, it.Pod.Name) {
 			restart = nil // below the partition: the restart leaves this pod alone
+		}
+		if restart != nil && restart.Action == ActionEvict && !contains(restart.Pods, it.Pod.Name) {
+			restart = nil // only the pods of stale consumers are evicted
 		}
 		switch {
 		case d.need == needAnnotate && restart != nil:
@@ -365,7 +380,11 @@ func Plan(in PlanInput) []Action {
 	}
 	var out []Action
 	for k, a := range restarts {
-		a.replacedPods(in.Workload[k], in.Selector)
+		if a.Action == ActionEvict {
+			a.evictionPlan(in)
+		} else {
+			a.replacedPods(in.Workload[k], in.Selector)
+		}
 		out = append(out, *a)
 	}
 	for _, a := range annotates {
@@ -377,7 +396,7 @@ func Plan(in PlanInput) []Action {
 	for _, a := range none {
 		out = append(out, *a)
 	}
-	order := map[ActionKind]int{ActionRestart: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
+	order := map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
 	sort.SliceStable(out, func(i, j int) bool {
 		if order[out[i].Action] != order[out[j].Action] {
 			return order[out[i].Action] < order[out[j].Action]
