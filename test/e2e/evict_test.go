@@ -1,0 +1,152 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// readyCount counts the Ready pods of the namespace that are not
+// terminating.
+func (f *fx) readyCount() (int, error) {
+	l, err := f.cs.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range l.Items {
+		if l.Items[i].DeletionTimestamp == nil && podReady(&l.Items[i]) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// --restart-via=evict on a Deployment of 3 with a PodDisruptionBudget of
+// minAvailable 2 and a stale env use: the pods are evicted one at a time
+// through the Eviction API, the Ready count never drops below 2 (sampled
+// every ~200 ms while it runs), the Deployment's spec and template are
+// never written (only the controller's status), and every consumer ends
+// current. The client dry run names the pods in order and changes nothing;
+// the server dry run sends the evictions with dryRun=All.
+func TestRefreshEvictHonoursPDBWithoutDrift(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"LEVEL": "v0"}))
+	f.createDeployment("web", 3, podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "app", "LEVEL", nil))), false)
+	minAvailable := intstr.FromInt32(2)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if _, err := f.cs.PolicyV1().PodDisruptionBudgets(f.ns).Create(f.ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the PodDisruptionBudget: %v", err)
+	}
+	before := f.waitPodsReady(3)
+	f.poll("the PodDisruptionBudget allows 1 disruption", podReadyTimeout, func() (bool, error) {
+		p, err := f.cs.PolicyV1().PodDisruptionBudgets(f.ns).Get(f.ctx, "web", metav1.GetOptions{})
+		return err == nil && p.Status.CurrentHealthy == 3 && p.Status.DisruptionsAllowed == 1, err
+	})
+	f.patchConfigMapData("app", map[string]string{"LEVEL": "v1"})
+	dep0 := f.getDeployment("web")
+	tmpl0, _ := json.Marshal(dep0.Spec.Template)
+	oldUIDs := map[string]bool{}
+	for _, p := range before {
+		oldUIDs[string(p.UID)] = true
+		f.expectEnv(p.Name, "c", "LEVEL", "v0")
+	}
+
+	// the plan: one evict action, every pod, in order; nothing changes
+	doc, _, code := f.refreshJSON("app", "--restart-via=evict", "--dry-run=client")
+	if code != 0 || actionsOf(doc) != "evict deployment/web" || len(doc.Items[0].Pods) != 3 || !strings.Contains(doc.Items[0].Reason, "evicts pods in this order: ") {
+		t.Fatalf("client dry run: exit %d plan %q %+v, want one evict of 3 pods in order", code, actionsOf(doc), doc.Items)
+	}
+	doc, _, code = f.refreshJSON("app", "--restart-via=evict", "--dry-run=server")
+	if code != 0 || actionsOf(doc) != "evict deployment/web" || doc.Items[0].Outcome != refresh.OutcomeDryRun || len(doc.Items[0].Evicted) != 3 {
+		t.Fatalf("server dry run: exit %d %+v, want 3 dry-run evictions", code, doc.Items)
+	}
+	if n, err := f.readyCount(); err != nil || n != 3 {
+		t.Fatalf("after the dry runs %d Ready pods (%v), want the 3 pods untouched", n, err)
+	}
+
+	// sample the Ready pods while the real run runs
+	var mu sync.Mutex
+	minReady, samples := 3, 0
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			n, err := f.readyCount()
+			if err != nil {
+				continue // a restart of the API server by another test: the next sample counts
+			}
+			mu.Lock()
+			samples++
+			if n < minReady {
+				minReady = n
+			}
+			mu.Unlock()
+		}
+	}()
+	start := time.Now()
+	doc, errOut, code := f.refreshJSON("app", "--restart-via=evict", "--yes", "--wait", "--timeout", "240s")
+	close(stop)
+	wg.Wait()
+	t.Logf("evict run took %s; Ready pods sampled %d times, minimum %d", time.Since(start).Round(100*time.Millisecond), samples, minReady)
+	if code != 0 {
+		t.Fatalf("refresh --restart-via=evict: exit %d, want 0", code)
+	}
+	r := doc.Items
+	if actionsOf(doc) != "evict deployment/web" || r[0].Outcome != refresh.OutcomeCurrent || len(r[0].Evicted) != 3 || len(r[0].Replacements) != 3 || r[0].CurrentAfter == nil {
+		t.Fatalf("result %+v, want one evict of 3 pods, 3 replacements, verified current", r)
+	}
+	if !strings.Contains(errOut, "evicting pod "+f.ns+"/") {
+		t.Errorf("stderr does not report the evictions:\n%s", errOut)
+	}
+	if samples < 5 || minReady < 2 {
+		t.Errorf("Ready pods fell to %d (of %d samples), want never fewer than 2", minReady, samples)
+	}
+
+	// no drift: spec and template never written; only the controller's status
+	dep := f.getDeployment("web")
+	tmpl, _ := json.Marshal(dep.Spec.Template)
+	if string(tmpl) != string(tmpl0) || dep.Generation != dep0.Generation || dep.Spec.Template.Annotations[refresh.RestartedAtAnnotation] != "" {
+		t.Errorf("the Deployment's template changed (generation %d -> %d):\n%s\n->\n%s", dep0.Generation, dep.Generation, tmpl0, tmpl)
+	}
+	for _, mf := range dep.ManagedFields {
+		if mf.Manager == "kubectl-cmsync" || (mf.Time != nil && !mf.Time.Time.Before(start.Truncate(time.Second)) && mf.Subresource != "status") {
+			t.Errorf("the Deployment was written during the run by %s (%s, subresource %q)", mf.Manager, mf.Operation, mf.Subresource)
+		}
+	}
+	t.Logf("Deployment resourceVersion %s -> %s (status written by the controller: %v)", dep0.ResourceVersion, dep.ResourceVersion, dep.ResourceVersion != dep0.ResourceVersion)
+
+	// every consumer current: new pods, new value
+	pods := f.waitPodsReady(3)
+	for _, p := range pods {
+		if oldUIDs[string(p.UID)] {
+			t.Errorf("pod %s was not replaced", p.Name)
+		}
+		f.expectEnv(p.Name, "c", "LEVEL", "v1")
+	}
+	doc, _, code = f.refreshJSON("app", "--restart-via=evict")
+	if code != 0 || strings.Contains(actionsOf(doc), "evict") {
+		t.Errorf("second run: exit %d plan %q, want nothing to evict", code, actionsOf(doc))
+	}
+}
