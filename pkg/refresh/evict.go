@@ -366,7 +366,11 @@ func evictOne(ctx context.Context, ev Evictor, ns, pod, uid string, o EvictOptio
 func refusal(err error) string {
 	if apierrors.IsTooManyRequests(err) {
 		if apierrors.HasStatusCause(err, policyv1.DisruptionBudgetCause) || strings.Contains(err.Error(), "disruption budget") {
-			return "the eviction is refused by a PodDisruptionBudget (429: " + err.Error() + ")"
+			msg := err.Error()
+			if c, ok := apierrors.StatusCause(err, policyv1.DisruptionBudgetCause); ok && c.Message != "" {
+				msg += " " + c.Message
+			}
+			return "the eviction is refused by a PodDisruptionBudget (429: " + msg + ")"
 		}
 		return "the API server asks to retry later (429: " + err.Error() + ")"
 	}

@@ -150,3 +150,59 @@ func TestRefreshEvictHonoursPDBWithoutDrift(t *testing.T) {
 		t.Errorf("second run: exit %d plan %q, want nothing to evict", code, actionsOf(doc))
 	}
 }
+
+// A PodDisruptionBudget that allows no disruption: the Eviction API answers
+// 429, the plugin says so and retries; once the budget allows one, the
+// eviction goes through. A budget that never allows one fails at --timeout
+// naming the pods not evicted (exit 1).
+func TestRefreshEvictRetriesWhileThePDBRefuses(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"LEVEL": "v0"}))
+	f.createDeployment("web", 2, podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "app", "LEVEL", nil))), false)
+	all := intstr.FromInt32(2)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: &all, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if _, err := f.cs.PolicyV1().PodDisruptionBudgets(f.ns).Create(f.ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the PodDisruptionBudget: %v", err)
+	}
+	f.waitPodsReady(2)
+	f.poll("the PodDisruptionBudget sees 2 healthy pods", podReadyTimeout, func() (bool, error) {
+		p, err := f.cs.PolicyV1().PodDisruptionBudgets(f.ns).Get(f.ctx, "web", metav1.GetOptions{})
+		return err == nil && p.Status.CurrentHealthy == 2, err
+	})
+	f.patchConfigMapData("app", map[string]string{"LEVEL": "v1"})
+
+	// never allowed: fails at --timeout, nothing evicted, each pod named
+	_, errOut, code := f.refreshJSON("app", "--restart-via=evict", "--yes", "--timeout", "6s")
+	if code != 1 || !strings.Contains(errOut, "refused by a PodDisruptionBudget") || !strings.Contains(errOut, "not evicted") {
+		t.Fatalf("budget of 0 disruptions: exit %d, stderr %s; want exit 1 naming the PDB and the pods not evicted", code, errOut)
+	}
+	if n, err := f.readyCount(); err != nil || n != 2 {
+		t.Fatalf("%d Ready pods (%v), want both untouched", n, err)
+	}
+
+	// allowed after a few seconds: the refusals are retried, then it passes
+	go func() {
+		time.Sleep(4 * time.Second)
+		one := intstr.FromInt32(1)
+		p, err := f.cs.PolicyV1().PodDisruptionBudgets(f.ns).Get(f.ctx, "web", metav1.GetOptions{})
+		if err == nil {
+			p.Spec.MinAvailable = &one
+			_, err = f.cs.PolicyV1().PodDisruptionBudgets(f.ns).Update(f.ctx, p, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Errorf("lowering the budget: %v", err)
+		}
+	}()
+	doc, errOut, code := f.refreshJSON("app", "--restart-via=evict", "--yes", "--timeout", "180s")
+	if code != 0 || actionsOf(doc) != "evict deployment/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent {
+		t.Fatalf("exit %d %+v, want the evictions to pass once the budget allows them", code, doc.Items)
+	}
+	if !strings.Contains(errOut, "refused by a PodDisruptionBudget") || !strings.Contains(errOut, "retrying in") {
+		t.Errorf("stderr does not say the refusal was retried:\n%s", errOut)
+	}
+	for _, p := range f.waitPodsReady(2) {
+		f.expectEnv(p.Name, "c", "LEVEL", "v1")
+	}
+}
