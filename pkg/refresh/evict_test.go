@@ -136,7 +136,7 @@ func TestApplyEvictionsRetriesPDBRefusals(t *testing.T) {
 		t.Errorf("lowest Ready count at an eviction %d, want 2 (one pod at a time)", f.minReady)
 	}
 	all := strings.Join(progress, "\n")
-	if !strings.Contains(all, "pod ns/web-b: the eviction is refused by a PodDisruptionBudget") || !strings.Contains(all, "retrying in") {
+	if !strings.Contains(all, "pod ns/web-b: the eviction is refused by a PodDisruptionBudget") || !strings.Contains(all, "needs 2 healthy pods") || !strings.Contains(all, "retrying in") {
 		t.Errorf("progress does not say the PDB refused and it retries:\n%s", all)
 	}
 }
