@@ -347,7 +347,7 @@ func evictOne(ctx context.Context, ev Evictor, ns, pod, uid string, o EvictOptio
 			}
 		}
 		if !o.Deadline.IsZero() && o.Now().Add(delay).After(o.Deadline) {
-			return false, "", fmt.Errorf("evicting pod %s: %s, retried %d times for %s, and --timeout ends before the next try", pod, why, attempt, o.Now().Sub(start).Round(100*time.Millisecond))
+			return false, "", fmt.Errorf("evicting pod %s: %s; refused %d times in %s, and --timeout ends before the next try", pod, why, attempt, o.Now().Sub(start).Round(100*time.Millisecond))
 		}
 		o.Progress(fmt.Sprintf("pod %s/%s: %s; retrying in %s (attempt %d)", ns, pod, why, delay.Round(10*time.Millisecond), attempt))
 		select {
