@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -204,5 +206,63 @@ func TestRefreshEvictRetriesWhileThePDBRefuses(t *testing.T) {
 	}
 	for _, p := range f.waitPodsReady(2) {
 		f.expectEnv(p.Name, "c", "LEVEL", "v1")
+	}
+}
+
+// A StatefulSet whose partition spares every pod: a template restart would
+// replace none (manual), eviction replaces them highest ordinal first, each
+// coming back under its name with a new UID, the StatefulSet's spec never
+// written.
+func TestRefreshEvictStatefulSetBelowItsPartition(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"LEVEL": "v0"}))
+	labels := map[string]string{"app": "db"}
+	replicas, partition := int32(2), int32(2)
+	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.ns}, Spec: appsv1.StatefulSetSpec{
+		Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels}, ServiceName: "db",
+		PodManagementPolicy: appsv1.ParallelPodManagement,
+		UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: &partition}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "app", "LEVEL", nil)))},
+	}}
+	if _, err := f.cs.AppsV1().StatefulSets(f.ns).Create(f.ctx, s, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating statefulset: %v", err)
+	}
+	before := f.waitPodsReady(2)
+	f.patchConfigMapData("app", map[string]string{"LEVEL": "v1"})
+	gen0 := func() int64 {
+		s, err := f.cs.AppsV1().StatefulSets(f.ns).Get(f.ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("getting statefulset: %v", err)
+		}
+		return s.Generation
+	}
+	g0 := gen0()
+
+	doc, _, code := f.refreshJSON("app", "--dry-run=client")
+	if code != 0 || actionsOf(doc) != "manual statefulset/db; manual statefulset/db" {
+		t.Fatalf("template plan: exit %d %q, want manual (the partition spares both pods)", code, actionsOf(doc))
+	}
+	doc, _, code = f.refreshJSON("app", "--restart-via=evict", "--yes", "--timeout", "180s")
+	if code != 0 || actionsOf(doc) != "evict statefulset/db" || doc.Items[0].Outcome != refresh.OutcomeCurrent {
+		t.Fatalf("evict: exit %d %q %+v, want a verified evict", code, actionsOf(doc), doc.Items)
+	}
+	if got := strings.Join(doc.Items[0].Evicted, ","); got != "db-1,db-0" {
+		t.Errorf("evicted %s, want db-1,db-0 (highest ordinal first)", got)
+	}
+	uids := map[string]string{}
+	for _, p := range before {
+		uids[p.Name] = string(p.UID)
+	}
+	for _, p := range f.waitPodsReady(2) {
+		if uids[p.Name] == "" || uids[p.Name] == string(p.UID) {
+			t.Errorf("pod %s (UID %s) is not a replacement of the same name", p.Name, p.UID)
+		}
+		f.expectEnv(p.Name, "c", "LEVEL", "v1")
+	}
+	if g := gen0(); g != g0 {
+		t.Errorf("the StatefulSet's generation changed %d -> %d", g0, g)
 	}
 }
