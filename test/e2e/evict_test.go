@@ -3,7 +3,12 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -184,9 +189,9 @@ func TestRefreshEvictRetriesWhileThePDBRefuses(t *testing.T) {
 		t.Fatalf("%d Ready pods (%v), want both untouched", n, err)
 	}
 
-	// allowed after a few seconds: the refusals are retried, then it passes
-	go func() {
-		time.Sleep(4 * time.Second)
+	// allowed once a refusal was seen: the refusals are retried, then it passes
+	lowered := false
+	out, errOut, code := f.pluginRunOnStderr("refused by a PodDisruptionBudget", func() {
 		one := intstr.FromInt32(1)
 		p, err := f.cs.PolicyV1().PodDisruptionBudgets(f.ns).Get(f.ctx, "web", metav1.GetOptions{})
 		if err == nil {
@@ -196,8 +201,15 @@ func TestRefreshEvictRetriesWhileThePDBRefuses(t *testing.T) {
 		if err != nil {
 			t.Errorf("lowering the budget: %v", err)
 		}
-	}()
-	doc, errOut, code := f.refreshJSON("app", "--restart-via=evict", "--yes", "--timeout", "180s")
+		lowered = true
+	}, "refresh", "-n", f.ns, "-o", "json", "app", "--restart-via=evict", "--yes", "--timeout", "180s")
+	var doc refreshDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("refresh output is not a document (exit %d): %v\n%s", code, err, out)
+	}
+	if !lowered {
+		t.Fatalf("no refusal by the PodDisruptionBudget was reported:\n%s", errOut)
+	}
 	if code != 0 || actionsOf(doc) != "evict deployment/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent {
 		t.Fatalf("exit %d %+v, want the evictions to pass once the budget allows them", code, doc.Items)
 	}
@@ -265,4 +277,44 @@ func TestRefreshEvictStatefulSetBelowItsPartition(t *testing.T) {
 	if g := gen0(); g != g0 {
 		t.Errorf("the StatefulSet's generation changed %d -> %d", g0, g)
 	}
+}
+
+// pluginRunOnStderr runs `kubectl cmsync ARGS` and calls fn once, when a
+// line of its stderr contains match (while it runs).
+func (f *fx) pluginRunOnStderr(match string, fn func(), args ...string) (string, string, int) {
+	f.t.Helper()
+	if pluginBuildErr != nil {
+		f.t.Fatalf("plugin not built: %v", pluginBuildErr)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"cmsync"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pipe)
+	done := false
+	for sc.Scan() {
+		stderr.WriteString(sc.Text() + "\n")
+		if !done && strings.Contains(sc.Text(), match) {
+			done = true
+			fn()
+		}
+	}
+	code := 0
+	var ee *exec.ExitError
+	switch err := cmd.Wait(); {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		f.t.Fatalf("kubectl cmsync %s: %v", strings.Join(args, " "), err)
+	}
+	f.t.Logf("kubectl cmsync %s -> exit %d\nstderr:\n%s", strings.Join(args, " "), code, stderr.String())
+	return stdout.String(), stderr.String(), code
 }
