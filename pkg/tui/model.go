@@ -97,6 +97,26 @@ type Model struct {
 	statusErr bool
 	help      help.Model
 	quitting  bool
+	// a quit key pressed while a refresh is being applied: the next one
+	// quits, leaving it half done (interrupted says so)
+	quitArmed   bool
+	interrupted bool
+}
+
+// Interrupted reports, after the program ended, whether the user quit while
+// a refresh was being applied, and the targets of that plan: some of them
+// may have been changed and others not.
+func (m *Model) Interrupted() (bool, []string) {
+	if !m.interrupted || m.plan == nil {
+		return m.interrupted, nil
+	}
+	var targets []string
+	for _, a := range m.plan.Actions {
+		if a.Action != refresh.ActionNone && a.Action != refresh.ActionManual {
+			targets = append(targets, a.Target.String())
+		}
+	}
+	return true, targets
 }
 
 // New returns the dashboard model; the program's Init starts the watch.
@@ -301,6 +321,12 @@ func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 	interval := MaxRecheck
 	for _, it := range msg.items {
 		id := it.ID()
+		if m.queue[id] {
+			// queued again while this batch ran (e.g. the object changed
+			// again): this result may predate the change, and the next batch
+			// verifies the use anyway
+			continue
+		}
 		o := observation{State: it.State, StateReason: it.StateReason, At: msg.at}
 		if it.SyncedAt != nil {
 			t := it.SyncedAt.Time
@@ -566,6 +592,12 @@ func (m *Model) planNow() tea.Cmd {
 func (m *Model) onPlanKey(msg tea.KeyPressMsg) tea.Cmd {
 	if m.planning || m.applying {
 		if key.Matches(msg, m.keys.Quit) {
+			if m.applying && !m.quitArmed {
+				m.quitArmed = true
+				m.setError("a refresh is being applied: press q again to quit anyway (what it changed stays changed, the rest is not done)")
+				return nil
+			}
+			m.interrupted = m.applying
 			return m.quit()
 		}
 		return nil
@@ -639,6 +671,16 @@ func (m *Model) onApply(msg applyMsg) tea.Cmd {
 	return m.startVerify()
 }
 
+// anyUnverifiable: a consumer that cannot be proven current.
+func anyUnverifiable(cs []refresh.Consumer) bool {
+	for _, c := range cs {
+		if c.State == inspect.StateUnverifiable {
+			return true
+		}
+	}
+	return false
+}
+
 // ResultLine says in one line what a refresh changed and what it did not;
 // bad is true when something failed or is not current.
 func ResultLine(results []refresh.Result) (line string, bad bool) {
@@ -653,6 +695,10 @@ func ResultLine(results []refresh.Result) (line string, bad bool) {
 	var slowest time.Duration
 	for _, r := range results {
 		switch {
+		case r.Action.Action == refresh.ActionNone && anyUnverifiable(r.Consumers):
+			// nothing left to do, but not proven current (refresh exits 3)
+			add("unverifiable (not changed)")
+			bad = true
 		case r.Action.Action == refresh.ActionNone:
 			add("already current")
 		case r.Action.Action == refresh.ActionManual:

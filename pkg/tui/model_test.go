@@ -426,3 +426,30 @@ func TestCursorSurvivesNewData(t *testing.T) {
 		t.Errorf("the selection moved after new data:\n%s", h.screen())
 	}
 }
+
+// Quitting while a refresh is being applied takes a second press, and the
+// model then says the refresh was left half done (the command exits 1).
+func TestQuitWhileApplyingAsksAgainAndIsReported(t *testing.T) {
+	h := newHarness(t, 160, 24)
+	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
+	release := make(chan struct{})
+	defer close(release)
+	h.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		<-release // the patch is in flight until the test ends
+		return false, nil, nil
+	})
+	h.key("r")
+	h.until("the plan is shown", contains("annotate", "pod/web-5d8f-x2x9q", "Apply this plan? [y/N]"))
+	h.key("y")
+	h.until("applying", contains("applying"))
+	h.key("q")
+	h.until("asked again", contains("press q again"))
+	if quit, _ := h.m.Interrupted(); quit {
+		t.Fatal("one press of q while applying interrupted the refresh")
+	}
+	h.key("q")
+	quit, targets := h.m.Interrupted()
+	if !quit || len(targets) != 1 || targets[0] != "pod/web-5d8f-x2x9q" {
+		t.Errorf("Interrupted() = %v, %v; want true, [pod/web-5d8f-x2x9q]", quit, targets)
+	}
+}

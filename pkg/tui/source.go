@@ -212,6 +212,15 @@ func (s *Source) synced() bool {
 
 // read copies the caches into an inspect.Snapshot and builds the rows.
 func (s *Source) read() dataMsg {
+	// The changes are taken before the caches are read: client-go updates a
+	// store before it calls the handler, so a change taken after the lists
+	// could belong to an edit the lists do not have yet (and its uses would
+	// be verified against the old content and closed as untouched). Taken
+	// first, such an edit comes again with the next snapshot.
+	s.mu.Lock()
+	changes := s.changes
+	s.changes = nil
+	s.mu.Unlock()
 	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{}, Secrets: map[inspect.ObjectKey]*corev1.Secret{},
 		ReplicaSets: map[inspect.NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[inspect.NamespacedName]*batchv1.Job{},
 		SecretsListed: s.secrets != nil}
@@ -247,8 +256,6 @@ func (s *Source) read() dataMsg {
 	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Secrets: s.scope.Secrets, IncludeSystem: s.scope.IncludeSystem, Unused: true})
 	s.mu.Lock()
-	changes := s.changes
-	s.changes = nil
 	// a resource whose cache moved on since its last error is connected again
 	for r, rv := range s.errRV {
 		if inf := s.informer(r); inf != nil && inf.LastSyncResourceVersion() != rv {

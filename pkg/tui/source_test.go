@@ -118,6 +118,13 @@ func TestResultLine(t *testing.T) {
 	if bad || line != "refresh: 1 annotated current, 1 already current (all current after 420ms)" {
 		t.Errorf("ResultLine = %q, %v", line, bad)
 	}
+	// nothing left to do, but not proven current: refresh exits 3 for it
+	unverifiable := refresh.Result{Action: refresh.Action{Action: refresh.ActionNone,
+		Consumers: []refresh.Consumer{{State: inspect.StateUnverifiable}}}, Outcome: refresh.OutcomeNotApplied}
+	line, bad = tui.ResultLine([]refresh.Result{res[0], unverifiable})
+	if !bad || line != "refresh: 1 annotated current, 1 unverifiable (not changed) (all current after 420ms)" {
+		t.Errorf("ResultLine = %q, %v", line, bad)
+	}
 }
 
 // A burst of informer events reaches the model as at most one snapshot
