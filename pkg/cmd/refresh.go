@@ -212,7 +212,13 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return explainAPIError(err, server, o.Namespace)
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem})
+	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
+		return explainAPIError(le, server, o.Namespace) // a Secret named but unreadable
+	}
+	for _, n := range deniedNotes(snap) {
+		fmt.Fprintln(o.ErrOut, n)
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem})
 	if err != nil {
 		return err
 	}

@@ -162,10 +162,16 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return explainAPIError(err, o.server(), o.Namespace)
 	}
+	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
+		return explainAPIError(le, o.server(), o.Namespace) // a Secret named but unreadable
+	}
+	for _, n := range deniedNotes(snap) {
+		fmt.Fprintln(o.ErrOut, n)
+	}
 	if o.KubeletConfig && o.Client != nil {
 		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem, Unused: o.Unused})
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem, Unused: o.Unused})
 	if err != nil {
 		return err
 	}
