@@ -10,6 +10,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // deniedLoader loads the fixture cluster through a fake clientset whose
@@ -76,3 +77,56 @@ note: delays assume the kubelet defaults (0-90s): cannot list nodes (forbidden);
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// denyingReviewer denies the listed resources.
+type denyingReviewer map[string]bool
+
+func (d denyingReviewer) Allowed(_ context.Context, p refresh.Permission) (bool, error) {
+	return !d[p.Resource], nil
+}
+
+// TestRefreshSaysWhichPermissionIsMissingFirst: a plan whose patches RBAC
+// denies is refused before anything is sent, naming each permission and
+// its rule (exit 1); a server dry run is checked the same way.
+func TestRefreshSaysWhichPermissionIsMissingFirst(t *testing.T) {
+	for _, dry := range []string{"none", "server"} {
+		o, p, out := staleEnvFixture(t)
+		o.Yes, o.DryRun = true, dry
+		o.Access = denyingReviewer{"deployments": true}
+		err := o.Run(context.Background())
+		want := `cannot refresh: the credentials lack permissions the plan needs; nothing was changed:
+  patch deployments in namespace "ns" (for deployment/web): a Role with this rule grants it: {apiGroups: ["apps"], resources: ["deployments"], verbs: ["patch"]}
+The ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.`
+		if err == nil || err.Error() != want || ExitCode(err) != ExitFailure {
+			t.Errorf("--dry-run=%s: %v (exit %d)\nwant %s (exit 1)", dry, err, ExitCode(err), want)
+		}
+		if len(p.sent) != 0 {
+			t.Errorf("--dry-run=%s: patches sent before the permission check: %v", dry, p.sent)
+		}
+		if !strings.Contains(out.String(), `"kind": "RefreshPlan"`) {
+			t.Errorf("--dry-run=%s: the plan must be printed:\n%s", dry, out.String())
+		}
+	}
+	// allowed: the patch is sent
+	o, p, _ := staleEnvFixture(t)
+	o.Yes, o.Wait = true, false
+	o.Access = denyingReviewer{"pods": true}
+	if err := o.Run(context.Background()); err != nil || len(p.sent) != 1 {
+		t.Errorf("a restart the credentials allow: %v, sent %v", err, p.sent)
+	}
+}
+
+// TestMissingPermissionsNamesExec: consumers unverifiable because exec is
+// forbidden add the exec rule to the refusal.
+func TestMissingPermissionsNamesExec(t *testing.T) {
+	items := []inspect.Item{{Object: inspect.ObjectRef{Namespace: "shop"}, State: inspect.StateUnverifiable, StateCause: inspect.CauseExecForbidden},
+		{Object: inspect.ObjectRef{Namespace: "shop"}, State: inspect.StateUnverifiable, StateCause: inspect.CauseExecForbidden}}
+	err := missingPermissionsError([]refresh.Permission{{Verb: "patch", Resource: "pods", Namespace: "shop", Targets: []string{"pod/a"}}}, items)
+	want := `cannot refresh: the credentials lack permissions the plan needs; nothing was changed:
+  patch pods in namespace "shop" (for pod/a): a Role with this rule grants it: {apiGroups: [""], resources: ["pods"], verbs: ["patch"]}
+  get and create pods/exec in namespace "shop" (to verify the consumers): a Role with this rule grants it: {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]}
+The ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.`
+	if err.Error() != want {
+		t.Errorf("got\n%s\nwant\n%s", err, want)
+	}
+}
