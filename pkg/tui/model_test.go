@@ -426,3 +426,21 @@ func TestCursorSurvivesNewData(t *testing.T) {
 		t.Errorf("the selection moved after new data:\n%s", h.screen())
 	}
 }
+
+// Exec that RBAC denies: the status line says so in the words of status
+// --verify ("forbidden: create pods/exec"), and the consumers show it.
+func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
+	h := newHarness(t, 200, 20)
+	denied := errors.New(`unable to upgrade connection: pods "web-5d8f-x2x9q" is forbidden: User "system:serviceaccount:shop:reader" cannot create resource "pods/exec" in API group "" in the namespace "shop"`)
+	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Err = denied
+	h.key("v") // the selected object: app-config
+	h.until("app-config is verified", contains("verified 2 consumers"))
+	st := line(h.screen(), "verified 2 consumers")
+	if !strings.Contains(st, "; 2 unverifiable: forbidden: create pods/exec") {
+		t.Errorf("status line = %q, want it to name the missing permission", st)
+	}
+	h.key("enter")
+	if vol := line(h.screen(), "/etc/app"); !strings.Contains(vol, "unverifiable") {
+		t.Errorf("volume row = %q, want unverifiable", vol)
+	}
+}
