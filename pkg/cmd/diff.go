@@ -177,7 +177,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{o.Key}, Secrets: secret, IncludeSystem: true})
 	if err != nil {
-		return err
+		return explainNotFound(err)
 	}
 	var selected []inspect.Item
 	for _, it := range items {

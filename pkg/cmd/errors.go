@@ -166,3 +166,13 @@ func deniedResource(snap *inspect.Snapshot, resource string) *inspect.ListError 
 	}
 	return nil
 }
+
+// explainNotFound adds what to do next to a named object that neither
+// exists nor has consumers.
+func explainNotFound(err error) error {
+	var nf *inspect.NotFoundError
+	if !errors.As(err, &nf) {
+		return err
+	}
+	return fmt.Errorf("%v, and no pod consumes it: check the name and the namespace (-n), or list the objects with 'kubectl cmsync status --unused'", err)
+}

@@ -227,7 +227,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem})
 	if err != nil {
-		return err
+		return explainNotFound(err)
 	}
 	dry := refresh.DryRun(o.DryRun)
 	// --strategy restart plans without observing: a client dry run of it
@@ -265,7 +265,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 
 	if restarts := counts[refresh.ActionRestart]; o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
 		_ = o.printPlan(plan)
-		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d", restarts, o.MaxRestarts)}
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing", restarts, o.MaxRestarts)}
 	}
 	if dry == refresh.DryRunClient {
 		return o.printPlan(plan)

@@ -173,7 +173,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem, Unused: o.Unused})
 	if err != nil {
-		return err
+		return explainNotFound(err)
 	}
 	if o.Verify.Enabled {
 		if items, err = o.Verify.Run(ctx, o.RESTConfig, snap, items, o.ErrOut); err != nil {
@@ -258,7 +258,7 @@ func resolveNamespace(flags *genericclioptions.ConfigFlags, all bool) (string, e
 	}
 	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)
+		return "", fmt.Errorf("cannot read the kubeconfig: %w\nFix it, or point --kubeconfig (or KUBECONFIG) at a valid one", err)
 	}
 	return ns, nil
 }
