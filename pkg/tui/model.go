@@ -61,6 +61,8 @@ type Model struct {
 	synced  bool
 	watched bool // a first snapshot arrived
 	errs    map[string]string
+	// notes: optional kinds RBAC denies (shown while the status is empty)
+	notes []string
 	// probeErr is the last answer of the API server probe
 	probeErr error
 	now      time.Time
@@ -233,7 +235,7 @@ func tick() tea.Cmd {
 func (m *Model) onData(msg dataMsg) tea.Cmd {
 	first := !m.watched
 	m.watched = true
-	m.snap, m.items, m.synced, m.errs = msg.snap, msg.items, msg.synced, msg.errs
+	m.snap, m.items, m.synced, m.errs, m.notes = msg.snap, msg.items, msg.synced, msg.errs, msg.notes
 	m.now = msg.at
 	if msg.err != nil {
 		m.setError("%v", msg.err)
