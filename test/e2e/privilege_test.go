@@ -275,6 +275,22 @@ func TestLeastPrivilegeReadOnlyRole(t *testing.T) {
 	if ch := changedVersions(before, f.resourceVersions()); len(ch) > 0 {
 		t.Errorf("refresh without the permission changed objects: %v", ch)
 	}
+
+	// the dashboard: live (no watch failure), the note, and after v the
+	// same reason in the status line
+	d := f.startDashboard("--kubeconfig", kc)
+	s := d.waitScreen("the dashboard is live with the note", 60*time.Second,
+		has("cfg", "● live", "note: owners shown as replicaset/NAME (unresolved): cannot list replicasets (forbidden)"))
+	if strings.Contains(s, "watch failing") {
+		t.Errorf("a denied optional kind is shown as a failure:\n%s", s)
+	}
+	d.keys("v")
+	d.waitScreen("the verify names the missing permission", 60*time.Second,
+		has("verified 2 consumers at", "; 2 unverifiable: forbidden: create pods/exec"))
+	d.keys("q")
+	if code := d.exitCode(); code != "0" {
+		t.Errorf("dashboard exit code %s, want 0", code)
+	}
 }
 
 // rbacFileRoles reads the ClusterRoles of deploy/rbac.yaml.
