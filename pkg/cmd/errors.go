@@ -15,7 +15,7 @@ import (
 
 // rbacGroups maps a resource to its API group for Role rules.
 var rbacGroups = map[string]string{
-	"pods": "", "configmaps": "", "secrets": "", "nodes": "", "nodes/proxy": "", "pods/exec": "",
+	"pods": "", "configmaps": "", "secrets": "", "nodes": "", "nodes/proxy": "", "pods/exec": "", "pods/eviction": "",
 	"replicasets": "apps", "deployments": "apps", "statefulsets": "apps", "daemonsets": "apps",
 	"jobs": "batch", "cronjobs": "batch",
 }

@@ -33,7 +33,8 @@ var resourceOf = map[string][2]string{
 
 // Permissions lists what applying plan needs, one per verb, resource and
 // namespace, in a stable order: patch on the pods it annotates and on the
-// workloads it restarts. A server dry run needs the same (the API server
+// workloads it restarts, create on pods/eviction for the workloads whose
+// pods it evicts. A server dry run needs the same (the API server
 // authorizes a dryRun patch like a real one); a client dry run sends
 // nothing and needs nothing.
 func Permissions(plan []Action, dry DryRun) []Permission {
@@ -43,17 +44,23 @@ func Permissions(plan []Action, dry DryRun) []Permission {
 	byKey := map[[3]string]*Permission{}
 	var out []*Permission
 	for _, a := range plan {
-		if a.Action != ActionAnnotate && a.Action != ActionRestart {
+		verb, gr := "patch", [2]string{}
+		switch a.Action {
+		case ActionAnnotate, ActionRestart:
+			var ok bool
+			if gr, ok = resourceOf[a.Target.Kind]; !ok {
+				continue
+			}
+		case ActionEvict:
+			// the Eviction API: create on the pods' eviction subresource
+			verb, gr = "create", [2]string{"", "pods/eviction"}
+		default:
 			continue
 		}
-		gr, ok := resourceOf[a.Target.Kind]
-		if !ok {
-			continue
-		}
-		k := [3]string{gr[1], a.Target.Namespace, "patch"}
+		k := [3]string{gr[1], a.Target.Namespace, verb}
 		p := byKey[k]
 		if p == nil {
-			p = &Permission{Verb: "patch", Group: gr[0], Resource: gr[1], Namespace: a.Target.Namespace}
+			p = &Permission{Verb: verb, Group: gr[0], Resource: gr[1], Namespace: a.Target.Namespace}
 			byKey[k] = p
 			out = append(out, p)
 		}

@@ -15,11 +15,13 @@ func TestPermissions(t *testing.T) {
 		{Action: ActionRestart, Target: Target{Kind: "StatefulSet", Namespace: "db", Name: "pg"}},
 		{Action: ActionNone, Target: Target{Kind: "Pod", Namespace: "shop", Name: "c"}},
 		{Action: ActionManual, Target: Target{Kind: "Pod", Namespace: "shop", Name: "d"}},
+		{Action: ActionEvict, Target: Target{Kind: "Deployment", Namespace: "shop", Name: "api"}},
 	}
 	want := []Permission{
 		{Verb: "patch", Group: "apps", Resource: "statefulsets", Namespace: "db", Targets: []string{"statefulset/pg"}},
 		{Verb: "patch", Group: "apps", Resource: "deployments", Namespace: "shop", Targets: []string{"deployment/web"}},
 		{Verb: "patch", Group: "", Resource: "pods", Namespace: "shop", Targets: []string{"pod/a", "pod/b"}},
+		{Verb: "create", Group: "", Resource: "pods/eviction", Namespace: "shop", Targets: []string{"deployment/api"}},
 	}
 	for _, dry := range []DryRun{DryRunNone, DryRunServer} {
 		if got := Permissions(plan, dry); !reflect.DeepEqual(got, want) {
