@@ -382,7 +382,7 @@ func TestRBACFileRefreshRoleIsSufficient(t *testing.T) {
 
 // ---- dry-run safety ----
 
-// Every strategy in both dry-run modes leaves every resourceVersion of the
+// Every strategy (and --restart-via=evict) in both dry-run modes leaves every resourceVersion of the
 // namespace unchanged (pods, ConfigMaps, Secrets, Deployments,
 // StatefulSets, ReplicaSets, DaemonSets, ControllerRevisions), with
 // consumers that would be annotated and restarted.
@@ -423,15 +423,17 @@ func TestDryRunChangesNoResourceVersion(t *testing.T) {
 		before = f.resourceVersions()
 		return len(changedVersions(a, before)) == 0, nil
 	})
-	for _, strategy := range []string{"auto", "annotate", "restart"} {
+	for _, strategy := range []string{"auto", "annotate", "restart", "auto --restart-via=evict", "restart --restart-via=evict"} {
 		for _, dry := range []string{"client", "server"} {
-			doc, errOut, code := f.refreshJSON("cfg", "--strategy", strategy, "--dry-run="+dry, "--yes")
+			args := append([]string{"cfg", "--strategy"}, strings.Fields(strategy)...)
+			doc, errOut, code := f.refreshJSON(append(args, "--dry-run="+dry, "--yes")...)
 			if code != 0 {
 				t.Errorf("--strategy %s --dry-run=%s: exit %d: %s", strategy, dry, code, errOut)
 				continue
 			}
 			acts := actionsOf(doc)
-			wantActs := map[string][]string{"auto": {"restart deployment/web", "annotate pod/mute"}, "annotate": {"annotate pod/mute"}, "restart": {"restart deployment/web", "restart statefulset/db"}}[strategy]
+			wantActs := map[string][]string{"auto": {"restart deployment/web", "annotate pod/mute"}, "annotate": {"annotate pod/mute"}, "restart": {"restart deployment/web", "restart statefulset/db"},
+				"auto --restart-via=evict": {"evict deployment/web", "annotate pod/mute"}, "restart --restart-via=evict": {"evict deployment/web", "evict statefulset/db"}}[strategy]
 			for _, w := range wantActs {
 				if !strings.Contains(acts, w) {
 					t.Errorf("--strategy %s --dry-run=%s: plan %q lacks %q: the dry run must have something to change", strategy, dry, acts, w)
@@ -439,7 +441,7 @@ func TestDryRunChangesNoResourceVersion(t *testing.T) {
 			}
 			if dry == "server" {
 				for _, r := range doc.Items {
-					if (r.Action.Action == refresh.ActionAnnotate || r.Action.Action == refresh.ActionRestart) && r.Outcome != refresh.OutcomeDryRun {
+					if (r.Action.Action == refresh.ActionAnnotate || r.Action.Action == refresh.ActionRestart || r.Action.Action == refresh.ActionEvict) && r.Outcome != refresh.OutcomeDryRun {
 						t.Errorf("--strategy %s --dry-run=server: %s %s outcome %q, want dry-run (accepted by the server)", strategy, r.Action.Action, r.Target, r.Outcome)
 					}
 				}
