@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -98,7 +99,10 @@ type RefreshOptions struct {
 	Evictor    refresh.Evictor
 	Rollouts   refresh.RolloutChecker
 	Observer   refresh.Observer
-	Now        func() time.Time
+	// Access checks the plan's permissions before anything is sent (nil:
+	// no check).
+	Access refresh.AccessReviewer
+	Now    func() time.Time
 	// StdinTerminal and ErrTerminal tell whether a person is there to ask
 	// and to show progress to.
 	StdinTerminal bool
@@ -174,6 +178,9 @@ func (o *RefreshOptions) Complete(args []string) error {
 	if o.Rollouts == nil {
 		o.Rollouts = refresh.ClusterRollout{Client: o.Client}
 	}
+	if o.Access == nil {
+		o.Access = refresh.SelfAccessReviewer{Client: o.Client}
+	}
 	if o.Observer == nil {
 		o.Observer = refresh.ClusterObserver{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
 	}
@@ -241,9 +248,15 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return explainAPIError(err, server, o.Namespace)
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem})
+	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
+		return explainAPIError(le, server, o.Namespace) // a Secret named but unreadable
+	}
+	for _, n := range deniedNotes(snap) {
+		fmt.Fprintln(o.ErrOut, n)
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem})
 	if err != nil {
-		return err
+		return explainNotFound(err)
 	}
 	dry := refresh.DryRun(o.DryRun)
 	// --strategy restart plans without observing: a client dry run of it
@@ -284,10 +297,16 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 
 	if restarts := counts[refresh.ActionRestart]; o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
 		_ = o.printPlan(plan)
-		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d", restarts, o.MaxRestarts)}
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing", restarts, o.MaxRestarts)}
 	}
 	if dry == refresh.DryRunClient {
 		return o.printPlan(plan)
+	}
+	if o.Access != nil {
+		if missing := refresh.Missing(ctx, o.Access, refresh.Permissions(plan, dry)); len(missing) > 0 {
+			_ = o.printPlan(plan)
+			return missingPermissionsError(missing, items)
+		}
 	}
 	if beyond := outsideSelector(plan); len(beyond) > 0 && dry == refresh.DryRunNone {
 		if !o.Yes {
@@ -482,6 +501,27 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		return &ExitError{Code: ExitCheck, Err: fmt.Errorf("%d actions left consumers not current:\n  %s", len(notCurrent), strings.Join(notCurrent, "\n  "))}
 	}
 	return nil
+}
+
+// missingPermissionsError says, before anything is sent, every permission
+// the plan needs and the credentials lack, each with the Role rule that
+// grants it; and exec, when the consumers could not be observed for it.
+func missingPermissionsError(missing []refresh.Permission, items []inspect.Item) error {
+	var b strings.Builder
+	b.WriteString("cannot refresh: the credentials lack permissions the plan needs; nothing was changed:")
+	for _, p := range missing {
+		fmt.Fprintf(&b, "\n  %s: a Role with this rule grants it: %s", p.Describe(), RoleRule(p.Verb, p.Resource))
+	}
+	execNS := map[string]bool{}
+	for _, it := range items {
+		if it.StateCause == inspect.CauseExecForbidden && !execNS[it.Object.Namespace] {
+			execNS[it.Object.Namespace] = true
+			fmt.Fprintf(&b, "\n  get and create pods/exec in namespace %q (to verify the consumers): a Role with this rule grants it: %s",
+				it.Object.Namespace, `{apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]}`)
+		}
+	}
+	b.WriteString("\nThe ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.")
+	return &ExitError{Code: ExitFailure, Err: errors.New(b.String())}
 }
 
 // evictedSummary names the pods an evict action evicted and their

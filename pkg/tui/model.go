@@ -61,6 +61,8 @@ type Model struct {
 	synced  bool
 	watched bool // a first snapshot arrived
 	errs    map[string]string
+	// notes: optional kinds RBAC denies (shown while the status is empty)
+	notes []string
 	// probeErr is the last answer of the API server probe
 	probeErr error
 	now      time.Time
@@ -253,7 +255,7 @@ func tick() tea.Cmd {
 func (m *Model) onData(msg dataMsg) tea.Cmd {
 	first := !m.watched
 	m.watched = true
-	m.snap, m.items, m.synced, m.errs = msg.snap, msg.items, msg.synced, msg.errs
+	m.snap, m.items, m.synced, m.errs, m.notes = msg.snap, msg.items, msg.synced, msg.errs, msg.notes
 	m.now = msg.at
 	if msg.err != nil {
 		m.setError("%v", msg.err)
@@ -315,7 +317,7 @@ func (m *Model) startVerify() tea.Cmd {
 func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 	m.verifying = false
 	if strings.HasPrefix(m.status, "verifying ") && !m.statusErr {
-		m.status = fmt.Sprintf("verified %d consumers at %s", len(msg.items), msg.at.Format("15:04:05"))
+		m.status = fmt.Sprintf("verified %d consumers at %s", len(msg.items), msg.at.Format("15:04:05")) + unverifiableSummary(msg.items)
 	}
 	var again []inspect.UseID
 	interval := MaxRecheck
@@ -800,4 +802,34 @@ func useLabel(it inspect.Item) string {
 		s += " " + it.EnvName
 	}
 	return s + " of " + strings.ToLower(it.Object.Kind) + "/" + it.Object.Name
+}
+
+// unverifiableSummary names, for the status line, how many consumers could
+// not be verified and why, in the words of the STATE column of status
+// --verify ("; 2 unverifiable: forbidden: create pods/exec"); the most
+// frequent reason first, "and N more" for the others.
+func unverifiableSummary(items []inspect.Item) string {
+	count := map[string]int{}
+	var reasons []string
+	n := 0
+	for _, it := range items {
+		if it.State != inspect.StateUnverifiable {
+			continue
+		}
+		n++
+		r := inspect.ShortReason(it.StateReason)
+		if count[r] == 0 {
+			reasons = append(reasons, r)
+		}
+		count[r]++
+	}
+	if n == 0 {
+		return ""
+	}
+	sort.SliceStable(reasons, func(i, j int) bool { return count[reasons[i]] > count[reasons[j]] })
+	s := fmt.Sprintf("; %d unverifiable: %s", n, reasons[0])
+	if len(reasons) > 1 {
+		s += fmt.Sprintf(" (and %d other reasons)", len(reasons)-1)
+	}
+	return s
 }

@@ -453,3 +453,53 @@ func TestQuitWhileApplyingAsksAgainAndIsReported(t *testing.T) {
 		t.Errorf("Interrupted() = %v, %v; want true, [pod/web-5d8f-x2x9q]", quit, targets)
 	}
 }
+
+// Exec that RBAC denies: the status line says so in the words of status
+// --verify ("forbidden: create pods/exec"), and the consumers show it.
+func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
+	h := newHarness(t, 200, 20)
+	denied := errors.New(`unable to upgrade connection: pods "web-5d8f-x2x9q" is forbidden: User "system:serviceaccount:shop:reader" cannot create resource "pods/exec" in API group "" in the namespace "shop"`)
+	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Err = denied
+	h.key("v") // the selected object: app-config
+	h.until("app-config is verified", contains("verified 2 consumers"))
+	st := line(h.screen(), "verified 2 consumers")
+	if !strings.Contains(st, "; 2 unverifiable: forbidden: create pods/exec") {
+		t.Errorf("status line = %q, want it to name the missing permission", st)
+	}
+	h.key("enter")
+	if vol := line(h.screen(), "/etc/app"); !strings.Contains(vol, "unverifiable") {
+		t.Errorf("volume row = %q, want unverifiable", vol)
+	}
+}
+
+// RBAC that denies ReplicaSets is no watch failure: the dashboard goes live,
+// owners stay replicaset/NAME, and the status line says so (as status's
+// note does).
+func TestReplicaSetsDeniedIsANoteNotAFailure(t *testing.T) {
+	rsDenied := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "", errors.New(`User "dev" cannot list resource "replicasets"`))
+	client := fake.NewClientset(cluster()...)
+	client.PrependReactor("list", "replicasets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, rsDenied
+	})
+	client.PrependWatchReactor("replicasets", func(k8stesting.Action) (bool, watchIface, error) {
+		return true, nil, rsDenied
+	})
+	h := &harness{t: t, client: client, exec: &inspecttest.Executor{Containers: containers()}, msgs: make(chan tea.Msg, 64)}
+	o := cmd.NewDashboardOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+	o.Client, o.Executor, o.Now, o.Namespace = h.client, h.exec, func() time.Time { return testNow }, ns
+	o.Timeout = 5 * time.Second
+	h.opts = o.TUIOptions()
+	h.m = tui.New(h.opts)
+	t.Cleanup(func() { h.m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"}) })
+	h.update(tea.WindowSizeMsg{Width: 160, Height: 20})
+	h.run(h.m.Init())
+	h.until("live with a note", contains("app-config", "● live", "note: owners shown as replicaset/NAME (unresolved): cannot list replicasets (forbidden)"))
+	if s := h.screen(); strings.Contains(s, "watch failing") || strings.Contains(s, "error:") {
+		t.Errorf("a denied optional kind is shown as a failure:\n%s", s)
+	}
+	h.key("enter")
+	h.until("the consumers", contains("/etc/app"))
+	if row := line(h.screen(), "/etc/app"); !strings.Contains(row, "replicaset/web-5d8f") {
+		t.Errorf("volume row = %q, want the owner replicaset/web-5d8f (unresolved)", row)
+	}
+}

@@ -347,6 +347,9 @@ func (m *Model) statusLine() string {
 		return styleError.Render("error: " + m.errs[rs[0]] + " (retrying)")
 	}
 	s := m.status
+	if s == "" && len(m.notes) > 0 {
+		s = strings.Join(m.notes, "; ")
+	}
 	if m.verifying {
 		if s != "" {
 			s += "; "
