@@ -197,6 +197,11 @@ func (o *RefreshOptions) verifyOptions() inspect.VerifyOptions {
 
 // Validate checks flags and arguments.
 func (o *RefreshOptions) Validate() error {
+	// before anything is read: a bad -l is a usage error, not the API
+	// server's
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usageError("invalid -l %q: %v", o.Selector, err)
+	}
 	ok := false
 	for _, s := range refresh.Strategies {
 		ok = ok || string(s) == o.Strategy

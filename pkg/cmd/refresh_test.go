@@ -37,6 +37,7 @@ func TestRefreshValidate(t *testing.T) {
 		{"max restarts below -1", func(o *RefreshOptions) { o.MaxRestarts = -2 }, `--max-restarts must be -1 (no limit) or more, got -2`},
 		{"bad restart-via", func(o *RefreshOptions) { o.RestartVia = "delete" }, `invalid --restart-via "delete": must be one of template, evict`},
 		{"zero max-unavailable", func(o *RefreshOptions) { o.MaxUnavailable = 0 }, `--max-unavailable must be 1 or more, got 0`},
+		{"bad selector", func(o *RefreshOptions) { o.Selector = "app in (" }, `invalid -l "app in (": unable to parse requirement: found '', expected: ',', ')' or identifier`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
