@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -36,6 +37,10 @@ type Snapshot struct {
 	// Templates are the pod templates of the workloads (LoadOptions.Workloads):
 	// who will consume an object when no pod of theirs runs now.
 	Templates []WorkloadTemplate
+	// Denied are the optional kinds RBAC did not let Load list (Secrets,
+	// ReplicaSets, Jobs, workloads, nodes): what they would have told is
+	// left out, and the commands say so in a note (see Notes).
+	Denied []*ListError
 
 	// objects caches Object per key (see Object); mu guards it, as
 	// Object may be called from concurrent goroutines.
@@ -232,6 +237,12 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			}
 		}()
 	}
+	// deny records a Forbidden LIST of an optional kind (from any goroutine)
+	deny := func(err error) bool {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return s.deny(err)
+	}
 	var rsOnce, jobsOnce sync.Once
 	listReplicaSets := func() {
 		rsOnce.Do(func() {
@@ -250,7 +261,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 						return nil
 					})
 				}
-				if apierrors.IsForbidden(err) {
+				if deny(err) {
 					// the owner walk stops at the ReplicaSet
 					return nil
 				}
@@ -275,7 +286,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 						return nil
 					})
 				}
-				if apierrors.IsForbidden(err) {
+				if deny(err) {
 					// the owner walk stops at the Job
 					return nil
 				}
@@ -303,6 +314,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 				nodes = m
 			}
 			// nodes are optional: without them the default timing applies.
+			deny(err)
 			return nil
 		})
 	}
@@ -335,20 +347,27 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	})
 	if o.Secrets {
 		run("secrets", func() error {
-			return list("secrets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			err := list("secrets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 				return c.CoreV1().Secrets(ns).List(ctx, lo)
 			}, func(obj runtime.Object) error {
 				sec := obj.(*corev1.Secret)
 				s.Secrets[ObjectKey{KindSecret, sec.Namespace, sec.Name}] = sec
 				return nil
 			})
+			if deny(err) {
+				// Forbidden: Secrets are left unread (skipped), ConfigMaps go on
+				s.Secrets = map[ObjectKey]*corev1.Secret{}
+				s.SecretsListed = false
+				return nil
+			}
+			return err
 		})
 	}
 	var templates []WorkloadTemplate
 	if o.Workloads {
 		run("workloads", func() error {
 			var err error
-			templates, err = loadTemplates(ctx, c, ns, list)
+			templates, err = loadTemplates(ctx, c, ns, list, deny)
 			return err
 		})
 	}
@@ -356,6 +375,9 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	if firstErr != nil {
 		return nil, firstErr
 	}
+	// the order of the kinds, not of their answers
+	deniedOrder := map[string]int{"secrets": 0, "replicasets": 1, "jobs": 2, "deployments": 3, "statefulsets": 4, "daemonsets": 5, "cronjobs": 6, "nodes": 7}
+	sort.SliceStable(s.Denied, func(i, j int) bool { return deniedOrder[s.Denied[i].Resource] < deniedOrder[s.Denied[j].Resource] })
 	if o.Workloads {
 		s.Templates = append(templates, ownerlessTemplates(s)...)
 		sortTemplates(s.Templates)
@@ -398,6 +420,16 @@ func listOwnerMeta(mc metadata.Interface, gvr schema.GroupVersionResource, ns st
 	})
 }
 
+// deny records a Forbidden LIST in Denied and reports whether err was one.
+func (s *Snapshot) deny(err error) bool {
+	var le *ListError
+	if err == nil || !apierrors.IsForbidden(err) || !errors.As(err, &le) {
+		return false
+	}
+	s.Denied = append(s.Denied, le)
+	return true
+}
+
 // ListError is a failed LIST, kept apart so the command can turn a
 // Forbidden answer into the RBAC rule that grants it.
 type ListError struct {
@@ -417,7 +449,7 @@ type listFunc func(resource string, selector string, fn func(context.Context, me
 // loadTemplates lists Deployments, StatefulSets, DaemonSets and CronJobs
 // (ReplicaSets and Jobs are in the snapshot already) and keeps the pod
 // templates that may run pods later. Forbidden kinds are skipped.
-func loadTemplates(ctx context.Context, c kubernetes.Interface, ns string, list listFunc) ([]WorkloadTemplate, error) {
+func loadTemplates(ctx context.Context, c kubernetes.Interface, ns string, list listFunc, deny func(error) bool) ([]WorkloadTemplate, error) {
 	var out []WorkloadTemplate
 	add := func(kind string, m metav1.ObjectMeta, state string, spec corev1.PodSpec) {
 		out = append(out, WorkloadTemplate{Kind: kind, Namespace: m.Namespace, Name: m.Name, State: state, Spec: spec})
@@ -461,7 +493,7 @@ func loadTemplates(ctx context.Context, c kubernetes.Interface, ns string, list 
 		}},
 	}
 	for _, l := range lists {
-		if err := list(l.resource, "", l.fn, l.each); err != nil && !apierrors.IsForbidden(err) {
+		if err := list(l.resource, "", l.fn, l.each); err != nil && !deny(err) {
 			return nil, err
 		}
 	}
