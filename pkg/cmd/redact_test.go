@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,38 @@ func TestNoSecretDataInAnyOutput(t *testing.T) {
 			o.Strategy = string(refresh.StrategyRestart)
 			err := o.Run(context.Background())
 			scan("refresh --dry-run=client -o "+format, out, errOut, err)
+		}
+	}
+}
+
+// TestOutputEdgeRedactsExecErrors: a reason that no earlier step knew came
+// from Secret data (here an exec error on a ConfigMap use that quotes the
+// value) is caught by the output edge alone, in every status format and in
+// diff.
+func TestOutputEdgeRedactsExecErrors(t *testing.T) {
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tenant"}, Data: map[string][]byte{"id": []byte(redactSentinel)}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+		Data: map[string]string{"app.conf": "v2"}}
+	p := diffPod("p", corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}},
+		corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
+	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/p/app": {
+		Err: errors.New("command terminated: cannot open /run/tenant-" + redactSentinel + ": permission denied")}}}
+	objs := []runtime.Object{sec, cm, &p}
+	for _, format := range []string{"", "wide", "json", "yaml"} {
+		writeStatusKubeconfig(t, "https://127.0.0.1:1", "ns")
+		o, out, errOut := newTestStatusOptions(t, &statusLoader{objs: objs})
+		o.Output, o.Secrets = format, true
+		o.Verify.Enabled, o.Verify.Executor = true, ex
+		err := runStatusOptions(t, o, nil)
+		all := out.String() + errOut.String()
+		if err != nil {
+			all += err.Error()
+		}
+		if strings.Contains(all, redactSentinel) {
+			t.Errorf("status --secrets --verify -o %q prints the Secret's value:\n%s", format, all)
+		}
+		if format != "" && !strings.Contains(all, "permission denied") { // the table shows no reasons
+			t.Errorf("status -o %q does not show the exec error at all (the scan proves nothing):\n%s", format, all)
 		}
 	}
 }
