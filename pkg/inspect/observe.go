@@ -829,9 +829,14 @@ func ClassifyExecError(ctx context.Context, err error, stderr []byte) *ObserveEr
 			Hint: "verify needs both get and create on pods/exec (WebSocket exec is a GET, the SPDY fallback a POST)"}
 	case NotFoundBinary(err, stderr):
 		return &ObserveError{Reason: ObserveNoShell, Message: "the container has no sh"}
+	case apierrors.IsNotFound(err) || podNotFound.MatchString(msg):
+		// deleted while it was observed (the upgrade answers 404)
+		return &ObserveError{Reason: ObserveNotRunning, Message: "the pod was deleted: " + firstLine(msg)}
 	case strings.Contains(low, "container not found") || strings.Contains(low, "not running") ||
 		strings.Contains(low, "stopped state") || strings.Contains(low, "container_exited") ||
-		strings.Contains(low, "is terminated") || strings.Contains(low, "not created"):
+		strings.Contains(low, "is terminated") || strings.Contains(low, "not created") ||
+		// containerd, when the container exits while an exec starts in it
+		strings.Contains(low, "no running task found") || strings.Contains(low, "ttrpc: closed"):
 		return &ObserveError{Reason: ObserveNotRunning, Message: firstLine(msg)}
 	case hasCode:
 		return &ObserveError{Reason: ObserveFailed, Message: fmt.Sprintf("exit code %d%s", code.ExitStatus(), stderrSuffix(stderr))}
@@ -863,6 +868,9 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return truncate(requestURL.ReplaceAllString(s, `$1 "$2"`), 300)
 }
+
+// podNotFound matches the API server's answer for a pod that is gone.
+var podNotFound = regexp.MustCompile(`\bpods "[^"]*" not found\b`)
 
 // requestURL matches a quoted request URL with its query in an error
 // message: the query of an exec request is the whole observation script,

@@ -437,6 +437,10 @@ func TestClassifyExecError(t *testing.T) {
 		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 127"), Code: 127}, ObserveNoShell},
 		{errors.New(`unable to upgrade connection: container not found ("c")`), ObserveNotRunning},
 		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}, ObserveFailed},
+		// seen on the e2e cluster: a pod deleted and a container that exited while they were observed
+		{errors.New(`unable to upgrade connection: pods "deleted" not found`), ObserveNotRunning},
+		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "36960a": ttrpc: closed: unknown`), ObserveNotRunning},
+		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task bf2b not found: not found`), ObserveNotRunning},
 	}
 	for _, c := range cases {
 		if got := ClassifyExecError(ctx, c.err, nil); got.Reason != c.want {
