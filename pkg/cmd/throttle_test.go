@@ -99,6 +99,7 @@ func TestThrottledRequestsAreSpacedAndBounded(t *testing.T) {
 			s := newThrottlingServer(t, c.code, c.retryAfter, 1<<30)
 			msg, code := runAgainst(s.srv.URL, "status", "-n", "x", "--request-timeout", "2s")
 			ts := s.requests()
+			t.Logf("%d requests, exit %d: %s", len(ts), code, msg)
 			if code != ExitFailure || !strings.Contains(msg, c.want) || !strings.Contains(msg, "--request-timeout") ||
 				!strings.Contains(msg, s.srv.URL) || strings.Count(msg, "\n") > 1 {
 				t.Errorf("exit %d, message %q: want exit 1 and one line naming the server, %q and --request-timeout", code, msg, c.want)
