@@ -21,10 +21,6 @@ func main() {
 	root := cmd.NewCmdRoot(streams)
 	err := root.ExecuteContext(ctx)
 	stop()
-	if err != nil && err.Error() != "" {
-		if ee, ok := err.(*cmd.ExitError); !ok || ee.Err != nil {
-			fmt.Fprintf(os.Stderr, "error: %v\n", err)
-		}
-	}
+	fmt.Fprint(os.Stderr, cmd.ErrorText(err))
 	os.Exit(cmd.ExitCode(err))
 }

@@ -83,7 +83,7 @@ func NewCmdCompletion(streams genericiooptions.IOStreams) *cobra.Command {
 // registerCompletions adds dynamic completion to the commands under root:
 // ConfigMap and Secret names for the NAME arguments, namespaces, contexts,
 // clusters and users for the kubeconfig flags, pods and containers for diff,
-// and the fixed values of -o, --strategy and --dry-run. Names are read from
+// and the fixed values of -o, --strategy, --dry-run and --restart-via. Names are read from
 // the cluster through kubectl's own completion code, with the --kubeconfig,
 // --context and -n given on the command line being completed.
 func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFlags) {
@@ -114,6 +114,7 @@ func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFla
 			fixed["output"] = []string{"json", "yaml"}
 			fixed["strategy"] = []string{"auto", "annotate", "restart"}
 			fixed["dry-run"] = []string{"none", "client", "server"}
+			fixed["restart-via"] = []string{"template", "evict"}
 		case "lint":
 			fixed["output"] = []string{"table", "wide", "json", "yaml", "github"}
 		case "diff":

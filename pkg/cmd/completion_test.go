@@ -34,6 +34,7 @@ func TestCompletionOfCommandsAndFixedValues(t *testing.T) {
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish", "powershell"}},
 		{[]string{"status", "-o", ""}, []string{"wide", "json", "yaml"}},
 		{[]string{"refresh", "--strategy", ""}, []string{"auto", "annotate", "restart"}},
+		{[]string{"refresh", "--restart-via", ""}, []string{"template", "evict"}},
 		{[]string{"refresh", "--dry-run="}, []string{"none", "client", "server"}},
 		{[]string{"version", "-o", ""}, []string{"json", "yaml"}},
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -15,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -161,6 +164,10 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 	if _, err := tea.NewProgram(m, opts...).Run(); err != nil && !errors.Is(err, tea.ErrInterrupted) {
 		return fmt.Errorf("dashboard: %w", err)
 	}
+	if quit, targets := m.Interrupted(); quit {
+		return fmt.Errorf("dashboard: quit while a refresh was being applied: some of %s may have been changed and the rest were not; run kubectl cmsync refresh on the same objects to see where they are and finish the job (it changes nothing that is already current)",
+			strings.Join(targets, ", "))
+	}
 	return nil
 }
 
@@ -185,6 +192,9 @@ func (o *DashboardOptions) TUIOptions() tui.Options {
 type dashboardActions struct {
 	o       *DashboardOptions
 	hmacKey []byte
+	// the redactor of the snapshot the last plan was made from: the output
+	// edge of that plan's results
+	planRedactor atomic.Pointer[inspect.Redactor]
 }
 
 func (a *dashboardActions) verifyOptions() inspect.VerifyOptions {
@@ -195,14 +205,16 @@ func (a *dashboardActions) verifyOptions() inspect.VerifyOptions {
 
 // Verify implements tui.Actions.
 func (a *dashboardActions) Verify(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) []inspect.Item {
-	return inspect.Verify(ctx, items, snap, a.o.Executor, a.verifyOptions())
+	// the output edge, as in status: reasons derived from Secret data are
+	// redacted before they reach the screen
+	return inspect.NewRedactor(snap).Items(inspect.Verify(ctx, items, snap, a.o.Executor, a.verifyOptions()))
 }
 
 // Diff implements tui.Actions with the renderer of `kubectl cmsync diff`.
 func (a *dashboardActions) Diff(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) (string, error) {
 	results := inspect.VerifyResults(ctx, items, snap, a.o.Executor, a.verifyOptions())
 	var out bytes.Buffer
-	r := diffRenderer{Out: &out, ErrOut: &out, HMACKey: a.hmacKey}
+	r := diffRenderer{Out: &out, ErrOut: &out, HMACKey: a.hmacKey, Redact: inspect.NewRedactor(snap)}
 	if _, err := r.render(results, ""); err != nil {
 		return "", err
 	}
@@ -212,11 +224,18 @@ func (a *dashboardActions) Diff(ctx context.Context, snap *inspect.Snapshot, ite
 // Plan implements tui.Actions: observe, read the workloads, plan, as
 // `refresh` does before it asks.
 func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, keys []inspect.ObjectKey) (tui.Plan, error) {
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: keys, Secrets: a.o.Secrets, IncludeSystem: a.o.IncludeSystem})
+	// Secrets as the dashboard shows them now (`s` toggles them)
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: keys, Secrets: a.o.Secrets || snap.SecretsListed, IncludeSystem: a.o.IncludeSystem})
 	if err != nil {
 		return tui.Plan{}, err
 	}
-	items = inspect.Verify(ctx, items, snap, a.o.Executor, a.verifyOptions())
+	redactor := inspect.NewRedactor(snap)
+	a.planRedactor.Store(redactor)
+	items = redactor.Items(inspect.Verify(ctx, items, snap, a.o.Executor, a.verifyOptions()))
+	sel, err := labels.Parse(a.o.Selector)
+	if err != nil {
+		return tui.Plan{}, fmt.Errorf("invalid -l %q: %v", a.o.Selector, err)
+	}
 	pods := map[string]*corev1.Pod{}
 	for i := range snap.Pods {
 		p := &snap.Pods[i]
@@ -226,7 +245,13 @@ func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, key
 	if err != nil {
 		return tui.Plan{}, err
 	}
-	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.StrategyAuto, Observed: true})
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.StrategyAuto, Observed: true, Selector: sel})
+	if beyond := outsideSelector(plan); len(beyond) > 0 {
+		// as refresh refuses it without --yes, even on a terminal: one key
+		// must not roll pods the user's -l left out
+		return tui.Plan{}, fmt.Errorf("refused: -l %s selects only some pods of the workloads to restart, and a restart replaces them all: %s; nothing was changed. Run kubectl cmsync refresh with --yes to restart them anyway, or --strategy annotate to restart nothing",
+			a.o.Selector, strings.Join(beyond, "; "))
+	}
 	var text bytes.Buffer
 	if err := printPlanTable(&text, plan); err != nil {
 		return tui.Plan{}, err
@@ -238,7 +263,14 @@ func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, key
 func (a *dashboardActions) Apply(ctx context.Context, plan tui.Plan, progress func(refresh.Progress)) []refresh.Result {
 	results := refresh.Apply(ctx, refresh.ClientPatcher{Client: a.o.Client}, plan.Actions, refresh.DryRunNone, a.o.Now)
 	obs := refresh.ClusterObserver{Client: a.o.Client, Executor: a.o.Executor, Verify: a.verifyOptions(), Secrets: a.o.Secrets, PodSelector: a.o.Selector}
-	return refresh.Wait(ctx, results, obs, refresh.ClusterRollout{Client: a.o.Client}, refresh.WaitOptions{Timeout: a.o.Timeout, Now: a.o.Now, Progress: progress})
+	results = refresh.Wait(ctx, results, obs, refresh.ClusterRollout{Client: a.o.Client}, refresh.WaitOptions{Timeout: a.o.Timeout, Now: a.o.Now, Progress: progress})
+	if redactor := a.planRedactor.Load(); redactor != nil {
+		for i := range results {
+			r := &results[i]
+			r.Reason, r.Detail, r.Error, r.Warnings = redactor.String(r.Reason), redactor.String(r.Detail), redactor.String(r.Error), redactor.Strings(r.Warnings)
+		}
+	}
+	return results
 }
 
 // UseColumns implements tui.Actions: the cells of `status --verify`.

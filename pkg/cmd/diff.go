@@ -169,9 +169,15 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return explainAPIError(err, server, o.Namespace)
 	}
+	if le := deniedResource(snap, "secrets"); le != nil && secret {
+		return explainAPIError(le, server, o.Namespace) // the Secret asked for is unreadable
+	}
+	for _, n := range deniedNotes(snap) {
+		fmt.Fprintln(o.ErrOut, n)
+	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{o.Key}, Secrets: secret, IncludeSystem: true})
 	if err != nil {
-		return err
+		return explainNotFound(err)
 	}
 	var selected []inspect.Item
 	for _, it := range items {

@@ -15,7 +15,7 @@ import (
 
 // rbacGroups maps a resource to its API group for Role rules.
 var rbacGroups = map[string]string{
-	"pods": "", "configmaps": "", "secrets": "", "nodes": "", "nodes/proxy": "", "pods/exec": "",
+	"pods": "", "configmaps": "", "secrets": "", "nodes": "", "nodes/proxy": "", "pods/exec": "", "pods/eviction": "",
 	"replicasets": "apps", "deployments": "apps", "statefulsets": "apps", "daemonsets": "apps",
 	"jobs": "batch", "cronjobs": "batch",
 }
@@ -128,3 +128,55 @@ func (e *apiCallError) Error() string {
 }
 
 func (e *apiCallError) Unwrap() error { return e.Err }
+
+// deniedNotes says, one line per kind, what RBAC kept Load from reading and
+// what the output does without it: Secrets skipped, owners unresolved,
+// default delays. Printed to stderr as "note: ..." lines.
+func deniedNotes(snap *inspect.Snapshot) []string {
+	var out []string
+	for _, le := range snap.Denied {
+		where, kind := fmt.Sprintf(" in namespace %q", le.Namespace), "Role"
+		if le.Namespace == "" || le.Resource == "nodes" {
+			where, kind = " in all namespaces", "ClusterRole"
+		}
+		if le.Resource == "nodes" {
+			where = ""
+		}
+		var what string
+		switch le.Resource {
+		case "secrets":
+			what = "Secrets skipped (ConfigMaps are shown)"
+		case "replicasets":
+			what = "owners shown as replicaset/NAME (unresolved)"
+		case "jobs":
+			what = "owners shown as job/NAME (unresolved)"
+		case "nodes":
+			what = "delays assume the kubelet defaults (0-90s)"
+		default:
+			what = le.Resource + " not read (their pod templates are left out)"
+		}
+		out = append(out, fmt.Sprintf("note: %s: cannot list %s%s (forbidden); a %s with this rule grants it: %s",
+			what, le.Resource, where, kind, RoleRule("list", le.Resource)))
+	}
+	return out
+}
+
+// deniedResource returns the Forbidden LIST of resource in snap, or nil.
+func deniedResource(snap *inspect.Snapshot, resource string) *inspect.ListError {
+	for _, le := range snap.Denied {
+		if le.Resource == resource {
+			return le
+		}
+	}
+	return nil
+}
+
+// explainNotFound adds what to do next to a named object that neither
+// exists nor has consumers.
+func explainNotFound(err error) error {
+	var nf *inspect.NotFoundError
+	if !errors.As(err, &nf) {
+		return err
+	}
+	return fmt.Errorf("%v, and no pod consumes it: check the name and the namespace (-n), or list the objects with 'kubectl cmsync status --unused'", err)
+}

@@ -184,14 +184,8 @@ func stateColumn(it inspect.Item) string {
 	return string(it.State)
 }
 
-// shortReason keeps the first words of a reason, up to the first ':', ';'
-// or '(' ("no shell", "forbidden", "not running"); -o wide shows it whole.
-func shortReason(s string) string {
-	if i := strings.IndexAny(s, ":;("); i > 0 {
-		return strings.TrimSpace(s[:i])
-	}
-	return s
-}
+// shortReason is the STATE column's words of a reason (inspect.ShortReason).
+func shortReason(s string) string { return inspect.ShortReason(s) }
 
 func syncedColumn(it inspect.Item, now time.Time) string {
 	if it.SyncedAt == nil {

@@ -227,14 +227,14 @@ func TestPrintVerifyColumns(t *testing.T) {
 		{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web-config", Exists: true},
 			Pod: inspect.PodRef{Name: "web-2"}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
 			Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeEnv, EnvName: "L", Keys: []string{"l"},
-			Verdict: inspect.VerdictRestartNeeded, Reason: "env", State: inspect.StateUnverifiable, StateReason: "forbidden; needs create on pods/exec"},
+			Verdict: inspect.VerdictRestartNeeded, Reason: "env", State: inspect.StateUnverifiable, StateReason: `forbidden: create pods/exec (pods "web-2" is forbidden: User "dev" cannot create resource "pods/exec" in API group "" in the namespace "shop"; verify needs get and create on pods/exec: a Role with {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]} grants them)`},
 	}
 	var out bytes.Buffer
 	if err := printReport(&out, items, printOptions{AllNamespaces: true, Verify: true, NoHeaders: true, Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	want := "shop   web-config   web-1   app   volume   /etc/web   hot-update       deployment/web   pending                   2m30s ago\n" +
-		"shop   web-config   web-2   app   env      $L <- l    restart-needed   deployment/web   unverifiable: forbidden   <none>\n"
+	want := "shop   web-config   web-1   app   volume   /etc/web   hot-update       deployment/web   pending                                     2m30s ago\n" +
+		"shop   web-config   web-2   app   env      $L <- l    restart-needed   deployment/web   unverifiable: forbidden: create pods/exec   <none>\n"
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
 	}

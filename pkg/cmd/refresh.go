@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +41,12 @@ var (
 		or subPath consumer is restarted the way 'kubectl rollout restart' does, once
 		however many of its pods or ConfigMaps need it. Bare pods, Jobs, OnDelete
 		workloads and re-created immutable ConfigMaps are reported as manual, with what
-		to do. With --wait (the default) the result is verified by exec.`)
+		to do. With --wait (the default) the result is verified by exec.
+
+		With --restart-via=evict the pods of stale consumers are evicted through the
+		Eviction API instead, one at a time (--max-unavailable), each replacement Ready
+		before the next, honouring PodDisruptionBudgets: the workload's template is never
+		changed, so GitOps tools (Argo CD, Flux) see no drift.`)
 
 	refreshExample = templates.Examples(`
 		# Show what would be done, change nothing (reads each consuming container by exec)
@@ -53,7 +59,10 @@ var (
 		kubectl cmsync refresh app-config --strategy annotate
 
 		# Restart every workload that consumes a Secret, at most 3 of them
-		kubectl cmsync refresh secret/db-credentials --strategy restart --max-restarts 3 --yes`)
+		kubectl cmsync refresh secret/db-credentials --strategy restart --max-restarts 3 --yes
+
+		# Restart stale env consumers by evicting their pods (no template change, PDBs honoured)
+		kubectl cmsync refresh app-config --restart-via=evict --yes`)
 )
 
 var refreshFormats = []string{"", "json", "yaml"}
@@ -75,6 +84,10 @@ type RefreshOptions struct {
 	Timeout       time.Duration
 	Output        string
 	Verify        VerifyFlags
+	// RestartVia is --restart-via (template or evict); MaxUnavailable how
+	// many pods of a workload are evicted at once.
+	RestartVia     string
+	MaxUnavailable int
 
 	// Set by Complete.
 	Namespace  string
@@ -83,9 +96,13 @@ type RefreshOptions struct {
 	RESTConfig *rest.Config
 	Executor   inspect.Executor
 	Patcher    refresh.Patcher
+	Evictor    refresh.Evictor
 	Rollouts   refresh.RolloutChecker
 	Observer   refresh.Observer
-	Now        func() time.Time
+	// Access checks the plan's permissions before anything is sent (nil:
+	// no check).
+	Access refresh.AccessReviewer
+	Now    func() time.Time
 	// StdinTerminal and ErrTerminal tell whether a person is there to ask
 	// and to show progress to.
 	StdinTerminal bool
@@ -95,7 +112,8 @@ type RefreshOptions struct {
 // NewRefreshOptions returns options with defaults.
 func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RefreshOptions {
 	o := &RefreshOptions{ConfigFlags: flags, IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
-		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute, Now: time.Now}
+		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute, Now: time.Now,
+		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1}
 	// the verify flags' defaults, from the one place that declares them
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
@@ -122,6 +140,8 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	fs.BoolVar(&o.Wait, "wait", o.Wait, "Wait until every refreshed consumer is verified current.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (json, yaml).")
+	fs.StringVar(&o.RestartVia, "restart-via", o.RestartVia, "How a workload with a stale env or subPath consumer is restarted. template: set kubectl.kubernetes.io/restartedAt on its pod template (kubectl rollout restart); evict: evict the consumers' pods through the Eviction API, honouring PodDisruptionBudgets, and never change the template (no GitOps drift).")
+	fs.IntVar(&o.MaxUnavailable, "max-unavailable", o.MaxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once; the next batch waits until their replacements are Ready.")
 	o.Verify.AddFlags(fs, false)
 	return cmd
 }
@@ -152,8 +172,14 @@ func (o *RefreshOptions) Complete(args []string) error {
 	if o.Patcher == nil {
 		o.Patcher = refresh.ClientPatcher{Client: o.Client}
 	}
+	if o.Evictor == nil {
+		o.Evictor = refresh.ClientEvictor{Client: o.Client}
+	}
 	if o.Rollouts == nil {
 		o.Rollouts = refresh.ClusterRollout{Client: o.Client}
+	}
+	if o.Access == nil {
+		o.Access = refresh.SelfAccessReviewer{Client: o.Client}
 	}
 	if o.Observer == nil {
 		o.Observer = refresh.ClusterObserver{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
@@ -171,6 +197,11 @@ func (o *RefreshOptions) verifyOptions() inspect.VerifyOptions {
 
 // Validate checks flags and arguments.
 func (o *RefreshOptions) Validate() error {
+	// before anything is read: a bad -l is a usage error, not the API
+	// server's
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usageError("invalid -l %q: %v", o.Selector, err)
+	}
 	ok := false
 	for _, s := range refresh.Strategies {
 		ok = ok || string(s) == o.Strategy
@@ -195,6 +226,16 @@ func (o *RefreshOptions) Validate() error {
 	if o.MaxRestarts < -1 {
 		return usageError("--max-restarts must be -1 (no limit) or more, got %d", o.MaxRestarts)
 	}
+	ok = false
+	for _, v := range refresh.RestartVias {
+		ok = ok || string(v) == o.RestartVia
+	}
+	if !ok {
+		return usageError("invalid --restart-via %q: must be one of template, evict", o.RestartVia)
+	}
+	if o.MaxUnavailable < 1 {
+		return usageError("--max-unavailable must be 1 or more, got %d", o.MaxUnavailable)
+	}
 	return o.Verify.Validate()
 }
 
@@ -212,9 +253,15 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return explainAPIError(err, server, o.Namespace)
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem})
+	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
+		return explainAPIError(le, server, o.Namespace) // a Secret named but unreadable
+	}
+	for _, n := range deniedNotes(snap) {
+		fmt.Fprintln(o.ErrOut, n)
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem})
 	if err != nil {
-		return err
+		return explainNotFound(err)
 	}
 	dry := refresh.DryRun(o.DryRun)
 	// --strategy restart plans without observing: a client dry run of it
@@ -247,15 +294,24 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError("invalid -l %q: %v", o.Selector, err)
 	}
-	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, Selector: sel})
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, Selector: sel,
+		RestartVia: refresh.RestartVia(o.RestartVia), MaxUnavailable: o.MaxUnavailable})
 	counts := refresh.Counts(plan)
+	// an evict action restarts a workload's pods as a restart does
+	counts[refresh.ActionRestart] += counts[refresh.ActionEvict]
 
 	if restarts := counts[refresh.ActionRestart]; o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
 		_ = o.printPlan(plan)
-		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d", restarts, o.MaxRestarts)}
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing", restarts, o.MaxRestarts)}
 	}
 	if dry == refresh.DryRunClient {
 		return o.printPlan(plan)
+	}
+	if o.Access != nil {
+		if missing := refresh.Missing(ctx, o.Access, refresh.Permissions(plan, dry)); len(missing) > 0 {
+			_ = o.printPlan(plan)
+			return missingPermissionsError(missing, items)
+		}
 	}
 	if beyond := outsideSelector(plan); len(beyond) > 0 && dry == refresh.DryRunNone {
 		if !o.Yes {
@@ -271,14 +327,24 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 				return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads and stdin is not a terminal to confirm it; add --yes to proceed, or --strategy annotate to restart nothing", restarts)}
 			}
 			_ = printPlanTable(o.ErrOut, plan)
-			if !confirm(o.In, o.ErrOut, fmt.Sprintf("Restart %d workloads (their pods are replaced)? [y/N]: ", restarts)) {
+			question := fmt.Sprintf("Restart %d workloads (their pods are replaced)? [y/N]: ", restarts)
+			if o.RestartVia == string(refresh.RestartViaEvict) {
+				question = fmt.Sprintf("Evict the pods of %d workloads (in the order shown; their controllers replace them)? [y/N]: ", restarts)
+			}
+			if !confirm(o.In, o.ErrOut, question) {
 				return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: not confirmed; nothing was changed")}
 			}
 		}
 	}
+	deadline := o.Now().Add(o.Timeout)
 	results := refresh.Apply(ctx, o.Patcher, plan, dry, o.Now)
+	if counts[refresh.ActionEvict] > 0 {
+		results = refresh.ApplyEvictions(ctx, o.Evictor, results, refresh.EvictOptions{MaxUnavailable: o.MaxUnavailable, DryRun: dry,
+			Deadline: deadline, Now: o.Now, Progress: func(s string) { fmt.Fprintln(o.ErrOut, s) }})
+	}
 	if dry == refresh.DryRunNone && o.Wait {
-		wo := refresh.WaitOptions{Timeout: o.Timeout, Now: o.Now}
+		// --timeout bounds the evictions and the wait together
+		wo := refresh.WaitOptions{Timeout: max(deadline.Sub(o.Now()), time.Millisecond), Now: o.Now}
 		if o.ErrTerminal {
 			wo.Progress = func(p refresh.Progress) {
 				fmt.Fprintf(o.ErrOut, "\rwaiting: %d/%d current, %s elapsed ", p.Current, p.Total, p.Elapsed.Round(100*time.Millisecond))
@@ -339,6 +405,9 @@ func (o *RefreshOptions) printResults(results []refresh.Result) error {
 		if r.Error != "" {
 			detail = r.Error
 		}
+		if r.Action.Action == refresh.ActionEvict && r.Error == "" && len(r.Evicted) > 0 {
+			detail = strings.TrimSuffix(evictedSummary(r)+"; "+detail, "; ")
+		}
 		if detail == "" {
 			detail = reasonWithWarnings(r.Reason, r.Warnings)
 		}
@@ -384,7 +453,7 @@ func reasonWithWarnings(reason string, warnings []string) string {
 func resultError(results []refresh.Result, dry refresh.DryRun) error {
 	var changed, failed, notSent, notCurrent []string
 	for _, r := range results {
-		if r.Outcome == refresh.OutcomeNotApplied && r.Error != "" {
+		if r.Outcome == refresh.OutcomeNotApplied && r.Error != "" && r.Action.Action != refresh.ActionEvict {
 			notSent = append(notSent, r.Target.String())
 		}
 		switch r.Outcome {
@@ -392,6 +461,12 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 			changed = append(changed, r.Target.String())
 		case refresh.OutcomeFailed:
 			failed = append(failed, fmt.Sprintf("%s (%s)", r.Target, r.Error))
+			if len(r.Evicted) > 0 {
+				changed = append(changed, fmt.Sprintf("%s (evicted %s)", r.Target, strings.Join(r.Evicted, ", ")))
+			}
+		}
+		if r.Action.Action == refresh.ActionEvict && len(r.NotEvicted) > 0 && r.Outcome != refresh.OutcomeDryRun {
+			notSent = append(notSent, fmt.Sprintf("%s: pods %s not evicted", r.Target, strings.Join(r.NotEvicted, ", ")))
 		}
 		switch {
 		case r.Outcome == refresh.OutcomeTimeout:
@@ -431,6 +506,37 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		return &ExitError{Code: ExitCheck, Err: fmt.Errorf("%d actions left consumers not current:\n  %s", len(notCurrent), strings.Join(notCurrent, "\n  "))}
 	}
 	return nil
+}
+
+// missingPermissionsError says, before anything is sent, every permission
+// the plan needs and the credentials lack, each with the Role rule that
+// grants it; and exec, when the consumers could not be observed for it.
+func missingPermissionsError(missing []refresh.Permission, items []inspect.Item) error {
+	var b strings.Builder
+	b.WriteString("cannot refresh: the credentials lack permissions the plan needs; nothing was changed:")
+	for _, p := range missing {
+		fmt.Fprintf(&b, "\n  %s: a Role with this rule grants it: %s", p.Describe(), RoleRule(p.Verb, p.Resource))
+	}
+	execNS := map[string]bool{}
+	for _, it := range items {
+		if it.StateCause == inspect.CauseExecForbidden && !execNS[it.Object.Namespace] {
+			execNS[it.Object.Namespace] = true
+			fmt.Fprintf(&b, "\n  get and create pods/exec in namespace %q (to verify the consumers): a Role with this rule grants it: %s",
+				it.Object.Namespace, `{apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]}`)
+		}
+	}
+	b.WriteString("\nThe ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.")
+	return &ExitError{Code: ExitFailure, Err: errors.New(b.String())}
+}
+
+// evictedSummary names the pods an evict action evicted and their
+// replacements.
+func evictedSummary(r refresh.Result) string {
+	s := "evicted " + strings.Join(r.Evicted, ", ")
+	if len(r.Replacements) > 0 {
+		s += "; replaced by " + strings.Join(r.Replacements, ", ")
+	}
+	return s
 }
 
 func unverifiable(cs []refresh.Consumer) bool {

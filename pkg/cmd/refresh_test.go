@@ -9,12 +9,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
@@ -32,6 +35,9 @@ func TestRefreshValidate(t *testing.T) {
 		{"bad output", func(o *RefreshOptions) { o.Output = "wide" }, `unable to match a printer suitable for the output format "wide", allowed formats are: json,yaml`},
 		{"zero timeout", func(o *RefreshOptions) { o.Timeout = 0 }, `--timeout must be positive, got 0s`},
 		{"max restarts below -1", func(o *RefreshOptions) { o.MaxRestarts = -2 }, `--max-restarts must be -1 (no limit) or more, got -2`},
+		{"bad restart-via", func(o *RefreshOptions) { o.RestartVia = "delete" }, `invalid --restart-via "delete": must be one of template, evict`},
+		{"zero max-unavailable", func(o *RefreshOptions) { o.MaxUnavailable = 0 }, `--max-unavailable must be 1 or more, got 0`},
+		{"bad selector", func(o *RefreshOptions) { o.Selector = "app in (" }, `invalid -l "app in (": unable to parse requirement: found '', expected: ',', ')' or identifier`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,5 +247,60 @@ func TestRefreshRefusesRestartsBeyondTheSelector(t *testing.T) {
 	}
 	if strings.Join(p.sent, ",") != "StatefulSet/db" || !strings.Contains(errOut.String(), "Warning: restarting pods that -l statefulset.kubernetes.io/pod-name=db-2 does not select: statefulset/db replaces db-0, db-1") {
 		t.Errorf("--yes: sent %v, stderr %q; want the restart and a warning", p.sent, errOut.String())
+	}
+}
+
+// --restart-via=evict evicts only the pods of stale consumers (-l selects
+// db-2: nothing beyond it is touched, so no --yes refusal for db-0, db-1),
+// through the Eviction API with the pod's UID as precondition; a 429 of a
+// PodDisruptionBudget is retried and said so; no patch is sent.
+func TestRefreshEvictRetriesRefusalAndSendsNoPatch(t *testing.T) {
+	o, p, out, errOut := staleStatefulSetFixture(t)
+	o.RestartVia, o.Yes = string(refresh.RestartViaEvict), true
+	cs := o.Client.(*fake.Clientset)
+	o.Evictor = refresh.ClientEvictor{Client: cs}
+	var evictions []string
+	cs.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+		uid := "<none>"
+		if pc := ev.DeleteOptions.Preconditions; pc != nil && pc.UID != nil {
+			uid = string(*pc.UID)
+		}
+		evictions = append(evictions, ev.Name+"@"+uid)
+		if len(evictions) == 1 {
+			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+		}
+		gvr := corev1.SchemeGroupVersion.WithResource("pods")
+		old, err := cs.Tracker().Get(gvr, "ns", ev.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		pod := old.(*corev1.Pod).DeepCopy()
+		if err := cs.Tracker().Delete(gvr, "ns", ev.Name); err != nil {
+			return true, nil, err
+		}
+		pod.UID = types.UID("new-" + ev.Name)
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return true, nil, cs.Tracker().Add(pod)
+	})
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatalf("Run() = %v\nstderr:\n%s", err, errOut.String())
+	}
+	if len(p.sent) != 0 {
+		t.Errorf("evict sent patches: %v", p.sent)
+	}
+	if got := strings.Join(evictions, ","); got != "db-2@uid-db-2,db-2@uid-db-2" {
+		t.Errorf("evictions %s, want db-2 (with its UID) refused once, then evicted", got)
+	}
+	if !strings.Contains(errOut.String(), "refused by a PodDisruptionBudget") || !strings.Contains(errOut.String(), "retrying in") {
+		t.Errorf("stderr does not say the refusal is retried:\n%s", errOut.String())
+	}
+	for _, want := range []string{`"action": "evict"`, `"outcome": "applied"`, `"evicted": [`, `"replacements": [`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("result lacks %s:\n%s", want, out.String())
+		}
 	}
 }

@@ -58,6 +58,19 @@ func ExitCode(err error) int {
 	return ExitFailure
 }
 
+// ErrorText is what the process prints on stderr for err returned by
+// Execute: "error: " and the message, or nothing when the command already
+// said everything (an ExitError without Err).
+func ErrorText(err error) string {
+	if err == nil || err.Error() == "" {
+		return ""
+	}
+	if ee, ok := err.(*ExitError); ok && ee.Err == nil {
+		return ""
+	}
+	return fmt.Sprintf("error: %v\n", err)
+}
+
 // NewCmdRoot builds `kubectl cmsync` with its subcommands.
 func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)

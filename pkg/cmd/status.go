@@ -162,12 +162,18 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return explainAPIError(err, o.server(), o.Namespace)
 	}
+	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
+		return explainAPIError(le, o.server(), o.Namespace) // a Secret named but unreadable
+	}
+	for _, n := range deniedNotes(snap) {
+		fmt.Fprintln(o.ErrOut, n)
+	}
 	if o.KubeletConfig && o.Client != nil {
 		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem, Unused: o.Unused})
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem, Unused: o.Unused})
 	if err != nil {
-		return err
+		return explainNotFound(err)
 	}
 	if o.Verify.Enabled {
 		if items, err = o.Verify.Run(ctx, o.RESTConfig, snap, items, o.ErrOut); err != nil {
@@ -252,7 +258,7 @@ func resolveNamespace(flags *genericclioptions.ConfigFlags, all bool) (string, e
 	}
 	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)
+		return "", fmt.Errorf("cannot read the kubeconfig: %w\nFix it, or point --kubeconfig (or KUBECONFIG) at a valid one", err)
 	}
 	return ns, nil
 }

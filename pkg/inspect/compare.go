@@ -378,6 +378,8 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 		return initContainerByTime(it, obj, st.State.Terminated), true
 	}
 	switch {
+	case !found && it.Container.Type == ContainerInit:
+		return Comparison{State: StateNA, Reason: "the init container has not run yet (no status): it reads the current content when it starts"}, true
 	case !found:
 		return Comparison{State: StateUnverifiable, Reason: "not running: the container has no status yet (it never started)", Cause: CauseNotRunning}, true
 	case st.State.Running != nil:

@@ -380,6 +380,7 @@ func TestPrecheck(t *testing.T) {
 		{"pod pending, this container never started", mk(ModeVolume, "late", ContainerRegular), pending, cm, StateUnverifiable, true},
 		{"pod pending, no container status", mk(ModeVolume, "c", ContainerRegular), noStatus, cm, StateUnverifiable, true},
 		{"pod pending, init container not run yet", mk(ModeVolume, "init", ContainerInit), pending, cm, StateNA, true},
+		{"pod pending, init container without a status yet", mk(ModeVolume, "init", ContainerInit), noStatus, cm, StateNA, true},
 		{"pod succeeded", mk(ModeVolume, "c", ContainerRegular), succeeded, cm, StateNA, true},
 		{"pod failed", mk(ModeEnv, "c", ContainerRegular), failed, cm, StateNA, true},
 		{"init container finished, change time unknown", mk(ModeVolume, "init", ContainerInit), pod, cm, StateUnverifiable, true},

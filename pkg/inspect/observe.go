@@ -825,8 +825,7 @@ func ClassifyExecError(ctx context.Context, err error, stderr []byte) *ObserveEr
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
 		return &ObserveError{Reason: ObserveFailed, Message: "interrupted"}
 	case apierrors.IsForbidden(err) || strings.Contains(low, "forbidden"):
-		return &ObserveError{Reason: ObserveForbidden, Message: firstLine(msg),
-			Hint: "verify needs both get and create on pods/exec (WebSocket exec is a GET, the SPDY fallback a POST)"}
+		return forbiddenExec(msg)
 	case NotFoundBinary(err, stderr):
 		return &ObserveError{Reason: ObserveNoShell, Message: "the container has no sh"}
 	case apierrors.IsNotFound(err) || podNotFound.MatchString(msg):
@@ -842,6 +841,29 @@ func ClassifyExecError(ctx context.Context, err error, stderr []byte) *ObserveEr
 		return &ObserveError{Reason: ObserveFailed, Message: fmt.Sprintf("exit code %d%s", code.ExitStatus(), stderrSuffix(stderr))}
 	}
 	return &ObserveError{Reason: ObserveFailed, Message: firstLine(msg)}
+}
+
+// deniedVerb finds the verb an RBAC denial names: `User "u" cannot create
+// resource "pods/exec" ...`.
+var deniedVerb = regexp.MustCompile(`cannot (\w+) resource "pods/exec"`)
+
+// execRoleRule is the Role rule that allows verify's exec (both verbs:
+// WebSocket exec is a GET, the SPDY fallback a POST).
+const execRoleRule = `{apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]}`
+
+// forbiddenExec is the observation error of an exec RBAC denies. Its
+// reason leads with the missing permission ("forbidden: create pods/exec"),
+// then the API server's words and the rule that grants it.
+func forbiddenExec(msg string) *ObserveError {
+	verb := "create"
+	if m := deniedVerb.FindStringSubmatch(msg); m != nil {
+		verb = m[1]
+	}
+	server := firstLine(msg)
+	// client-go prefixes the API server's message with its own words
+	server = strings.TrimPrefix(server, "unable to upgrade connection: ")
+	return &ObserveError{Reason: ObserveForbidden, Message: verb + " pods/exec",
+		Hint: server + "; verify needs get and create on pods/exec: a Role with " + execRoleRule + " grants them"}
 }
 
 // NotFoundBinary tells whether an exec failed because argv[0] does not exist

@@ -584,3 +584,27 @@ func TestParseBatchThatChangedWhileRead(t *testing.T) {
 		}
 	}
 }
+
+// TestForbiddenExecReason: an exec RBAC denies is reported with the missing
+// permission first ("forbidden: create pods/exec"), the API server's words
+// (without client-go's prefix) and the rule that grants it.
+func TestForbiddenExecReason(t *testing.T) {
+	const server = `pods "web-1" is forbidden: User "system:serviceaccount:shop:reader" cannot create resource "pods/exec" in API group "" in the namespace "shop"`
+	cases := []struct{ name, msg, want string }{
+		{"SPDY fallback (create)", "unable to upgrade connection: " + server,
+			`forbidden: create pods/exec (` + server + `; verify needs get and create on pods/exec: a Role with {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]} grants them)`},
+		{"WebSocket only (get)", strings.ReplaceAll(server, "cannot create", "cannot get"),
+			`forbidden: get pods/exec (` + strings.ReplaceAll(server, "cannot create", "cannot get") + `; verify needs get and create on pods/exec: a Role with {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]} grants them)`},
+		{"unknown wording", "Forbidden",
+			`forbidden: create pods/exec (Forbidden; verify needs get and create on pods/exec: a Role with {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]} grants them)`},
+	}
+	for _, c := range cases {
+		got := ClassifyExecError(context.Background(), errors.New(c.msg), nil)
+		if got.Reason != ObserveForbidden || got.Error() != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got.Error(), c.want)
+		}
+		if c := causeOfObserveError(got.Reason); c != CauseExecForbidden {
+			t.Errorf("cause %q, want %q", c, CauseExecForbidden)
+		}
+	}
+}

@@ -5,6 +5,7 @@
 package inspect
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -330,4 +331,21 @@ func durationOf(d time.Duration) metav1.Duration { return metav1.Duration{Durati
 func timePtr(t time.Time) *metav1.Time {
 	mt := metav1.NewTime(t)
 	return &mt
+}
+
+// ShortReason keeps the first words of a state reason, up to the first ':',
+// ';' or '(' ("no shell", "not running"); a denial keeps the permission it
+// lacks ("forbidden: create pods/exec"). Tables and the dashboard's status
+// line show it; -o wide and JSON have the whole reason.
+func ShortReason(s string) string {
+	if rest, ok := strings.CutPrefix(s, "forbidden: "); ok {
+		if i := strings.IndexAny(rest, ";("); i > 0 {
+			rest = rest[:i]
+		}
+		return "forbidden: " + strings.TrimSpace(rest)
+	}
+	if i := strings.IndexAny(s, ":;("); i > 0 {
+		return strings.TrimSpace(s[:i])
+	}
+	return s
 }

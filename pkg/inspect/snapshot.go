@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -34,6 +35,10 @@ type Snapshot struct {
 	// Templates are the pod templates of the workloads (LoadOptions.Workloads):
 	// who will consume an object when no pod of theirs runs now.
 	Templates []WorkloadTemplate
+	// Denied are the optional kinds RBAC did not let Load list (Secrets,
+	// ReplicaSets, Jobs, workloads, nodes): what they would have told is
+	// left out, and the commands say so in a note (see Notes).
+	Denied []*ListError
 
 	// objects caches Object per key (see Object); mu guards it, as
 	// Object may be called from concurrent goroutines.
@@ -218,7 +223,11 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			s.Secrets[ObjectKey{KindSecret, sec.Namespace, sec.Name}] = sec
 			return nil
 		}); err != nil {
-			return nil, err
+			if !s.deny(err) {
+				return nil, err
+			}
+			// Forbidden: Secrets are left unread (skipped), ConfigMaps go on
+			s.SecretsListed = false
 		}
 	}
 	needRS, needJobs := false, false
@@ -242,7 +251,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			rs := obj.(*appsv1.ReplicaSet)
 			s.ReplicaSets[NamespacedName{rs.Namespace, rs.Name}] = rs
 			return nil
-		}); err != nil && !apierrors.IsForbidden(err) {
+		}); err != nil && !s.deny(err) {
 			// Forbidden: the owner walk stops at the ReplicaSet
 			return nil, err
 		}
@@ -254,7 +263,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			j := obj.(*batchv1.Job)
 			s.Jobs[NamespacedName{j.Namespace, j.Name}] = j
 			return nil
-		}); err != nil && !apierrors.IsForbidden(err) {
+		}); err != nil && !s.deny(err) {
 			// Forbidden: the owner walk stops at the Job
 			return nil, err
 		}
@@ -277,8 +286,19 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			s.Nodes = nodes
 		}
 		// nodes are optional: without them the default timing applies.
+		s.deny(err)
 	}
 	return s, nil
+}
+
+// deny records a Forbidden LIST in Denied and reports whether err was one.
+func (s *Snapshot) deny(err error) bool {
+	var le *ListError
+	if err == nil || !apierrors.IsForbidden(err) || !errors.As(err, &le) {
+		return false
+	}
+	s.Denied = append(s.Denied, le)
+	return true
 }
 
 // ListError is a failed LIST, kept apart so the command can turn a
@@ -349,7 +369,7 @@ func loadTemplates(ctx context.Context, c kubernetes.Interface, s *Snapshot, ns 
 		}},
 	}
 	for _, l := range lists {
-		if err := list(l.resource, "", l.fn, l.each); err != nil && !apierrors.IsForbidden(err) {
+		if err := list(l.resource, "", l.fn, l.each); err != nil && !s.deny(err) {
 			return err
 		}
 	}

@@ -374,3 +374,47 @@ func TestLoadPaginates(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadOptionalKindsDenied: RBAC that denies the optional kinds
+// (Secrets, ReplicaSets, Jobs, workloads, nodes) is no error: the kinds are
+// recorded in Denied, Secrets are left unread, pods and ConfigMaps load.
+func TestLoadOptionalKindsDenied(t *testing.T) {
+	c := fake.NewClientset(statusFixtureObjects(t)...)
+	denied := []string{"secrets", "replicasets", "jobs", "deployments", "statefulsets", "daemonsets", "cronjobs", "nodes"}
+	for _, r := range denied {
+		c.PrependReactor("list", r, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: r}, "", errors.New("no RBAC"))
+		})
+	}
+	s, err := Load(context.Background(), c, LoadOptions{Namespace: "owners", Secrets: true, Nodes: true, Workloads: true})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if len(s.Pods) == 0 || len(s.ConfigMaps) == 0 {
+		t.Errorf("pods %d, configmaps %d: want both loaded", len(s.Pods), len(s.ConfigMaps))
+	}
+	if s.SecretsListed || len(s.Secrets) != 0 || s.Nodes != nil || len(s.ReplicaSets) != 0 {
+		t.Errorf("SecretsListed %v, %d secrets, nodes %v, %d replicasets: want nothing of the denied kinds", s.SecretsListed, len(s.Secrets), s.Nodes, len(s.ReplicaSets))
+	}
+	var got []string
+	for _, le := range s.Denied {
+		got = append(got, le.Resource)
+		if !apierrors.IsForbidden(le) {
+			t.Errorf("Denied %s is not the Forbidden answer: %v", le.Resource, le)
+		}
+	}
+	sort.Strings(got)
+	want := append([]string(nil), denied...)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Denied = %v, want %v", got, want)
+	}
+	// a Forbidden answer for a required kind is still an error
+	c2 := fake.NewClientset()
+	c2.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no RBAC"))
+	})
+	if _, err := Load(context.Background(), c2, LoadOptions{Namespace: "owners"}); !apierrors.IsForbidden(err) {
+		t.Errorf("pods forbidden: err = %v, want the Forbidden error", err)
+	}
+}

@@ -100,6 +100,15 @@ type Result struct {
 	CurrentAfter *metav1.Duration `json:"currentAfter,omitempty"`
 	// Detail says what the wait saw last (e.g. which consumer is not current).
 	Detail string `json:"detail,omitempty"`
+	// Evicted and NotEvicted are the pods of an evict action that were
+	// (and were not) evicted, in order; Replacements the new pods that
+	// became Ready in their place.
+	Evicted      []string `json:"evicted,omitempty"`
+	NotEvicted   []string `json:"notEvicted,omitempty"`
+	Replacements []string `json:"replacements,omitempty"`
+	// replacementUIDs are the UIDs of Replacements: the pods the wait
+	// verifies for an evict action.
+	replacementUIDs map[string]bool
 }
 
 // Backoff for retried patches: 429, 5xx and timeouts.

@@ -162,6 +162,12 @@ type PlanInput struct {
 	// Selector is the user's -l (nil: every pod): a restart that replaces
 	// pods outside it says so.
 	Selector labels.Selector
+	// RestartVia is how a workload is restarted: template (default) or
+	// evict (an evict action per workload, for the pods of its consumers).
+	RestartVia RestartVia
+	// MaxUnavailable is how many pods of a workload an evict action
+	// evicts at once (default 1); the plan's reason says the batches.
+	MaxUnavailable int
 }
 
 // PodKey is the key of PlanInput.Pods.
@@ -189,7 +195,9 @@ type decision struct {
 
 // decide applies the contract's rules to one use; pod is its pod, when known.
 func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decision {
-	hot := it.Mode.HotUpdating()
+	// hot: the kubelet rewrites it in place. By verdict, not by mode: an
+	// init container's volume use is restart-needed (it read once).
+	hot := it.Verdict == inspect.VerdictHotUpdate
 	switch it.Verdict {
 	case inspect.VerdictNotMounted, inspect.VerdictUnused, inspect.VerdictNoPods, "":
 		return decision{need: needNothing, reason: "nothing consumes it"}
@@ -298,13 +306,19 @@ func Plan(in PlanInput) []Action {
 		case needRestart:
 			wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
 			wt := Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
-			if why := notRestartable(it, in); why != "" {
+			kind, why := ActionRestart, ""
+			if in.RestartVia == RestartViaEvict {
+				kind, why = ActionEvict, notEvictable(it, in)
+			} else {
+				why = notRestartable(it, in)
+			}
+			if why != "" {
 				manualFor(wt, why, it)
 				continue
 			}
 			a, ok := restarts[wk]
 			if !ok {
-				a = &Action{Action: ActionRestart, Target: wt, Reason: d.reason}
+				a = &Action{Action: kind, Target: wt, Reason: d.reason}
 				restarts[wk] = a
 			}
 			a.Consumers = append(a.Consumers, consumerOf(it))
@@ -325,8 +339,11 @@ func Plan(in PlanInput) []Action {
 		pk := PodKey(ns, it.Pod.Name)
 		wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
 		restart := restarts[wk]
-		if restart != nil && spared(in.Workload[wk], wk, it.Pod.Name) {
+		if restart != nil && restart.Action == ActionRestart && spared(in.Workload[wk], wk, it.Pod.Name) {
 			restart = nil // below the partition: the restart leaves this pod alone
+		}
+		if restart != nil && restart.Action == ActionEvict && !contains(restart.Pods, it.Pod.Name) {
+			restart = nil // only the pods of stale consumers are evicted
 		}
 		switch {
 		case d.need == needAnnotate && restart != nil:
@@ -363,7 +380,11 @@ func Plan(in PlanInput) []Action {
 	}
 	var out []Action
 	for k, a := range restarts {
-		a.replacedPods(in.Workload[k], in.Selector)
+		if a.Action == ActionEvict {
+			a.evictionPlan(in)
+		} else {
+			a.replacedPods(in.Workload[k], in.Selector)
+		}
 		out = append(out, *a)
 	}
 	for _, a := range annotates {
@@ -375,7 +396,7 @@ func Plan(in PlanInput) []Action {
 	for _, a := range none {
 		out = append(out, *a)
 	}
-	order := map[ActionKind]int{ActionRestart: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
+	order := map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
 	sort.SliceStable(out, func(i, j int) bool {
 		if order[out[i].Action] != order[out[j].Action] {
 			return order[out[i].Action] < order[out[j].Action]
@@ -469,10 +490,8 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 	switch w.Kind {
 	case "Pod":
 		return fmt.Sprintf("bare pod: nothing would re-create it, so it is not deleted; re-create it yourself (kubectl replace --force -f <its manifest>)")
-	case "CronJob":
-		return "CronJob: the next scheduled run reads the new data; running Jobs keep what they read"
-	case "Job":
-		return "Job: its running pods keep what they read; the change reaches new Jobs only"
+	case "CronJob", "Job":
+		return jobReason(it)
 	}
 	if w.Kind == "ReplicaSet" {
 		return fmt.Sprintf("ReplicaSet %q: its Deployment, if any, is unknown (listing replicasets was not possible or it has none); restart the owner by hand (kubectl rollout restart deployment/NAME)", w.Name)
@@ -494,6 +513,22 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 		return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
 	}
 	return ""
+}
+
+// jobReason says what is true of a Job's (or CronJob's) use: no rollout
+// restarts a Job, but a hot-updating mount of a running pod follows the
+// change by itself, while env, subPath and init container uses keep what
+// they read.
+func jobReason(it inspect.Item) string {
+	kind := it.Workload.Kind
+	next := "the change reaches new Jobs only"
+	if kind == "CronJob" {
+		next = "the next scheduled run reads the new data"
+	}
+	if it.Verdict == inspect.VerdictHotUpdate {
+		return fmt.Sprintf("%s: no rollout restarts it, and none is needed: this %s mount of a running pod hot-updates by itself within the kubelet's delay (--strategy auto or annotate makes it now); %s", kind, it.Mode, next)
+	}
+	return fmt.Sprintf("%s: no rollout restarts it; a running pod's %s use keeps what it read; %s", kind, it.Mode, next)
 }
 
 // spared reports whether a restart of the workload leaves the pod alone: a

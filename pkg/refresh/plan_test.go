@@ -262,3 +262,71 @@ func TestPlanPartitionedStatefulSet(t *testing.T) {
 		t.Errorf("warnings %q", got[0].Warnings)
 	}
 }
+
+// A consumer is hot (annotated) only when its verdict is hot-update: an init
+// container's volume use is restart-needed (it read once), so an annotation
+// cannot refresh it (issue 12; it was taken for hot by its mode).
+func TestPlanInitContainerVolumeIsNotAnnotated(t *testing.T) {
+	wl := map[WorkloadKey]WorkloadInfo{{"Deployment", "ns", "web"}: {Exists: true}}
+	initUse := func(state inspect.State) inspect.Item {
+		it := use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictRestartNeeded, state)
+		it.Container = &inspect.ContainerRef{Name: "copy", Type: inspect.ContainerInit}
+		return it
+	}
+	for _, tt := range []struct {
+		name     string
+		it       inspect.Item
+		strategy Strategy
+		observed bool
+		want     string
+	}{
+		{"not observed, auto", initUse(""), StrategyAuto, false, "manual deployment/web"},
+		{"stale, annotate", initUse(inspect.StateStale), StrategyAnnotate, true, "manual deployment/web"},
+		{"unverifiable, auto", initUse(inspect.StateUnverifiable), StrategyAuto, true, "manual deployment/web"},
+		{"stale, auto", initUse(inspect.StateStale), StrategyAuto, true, "restart deployment/web"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(PlanInput{Items: []inspect.Item{tt.it}, Workload: wl, Strategy: tt.strategy, Observed: tt.observed})
+			if s := summary(got); s != tt.want {
+				t.Errorf("plan %q, want %q (reasons: %v)", s, tt.want, reasons(got))
+			}
+		})
+	}
+}
+
+func reasons(actions []Action) []string {
+	var r []string
+	for _, a := range actions {
+		r = append(r, a.Reason)
+	}
+	return r
+}
+
+// Job and CronJob reasons say what is true per use: a hot-updating mount of
+// a running Job's pod follows the change by itself; env and subPath keep
+// what they read (issue 8, item 12).
+func TestPlanJobReasonsPerMode(t *testing.T) {
+	for _, tt := range []struct {
+		kind, name string
+		mode       inspect.Mode
+		verdict    inspect.Verdict
+		want, not  string
+	}{
+		{"Job", "j", inspect.ModeProjected, inspect.VerdictHotUpdate, "hot-updates by itself", "keep what they read"},
+		{"Job", "j", inspect.ModeVolume, inspect.VerdictHotUpdate, "hot-updates by itself", "keep what they read"},
+		{"CronJob", "cj", inspect.ModeProjected, inspect.VerdictHotUpdate, "hot-updates by itself", "keep what they read"},
+		{"Job", "j", inspect.ModeEnv, inspect.VerdictRestartNeeded, "keeps what it read", "hot-updates"},
+		{"CronJob", "cj", inspect.ModeSubPath, inspect.VerdictRestartNeeded, "keeps what it read", "hot-updates"},
+	} {
+		t.Run(tt.kind+" "+string(tt.mode), func(t *testing.T) {
+			it := use("p-1", tt.kind, tt.name, tt.mode, tt.verdict, inspect.StateInSync)
+			got := Plan(PlanInput{Items: []inspect.Item{it}, Strategy: StrategyRestart, Observed: true})
+			if len(got) != 1 || got[0].Action != ActionManual {
+				t.Fatalf("plan %q, want one manual action", summary(got))
+			}
+			if r := got[0].Reason; !strings.Contains(r, tt.want) || strings.Contains(r, tt.not) {
+				t.Errorf("reason %q: want %q, not %q", r, tt.want, tt.not)
+			}
+		})
+	}
+}

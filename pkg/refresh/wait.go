@@ -139,7 +139,7 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 					r.Detail = strings.TrimSpace(msg)
 				}
 			}
-			if r.Action.Action == ActionAnnotate || rolled[i] {
+			if r.Action.Action == ActionAnnotate || r.Action.Action == ActionEvict || rolled[i] {
 				needObserve = true
 			}
 		}
@@ -237,6 +237,10 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) 
 			if rolled[i] && it.Workload.Kind == r.Target.Kind && it.Workload.Name == r.Target.Name && r.Action.verified(it.Pod.Name) {
 				return true
 			}
+		case ActionEvict:
+			if r.replacementUIDs[it.Pod.UID] {
+				return true
+			}
 		}
 	}
 	return false
@@ -304,6 +308,30 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 			detail = fmt.Sprintf("not verified: %s, outside -l", listPods(r.OutsideSelector))
 		}
 		return reached, detail
+	case ActionEvict:
+		return evictConverged(r, items)
+	}
+	return reached, ""
+}
+
+// evictConverged checks the replacements of an evict action: each must be
+// observed, and its uses of the action's objects in-sync or current.
+func evictConverged(r Result, items []inspect.Item) (progress, string) {
+	seen := map[string]bool{}
+	for _, it := range items {
+		if !r.replacementUIDs[it.Pod.UID] || it.Object.Namespace != r.Target.Namespace || !coversObject(r.Consumers, it) {
+			continue
+		}
+		seen[it.Pod.UID] = true
+		if unverifiableForGood(it) {
+			return cannotVerify, "evicted and replaced, but cannot be verified: " + describe(it)
+		}
+		if !settled(it.State) {
+			return notYet, describe(it)
+		}
+	}
+	if len(seen) < len(r.replacementUIDs) {
+		return notYet, fmt.Sprintf("%d of %d replacement pods observed (%s)", len(seen), len(r.replacementUIDs), strings.Join(r.Replacements, ", "))
 	}
 	return reached, ""
 }

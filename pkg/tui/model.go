@@ -61,6 +61,8 @@ type Model struct {
 	synced  bool
 	watched bool // a first snapshot arrived
 	errs    map[string]string
+	// notes: optional kinds RBAC denies (shown while the status is empty)
+	notes []string
 	// probeErr is the last answer of the API server probe
 	probeErr error
 	now      time.Time
@@ -97,6 +99,26 @@ type Model struct {
 	statusErr bool
 	help      help.Model
 	quitting  bool
+	// a quit key pressed while a refresh is being applied: the next one
+	// quits, leaving it half done (interrupted says so)
+	quitArmed   bool
+	interrupted bool
+}
+
+// Interrupted reports, after the program ended, whether the user quit while
+// a refresh was being applied, and the targets of that plan: some of them
+// may have been changed and others not.
+func (m *Model) Interrupted() (bool, []string) {
+	if !m.interrupted || m.plan == nil {
+		return m.interrupted, nil
+	}
+	var targets []string
+	for _, a := range m.plan.Actions {
+		if a.Action != refresh.ActionNone && a.Action != refresh.ActionManual {
+			targets = append(targets, a.Target.String())
+		}
+	}
+	return true, targets
 }
 
 // New returns the dashboard model; the program's Init starts the watch.
@@ -233,7 +255,7 @@ func tick() tea.Cmd {
 func (m *Model) onData(msg dataMsg) tea.Cmd {
 	first := !m.watched
 	m.watched = true
-	m.snap, m.items, m.synced, m.errs = msg.snap, msg.items, msg.synced, msg.errs
+	m.snap, m.items, m.synced, m.errs, m.notes = msg.snap, msg.items, msg.synced, msg.errs, msg.notes
 	m.now = msg.at
 	if msg.err != nil {
 		m.setError("%v", msg.err)
@@ -295,12 +317,18 @@ func (m *Model) startVerify() tea.Cmd {
 func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 	m.verifying = false
 	if strings.HasPrefix(m.status, "verifying ") && !m.statusErr {
-		m.status = fmt.Sprintf("verified %d consumers at %s", len(msg.items), msg.at.Format("15:04:05"))
+		m.status = fmt.Sprintf("verified %d consumers at %s", len(msg.items), msg.at.Format("15:04:05")) + unverifiableSummary(msg.items)
 	}
 	var again []inspect.UseID
 	interval := MaxRecheck
 	for _, it := range msg.items {
 		id := it.ID()
+		if m.queue[id] {
+			// queued again while this batch ran (e.g. the object changed
+			// again): this result may predate the change, and the next batch
+			// verifies the use anyway
+			continue
+		}
 		o := observation{State: it.State, StateReason: it.StateReason, At: msg.at}
 		if it.SyncedAt != nil {
 			t := it.SyncedAt.Time
@@ -566,6 +594,12 @@ func (m *Model) planNow() tea.Cmd {
 func (m *Model) onPlanKey(msg tea.KeyPressMsg) tea.Cmd {
 	if m.planning || m.applying {
 		if key.Matches(msg, m.keys.Quit) {
+			if m.applying && !m.quitArmed {
+				m.quitArmed = true
+				m.setError("a refresh is being applied: press q again to quit anyway (what it changed stays changed, the rest is not done)")
+				return nil
+			}
+			m.interrupted = m.applying
 			return m.quit()
 		}
 		return nil
@@ -639,6 +673,16 @@ func (m *Model) onApply(msg applyMsg) tea.Cmd {
 	return m.startVerify()
 }
 
+// anyUnverifiable: a consumer that cannot be proven current.
+func anyUnverifiable(cs []refresh.Consumer) bool {
+	for _, c := range cs {
+		if c.State == inspect.StateUnverifiable {
+			return true
+		}
+	}
+	return false
+}
+
 // ResultLine says in one line what a refresh changed and what it did not;
 // bad is true when something failed or is not current.
 func ResultLine(results []refresh.Result) (line string, bad bool) {
@@ -653,6 +697,10 @@ func ResultLine(results []refresh.Result) (line string, bad bool) {
 	var slowest time.Duration
 	for _, r := range results {
 		switch {
+		case r.Action.Action == refresh.ActionNone && anyUnverifiable(r.Consumers):
+			// nothing left to do, but not proven current (refresh exits 3)
+			add("unverifiable (not changed)")
+			bad = true
 		case r.Action.Action == refresh.ActionNone:
 			add("already current")
 		case r.Action.Action == refresh.ActionManual:
@@ -754,4 +802,34 @@ func useLabel(it inspect.Item) string {
 		s += " " + it.EnvName
 	}
 	return s + " of " + strings.ToLower(it.Object.Kind) + "/" + it.Object.Name
+}
+
+// unverifiableSummary names, for the status line, how many consumers could
+// not be verified and why, in the words of the STATE column of status
+// --verify ("; 2 unverifiable: forbidden: create pods/exec"); the most
+// frequent reason first, "and N more" for the others.
+func unverifiableSummary(items []inspect.Item) string {
+	count := map[string]int{}
+	var reasons []string
+	n := 0
+	for _, it := range items {
+		if it.State != inspect.StateUnverifiable {
+			continue
+		}
+		n++
+		r := inspect.ShortReason(it.StateReason)
+		if count[r] == 0 {
+			reasons = append(reasons, r)
+		}
+		count[r]++
+	}
+	if n == 0 {
+		return ""
+	}
+	sort.SliceStable(reasons, func(i, j int) bool { return count[reasons[i]] > count[reasons[j]] })
+	s := fmt.Sprintf("; %d unverifiable: %s", n, reasons[0])
+	if len(reasons) > 1 {
+		s += fmt.Sprintf(" (and %d other reasons)", len(reasons)-1)
+	}
+	return s
 }

@@ -426,3 +426,80 @@ func TestCursorSurvivesNewData(t *testing.T) {
 		t.Errorf("the selection moved after new data:\n%s", h.screen())
 	}
 }
+
+// Quitting while a refresh is being applied takes a second press, and the
+// model then says the refresh was left half done (the command exits 1).
+func TestQuitWhileApplyingAsksAgainAndIsReported(t *testing.T) {
+	h := newHarness(t, 160, 24)
+	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
+	release := make(chan struct{})
+	defer close(release)
+	h.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		<-release // the patch is in flight until the test ends
+		return false, nil, nil
+	})
+	h.key("r")
+	h.until("the plan is shown", contains("annotate", "pod/web-5d8f-x2x9q", "Apply this plan? [y/N]"))
+	h.key("y")
+	h.until("applying", contains("applying"))
+	h.key("q")
+	h.until("asked again", contains("press q again"))
+	if quit, _ := h.m.Interrupted(); quit {
+		t.Fatal("one press of q while applying interrupted the refresh")
+	}
+	h.key("q")
+	quit, targets := h.m.Interrupted()
+	if !quit || len(targets) != 1 || targets[0] != "pod/web-5d8f-x2x9q" {
+		t.Errorf("Interrupted() = %v, %v; want true, [pod/web-5d8f-x2x9q]", quit, targets)
+	}
+}
+
+// Exec that RBAC denies: the status line says so in the words of status
+// --verify ("forbidden: create pods/exec"), and the consumers show it.
+func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
+	h := newHarness(t, 200, 20)
+	denied := errors.New(`unable to upgrade connection: pods "web-5d8f-x2x9q" is forbidden: User "system:serviceaccount:shop:reader" cannot create resource "pods/exec" in API group "" in the namespace "shop"`)
+	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Err = denied
+	h.key("v") // the selected object: app-config
+	h.until("app-config is verified", contains("verified 2 consumers"))
+	st := line(h.screen(), "verified 2 consumers")
+	if !strings.Contains(st, "; 2 unverifiable: forbidden: create pods/exec") {
+		t.Errorf("status line = %q, want it to name the missing permission", st)
+	}
+	h.key("enter")
+	if vol := line(h.screen(), "/etc/app"); !strings.Contains(vol, "unverifiable") {
+		t.Errorf("volume row = %q, want unverifiable", vol)
+	}
+}
+
+// RBAC that denies ReplicaSets is no watch failure: the dashboard goes live,
+// owners stay replicaset/NAME, and the status line says so (as status's
+// note does).
+func TestReplicaSetsDeniedIsANoteNotAFailure(t *testing.T) {
+	rsDenied := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "", errors.New(`User "dev" cannot list resource "replicasets"`))
+	client := fake.NewClientset(cluster()...)
+	client.PrependReactor("list", "replicasets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, rsDenied
+	})
+	client.PrependWatchReactor("replicasets", func(k8stesting.Action) (bool, watchIface, error) {
+		return true, nil, rsDenied
+	})
+	h := &harness{t: t, client: client, exec: &inspecttest.Executor{Containers: containers()}, msgs: make(chan tea.Msg, 64)}
+	o := cmd.NewDashboardOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+	o.Client, o.Executor, o.Now, o.Namespace = h.client, h.exec, func() time.Time { return testNow }, ns
+	o.Timeout = 5 * time.Second
+	h.opts = o.TUIOptions()
+	h.m = tui.New(h.opts)
+	t.Cleanup(func() { h.m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"}) })
+	h.update(tea.WindowSizeMsg{Width: 160, Height: 20})
+	h.run(h.m.Init())
+	h.until("live with a note", contains("app-config", "● live", "note: owners shown as replicaset/NAME (unresolved): cannot list replicasets (forbidden)"))
+	if s := h.screen(); strings.Contains(s, "watch failing") || strings.Contains(s, "error:") {
+		t.Errorf("a denied optional kind is shown as a failure:\n%s", s)
+	}
+	h.key("enter")
+	h.until("the consumers", contains("/etc/app"))
+	if row := line(h.screen(), "/etc/app"); !strings.Contains(row, "replicaset/web-5d8f") {
+		t.Errorf("volume row = %q, want the owner replicaset/web-5d8f (unresolved)", row)
+	}
+}

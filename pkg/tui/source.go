@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -51,7 +52,10 @@ type dataMsg struct {
 	items   []inspect.Item
 	changes []Change
 	// errs are the watch errors by resource, empty when all are connected.
-	errs   map[string]string
+	errs map[string]string
+	// notes say which optional kinds RBAC denies and what the rows do
+	// without them (as status's notes), in order.
+	notes  []string
 	synced bool
 	err    error
 	at     time.Time
@@ -82,7 +86,9 @@ type Source struct {
 	changes []Change
 	errs    map[string]string
 	errRV   map[string]string
-	last    time.Time
+	// denied: optional kinds whose LIST RBAC forbids -> the note
+	denied map[string]string
+	last   time.Time
 }
 
 // NewSource builds the informers of a scope; Start runs them.
@@ -92,7 +98,7 @@ func NewSource(client kubernetes.Interface, scope Scope, now func() time.Time) *
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Source{client: client, scope: scope, ctx: ctx, cancel: cancel, now: now, dirty: make(chan struct{}, 1),
-		errs: map[string]string{}, errRV: map[string]string{}}
+		errs: map[string]string{}, errRV: map[string]string{}, denied: map[string]string{}}
 	opts := []informers.SharedInformerOption{informers.WithTransform(Transform)}
 	if scope.Namespace != "" {
 		opts = append(opts, informers.WithNamespace(scope.Namespace))
@@ -143,6 +149,13 @@ func (s *Source) Stop() {
 func (s *Source) watch(resource string, inf cache.SharedIndexInformer) {
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
 		s.mu.Lock()
+		if note, optional := deniedNote[resource]; optional && apierrors.IsForbidden(err) {
+			// least privilege: the rows go on without this kind
+			s.denied[resource] = fmt.Sprintf("note: %s: cannot list %s (forbidden)", note, resource)
+			s.mu.Unlock()
+			s.poke()
+			return
+		}
 		s.errs[resource] = fmt.Sprintf("watch %s: %v", resource, err)
 		s.errRV[resource] = inf.LastSyncResourceVersion()
 		s.mu.Unlock()
@@ -202,16 +215,39 @@ func (s *Source) Next() tea.Cmd {
 	}
 }
 
+// deniedNote says what the rows do without an optional kind RBAC denies.
+var deniedNote = map[string]string{
+	"replicasets": "owners shown as replicaset/NAME (unresolved)",
+	"jobs":        "owners shown as job/NAME (unresolved)",
+	"secrets":     "Secrets skipped (ConfigMaps are shown)",
+}
+
+// synced tells whether every informer has synced; one of a kind RBAC
+// denies never will, and is not waited for.
 func (s *Source) synced() bool {
-	ok := s.pods.HasSynced() && s.cms.HasSynced() && s.rss.HasSynced() && s.jobs.HasSynced()
-	if s.secrets != nil {
-		ok = ok && s.secrets.HasSynced()
+	s.mu.Lock()
+	denied := maps.Clone(s.denied)
+	s.mu.Unlock()
+	ok := s.pods.HasSynced() && s.cms.HasSynced()
+	for r, inf := range map[string]cache.SharedIndexInformer{"replicasets": s.rss, "jobs": s.jobs, "secrets": s.secrets} {
+		if inf != nil && denied[r] == "" {
+			ok = ok && inf.HasSynced()
+		}
 	}
 	return ok
 }
 
 // read copies the caches into an inspect.Snapshot and builds the rows.
 func (s *Source) read() dataMsg {
+	// The changes are taken before the caches are read: client-go updates a
+	// store before it calls the handler, so a change taken after the lists
+	// could belong to an edit the lists do not have yet (and its uses would
+	// be verified against the old content and closed as untouched). Taken
+	// first, such an edit comes again with the next snapshot.
+	s.mu.Lock()
+	changes := s.changes
+	s.changes = nil
+	s.mu.Unlock()
 	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{}, Secrets: map[inspect.ObjectKey]*corev1.Secret{},
 		ReplicaSets: map[inspect.NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[inspect.NamespacedName]*batchv1.Job{},
 		SecretsListed: s.secrets != nil}
@@ -245,10 +281,20 @@ func (s *Source) read() dataMsg {
 		j := o.(*batchv1.Job)
 		snap.Jobs[inspect.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = j
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Secrets: s.scope.Secrets, IncludeSystem: s.scope.IncludeSystem, Unused: true})
 	s.mu.Lock()
-	changes := s.changes
-	s.changes = nil
+	var notes []string
+	for _, r := range []string{"secrets", "replicasets", "jobs"} {
+		if n := s.denied[r]; n != "" {
+			notes = append(notes, n)
+		}
+	}
+	secretsDenied := s.denied["secrets"] != ""
+	s.mu.Unlock()
+	if secretsDenied {
+		snap.SecretsListed = false
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Secrets: s.scope.Secrets && !secretsDenied, IncludeSystem: s.scope.IncludeSystem, Unused: true})
+	s.mu.Lock()
 	// a resource whose cache moved on since its last error is connected again
 	for r, rv := range s.errRV {
 		if inf := s.informer(r); inf != nil && inf.LastSyncResourceVersion() != rv {
@@ -258,7 +304,7 @@ func (s *Source) read() dataMsg {
 	}
 	errs := maps.Clone(s.errs)
 	s.mu.Unlock()
-	return dataMsg{source: s, snap: snap, items: items, changes: changes, errs: errs, synced: s.synced(), err: err, at: s.now()}
+	return dataMsg{source: s, snap: snap, items: items, changes: changes, errs: errs, notes: notes, synced: s.synced(), err: err, at: s.now()}
 }
 
 func (s *Source) informer(resource string) cache.SharedIndexInformer {

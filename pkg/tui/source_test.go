@@ -42,13 +42,35 @@ func TestTransformKeepsWhatTheCoreReads(t *testing.T) {
 		t.Errorf("annotations = %v", got.Annotations)
 	}
 
+	always := corev1.ContainerRestartPolicyAlways
+	fsGroup := int64(2000)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}},
+		Spec: corev1.PodSpec{NodeName: "n1", ServiceAccountName: "sa",
+			SecurityContext: &corev1.PodSecurityContext{FSGroup: &fsGroup, RunAsUser: &fsGroup},
+			Tolerations:     []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Volumes:         []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}}},
+			InitContainers:  []corev1.Container{{Name: "side", Image: "busybox", RestartPolicy: &always, VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}}},
+			Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sh"}, Env: []corev1.EnvVar{{Name: "A", Value: "1"}},
+				EnvFrom:      []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/c", SubPath: "a"}}}},
+			EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "busybox",
+				VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/x"}}}, TargetContainerName: "app"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "busybox", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
 	out, _ = tui.Transform(pod)
 	gp := out.(*corev1.Pod)
 	if gp.ManagedFields != nil || gp.Status.Conditions != nil || gp.Status.ContainerStatuses[0].Image != "" {
 		t.Errorf("pod not trimmed: %+v", gp)
+	}
+	if c := gp.Spec.Containers[0]; c.Image != "" || c.Command != nil || gp.Spec.Tolerations != nil || gp.Spec.SecurityContext.RunAsUser != nil ||
+		gp.Spec.InitContainers[0].Image != "" || gp.Spec.EphemeralContainers[0].Image != "" {
+		t.Errorf("pod spec not trimmed: %+v", gp.Spec)
+	}
+	if c := gp.Spec.Containers[0]; c.Name != "app" || len(c.Env) != 1 || len(c.EnvFrom) != 1 || c.VolumeMounts[0].SubPath != "a" ||
+		gp.Spec.InitContainers[0].RestartPolicy == nil || gp.Spec.InitContainers[0].VolumeMounts[0].MountPath != "/cfg" ||
+		gp.Spec.EphemeralContainers[0].VolumeMounts[0].MountPath != "/x" || gp.Spec.EphemeralContainers[0].TargetContainerName != "app" ||
+		*gp.Spec.SecurityContext.FSGroup != 2000 || gp.Spec.NodeName != "n1" || gp.Spec.ServiceAccountName != "sa" || len(gp.Spec.Volumes) != 1 {
+		t.Errorf("pod spec lost what the core reads: %+v", gp.Spec)
 	}
 	if gp.Status.Phase != corev1.PodRunning || gp.Status.ContainerStatuses[0].State.Running == nil || gp.Status.ContainerStatuses[0].RestartCount != 2 {
 		t.Errorf("pod lost what the core reads: %+v", gp.Status)
@@ -94,6 +116,13 @@ func TestResultLine(t *testing.T) {
 	}
 	line, bad = tui.ResultLine(res[:2])
 	if bad || line != "refresh: 1 annotated current, 1 already current (all current after 420ms)" {
+		t.Errorf("ResultLine = %q, %v", line, bad)
+	}
+	// nothing left to do, but not proven current: refresh exits 3 for it
+	unverifiable := refresh.Result{Action: refresh.Action{Action: refresh.ActionNone,
+		Consumers: []refresh.Consumer{{State: inspect.StateUnverifiable}}}, Outcome: refresh.OutcomeNotApplied}
+	line, bad = tui.ResultLine([]refresh.Result{res[0], unverifiable})
+	if !bad || line != "refresh: 1 annotated current, 1 unverifiable (not changed) (all current after 420ms)" {
 		t.Errorf("ResultLine = %q, %v", line, bad)
 	}
 }

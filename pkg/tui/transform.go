@@ -24,6 +24,7 @@ func Transform(obj any) (any, error) {
 	case *corev1.Pod:
 		o.ManagedFields = nil
 		delete(o.Annotations, lastAppliedAnnotation)
+		o.Spec = trimPodSpec(o.Spec)
 		st := o.Status
 		o.Status = corev1.PodStatus{Phase: st.Phase, PodIP: st.PodIP, HostIP: st.HostIP,
 			ContainerStatuses:          trimStatuses(st.ContainerStatuses),
@@ -55,7 +56,8 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, Ready: s.Ready, RestartCount: s.RestartCount, ContainerID: s.ContainerID}
+		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, LastTerminationState: s.LastTerminationState,
+			Ready: s.Ready, RestartCount: s.RestartCount, ContainerID: s.ContainerID}
 	}
 	return out
 }
@@ -74,4 +76,50 @@ func dataFieldTimes(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry 
 		}
 	}
 	return out
+}
+
+// trimPodSpec keeps what the uses, the owner walk, exec and the comparison
+// read: the containers' names, env, envFrom, volume mounts and restart
+// policy (sidecars), the volumes, the node, the fsGroup, the service links
+// switch and the service account. Images, commands, probes, resources,
+// scheduling constraints and the like go: on real pods they are most of the
+// spec.
+func trimPodSpec(in corev1.PodSpec) corev1.PodSpec {
+	out := corev1.PodSpec{
+		Volumes:            in.Volumes,
+		InitContainers:     trimContainers(in.InitContainers),
+		Containers:         trimContainers(in.Containers),
+		RestartPolicy:      in.RestartPolicy,
+		NodeName:           in.NodeName,
+		ServiceAccountName: in.ServiceAccountName,
+		EnableServiceLinks: in.EnableServiceLinks,
+	}
+	if in.SecurityContext != nil && in.SecurityContext.FSGroup != nil {
+		out.SecurityContext = &corev1.PodSecurityContext{FSGroup: in.SecurityContext.FSGroup}
+	}
+	if in.EphemeralContainers != nil {
+		out.EphemeralContainers = make([]corev1.EphemeralContainer, len(in.EphemeralContainers))
+		for i, c := range in.EphemeralContainers {
+			out.EphemeralContainers[i] = corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon(trimContainer(corev1.Container(c.EphemeralContainerCommon))),
+				TargetContainerName:      c.TargetContainerName,
+			}
+		}
+	}
+	return out
+}
+
+func trimContainers(in []corev1.Container) []corev1.Container {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	for i, c := range in {
+		out[i] = trimContainer(c)
+	}
+	return out
+}
+
+func trimContainer(c corev1.Container) corev1.Container {
+	return corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts, RestartPolicy: c.RestartPolicy}
 }

@@ -65,7 +65,8 @@ func (m *Model) objectRows() []objectRow {
 			pods[k] = map[string]bool{}
 		}
 		r := &rows[i]
-		if it.Verdict == inspect.VerdictUnused {
+		if it.Verdict == inspect.VerdictUnused || it.Verdict == inspect.VerdictNoPods {
+			// no pod consumes it now (no-pods: only completed pods did)
 			r.Unused = true
 			continue
 		}
@@ -155,7 +156,7 @@ func (m *Model) refreshTables() {
 	m.uses = m.uses[:0]
 	var urows []table.Row
 	for _, raw := range m.items {
-		if raw.Key() != m.current || raw.Verdict == inspect.VerdictUnused {
+		if raw.Key() != m.current || raw.Verdict == inspect.VerdictUnused || raw.Verdict == inspect.VerdictNoPods {
 			continue
 		}
 		it := m.withObservation(raw)
@@ -346,6 +347,9 @@ func (m *Model) statusLine() string {
 		return styleError.Render("error: " + m.errs[rs[0]] + " (retrying)")
 	}
 	s := m.status
+	if s == "" && len(m.notes) > 0 {
+		s = strings.Join(m.notes, "; ")
+	}
 	if m.verifying {
 		if s != "" {
 			s += "; "

@@ -1,0 +1,140 @@
+package deploy
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// rule is one permission: ClusterRole, API group, resource, verb.
+type rule struct{ role, group, resource, verb string }
+
+func (r rule) String() string {
+	return r.role + ": " + r.verb + " " + r.resource + " (group " + `"` + r.group + `"` + ")"
+}
+
+// fileRules reads every rule of rbac.yaml's ClusterRoles.
+func fileRules(t *testing.T) (map[rule]bool, []string) {
+	t.Helper()
+	b, err := os.ReadFile("rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[rule]bool{}
+	var roles []string
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		if len(bytes.TrimSpace([]byte(doc))) == 0 || !strings.Contains(doc, "kind:") {
+			continue
+		}
+		var cr rbacv1.ClusterRole
+		if err := yaml.UnmarshalStrict([]byte(doc), &cr); err != nil {
+			t.Fatalf("rbac.yaml: %v\n%s", err, doc)
+		}
+		if cr.Kind != "ClusterRole" || cr.APIVersion != "rbac.authorization.k8s.io/v1" || cr.Name == "" {
+			t.Fatalf("rbac.yaml: want only named rbac.authorization.k8s.io/v1 ClusterRoles, got %s %s %q", cr.APIVersion, cr.Kind, cr.Name)
+		}
+		roles = append(roles, cr.Name)
+		for _, pr := range cr.Rules {
+			for _, g := range pr.APIGroups {
+				for _, res := range pr.Resources {
+					for _, v := range pr.Verbs {
+						out[rule{cr.Name, g, res, v}] = true
+					}
+				}
+			}
+		}
+	}
+	return out, roles
+}
+
+// readmeRules reads the table of README.md's "## RBAC" section:
+// | `ROLE` | for | `GROUP` | resources, ... | verbs, ... |
+func readmeRules(t *testing.T) map[rule]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "\n## RBAC\n")
+	if i < 0 {
+		t.Fatal(`README.md has no "## RBAC" section`)
+	}
+	s = s[i+1:]
+	if j := strings.Index(s[1:], "\n## "); j >= 0 {
+		s = s[:j+1]
+	}
+	out := map[rule]bool{}
+	rows := 0
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 5 {
+			t.Fatalf("README RBAC row with %d cells, want 5: %s", len(cells), line)
+		}
+		unquote := func(c string) string { return strings.Trim(strings.TrimSpace(c), "`") }
+		role, group := unquote(cells[0]), strings.Trim(unquote(cells[2]), `"`)
+		rows++
+		for _, res := range strings.Split(cells[3], ",") {
+			for _, v := range strings.Split(cells[4], ",") {
+				out[rule{role, group, unquote(res), unquote(v)}] = true
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("README.md's RBAC section has no table rows")
+	}
+	return out
+}
+
+func diff(a, b map[rule]bool) []string {
+	var out []string
+	for r := range a {
+		if !b[r] {
+			out = append(out, r.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestREADMETableIsRBACFile: the rules README.md's RBAC table names are
+// exactly those of rbac.yaml.
+func TestREADMETableIsRBACFile(t *testing.T) {
+	file, roles := fileRules(t)
+	readme := readmeRules(t)
+	if extra := diff(readme, file); len(extra) > 0 {
+		t.Errorf("README.md names rules rbac.yaml does not have:\n  %s", strings.Join(extra, "\n  "))
+	}
+	if missing := diff(file, readme); len(missing) > 0 {
+		t.Errorf("rbac.yaml has rules README.md's table does not name:\n  %s", strings.Join(missing, "\n  "))
+	}
+	want := []string{"cmsync-status", "cmsync-verify", "cmsync-refresh", "cmsync-secrets", "cmsync-nodes", "cmsync-lint"}
+	if strings.Join(roles, " ") != strings.Join(want, " ") {
+		t.Errorf("ClusterRoles %v, want %v", roles, want)
+	}
+	// each use's role holds what the commands need (the contract's RBAC verbs)
+	needs := map[string][]rule{
+		"cmsync-status":  {{"", "", "pods", "list"}, {"", "", "pods", "watch"}, {"", "", "configmaps", "list"}, {"", "apps", "replicasets", "list"}, {"", "batch", "jobs", "list"}},
+		"cmsync-verify":  {{"", "", "pods", "list"}, {"", "", "pods/exec", "get"}, {"", "", "pods/exec", "create"}},
+		"cmsync-refresh": {{"", "", "pods", "list"}, {"", "", "pods/exec", "create"}, {"", "", "pods", "patch"}, {"", "apps", "deployments", "get"}, {"", "apps", "deployments", "patch"}, {"", "apps", "statefulsets", "patch"}, {"", "apps", "daemonsets", "patch"}},
+		"cmsync-lint":    {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
+	}
+	for role, rs := range needs {
+		for _, r := range rs {
+			r.role = role
+			if !file[r] {
+				t.Errorf("rbac.yaml lacks %s", r)
+			}
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package refresh
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Permission is one RBAC permission a plan needs: verb on a resource of an
+// API group in a namespace, for the objects named in Targets.
+type Permission struct {
+	Verb, Group, Resource, Namespace string
+	// Targets are the objects of the plan that need it ("pod/web-1").
+	Targets []string
+}
+
+func (p Permission) String() string {
+	return fmt.Sprintf("%s %s in namespace %q", p.Verb, p.Resource, p.Namespace)
+}
+
+// resourceOf is the resource and API group a patch of kind goes to.
+var resourceOf = map[string][2]string{
+	"Pod":         {"", "pods"},
+	"Deployment":  {"apps", "deployments"},
+	"StatefulSet": {"apps", "statefulsets"},
+	"DaemonSet":   {"apps", "daemonsets"},
+}
+
+// Permissions lists what applying plan needs, one per verb, resource and
+// namespace, in a stable order: patch on the pods it annotates and on the
+// workloads it restarts, create on pods/eviction for the workloads whose
+// pods it evicts. A server dry run needs the same (the API server
+// authorizes a dryRun patch like a real one); a client dry run sends
+// nothing and needs nothing.
+func Permissions(plan []Action, dry DryRun) []Permission {
+	if dry == DryRunClient {
+		return nil
+	}
+	byKey := map[[3]string]*Permission{}
+	var out []*Permission
+	for _, a := range plan {
+		verb, gr := "patch", [2]string{}
+		switch a.Action {
+		case ActionAnnotate, ActionRestart:
+			var ok bool
+			if gr, ok = resourceOf[a.Target.Kind]; !ok {
+				continue
+			}
+		case ActionEvict:
+			// the Eviction API: create on the pods' eviction subresource
+			verb, gr = "create", [2]string{"", "pods/eviction"}
+		default:
+			continue
+		}
+		k := [3]string{gr[1], a.Target.Namespace, verb}
+		p := byKey[k]
+		if p == nil {
+			p = &Permission{Verb: verb, Group: gr[0], Resource: gr[1], Namespace: a.Target.Namespace}
+			byKey[k] = p
+			out = append(out, p)
+		}
+		p.Targets = append(p.Targets, a.Target.String())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Resource < b.Resource
+	})
+	res := make([]Permission, len(out))
+	for i, p := range out {
+		res[i] = *p
+	}
+	return res
+}
+
+// AccessReviewer is the I/O edge of the permission check: may the current
+// user do p?
+type AccessReviewer interface {
+	Allowed(ctx context.Context, p Permission) (bool, error)
+}
+
+// SelfAccessReviewer asks the API server with a SelfSubjectAccessReview
+// (what `kubectl auth can-i` does; every authenticated user may create one).
+type SelfAccessReviewer struct{ Client kubernetes.Interface }
+
+// Allowed implements AccessReviewer.
+func (r SelfAccessReviewer) Allowed(ctx context.Context, p Permission) (bool, error) {
+	rev, err := r.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return rev.Status.Allowed, nil
+}
+
+// Missing returns the permissions of perms the reviewer denies. A review
+// that fails (an old or unusual API server) counts as allowed: the patch
+// itself will then say what is wrong.
+func Missing(ctx context.Context, r AccessReviewer, perms []Permission) []Permission {
+	var out []Permission
+	for _, p := range perms {
+		if ok, err := r.Allowed(ctx, p); err == nil && !ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// targetsText names at most three targets and counts the rest.
+func targetsText(ts []string) string {
+	if len(ts) > 3 {
+		return strings.Join(ts[:3], ", ") + fmt.Sprintf(" and %d more", len(ts)-3)
+	}
+	return strings.Join(ts, ", ")
+}
+
+// Describe is one line for a missing permission: what, for which targets.
+func (p Permission) Describe() string {
+	return fmt.Sprintf("%s (for %s)", p, targetsText(p.Targets))
+}
