@@ -330,18 +330,18 @@ func (r *diffRenderer) render(results []inspect.Result, external string) (diffSu
 	}
 	for _, res := range results {
 		it, c := res.Item, res.Comparison
-		label := consumerLabel(it)
+		label := printable(consumerLabel(it))
 		switch c.State {
 		case inspect.StateUnverifiable:
 			sum.unverifiable++
-			fmt.Fprintf(r.ErrOut, "%s: unverifiable: %s\n", label, r.Redact.String(c.Reason))
+			fmt.Fprintf(r.ErrOut, "%s: unverifiable: %s\n", label, printable(r.Redact.String(c.Reason)))
 			continue
 		case inspect.StateNA:
 			continue
 		case inspect.StateMissing:
 			sum.differ++
 			fmt.Fprintf(r.Out, "%s\n", r.paint(ansiBold, fmt.Sprintf("diff %s %s/%s: missing", label, strings.ToLower(it.Object.Kind), it.Object.Name)))
-			fmt.Fprintf(r.ErrOut, "%s: missing: %s\n", label, r.Redact.String(c.Reason))
+			fmt.Fprintf(r.ErrOut, "%s: missing: %s\n", label, printable(r.Redact.String(c.Reason)))
 			continue
 		}
 		sum.compared++
@@ -352,7 +352,7 @@ func (r *diffRenderer) render(results []inspect.Result, external string) (diffSu
 				// finished, judged by time): a difference all the same.
 				sum.differ++
 				fmt.Fprintf(r.Out, "%s\n", r.paint(ansiBold, fmt.Sprintf("diff %s %s/%s (%s)", label, strings.ToLower(it.Object.Kind), it.Object.Name, c.State)))
-				fmt.Fprintf(r.Out, "%s\n", r.Redact.String(c.Reason))
+				fmt.Fprintf(r.Out, "%s\n", printable(r.Redact.String(c.Reason)))
 			}
 			continue
 		}
@@ -398,8 +398,8 @@ func (r *diffRenderer) renderFile(it inspect.Item, f inspect.FileComparison, obj
 	if key == "" {
 		key = f.Path
 	}
-	from := fmt.Sprintf("pod/%s/%s:%s", it.Pod.Name, it.ContainerName(), containerPath(it, f.Path))
-	to := fmt.Sprintf("%s key %s", obj, key)
+	from := printable(fmt.Sprintf("pod/%s/%s:%s", it.Pod.Name, it.ContainerName(), containerPath(it, f.Path)))
+	to := printable(fmt.Sprintf("%s key %s", obj, key))
 	var old, new []byte
 	oldOK, newOK := false, false
 	if f.Observed != nil && f.Observed.HasData {

@@ -54,6 +54,10 @@ func explainAPIError(err error, server, namespace string) error {
 		}
 		return fmt.Errorf("cannot %s %s %s: forbidden (%s)\nA %s with this rule grants it: %s",
 			verb, resource, where, apiMessage(err), kind, RoleRule(verb, resource))
+	case apierrors.IsTooManyRequests(err):
+		return fmt.Errorf("the API server at %s is throttling this client (429 Too Many Requests, API Priority and Fairness: %s) and still was after retries spaced by its Retry-After: retry later, raise --request-timeout to keep retrying longer, lower --concurrency, or ask the cluster's admins about the FlowSchema that matches your user", server, apiMessage(err))
+	case apierrors.IsServiceUnavailable(err):
+		return fmt.Errorf("the API server at %s is unavailable (503 Service Unavailable: %s) and still was after retries: retry in a moment, raise --request-timeout to keep retrying longer; if it lasts, check its health with kubectl get --raw='/readyz?verbose'", server, apiMessage(err))
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the API server at %s rejected the credentials (Unauthorized): check your kubeconfig user, or log in again", server)
 	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):

@@ -268,7 +268,7 @@ func printLintTable(out io.Writer, items []lint.Item, wide, noHeaders bool) erro
 		if wide {
 			row = append(row, it.Object.Namespace, orNone(inspect.FormatDelay(it.Delay)), yesNo(it.Optional), it.Finding.Message, orNone(it.Finding.Hint))
 		}
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+		fmt.Fprintln(w, printableRow(row...))
 	}
 	return w.Flush()
 }

@@ -384,7 +384,7 @@ func printPlanTable(out io.Writer, plan []refresh.Action) error {
 	w := printers.GetNewTabWriter(out)
 	fmt.Fprintln(w, "NAMESPACE\tACTION\tTARGET\tCONSUMERS\tREASON")
 	for _, a := range plan {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", a.Target.Namespace, a.Action, a.Target, consumersColumn(a.Consumers), reasonWithWarnings(a.Reason, a.Warnings))
+		fmt.Fprintln(w, printableRow(a.Target.Namespace, string(a.Action), a.Target.String(), consumersColumn(a.Consumers), reasonWithWarnings(a.Reason, a.Warnings)))
 	}
 	return w.Flush()
 }
@@ -412,7 +412,7 @@ func (o *RefreshOptions) printResults(results []refresh.Result) error {
 			detail = reasonWithWarnings(r.Reason, r.Warnings)
 		}
 		outcome := string(r.Outcome)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Target.Namespace, r.Action.Action, r.Target, consumersColumn(r.Consumers), outcome, after, detail)
+		fmt.Fprintln(w, printableRow(r.Target.Namespace, string(r.Action.Action), r.Target.String(), consumersColumn(r.Consumers), outcome, after, detail))
 	}
 	return w.Flush()
 }

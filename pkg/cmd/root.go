@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -147,6 +148,8 @@ func newClient(flags *genericclioptions.ConfigFlags) (*rest.Config, kubernetes.I
 		return nil, nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	timeout := cfg.Timeout
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newThrottleTransport(rt, timeout) })
 	cs, err := kubernetes.NewForConfig(protobufConfig(cfg))
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,12 +89,18 @@ func shells(t *testing.T) map[string]map[string]string {
 			}
 			if ok {
 				sets[sh+"+coreutils"] = m
+				// with stat, a directory's files are read in one batch
+				if st, err := exec.LookPath("stat"); err == nil {
+					ms := maps.Clone(m)
+					ms["stat"] = st
+					sets[sh+"+coreutils+stat"] = ms
+				}
 			}
 		}
 	}
 	if bb, err := exec.LookPath("busybox"); err == nil {
 		m := map[string]string{}
-		for _, n := range append([]string{"sh"}, core...) {
+		for _, n := range append([]string{"sh", "stat"}, core...) {
 			m[n] = bb
 		}
 		sets["busybox"] = m
@@ -430,6 +437,10 @@ func TestClassifyExecError(t *testing.T) {
 		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 127"), Code: 127}, ObserveNoShell},
 		{errors.New(`unable to upgrade connection: container not found ("c")`), ObserveNotRunning},
 		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}, ObserveFailed},
+		// seen on the e2e cluster: a pod deleted and a container that exited while they were observed
+		{errors.New(`unable to upgrade connection: pods "deleted" not found`), ObserveNotRunning},
+		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "36960a": ttrpc: closed: unknown`), ObserveNotRunning},
+		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task bf2b not found: not found`), ObserveNotRunning},
 	}
 	for _, c := range cases {
 		if got := ClassifyExecError(ctx, c.err, nil); got.Reason != c.want {
@@ -471,6 +482,106 @@ func TestFirstLineDropsRequestQuery(t *testing.T) {
 	want := `Internal error occurred: error sending request: Post "https://192.0.2.2:10250/exec/ns/p/c": dial unix /run/tunnel.sock: connect: resource temporarily unavailable`
 	if got := firstLine(msg); got != want {
 		t.Fatalf("firstLine =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestScriptBatchesManyFiles: 1,000 files of one directory (a ConfigMap with
+// 1,000 keys) are read with one stat and one cat, not a fork per file, and
+// every file, hostile names included, comes out right.
+func TestScriptBatchesManyFiles(t *testing.T) {
+	for name, tools := range shells(t) {
+		if tools["stat"] == "" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			pwned := filepath.Join(root, "pwned")
+			files := map[string][]byte{"-n": []byte("dash"), "a$(touch " + pwned + ")": []byte("x"), "new\nline": []byte("nl"),
+				"fake": []byte("\x00G\x00\x001\x00C\x00Z\x00cmsync-0\x00"), "empty": {}, "sub/inner": []byte("in")}
+			for i := range 1000 {
+				files[fmt.Sprintf("k%04d", i)] = []byte(fmt.Sprintf("v-%d", i))
+			}
+			vol := filepath.Join(root, "v")
+			atomicVolume(t, vol, testTS, files, map[string]os.FileMode{"-n": 0o600})
+			// count the forks of cat: a wrapper that logs each run
+			log := filepath.Join(root, "cat.log")
+			wrapper := filepath.Join(root, "catwrap")
+			script := "#!" + tools["sh"] + "\necho x \"$*\" >>" + log + "\nexec " + tools["cat"] + " \"$@\"\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if name != "busybox" { // busybox ash runs its own cat applet whatever PATH says
+				tools = maps.Clone(tools)
+				tools["cat"] = wrapper
+			}
+			ex := &localExecutor{binDir: toolDir(t, tools)}
+			obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: vol}}}, ObserveOptions{MaxBytes: 4096, Timeout: time.Minute})
+			if obs.Err != nil {
+				t.Fatal(obs.Err)
+			}
+			if _, err := os.Stat(pwned); err == nil {
+				t.Error("a file name ran as shell text")
+			}
+			v := obs.Paths[vol]
+			if len(v.Files) != len(files) {
+				t.Errorf("observed %d files, want %d", len(v.Files), len(files))
+			}
+			for p, want := range files {
+				if f := v.Files[p]; f == nil || !f.HasData || !bytes.Equal(f.Data, want) || f.Size != int64(len(want)) {
+					t.Errorf("file %q = %+v, want %q", p, f, want)
+				}
+			}
+			if m := v.Files["-n"].Mode; m != 0o600 {
+				t.Errorf("-n mode = %o, want 600", m)
+			}
+			if m := v.Files["k0001"].Mode; m != 0o644 {
+				t.Errorf("k0001 mode = %o, want 644", m)
+			}
+			if name != "busybox" {
+				b, _ := os.ReadFile(log)
+				// one cat for the top directory; sub/inner and the file
+				// under the directories of "a$(touch /tmp/...)" are alone
+				// in theirs and read one by one
+				if n := bytes.Count(b, []byte("x ")); n != 3 {
+					t.Errorf("cat ran %d times for %d files, want 3 (one per directory):\n%.2000s", n, len(files), b)
+				}
+			}
+		})
+	}
+}
+
+// A batch whose contents do not add up (a file changed between stat and
+// cat) leaves every file of the batch unread and the rest of the output
+// parsed.
+func TestParseBatchThatChangedWhileRead(t *testing.T) {
+	n := "cmsync-abc"
+	rec := func(fields ...string) string { return strings.Join(fields, "\x00") + "\x00" }
+	ok := rec("P", "0", "K", "d", "G", "", "2", "a", "b", "-rw-r--r--", "2", "-rw-------", "3", "C") + "xxyyy" + rec(n, "Q", "", "Z", n)
+	obs, err := ParseObservation([]byte(ok), n, []string{"/v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := obs.Paths["/v"].Files["a"], obs.Paths["/v"].Files["b"]; string(a.Data) != "xx" || string(b.Data) != "yyy" || b.Mode != 0o600 {
+		t.Errorf("batch = %+v %+v", a, b)
+	}
+	short := rec("P", "0", "K", "d", "G", "p/", "2", "a", "b", "-rw-r--r--", "2", "-rw-------", "3", "C") + "xxyy" + rec(n, "Q", "", "Z", n)
+	obs, err = ParseObservation([]byte(short), n, []string{"/v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"p/a", "p/b"} {
+		if f := obs.Paths["/v"].Files[p]; f == nil || f.HasData || f.Unread == "" {
+			t.Errorf("%s = %+v, want unread", p, f)
+		}
+	}
+	for _, bad := range []string{
+		rec("P", "0", "G", "", "99999", "a") + rec("Z", n),
+		rec("P", "0", "G", "", "1", "a", "-rw-r--r--", "-5", "C") + rec(n, "Q", "", "Z", n),
+		rec("P", "0", "G", "", "1", "a", "-rw-r--r--", "1", "X") + rec(n, "Q", "", "Z", n),
+	} {
+		if _, err := ParseObservation([]byte(bad), n, []string{"/v"}); err == nil {
+			t.Errorf("%q parsed, want an error", bad)
+		}
 	}
 }
 

@@ -60,19 +60,35 @@ func TestInitContainerCopyIsStale(t *testing.T) {
 // e2eSentinel is a Secret value no output may contain.
 const e2eSentinel = "S3CRET-e2e-9c4d1"
 
-// TestNoSecretDataInAnyOutput: a subPathExpr expanded from a secretKeyRef
-// (directly and through a literal). Every command and format, with and
-// without --secrets and --verify, is scanned for the Secret's value.
+// e2eSentinel2 is the Secret's value after the change.
+const e2eSentinel2 = "S3CRET-e2e-7b2e8"
+
+// TestNoSecretDataInAnyOutput: a Secret read every way (a subPathExpr
+// expanded from a secretKeyRef, directly and through a literal; a mounted
+// secret volume; env; envFrom; a projected volume beside a ConfigMap), then
+// changed so that diff has values to show. Every command and format, with
+// and without --secrets and --verify, is scanned for the Secret's values on
+// stdout and stderr; so are the attempts to raise client-go's log level
+// (-v=9 would log response bodies, Secret lists included), which the plugin
+// refuses as an unknown flag. diff --show-secret-values, which asks for
+// them, must show them: the scan can see them.
 func TestNoSecretDataInAnyOutput(t *testing.T) {
 	f := newFx(t)
 	f.createSecret(secret("tenant", map[string]string{"id": e2eSentinel}))
 	f.createConfigMap(configMap("cfg", map[string]string{"app.conf": "v1"}))
 	c := withEnv(busybox(app), secretEnv("TENANT", "tenant", "id"), corev1.EnvVar{Name: "DERIVED", Value: "x-$(TENANT)"})
+	c.EnvFrom = []corev1.EnvFromSource{{Prefix: "T_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "tenant"}}}}
 	c = withMounts(c, corev1.VolumeMount{Name: "cfg", MountPath: "/etc/t", SubPathExpr: "$(TENANT)-conf"},
-		corev1.VolumeMount{Name: "cfg", MountPath: "/etc/d", SubPathExpr: "$(DERIVED)"}, mount("cfg", "/etc/cfg"))
-	f.createPod(pod("p", withVolumes(podSpec(c), cmVolume("cfg", "cfg"))))
+		corev1.VolumeMount{Name: "cfg", MountPath: "/etc/d", SubPathExpr: "$(DERIVED)"}, mount("cfg", "/etc/cfg"),
+		mount("sec", "/etc/sec"), mount("proj", "/etc/proj"))
+	proj := corev1.Volume{Name: "proj", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "tenant"}}},
+	}}}}
+	f.createPod(pod("p", withVolumes(podSpec(c), cmVolume("cfg", "cfg"), secretVolume("sec", "tenant"), proj)))
 	f.waitPodReady("p")
 	f.patchConfigMapData("cfg", map[string]string{"app.conf": "v2"})
+	f.patchSecretData("tenant", map[string]string{"id": e2eSentinel2})
 	runs := [][]string{}
 	for _, format := range []string{"", "wide", "json", "yaml"} {
 		for _, extra := range [][]string{nil, {"--secrets"}, {"--verify"}, {"--secrets", "--verify"}, {"secret/tenant", "--verify"}} {
@@ -90,11 +106,23 @@ func TestNoSecretDataInAnyOutput(t *testing.T) {
 		[]string{"refresh", "-n", f.ns, "--dry-run=client"},
 		[]string{"refresh", "-n", f.ns, "--dry-run=client", "--secrets", "-o", "json"},
 		[]string{"refresh", "-n", f.ns, "--dry-run=client", "--strategy", "restart", "--secrets", "-o", "yaml"},
+		[]string{"diff", "-n", f.ns, "secret/tenant", "--secrets"},
 	)
+	// client-go logs response bodies at -v=9: the plugin has no -v, whatever the spelling
+	for _, v := range [][]string{{"-v=9"}, {"--v=9"}, {"-v", "9"}} {
+		for _, cmd := range [][]string{{"status", "-n", f.ns, "--secrets", "--verify"}, {"diff", "-n", f.ns, "secret/tenant"}, {"refresh", "-n", f.ns, "--dry-run=client", "--secrets"}} {
+			args := append(append([]string{}, cmd...), v...)
+			_, errOut, code := f.pluginRun(args...)
+			if code != 2 || !strings.Contains(errOut, "unknown") {
+				t.Errorf("kubectl cmsync %s: exit %d, want 2 (no such flag: client-go must not log bodies)\n%s", strings.Join(args, " "), code, errOut)
+			}
+			runs = append(runs, args)
+		}
+	}
 	shown := false
 	for _, args := range runs {
 		out, errOut, _ := f.pluginRun(args...)
-		if strings.Contains(out+errOut, e2eSentinel) {
+		if strings.Contains(out+errOut, e2eSentinel) || strings.Contains(out+errOut, e2eSentinel2) {
 			t.Errorf("kubectl cmsync %s prints the Secret's value", strings.Join(args, " "))
 		}
 		if strings.Contains(out+errOut, "expanded from Secret data: not shown") {
@@ -103,5 +131,10 @@ func TestNoSecretDataInAnyOutput(t *testing.T) {
 	}
 	if !shown {
 		t.Error("no output named the subPathExpr built from Secret data: the scan did not reach the reasons it guards")
+	}
+	// asked for explicitly, the values are shown: the scan above could see them
+	out, errOut, code := f.pluginRun("diff", "-n", f.ns, "secret/tenant", "--show-secret-values")
+	if code != 3 || !strings.Contains(out+errOut, e2eSentinel2) {
+		t.Errorf("diff --show-secret-values: exit %d, want 3 showing the Secret's new value", code)
 	}
 }

@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+func TestPrintableEscapesControlCharacters(t *testing.T) {
+	for in, want := range map[string]string{
+		"/etc/cfg":                      "/etc/cfg",
+		"/etc/a\nb":                     `/etc/a\nb`,
+		"tab\there\r":                   `tab\there\r`,
+		"\x1b[2J\x1b]0;pwned\x07":       `\x1b[2J\x1b]0;pwned\a`,
+		"ü ✓ $(touch x) `y`; 'q\" \x7f": `ü ✓ $(touch x) ` + "`y`" + `; 'q" \x7f`,
+		"c1\u0085":                      `c1\u0085`,
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A mount path with a newline and an escape sequence (the API allows both)
+// stays on its row of the status table and reaches the terminal escaped.
+func TestStatusTableEscapesHostilePaths(t *testing.T) {
+	it := inspect.Item{
+		Object:    inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true},
+		Pod:       inspect.PodRef{Name: "p"},
+		Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
+		Workload:  inspect.WorkloadRef{Kind: "Pod", Name: "p"},
+		Mode:      inspect.ModeVolume,
+		Volume:    &inspect.VolumeRef{Name: "v", MountPath: "/etc/a\nb\x1b[31m"},
+		Verdict:   inspect.VerdictHotUpdate,
+	}
+	var out bytes.Buffer
+	if err := printReport(&out, []inspect.Item{it}, printOptions{Format: "wide"}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	// the rows end at the blank line before the summary line
+	if n := strings.Count(strings.SplitN(s, "\n\n", 2)[0], "\n"); n != 1 {
+		t.Errorf("table has %d rows before the summary, want 2 lines (header and one row):\n%s", n+1, s)
+	}
+	if strings.Contains(s, "\x1b") || !strings.Contains(s, `/etc/a\nb\x1b[31m`) {
+		t.Errorf("the mount path is not escaped:\n%q", s)
+	}
+}
