@@ -207,10 +207,7 @@ func printWorkloadTable(out io.Writer, items []inspect.Item, o printOptions) err
 	if o.AllNamespaces {
 		head = append(head, "NAMESPACE")
 	}
-	objectHead := "CONFIGMAP"
-	if o.Secrets || showsSecret(items) {
-		objectHead = "OBJECT"
-	}
+	objectHead := objectHeader(items, o)
 	head = append(head, objectHead, "WORKLOAD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "PODS")
 	if o.Verify {
 		head = append(head, "STATE")
@@ -250,10 +247,7 @@ func printPodTable(out io.Writer, items []inspect.Item, o printOptions) error {
 	if o.AllNamespaces {
 		head = append(head, "NAMESPACE")
 	}
-	objectHead := "CONFIGMAP"
-	if o.Secrets || showsSecret(items) {
-		objectHead = "OBJECT"
-	}
+	objectHead := objectHeader(items, o)
 	head = append(head, objectHead, "POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD")
 	if o.Verify {
 		head = append(head, "STATE", "SYNCED")
@@ -426,4 +420,13 @@ func printableRow(cells ...string) string {
 		cells[i] = printable(c)
 	}
 	return strings.Join(cells, "\t")
+}
+
+// objectHeader titles the object column: CONFIGMAP, or OBJECT when Secrets
+// are shown.
+func objectHeader(items []inspect.Item, o printOptions) string {
+	if o.Secrets || showsSecret(items) {
+		return "OBJECT"
+	}
+	return "CONFIGMAP"
 }

@@ -3,11 +3,7 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -24,25 +20,7 @@ import (
 // stdout, stderr and the exit code.
 func (f *fx) pluginRun(args ...string) (string, string, int) {
 	f.t.Helper()
-	if pluginBuildErr != nil {
-		f.t.Fatalf("plugin not built: %v", pluginBuildErr)
-	}
-	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"cmsync"}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		f.t.Fatalf("kubectl cmsync %s: %v", strings.Join(args, " "), err)
-	}
-	f.t.Logf("kubectl cmsync %s -> exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
-	return stdout.String(), stderr.String(), code
+	return runPlugin(f, true, args...)
 }
 
 // refreshDoc is the RefreshPlan / RefreshResult document.
