@@ -13,7 +13,7 @@ E2E_FLAGS ?=
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
-	@echo "unit            gofmt check, go vet, go test -race ./... (pkg/tui without -race), the fuzz targets 10 s each (no cluster)"
+	@echo "unit            gofmt check, go vet, go test -race ./... (pkg/tui without -race), the fuzz targets 5,000 execs each (no cluster)"
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s; FUZZTIME=5m make fuzz)"
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install"
 	@echo "e2e             the e2e suite against the running local cluster (make cluster-up first)"
@@ -39,9 +39,12 @@ unit:
 	$(GO) test ./pkg/tui/
 	$(MAKE) --no-print-directory fuzz
 
-# the fuzz targets, 10 s each (FUZZTIME=5m make fuzz for longer): the exec-output parser, payload building,
+# the fuzz targets, 5,000 execs each (FUZZTIME=5m make fuzz for longer): the exec-output parser, payload building,
 # the pod spec walker (uses), the refresh planner and the manifest reader of lint
-FUZZTIME ?= 10s
+# A count of execs, not a duration: with a duration, Go's fuzzing coordinator can fail the run with a bare
+# "context deadline exceeded" (no crasher) when its deadline races a worker still busy with an input, which
+# happened here on a loaded machine (FuzzUses, FuzzPlan). FUZZTIME=5m make fuzz still fuzzes for 5 minutes.
+FUZZTIME ?= 5000x
 # Go minimizes every new interesting input for up to 60 s by default, with no execs meanwhile: that made the
 # 10 s runs stall (FuzzRead: ~11 execs in 10 s) and fail with "context deadline exceeded" when fuzztime ended
 # during a minimization. 1 s keeps them fuzzing (FuzzRead: ~4,300 execs in 10 s).
