@@ -55,11 +55,7 @@ KREW_TOOLS=$TOOLS/krew-$KREW_VERSION
 for t in kubectl-krew:krew validate-krew-manifest:validate-krew-manifest; do
   install_tool "$KREW_TOOLS" "${t%%:*}" sh -c 'go -C tools build -o "$out/$0" "sigs.k8s.io/krew/cmd/$1"' "${t%%:*}" "${t#*:}"
 done
-if [ -z "${KUBECTL:-}" ]; then
-  "$HACK_CLUSTER/build.sh" >/dev/null   # kubectl (cached: returns at once when built)
-  KUBECTL=$BIN/kubectl
-fi
-step "tools: goreleaser $("$GORELEASER" --version 2>/dev/null | awk '/^GitVersion:/ {print $2}'), krew $KREW_VERSION, kubectl $("$KUBECTL" version --client -o json | awk -F'"' '/gitVersion/ {print $4}')"
+step "tools: goreleaser $("$GORELEASER" --version 2>/dev/null | awk '/^GitVersion:/ {print $2}'), krew $KREW_VERSION"
 
 # 2. goreleaser
 export GORELEASER_CURRENT_TAG=${GORELEASER_CURRENT_TAG:-}
@@ -93,7 +89,13 @@ for m in "$tmp/generated/cmsync.yaml" "$tmp/checked-in/cmsync.yaml"; do
 done
 step "validate-krew-manifest $KREW_VERSION accepts $MANIFEST and plugins/krew.yaml"
 
-# 5. offline krew installs, every platform
+# 5. offline krew installs, every platform, through kubectl: the cluster's (built by hack/cluster/build.sh,
+# which `make test` runs beside this script; its lock makes this wait for it), or $KUBECTL
+if [ -z "${KUBECTL:-}" ]; then
+  "$HACK_CLUSTER/build.sh" >/dev/null   # cached: returns at once when built
+  KUBECTL=$BIN/kubectl
+fi
+step "kubectl $("$KUBECTL" version --client -o json | awk -F'"' '/gitVersion/ {print $4}')"
 VERSION=$(awk '/^  version:/ {print $2}' "$MANIFEST")
 this_os=$(go env GOOS) this_arch=$(go env GOARCH)
 for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64; do
