@@ -16,7 +16,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -236,11 +235,7 @@ func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, key
 	if err != nil {
 		return tui.Plan{}, fmt.Errorf("invalid -l %q: %v", a.o.Selector, err)
 	}
-	pods := map[string]*corev1.Pod{}
-	for i := range snap.Pods {
-		p := &snap.Pods[i]
-		pods[refresh.PodKey(p.Namespace, p.Name)] = p
-	}
+	pods := podsByKey(snap)
 	workloads, err := loadWorkloads(ctx, a.o.Client, items)
 	if err != nil {
 		return tui.Plan{}, err
@@ -249,8 +244,7 @@ func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, key
 	if beyond := outsideSelector(plan); len(beyond) > 0 {
 		// as refresh refuses it without --yes, even on a terminal: one key
 		// must not roll pods the user's -l left out
-		return tui.Plan{}, fmt.Errorf("refused: -l %s selects only some pods of the workloads to restart, and a restart replaces them all: %s; nothing was changed. Run kubectl cmsync refresh with --yes to restart them anyway, or --strategy annotate to restart nothing",
-			a.o.Selector, strings.Join(beyond, "; "))
+		return tui.Plan{}, beyondSelectorError(a.o.Selector, beyond, "Run kubectl cmsync refresh with --yes to restart them anyway")
 	}
 	var text bytes.Buffer
 	if err := printPlanTable(&text, plan); err != nil {

@@ -279,11 +279,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	redactor := inspect.NewRedactor(snap)
 	items = redactor.Items(items)
 
-	pods := map[string]*corev1.Pod{}
-	for i := range snap.Pods {
-		p := &snap.Pods[i]
-		pods[refresh.PodKey(p.Namespace, p.Name)] = p
-	}
+	pods := podsByKey(snap)
 	var workloads map[refresh.WorkloadKey]refresh.WorkloadInfo
 	if o.Strategy != string(refresh.StrategyAnnotate) { // annotate restarts nothing
 		if workloads, err = loadWorkloads(ctx, o.Client, items); err != nil {
@@ -316,7 +312,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if beyond := outsideSelector(plan); len(beyond) > 0 && dry == refresh.DryRunNone {
 		if !o.Yes {
 			_ = o.printPlan(plan)
-			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: -l %s selects only some pods of the workloads to restart, and a restart replaces them all: %s; nothing was changed. Add --yes to restart them anyway, or --strategy annotate to restart nothing", o.Selector, strings.Join(beyond, "; "))}
+			return &ExitError{Code: ExitRefused, Err: beyondSelectorError(o.Selector, beyond, "Add --yes to restart them anyway")}
 		}
 		fmt.Fprintf(o.ErrOut, "Warning: restarting pods that -l %s does not select: %s\n", o.Selector, strings.Join(beyond, "; "))
 	}
@@ -475,7 +471,7 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: %s", r.Target, r.Detail))
 		case r.Action.Action == refresh.ActionManual:
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: manual: %s", r.Target, r.Reason))
-		case r.Action.Action == refresh.ActionNone && unverifiable(r.Consumers):
+		case r.Action.Action == refresh.ActionNone && refresh.AnyUnverifiable(r.Consumers):
 			// nothing left to do, but not proven current either
 			notCurrent = append(notCurrent, fmt.Sprintf("%s: unverifiable: %s", r.Target, r.Reason))
 		}
@@ -537,15 +533,6 @@ func evictedSummary(r refresh.Result) string {
 		s += "; replaced by " + strings.Join(r.Replacements, ", ")
 	}
 	return s
-}
-
-func unverifiable(cs []refresh.Consumer) bool {
-	for _, c := range cs {
-		if c.State == inspect.StateUnverifiable {
-			return true
-		}
-	}
-	return false
 }
 
 // outsideSelector lists, per restart, the pods it replaces beyond -l.
@@ -673,4 +660,23 @@ func workloadPods(ctx context.Context, c kubernetes.Interface, k refresh.Workloa
 		out = append(out, refresh.WorkloadPod{Name: p.Name, UID: string(p.UID), Labels: p.Labels})
 	}
 	return out, nil
+}
+
+// podsByKey indexes the snapshot's pods by refresh.PodKey, as the planner
+// reads them.
+func podsByKey(snap *inspect.Snapshot) map[string]*corev1.Pod {
+	pods := make(map[string]*corev1.Pod, len(snap.Pods))
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		pods[refresh.PodKey(p.Namespace, p.Name)] = p
+	}
+	return pods
+}
+
+// beyondSelectorError refuses a restart that replaces pods -l does not
+// select (refresh without --yes, and the dashboard always); yes says how to
+// go ahead anyway.
+func beyondSelectorError(selector string, beyond []string, yes string) error {
+	return fmt.Errorf("refused: -l %s selects only some pods of the workloads to restart, and a restart replaces them all: %s; nothing was changed. %s, or --strategy annotate to restart nothing",
+		selector, strings.Join(beyond, "; "), yes)
 }

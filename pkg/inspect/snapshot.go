@@ -392,10 +392,10 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 // scale: managedFields, kubectl's last-applied copy, the pod conditions.
 func trimPod(p corev1.Pod) corev1.Pod {
 	p.ManagedFields = nil
-	if _, ok := p.Annotations[lastAppliedAnnotation]; ok {
+	if _, ok := p.Annotations[LastAppliedAnnotation]; ok {
 		a := make(map[string]string, len(p.Annotations)-1)
 		for k, v := range p.Annotations {
-			if k != lastAppliedAnnotation {
+			if k != LastAppliedAnnotation {
 				a[k] = v
 			}
 		}
@@ -405,8 +405,9 @@ func trimPod(p corev1.Pod) corev1.Pod {
 	return p
 }
 
-// lastAppliedAnnotation is kubectl apply's copy of the whole object.
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+// LastAppliedAnnotation is kubectl apply's copy of the whole object: large,
+// and never read by the core (the dashboard's informers drop it too).
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // listOwnerMeta lists one owner kind as metadata only.
 func listOwnerMeta(mc metadata.Interface, gvr schema.GroupVersionResource, ns string, list listFunc, each func(metav1.ObjectMeta)) error {

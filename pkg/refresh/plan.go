@@ -607,3 +607,15 @@ func Counts(actions []Action) map[ActionKind]int {
 	}
 	return c
 }
+
+// AnyUnverifiable reports whether a consumer cannot be proven current: an
+// action `none` with such a consumer has nothing left to do, but is not
+// current either (refresh exits 3 for it; the dashboard says so).
+func AnyUnverifiable(cs []Consumer) bool {
+	for _, c := range cs {
+		if c.State == inspect.StateUnverifiable {
+			return true
+		}
+	}
+	return false
+}

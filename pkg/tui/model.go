@@ -673,16 +673,6 @@ func (m *Model) onApply(msg applyMsg) tea.Cmd {
 	return m.startVerify()
 }
 
-// anyUnverifiable: a consumer that cannot be proven current.
-func anyUnverifiable(cs []refresh.Consumer) bool {
-	for _, c := range cs {
-		if c.State == inspect.StateUnverifiable {
-			return true
-		}
-	}
-	return false
-}
-
 // ResultLine says in one line what a refresh changed and what it did not;
 // bad is true when something failed or is not current.
 func ResultLine(results []refresh.Result) (line string, bad bool) {
@@ -697,7 +687,7 @@ func ResultLine(results []refresh.Result) (line string, bad bool) {
 	var slowest time.Duration
 	for _, r := range results {
 		switch {
-		case r.Action.Action == refresh.ActionNone && anyUnverifiable(r.Consumers):
+		case r.Action.Action == refresh.ActionNone && refresh.AnyUnverifiable(r.Consumers):
 			// nothing left to do, but not proven current (refresh exits 3)
 			add("unverifiable (not changed)")
 			bad = true

@@ -7,11 +7,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// lastAppliedAnnotation is kubectl apply's copy of the whole object: large,
-// and never read by the core.
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
 
 // Transform trims objects before the informers cache them, so that memory
 // stays small with many pods: managedFields go (a ConfigMap or Secret keeps
@@ -23,7 +21,7 @@ func Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		o.ManagedFields = nil
-		delete(o.Annotations, lastAppliedAnnotation)
+		delete(o.Annotations, inspect.LastAppliedAnnotation)
 		o.Spec = trimPodSpec(o.Spec)
 		st := o.Status
 		o.Status = corev1.PodStatus{Phase: st.Phase, PodIP: st.PodIP, HostIP: st.HostIP,
@@ -32,10 +30,10 @@ func Transform(obj any) (any, error) {
 			EphemeralContainerStatuses: trimStatuses(st.EphemeralContainerStatuses)}
 	case *corev1.ConfigMap:
 		o.ManagedFields = dataFieldTimes(o.ManagedFields)
-		delete(o.Annotations, lastAppliedAnnotation)
+		delete(o.Annotations, inspect.LastAppliedAnnotation)
 	case *corev1.Secret:
 		o.ManagedFields = dataFieldTimes(o.ManagedFields)
-		delete(o.Annotations, lastAppliedAnnotation)
+		delete(o.Annotations, inspect.LastAppliedAnnotation)
 	case *appsv1.ReplicaSet:
 		return &appsv1.ReplicaSet{TypeMeta: o.TypeMeta, ObjectMeta: ownerMeta(o.ObjectMeta)}, nil
 	case *batchv1.Job:
