@@ -267,12 +267,20 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	// --strategy restart plans without observing: a client dry run of it
 	// reads nothing from the containers (no exec at all).
 	observed := !(dry == refresh.DryRunClient && o.Strategy == string(refresh.StrategyRestart))
+	var notObserved map[string]bool
 	if observed {
 		vo := o.verifyOptions()
 		if o.ErrTerminal {
 			vo.Progress = o.ErrOut
 		}
-		items = inspect.Verify(ctx, items, snap, o.Executor, vo)
+		if o.Strategy == string(refresh.StrategyRestart) {
+			items = inspect.Verify(ctx, items, snap, o.Executor, vo)
+		} else {
+			// only the pods whose action depends on their state are read
+			// first; the others' hot-updating mounts are annotated at once
+			// and verified after
+			items, notObserved = verifyPods(ctx, items, refresh.ObservationNeeded(items), snap, o.Executor, vo)
+		}
 	}
 	// The output edge: reasons derived from Secret data are redacted
 	// before they reach the plan, and again in the results.
@@ -290,7 +298,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError("invalid -l %q: %v", o.Selector, err)
 	}
-	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, Selector: sel,
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, NotObserved: notObserved, Selector: sel,
 		RestartVia: refresh.RestartVia(o.RestartVia), MaxUnavailable: o.MaxUnavailable})
 	counts := refresh.Counts(plan)
 	// an evict action restarts a workload's pods as a restart does
@@ -407,6 +415,11 @@ func (o *RefreshOptions) printResults(results []refresh.Result) error {
 		if detail == "" {
 			detail = reasonWithWarnings(r.Reason, r.Warnings)
 		}
+		if r.Action.Action == refresh.ActionAnnotate && (r.Outcome == refresh.OutcomeCurrent || r.Outcome == refresh.OutcomeTimeout || r.Outcome == refresh.OutcomeUnverifiable || r.Outcome == refresh.OutcomeApplied) {
+			// what was known before: a pending mount, or nothing (annotated
+			// without a prior exec)
+			detail = strings.TrimSuffix("annotated ("+r.Before()+"); "+r.Detail, "; ")
+		}
 		outcome := string(r.Outcome)
 		fmt.Fprintln(w, printableRow(r.Target.Namespace, string(r.Action.Action), r.Target.String(), consumersColumn(r.Consumers), outcome, after, detail))
 	}
@@ -502,6 +515,29 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		return &ExitError{Code: ExitCheck, Err: fmt.Errorf("%d actions left consumers not current:\n  %s", len(notCurrent), strings.Join(notCurrent, "\n  "))}
 	}
 	return nil
+}
+
+// verifyPods observes the uses of the pods in need (by refresh.PodKey) and
+// returns every item, the others without a state, and the pods left
+// unobserved.
+func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot, ex inspect.Executor, vo inspect.VerifyOptions) ([]inspect.Item, map[string]bool) {
+	var picked []inspect.Item
+	var at []int
+	notObserved := map[string]bool{}
+	for i, it := range items {
+		k := refresh.PodKey(it.Object.Namespace, it.Pod.Name)
+		if need[k] {
+			picked, at = append(picked, it), append(at, i)
+		} else if it.Pod.Name != "" {
+			notObserved[k] = true
+		}
+	}
+	if len(picked) > 0 {
+		for j, it := range inspect.Verify(ctx, picked, snap, ex, vo) {
+			items[at[j]] = it
+		}
+	}
+	return items, notObserved
 }
 
 // missingPermissionsError says, before anything is sent, every permission
