@@ -268,6 +268,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	// reads nothing from the containers (no exec at all).
 	observed := !(dry == refresh.DryRunClient && o.Strategy == string(refresh.StrategyRestart))
 	var notObserved map[string]bool
+	restartable := items // whose workloads a restart may concern
 	if observed {
 		vo := o.verifyOptions()
 		if o.ErrTerminal {
@@ -279,7 +280,16 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 			// only the pods whose action depends on their state are read
 			// first; the others' hot-updating mounts are annotated at once
 			// and verified after
-			items, notObserved = verifyPods(ctx, items, refresh.ObservationNeeded(items), snap, o.Executor, vo)
+			need := refresh.ObservationNeeded(items)
+			items, notObserved = verifyPods(ctx, items, need, snap, o.Executor, vo)
+			// pods annotated without observing are never restarted: their
+			// workloads need not be read
+			restartable = nil
+			for _, it := range items {
+				if need[refresh.PodKey(it.Object.Namespace, it.Pod.Name)] {
+					restartable = append(restartable, it)
+				}
+			}
 		}
 	}
 	// The output edge: reasons derived from Secret data are redacted
@@ -290,7 +300,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	pods := podsByKey(snap)
 	var workloads map[refresh.WorkloadKey]refresh.WorkloadInfo
 	if o.Strategy != string(refresh.StrategyAnnotate) { // annotate restarts nothing
-		if workloads, err = loadWorkloads(ctx, o.Client, items); err != nil {
+		if workloads, err = loadWorkloads(ctx, o.Client, restartable); err != nil {
 			return explainAPIError(err, server, o.Namespace)
 		}
 	}
