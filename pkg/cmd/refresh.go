@@ -34,14 +34,16 @@ var (
 		Make every consumer of the selected ConfigMaps (and Secrets) current with the
 		least disruptive action, then prove it.
 
-		With --strategy auto (the default) each consuming container is observed via
-		exec first: a pod whose mounted volume is pending gets the annotation
-		kubectl-cmsync.io/refreshed-at bumped, so the kubelet rewrites its volumes
-		within about a second without restarting anything; a workload with a stale env
-		or subPath consumer is restarted the way 'kubectl rollout restart' does, once
-		however many of its pods or ConfigMaps need it. Bare pods, Jobs, OnDelete
-		workloads and re-created immutable ConfigMaps are reported as manual, with what
-		to do. With --wait (the default) the result is verified by exec.
+		With --strategy auto (the default) a pod whose every use is a mounted volume
+		gets the annotation kubectl-cmsync.io/refreshed-at bumped at once, so the
+		kubelet rewrites its volumes within about a second without restarting
+		anything (harmless where they are already current); a pod with an env or
+		subPath use is observed via exec first: its pending volumes are annotated, and
+		a workload with a stale env or subPath consumer is restarted the way 'kubectl
+		rollout restart' does, once however many of its pods or ConfigMaps need it.
+		Bare pods, Jobs, OnDelete workloads and re-created immutable ConfigMaps are
+		reported as manual, with what to do. With --wait (the default) the result is
+		verified by exec, each annotated pod as soon as its patch is acknowledged.
 
 		With --restart-via=evict the pods of stale consumers are evicted through the
 		Eviction API instead, one at a time (--max-unavailable), each replacement Ready
@@ -49,7 +51,7 @@ var (
 		changed, so GitOps tools (Argo CD, Flux) see no drift.`)
 
 	refreshExample = templates.Examples(`
-		# Show what would be done, change nothing (reads each consuming container by exec)
+		# Show what would be done, change nothing (reads by exec the containers with env or subPath uses)
 		kubectl cmsync refresh app-config --dry-run=client
 
 		# Refresh every consumer of one ConfigMap, restarting workloads without asking
@@ -133,7 +135,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
 	fs.StringVar(&o.Strategy, "strategy", o.Strategy, "auto: annotate pods with a pending mount and restart workloads with a stale env or subPath consumer; annotate: only annotate pods; restart: roll out every owning workload.")
-	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: observe the consumers (read-only execs, as --verify does; none with --strategy restart), print the plan, change nothing; server: also send the patches with dryRun=All.`)
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: observe the pods the plan depends on (read-only execs into those with env or subPath uses, as --verify does; none with --strategy restart), print the plan, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Restart workloads without asking.")
 	fs.IntVar(&o.MaxRestarts, "max-restarts", o.MaxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
