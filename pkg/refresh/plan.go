@@ -436,20 +436,24 @@ func Plan(in PlanInput) []Action {
 	for _, a := range none {
 		out = append(out, *a)
 	}
-	order := map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
-	sort.SliceStable(out, func(i, j int) bool {
-		if order[out[i].Action] != order[out[j].Action] {
-			return order[out[i].Action] < order[out[j].Action]
-		}
-		if out[i].Target.Namespace != out[j].Target.Namespace {
-			return out[i].Target.Namespace < out[j].Target.Namespace
-		}
-		if out[i].Target.Kind != out[j].Target.Kind {
-			return out[i].Target.Kind < out[j].Target.Kind
-		}
-		return out[i].Target.Name < out[j].Target.Name
-	})
+	sort.SliceStable(out, func(i, j int) bool { return Precedes(out[i], out[j]) })
 	return out
+}
+
+// Precedes is the order of a plan: restarts and evictions, annotations,
+// manual steps, then nothing to do; by namespace, kind and name within each.
+func Precedes(a, b Action) bool {
+	order := map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
+	if order[a.Action] != order[b.Action] {
+		return order[a.Action] < order[b.Action]
+	}
+	if a.Target.Namespace != b.Target.Namespace {
+		return a.Target.Namespace < b.Target.Namespace
+	}
+	if a.Target.Kind != b.Target.Kind {
+		return a.Target.Kind < b.Target.Kind
+	}
+	return a.Target.Name < b.Target.Name
 }
 
 // annotatedSince returns the time of the pod's refresh annotation when it is
