@@ -376,7 +376,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	}
 	if dry == refresh.DryRunNone && o.Wait {
 		// --timeout bounds the evictions and the wait together
-		wo := refresh.WaitOptions{Timeout: max(deadline.Sub(o.Now()), time.Millisecond), Now: o.Now}
+		wo := refresh.WaitOptions{Timeout: max(deadline.Sub(o.Now()), time.Millisecond), Now: o.Now, Concurrency: o.Verify.Concurrency}
 		if o.ErrTerminal {
 			wo.Progress = func(p refresh.Progress) {
 				fmt.Fprintf(o.ErrOut, "\rwaiting: %d/%d current, %s elapsed ", p.Current, p.Total, p.Elapsed.Round(100*time.Millisecond))
@@ -608,7 +608,7 @@ func (o *RefreshOptions) annotateEarly(ctx context.Context, items []inspect.Item
 	go func() {
 		results := refresh.Apply(ctx, o.Patcher, plan, refresh.DryRunNone, o.Now)
 		if o.Wait {
-			results = refresh.Wait(ctx, results, o.Observer, o.Rollouts, refresh.WaitOptions{Timeout: max(deadline.Sub(o.Now()), time.Millisecond), Now: o.Now})
+			results = refresh.Wait(ctx, results, o.Observer, o.Rollouts, refresh.WaitOptions{Timeout: max(deadline.Sub(o.Now()), time.Millisecond), Now: o.Now, Concurrency: o.Verify.Concurrency})
 		}
 		done <- results
 	}()
