@@ -118,13 +118,22 @@ func TestRefreshAnnotatesPendingVolume(t *testing.T) {
 	if id, rc := containerID(after, "c"); id != id0 || rc != rc0 {
 		t.Errorf("container restarted: id %s -> %s, restarts %d -> %d", id0, id, rc0, rc)
 	}
-	// a second run re-annotates (harmless), is current at once, restarts nothing
+	// a second run re-annotates (harmless), is current at once, restarts
+	// nothing, and the kubelet does not rewrite the identical payload
+	target0, _, err := f.execIn("web", "c", "readlink", "/etc/app/..data")
+	if err != nil {
+		t.Fatalf("readlink ..data: %v", err)
+	}
 	doc, _, code = f.refreshJSON("app")
 	if code != 0 || actionsOf(doc) != "annotate pod/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent {
 		t.Errorf("second run: exit %d plan %q, want 0 and annotate pod/web current", code, actionsOf(doc))
 	}
 	if id, rc := containerID(f.getPod("web"), "c"); id != id0 || rc != rc0 {
 		t.Errorf("second run restarted the container: id %s -> %s, restarts %d -> %d", id0, id, rc0, rc)
+	}
+	time.Sleep(2 * time.Second) // past the kubelet's resync of the annotated pod
+	if target, _, err := f.execIn("web", "c", "readlink", "/etc/app/..data"); err != nil || target != target0 {
+		t.Errorf("the annotation of a current volume rewrote it: ..data %q -> %q (%v)", target0, target, err)
 	}
 }
 
