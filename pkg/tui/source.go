@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -128,11 +129,22 @@ func NewSource(client kubernetes.Interface, scope Scope, now func() time.Time) *
 // Scope returns what the source watches.
 func (s *Source) Scope() Scope { return s.scope }
 
+// syncPoll is how often Start checks whether the informers have synced.
+const syncPoll = 50 * time.Millisecond
+
 // Start runs the informers until Stop.
 func (s *Source) Start() {
 	for _, f := range s.factories {
 		f.Start(s.ctx.Done())
 	}
+	// An informer can sync after the snapshot that read its last event, or
+	// with no event at all (an empty list): nothing would wake Next again
+	// and the header would stay "syncing". One more snapshot once synced.
+	go func() {
+		if wait.PollUntilContextCancel(s.ctx, syncPoll, true, func(context.Context) (bool, error) { return s.synced(), nil }) == nil {
+			s.poke()
+		}
+	}()
 }
 
 // Stop ends every watch of the source. It does not wait for the informers'
