@@ -260,6 +260,9 @@ func (s *Source) read() dataMsg {
 	changes := s.changes
 	s.changes = nil
 	s.mu.Unlock()
+	// Synced is asked before the caches are read too: a cache read before
+	// its informer synced may lack objects, and must not be shown as live.
+	synced := s.synced()
 	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{}, Secrets: map[inspect.ObjectKey]*corev1.Secret{},
 		ReplicaSets: map[inspect.NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[inspect.NamespacedName]*batchv1.Job{},
 		SecretsListed: s.secrets != nil}
@@ -316,7 +319,7 @@ func (s *Source) read() dataMsg {
 	}
 	errs := maps.Clone(s.errs)
 	s.mu.Unlock()
-	return dataMsg{source: s, snap: snap, items: items, changes: changes, errs: errs, notes: notes, synced: s.synced(), err: err, at: s.now()}
+	return dataMsg{source: s, snap: snap, items: items, changes: changes, errs: errs, notes: notes, synced: synced, err: err, at: s.now()}
 }
 
 func (s *Source) informer(resource string) cache.SharedIndexInformer {
