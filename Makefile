@@ -13,7 +13,7 @@ E2E_FLAGS ?=
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
-	@echo "unit            gofmt check, go vet, go test -race ./... (pkg/tui without -race), the fuzz targets 10 s each on Go 1.27 (no cluster)"
+	@echo "unit            gofmt check, go vet, go test -race ./..., the fuzz targets 10 s each on Go 1.27 (no cluster)"
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s, on Go FUZZ_TOOLCHAIN; FUZZTIME=5m make fuzz)"
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install"
 	@echo "e2e             the e2e suite against the running local cluster (make cluster-up first)"
@@ -32,11 +32,7 @@ unit:
 	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
-	# -race for every package but pkg/tui, whose tests change the fake clientset's reactors while the model's
-	# goroutines call it (a race in the tests, reported by -race in TestWatchErrorShowsInStatusLine and
-	# TestUnreachableAPIServerAndRecovery): it runs without -race until those tests are fixed
-	$(GO) test -race $$($(GO) list ./... | grep -v '/pkg/tui$$')
-	$(GO) test ./pkg/tui/
+	$(GO) test -race ./...
 	$(MAKE) --no-print-directory fuzz
 
 # the fuzz targets, FUZZTIME each (10 s; FUZZTIME=5m make fuzz for longer): the exec-output parser, payload
