@@ -254,6 +254,11 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 				it.StateCause, it.StateReason, at.UTC().Format(time.RFC3339), strings.ToLower(it.Object.Kind))}
 		}
 	}
+	if !observed && pod != nil && pod.DeletionTimestamp != nil {
+		// not read first, but its status says enough: an annotation of a
+		// terminating pod refreshes nothing, and the wait could not verify it
+		return decision{need: needNothing, reason: "the pod is terminating: its replacement, if any, reads the object when it starts"}
+	}
 	switch s {
 	case StrategyAnnotate:
 		if hot {

@@ -370,7 +370,11 @@ func TestObservationNeededAndPlanWithoutObserving(t *testing.T) {
 		workloads[WorkloadKey{"Deployment", "ns", w}] = WorkloadInfo{Exists: true}
 	}
 	for _, s := range []Strategy{StrategyAuto, StrategyAnnotate} {
-		plan := Plan(PlanInput{Items: all, Strategy: s, Observed: true, NotObserved: notObserved, Workload: workloads})
+		gone := use("gone-1", "Deployment", "vol", inspect.ModeVolume, inspect.VerdictHotUpdate, "")
+		now := metav1.Now()
+		pods := map[string]*corev1.Pod{PodKey("ns", "gone-1"): {ObjectMeta: metav1.ObjectMeta{Name: "gone-1", Namespace: "ns", DeletionTimestamp: &now}}}
+		notObserved[PodKey("ns", "gone-1")] = true
+		plan := Plan(PlanInput{Items: append(all, gone), Pods: pods, Strategy: s, Observed: true, NotObserved: notObserved, Workload: workloads})
 		byTarget := map[string]Action{}
 		for _, a := range plan {
 			if _, seen := byTarget[a.Target.String()]; !seen { // annotate before none
@@ -385,6 +389,9 @@ func TestObservationNeededAndPlanWithoutObserving(t *testing.T) {
 		}
 		if a := byTarget["pod/mixed-1"]; a.Action != ActionAnnotate || !strings.Contains(a.Reason, "pending") {
 			t.Errorf("%s: pod mixed-1: %s %q, want annotate because its mount was seen pending", s, a.Action, a.Reason)
+		}
+		if a := byTarget["pod/gone-1"]; a.Action != ActionNone || !strings.Contains(a.Reason, "terminating") {
+			t.Errorf("%s: terminating pod gone-1: %s %q, want none (an annotation refreshes nothing)", s, a.Action, a.Reason)
 		}
 		if a := byTarget["pod/miss-1"]; a.Action != ActionManual {
 			t.Errorf("%s: pod miss-1: %s, want manual (a required object is missing)", s, a.Action)
