@@ -212,7 +212,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 	}
 	// The output edge: no text derived from Secret data goes further.
-	items = inspect.NewRedactor(snap).Items(items)
+	inspect.NewRedactor(snap).Redact(items)
 	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: o.Secrets || inspect.NamesSecret(o.Names), Now: o.Now(), GroupBy: o.GroupBy}); err != nil {
 		return err
 	}

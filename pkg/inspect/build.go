@@ -68,14 +68,17 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 	}
 	// One allocation for the items of every running pod: at 10,000 pods
 	// (70,000 uses) growing the slice by doubling cost more than building
-	// the items.
-	n := 0
+	// the items. The uses of a pod are appended in place and those not kept
+	// dropped, hence room for the largest pod's uses on top.
+	all := func(ObjectKey) bool { return true }
+	n, most := 0, 0
 	for i := range snap.Pods {
 		if !PodTerminated(&snap.Pods[i]) {
 			n += useCount(&snap.Pods[i], keep)
+			most = max(most, useCount(&snap.Pods[i], all))
 		}
 	}
-	items := make([]Item, 0, n)
+	items := make([]Item, 0, n+most)
 	used := map[ObjectKey]bool{}
 	completed := map[ObjectKey][]string{}
 	for i := range snap.Pods {
@@ -91,7 +94,11 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 			continue
 		}
 		var owner *WorkloadRef
-		for _, it := range Uses(pod) {
+		start := len(items)
+		items = appendUses(items, pod)
+		kept := start
+		for j := start; j < len(items); j++ {
+			it := &items[j]
 			k := it.Key()
 			if !keep(k) {
 				continue
@@ -101,10 +108,15 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 				owner = &w
 			}
 			it.Workload = *owner
-			Predict(&it, pod, snap.Object(k), snap)
+			Predict(it, pod, snap.Object(k), snap)
 			used[k] = true
-			items = append(items, it)
+			if kept != j {
+				items[kept] = *it
+			}
+			kept++
 		}
+		clear(items[kept:])
+		items = items[:kept]
 	}
 	for _, k := range o.Names {
 		if used[k] {

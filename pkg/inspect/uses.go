@@ -92,7 +92,11 @@ func findContainer(pod *corev1.Pod, name string) (containerView, bool) {
 // source that no container mounts. Object state, owner and prediction are
 // filled in later (see Build).
 func Uses(pod *corev1.Pod) []Item {
-	var out []Item
+	return appendUses(nil, pod)
+}
+
+// appendUses appends the uses of the pod to out (see Uses).
+func appendUses(out []Item, pod *corev1.Pod) []Item {
 	base := Item{Pod: PodRef{Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName, Phase: podPhase(pod)}}
 	mounted := map[string]bool{}
 	volumes := map[string]corev1.Volume{}
