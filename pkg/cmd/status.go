@@ -144,8 +144,10 @@ func (o *StatusOptions) Complete(args []string) error {
 		}
 		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
 			// status reads: owners as metadata only, LISTs from the watch
-			// cache (README: Performance)
+			// cache, pods streamed (README: Performance)
 			lo.Metadata, lo.FromCache = mc, true
+			// pods decoded one at a time from the response
+			lo.PodREST = o.Client.CoreV1().RESTClient()
 			return inspect.Load(ctx, o.Client, lo)
 		}
 	}
