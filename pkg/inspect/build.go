@@ -80,6 +80,7 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 	}
 	items := make([]Item, 0, n+most)
 	used := map[ObjectKey]bool{}
+	reasons := map[string]string{}
 	completed := map[ObjectKey][]string{}
 	for i := range snap.Pods {
 		pod := &snap.Pods[i]
@@ -109,6 +110,13 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 			}
 			it.Workload = *owner
 			Predict(it, pod, snap.Object(k), snap)
+			// the reasons repeat (one per object, mode and timing): keep
+			// one copy of each
+			if r, ok := reasons[it.Reason]; ok {
+				it.Reason = r
+			} else {
+				reasons[it.Reason] = it.Reason
+			}
 			used[k] = true
 			if kept != j {
 				items[kept] = *it
