@@ -7,6 +7,8 @@
 #                              volume, items, projected (a ConfigMap with a Secret), subPath, env,
 #                              envFrom, and a sidecar (restartable init container) mounting a volume.
 #                              Running `up` again with another PODS rescales the Deployments.
+#   hack/bench/scale.sh shrink N  deletes the highest-numbered namespaces until N pods are left (the
+#                              pods are spread evenly), to measure 10k, then 3k, then 1k on the way down.
 #   hack/bench/scale.sh down   deletes all of it (the namespaces and the Node) in one command.
 # The pods are bound (spec.nodeName) to the Node object cmsync-scale-no-kubelet that has no kubelet behind
 # it, and tolerate every taint: they stay Pending, and neither pod GC (the node exists) nor taint eviction
@@ -155,11 +157,30 @@ down)
   kubectl delete node "$NODE" --ignore-not-found >/dev/null
   echo "deleted in $(echo "$(now) - $t0" | bc) s"
   ;;
+shrink)
+  want=${2:-}
+  [[ $want =~ ^[0-9]+$ ]] || die "usage: $0 shrink N (the number of pods to keep)"
+  t0=$(now)
+  mapfile -t nss < <(kubectl get namespace -l "$LABEL" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+  (( ${#nss[@]} > 0 )) || die "no fixture namespaces (run $0 up first)"
+  have=$(scale_count)
+  per=$((have / ${#nss[@]}))
+  (( per > 0 )) || die "the fixture has no pods yet"
+  (( want % per == 0 )) || die "N ($want) must be a multiple of the pods per namespace ($per)"
+  keep=$((want / per))
+  (( keep <= ${#nss[@]} )) || die "only $have pods in ${#nss[@]} namespaces; use up to grow"
+  drop=("${nss[@]:keep}")
+  [ ${#drop[@]} -gt 0 ] || { echo "$have pods already"; exit 0; }
+  kubectl delete namespace "${drop[@]}" --wait=false >/dev/null
+  printf '/api/v1/namespaces/%s/pods?gracePeriodSeconds=0\n' "${drop[@]}" | xargs -r -P "$CONCURRENCY" -I{} kubectl delete --raw {} >/dev/null
+  kubectl wait --for=delete "${drop[@]/#/namespace/}" --timeout=30m >/dev/null 2>&1 || true
+  echo "$(scale_count) pods left in $keep namespaces after $(echo "$(now) - $t0" | bc) s"
+  ;;
 count)
   scale_count
   ;;
 *)
-  echo "usage: PODS=10000 NAMESPACES=50 $0 up|down|count" >&2
+  echo "usage: PODS=10000 NAMESPACES=50 $0 up|down|count, or $0 shrink N" >&2
   exit 2
   ;;
 esac
