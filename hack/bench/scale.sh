@@ -111,6 +111,27 @@ Y
   done
 }
 
+# delete_namespaces NS...: deletes the namespaces and force-deletes their pods, again until they are gone
+# (a bound pod is deleted gracefully and only its kubelet would finish that; there is none): once a
+# namespace is terminating no controller re-creates pods, so one DELETE collection with
+# gracePeriodSeconds=0 per namespace ends them, like `kubectl delete --force --grace-period=0`. It is
+# repeated, as an API server restart (other sessions' fault tests) can drop a request.
+delete_namespaces() {
+  local out tries=0
+  kubectl delete namespace "$@" --wait=false >/dev/null 2>&1 || true
+  while :; do
+    (( tries++ < 60 )) || die "namespaces still terminating after 10 minutes: $out"
+    if ! out=$(kubectl get namespace "$@" --ignore-not-found -o jsonpath='{range .items[*]}{.metadata.name}{" "}{end}' 2>/dev/null); then
+      sleep 10 # the API server is restarting
+      continue
+    fi
+    [ -n "$out" ] || return 0
+    printf '/api/v1/namespaces/%s/pods?gracePeriodSeconds=0\n' $out |
+      xargs -r -P "$CONCURRENCY" -I{} kubectl delete --raw {} >/dev/null 2>&1 || true
+    sleep 10
+  done
+}
+
 case ${1:-} in
 up)
   (( PODS % (NAMESPACES * DEPLOYMENTS) == 0 )) || die "PODS ($PODS) must be a multiple of NAMESPACES*$DEPLOYMENTS ($((NAMESPACES * DEPLOYMENTS)))"
@@ -145,15 +166,8 @@ Y
   ;;
 down)
   t0=$(now)
-  # A bound pod is deleted gracefully and only its kubelet would finish that; there is none, so once the
-  # namespaces are terminating (no controller re-creates pods) the pods go by one DELETE collection with
-  # gracePeriodSeconds=0 per namespace, like `kubectl delete --force --grace-period=0`.
-  kubectl delete namespace -l "$LABEL" --wait=false >/dev/null
-  for ns in $(kubectl get namespace -l "$LABEL" -o name); do
-    echo "/api/v1/namespaces/${ns#namespace/}/pods?gracePeriodSeconds=0"
-  done | xargs -r -P "$CONCURRENCY" -I{} kubectl delete --raw {} >/dev/null
-  kubectl wait --for=delete namespace -l "$LABEL" --timeout=30m >/dev/null 2>&1 || true
-  [ -z "$(kubectl get namespace -l "$LABEL" -o name)" ] || die "namespaces still terminating: $(kubectl get namespace -l "$LABEL" -o name | tr '\n' ' ')"
+  mapfile -t nss < <(kubectl get namespace -l "$LABEL" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+  [ ${#nss[@]} -eq 0 ] || delete_namespaces "${nss[@]}"
   kubectl delete node "$NODE" --ignore-not-found >/dev/null
   echo "deleted in $(echo "$(now) - $t0" | bc) s"
   ;;
@@ -171,9 +185,7 @@ shrink)
   (( keep <= ${#nss[@]} )) || die "only $have pods in ${#nss[@]} namespaces; use up to grow"
   drop=("${nss[@]:keep}")
   [ ${#drop[@]} -gt 0 ] || { echo "$have pods already"; exit 0; }
-  kubectl delete namespace "${drop[@]}" --wait=false >/dev/null
-  printf '/api/v1/namespaces/%s/pods?gracePeriodSeconds=0\n' "${drop[@]}" | xargs -r -P "$CONCURRENCY" -I{} kubectl delete --raw {} >/dev/null
-  kubectl wait --for=delete "${drop[@]/#/namespace/}" --timeout=30m >/dev/null 2>&1 || true
+  delete_namespaces "${drop[@]}"
   echo "$(scale_count) pods left in $keep namespaces after $(echo "$(now) - $t0" | bc) s"
   ;;
 count)
