@@ -182,9 +182,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	// A soft memory limit: at 10,000 pods the live heap peaks near 140 MiB
+	// A soft memory limit: at 10,000 pods the live heap peaks near 120 MiB
 	// and the runtime's default (collect when the heap doubles) let the
-	// process grow to ~350 MiB; with the limit it stays near 230 MiB for
+	// process grow to ~350 MiB; with the limit it stays near 210 MiB for
 	// about the same wall time (README: Performance). GOMEMLIMIT overrides.
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(statusMemoryLimit)
