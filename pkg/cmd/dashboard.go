@@ -150,9 +150,11 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	// client-go logs reflector errors through klog: on a full-screen
-	// program they would tear the screen. The status line shows them.
+	// client-go logs reflector errors through klog, and main prints the API
+	// server's warnings on stderr: on a full-screen program they would tear
+	// the screen. The status line shows the errors.
 	klog.SetLogger(logr.Discard())
+	rest.SetDefaultWarningHandler(rest.NoWarnings{})
 	// A soft memory limit: the informer caches are long-lived, every
 	// snapshot is short-lived garbage; collect it before the heap doubles.
 	if os.Getenv("GOMEMLIMIT") == "" {

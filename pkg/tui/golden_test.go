@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
 )
 
@@ -35,7 +36,7 @@ func TestGolden(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, 100, 24) // the fixture; its model is not used
-			h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Env["GREETING"] = "v0"
+			h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Env["GREETING"] = "v0" })
 			m := tui.New(h.opts)
 			tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 24),
 				teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))

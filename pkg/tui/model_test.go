@@ -6,12 +6,14 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/cmd"
@@ -89,18 +93,38 @@ func containers() map[string]*inspecttest.Container {
 type harness struct {
 	t      *testing.T
 	client *fake.Clientset
-	exec   *inspecttest.Executor
-	m      *tui.Model
-	opts   tui.Options
-	msgs   chan tea.Msg
-	mu     sync.Mutex
+	// api is the model's client when set (wrapping client), else client
+	api  kubernetes.Interface
+	exec *inspecttest.Executor
+	m    *tui.Model
+	opts tui.Options
+	msgs chan tea.Msg
+	mu   sync.Mutex
 }
 
-func newHarness(t *testing.T, width, height int) *harness {
+// newHarness starts the model. setup runs before it starts: reactors must
+// be installed there, as the fake clientset's reaction chain is not safe to
+// change while the model's goroutines call it; a reactor whose answer must
+// change during the test reads a value the test flips (an atomic).
+func newHarness(t *testing.T, width, height int, setup ...func(*harness)) *harness {
+	t.Helper()
+	h := startHarness(t, width, height, setup...)
+	h.until("the objects are listed", func(s string) bool { return strings.Contains(s, "app-config") && strings.Contains(s, "live") })
+	return h
+}
+
+// startHarness is newHarness without waiting for the first data.
+func startHarness(t *testing.T, width, height int, setup ...func(*harness)) *harness {
 	t.Helper()
 	h := &harness{t: t, client: fake.NewClientset(cluster()...), exec: &inspecttest.Executor{Containers: containers()}, msgs: make(chan tea.Msg, 64)}
+	for _, f := range setup {
+		f(h)
+	}
 	o := cmd.NewDashboardOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
 	o.Client, o.Executor, o.Now, o.Namespace = h.client, h.exec, func() time.Time { return testNow }, ns
+	if h.api != nil {
+		o.Client = h.api
+	}
 	o.Timeout = 5 * time.Second
 	opts := o.TUIOptions()
 	opts.Context = "test-context"
@@ -109,8 +133,13 @@ func newHarness(t *testing.T, width, height int) *harness {
 	t.Cleanup(func() { h.m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"}) })
 	h.update(tea.WindowSizeMsg{Width: width, Height: height})
 	h.run(h.m.Init())
-	h.until("the objects are listed", func(s string) bool { return strings.Contains(s, "app-config") && strings.Contains(s, "live") })
 	return h
+}
+
+// container changes what the fake executor shows of a container of ns
+// ("pod/container") while the model may be verifying it.
+func (h *harness) container(podContainer string, change func(c *inspecttest.Container)) {
+	h.exec.Update(ns+"/"+podContainer, change)
 }
 
 func (h *harness) run(c tea.Cmd) {
@@ -287,7 +316,9 @@ func TestEditMarksPendingThenInSync(t *testing.T) {
 	// the kubelet writes the change, 2s after it (the fake clientset stamps
 	// managedFields with the real clock)
 	written := time.Now().UTC().Add(2 * time.Second).Format("2006_01_02_15_04_05")
-	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Volumes["/etc/app"] = inspecttest.Volume{Target: ".." + written + ".456", Files: map[string][]byte{"greeting": []byte("v2")}}
+	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) {
+		c.Volumes["/etc/app"] = inspecttest.Volume{Target: ".." + written + ".456", Files: map[string][]byte{"greeting": []byte("v2")}}
+	})
 	h.until("the volume is in-sync", func(s string) bool { return strings.Contains(line(s, "/etc/app"), "in-sync") })
 	// whole seconds on both sides: 1 to 3 s
 	if d := line(h.screen(), "the kubelet took"); !regexp.MustCompile(`the kubelet took [123]s to write the change`).MatchString(d) {
@@ -298,7 +329,7 @@ func TestEditMarksPendingThenInSync(t *testing.T) {
 func TestRefreshDeclinedChangesNothing(t *testing.T) {
 	h := newHarness(t, 160, 24)
 	// the env use is stale: the plan restarts deployment/web
-	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Env["GREETING"] = "v0"
+	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Env["GREETING"] = "v0" })
 	h.client.ClearActions()
 	h.key("r")
 	h.until("the plan is shown", contains("restart", "deployment/web", "[y/N]"))
@@ -315,18 +346,23 @@ func TestRefreshDeclinedChangesNothing(t *testing.T) {
 }
 
 func TestRefreshConfirmedAnnotatesPendingPod(t *testing.T) {
-	h := newHarness(t, 160, 24)
-	// the volume is pending (old content), the env current
-	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
 	var patched sync.Once
-	h.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.PatchAction)
-		if p.GetPatchType() == types.MergePatchType && p.GetName() == "web-5d8f-x2x9q" {
-			patched.Do(func() {
-				h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_07_10_00.1", Files: map[string][]byte{"greeting": []byte("v1")}}
-			})
-		}
-		return false, nil, nil
+	h := newHarness(t, 160, 24, func(h *harness) {
+		h.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			p := a.(k8stesting.PatchAction)
+			if p.GetPatchType() == types.MergePatchType && p.GetName() == "web-5d8f-x2x9q" {
+				patched.Do(func() { // the kubelet re-syncs the annotated pod
+					h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) {
+						c.Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_07_10_00.1", Files: map[string][]byte{"greeting": []byte("v1")}}
+					})
+				})
+			}
+			return false, nil, nil
+		})
+	})
+	// the volume is pending (old content), the env current
+	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) {
+		c.Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
 	})
 	h.key("r")
 	h.until("the plan is shown", contains("annotate", "pod/web-5d8f-x2x9q", "Apply this plan? [y/N]"))
@@ -348,7 +384,7 @@ func TestRefreshConfirmedAnnotatesPendingPod(t *testing.T) {
 
 func TestDiffScreenShowsTheDiffOfTheCommand(t *testing.T) {
 	h := newHarness(t, 120, 20)
-	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Env["GREETING"] = "v0"
+	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Env["GREETING"] = "v0" })
 	h.key("enter")
 	h.key("down") // the env row
 	h.key("d")
@@ -360,13 +396,16 @@ func TestDiffScreenShowsTheDiffOfTheCommand(t *testing.T) {
 }
 
 func TestWatchErrorShowsInStatusLine(t *testing.T) {
-	h := newHarness(t, 120, 20)
-	h.client.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errForbidden
+	var denied atomic.Bool
+	h := newHarness(t, 120, 20, func(h *harness) {
+		h.client.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return denied.Load(), nil, errForbidden
+		})
+		h.client.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watchIface, error) {
+			return denied.Load(), nil, errForbidden
+		})
 	})
-	h.client.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watchIface, error) {
-		return true, nil, errForbidden
-	})
+	denied.Store(true)
 	// a namespace change restarts the watch with the failing lists
 	h.key("n")
 	h.key("esc")
@@ -381,22 +420,19 @@ var errForbidden = apierrors.NewForbidden(schema.GroupResource{Resource: "config
 // An API server that does not answer is named in the header and the
 // status line; when it answers again the dashboard says so by itself.
 func TestUnreachableAPIServerAndRecovery(t *testing.T) {
-	h := newHarness(t, 160, 20)
-	var mu sync.Mutex
-	down := true
-	h.client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if down {
-			return true, nil, errors.New(`dial tcp 127.0.0.1:6443: connect: connection refused`)
-		}
-		return false, nil, nil
+	var down atomic.Bool
+	h := newHarness(t, 160, 20, func(h *harness) {
+		h.client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if down.Load() {
+				return true, nil, errors.New(`dial tcp 127.0.0.1:6443: connect: connection refused`)
+			}
+			return false, nil, nil
+		})
 	})
+	down.Store(true)
 	h.key("s") // a new watch: probes at once
 	h.until("unreachable", contains("● unreachable", "cannot reach the API server", "connection refused"))
-	mu.Lock()
-	down = false
-	mu.Unlock()
+	down.Store(false)
 	h.until("live again", contains("● live"))
 	if s := h.screen(); strings.Contains(s, "cannot reach") {
 		t.Errorf("the error stays after recovery:\n%s", s)
@@ -430,13 +466,16 @@ func TestCursorSurvivesNewData(t *testing.T) {
 // Quitting while a refresh is being applied takes a second press, and the
 // model then says the refresh was left half done (the command exits 1).
 func TestQuitWhileApplyingAsksAgainAndIsReported(t *testing.T) {
-	h := newHarness(t, 160, 24)
-	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
 	release := make(chan struct{})
 	defer close(release)
-	h.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		<-release // the patch is in flight until the test ends
-		return false, nil, nil
+	h := newHarness(t, 160, 24, func(h *harness) {
+		h.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			<-release // the patch is in flight until the test ends
+			return false, nil, nil
+		})
+	})
+	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) {
+		c.Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
 	})
 	h.key("r")
 	h.until("the plan is shown", contains("annotate", "pod/web-5d8f-x2x9q", "Apply this plan? [y/N]"))
@@ -459,7 +498,7 @@ func TestQuitWhileApplyingAsksAgainAndIsReported(t *testing.T) {
 func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
 	h := newHarness(t, 200, 20)
 	denied := errors.New(`unable to upgrade connection: pods "web-5d8f-x2x9q" is forbidden: User "system:serviceaccount:shop:reader" cannot create resource "pods/exec" in API group "" in the namespace "shop"`)
-	h.exec.Containers[ns+"/web-5d8f-x2x9q/app"].Err = denied
+	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Err = denied })
 	h.key("v") // the selected object: app-config
 	h.until("app-config is verified", contains("verified 2 consumers"))
 	st := line(h.screen(), "verified 2 consumers")
@@ -477,22 +516,14 @@ func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
 // note does).
 func TestReplicaSetsDeniedIsANoteNotAFailure(t *testing.T) {
 	rsDenied := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "", errors.New(`User "dev" cannot list resource "replicasets"`))
-	client := fake.NewClientset(cluster()...)
-	client.PrependReactor("list", "replicasets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, rsDenied
+	h := newHarness(t, 160, 20, func(h *harness) {
+		h.client.PrependReactor("list", "replicasets", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, rsDenied
+		})
+		h.client.PrependWatchReactor("replicasets", func(k8stesting.Action) (bool, watchIface, error) {
+			return true, nil, rsDenied
+		})
 	})
-	client.PrependWatchReactor("replicasets", func(k8stesting.Action) (bool, watchIface, error) {
-		return true, nil, rsDenied
-	})
-	h := &harness{t: t, client: client, exec: &inspecttest.Executor{Containers: containers()}, msgs: make(chan tea.Msg, 64)}
-	o := cmd.NewDashboardOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
-	o.Client, o.Executor, o.Now, o.Namespace = h.client, h.exec, func() time.Time { return testNow }, ns
-	o.Timeout = 5 * time.Second
-	h.opts = o.TUIOptions()
-	h.m = tui.New(h.opts)
-	t.Cleanup(func() { h.m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"}) })
-	h.update(tea.WindowSizeMsg{Width: 160, Height: 20})
-	h.run(h.m.Init())
 	h.until("live with a note", contains("app-config", "● live", "note: owners shown as replicaset/NAME (unresolved): cannot list replicasets (forbidden)"))
 	if s := h.screen(); strings.Contains(s, "watch failing") || strings.Contains(s, "error:") {
 		t.Errorf("a denied optional kind is shown as a failure:\n%s", s)
@@ -502,4 +533,56 @@ func TestReplicaSetsDeniedIsANoteNotAFailure(t *testing.T) {
 	if row := line(h.screen(), "/etc/app"); !strings.Contains(row, "replicaset/web-5d8f") {
 		t.Errorf("volume row = %q, want the owner replicaset/web-5d8f (unresolved)", row)
 	}
+}
+
+// An informer that syncs after the snapshot that showed its rows, with no
+// event of its own (an empty list of Jobs), still turns the header live: a
+// dashboard on a quiet namespace stayed "syncing" for good before.
+func TestLateSyncWithoutEventsGoesLive(t *testing.T) {
+	release := make(chan struct{})
+	h := startHarness(t, 120, 20, func(h *harness) {
+		h.api = slowJobsClient{Interface: h.client, release: release}
+	})
+	h.until("the rows while Jobs are still listed", contains("app-config", "○ syncing"))
+	h.drain(3 * tui.MinRedraw) // whatever snapshot was coming has come
+	close(release)
+	h.until("live", contains("● live"))
+}
+
+// slowJobsClient answers LISTs of Jobs once release is closed (the fake
+// clientset holds its lock while a reactor runs, so a reactor cannot wait).
+type slowJobsClient struct {
+	kubernetes.Interface
+	release <-chan struct{}
+}
+
+// IsWatchListSemanticsUnSupported is the fake clientset's answer (the
+// informers LIST and WATCH, and do not wait for a streaming list).
+func (c slowJobsClient) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (c slowJobsClient) BatchV1() batchv1client.BatchV1Interface {
+	return slowJobsBatch{BatchV1Interface: c.Interface.BatchV1(), release: c.release}
+}
+
+type slowJobsBatch struct {
+	batchv1client.BatchV1Interface
+	release <-chan struct{}
+}
+
+func (b slowJobsBatch) Jobs(namespace string) batchv1client.JobInterface {
+	return slowJobs{JobInterface: b.BatchV1Interface.Jobs(namespace), release: b.release}
+}
+
+type slowJobs struct {
+	batchv1client.JobInterface
+	release <-chan struct{}
+}
+
+func (j slowJobs) List(ctx context.Context, opts metav1.ListOptions) (*batchv1.JobList, error) {
+	select {
+	case <-j.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return j.JobInterface.List(ctx, opts)
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -128,11 +129,22 @@ func NewSource(client kubernetes.Interface, scope Scope, now func() time.Time) *
 // Scope returns what the source watches.
 func (s *Source) Scope() Scope { return s.scope }
 
+// syncPoll is how often Start checks whether the informers have synced.
+const syncPoll = 50 * time.Millisecond
+
 // Start runs the informers until Stop.
 func (s *Source) Start() {
 	for _, f := range s.factories {
 		f.Start(s.ctx.Done())
 	}
+	// An informer can sync after the snapshot that read its last event, or
+	// with no event at all (an empty list): nothing would wake Next again
+	// and the header would stay "syncing". One more snapshot once synced.
+	go func() {
+		if wait.PollUntilContextCancel(s.ctx, syncPoll, true, func(context.Context) (bool, error) { return s.synced(), nil }) == nil {
+			s.poke()
+		}
+	}()
 }
 
 // Stop ends every watch of the source. It does not wait for the informers'
@@ -248,6 +260,9 @@ func (s *Source) read() dataMsg {
 	changes := s.changes
 	s.changes = nil
 	s.mu.Unlock()
+	// Synced is asked before the caches are read too: a cache read before
+	// its informer synced may lack objects, and must not be shown as live.
+	synced := s.synced()
 	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{}, Secrets: map[inspect.ObjectKey]*corev1.Secret{},
 		ReplicaSets: map[inspect.NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[inspect.NamespacedName]*batchv1.Job{},
 		SecretsListed: s.secrets != nil}
@@ -304,7 +319,7 @@ func (s *Source) read() dataMsg {
 	}
 	errs := maps.Clone(s.errs)
 	s.mu.Unlock()
-	return dataMsg{source: s, snap: snap, items: items, changes: changes, errs: errs, notes: notes, synced: s.synced(), err: err, at: s.now()}
+	return dataMsg{source: s, snap: snap, items: items, changes: changes, errs: errs, notes: notes, synced: synced, err: err, at: s.now()}
 }
 
 func (s *Source) informer(resource string) cache.SharedIndexInformer {

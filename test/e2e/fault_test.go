@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -76,4 +78,102 @@ func TestRefreshWaitAcrossAPIServerRestart(t *testing.T) {
 	for _, p := range f.waitPodsReady(2) {
 		f.expectEnv(p.Name, app, "GREETING", "v2")
 	}
+}
+
+// TestDashboardAcrossAPIServerRestart: the API server crashes under a
+// running dashboard. The dashboard says the connection is lost, and when
+// the API server is back it goes live by itself, with watches that work: an
+// edit and a new pod made after the restart show up, and q exits 0. The API
+// server is killed and started as two steps (hack/cluster/component.sh kill
+// / start), so that the outage lasts until the dashboard has shown it (its
+// probe runs every 10 s while connected); not parallel, like the test above.
+func TestDashboardAcrossAPIServerRestart(t *testing.T) {
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))
+	web := func(name string) *corev1.Pod {
+		return pod(name, withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app")))
+	}
+	f.createPod(web("web"))
+	f.waitPodReady("web")
+
+	d := f.startDashboard("-n", f.ns)
+	s := d.waitScreen("the ConfigMap is listed", 30*time.Second, has(" app ", "live"))
+	if n := objectPods(s, "app"); n != "1" {
+		t.Fatalf("PODS of app = %q before the restart, want 1:\n%s", n, s)
+	}
+
+	down := false
+	t.Cleanup(func() { // before the namespace is deleted: that needs the API server
+		if down {
+			apiServer(t, "start")
+		}
+	})
+	down = true
+	apiServer(t, "kill")
+	s = d.waitScreen("the connection lost", 30*time.Second, has("unreachable", "error: cannot reach the API server"))
+	t.Logf("API server down:\n%s", s)
+	apiServer(t, "start")
+	down = false
+	s = d.waitScreen("live again", 60*time.Second, func(s string) bool {
+		return strings.Contains(s, "live") && !strings.Contains(s, "unreachable") && !strings.Contains(s, "error:")
+	})
+	t.Logf("API server back:\n%s", s)
+
+	// the watches work again: an edit and a new pod after the restart
+	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
+	f.createPod(web("web2"))
+	s = d.waitScreen("the edit and the new pod", 60*time.Second, func(s string) bool {
+		return strings.Contains(s, "configmap/app changed") && objectPods(s, "app") == "2"
+	})
+	t.Logf("after the edit and the new pod:\n%s", s)
+	d.keys("Enter")
+	s = d.waitScreen("both consumers", 30*time.Second, func(s string) bool {
+		return strings.Contains(podRow(s, "web"), "/etc/app") && strings.Contains(podRow(s, "web2"), "/etc/app")
+	})
+	for _, p := range []string{"web", "web2"} {
+		if row := podRow(s, p); !strings.Contains(row, "hot-update") || !strings.Contains(row, "pod/"+p) {
+			t.Errorf("consumer row of %s = %q, want hot-update, workload pod/%s", p, row, p)
+		}
+	}
+	d.keys("q")
+	if code := d.exitCode(); code != "0" {
+		t.Errorf("dashboard exit code %s, want 0", code)
+	}
+}
+
+// apiServer runs hack/cluster/component.sh VERB kube-apiserver (kill: a
+// crash, the API server stays down; start: until it and the cluster are
+// healthy again).
+func apiServer(t *testing.T, verb string) {
+	t.Helper()
+	start := time.Now()
+	out, err := exec.Command(filepath.Join(repoRoot, "hack", "cluster", "component.sh"), verb, "kube-apiserver").CombinedOutput()
+	if err != nil {
+		t.Fatalf("component.sh %s kube-apiserver: %v\n%s", verb, err, out)
+	}
+	t.Logf("component.sh %s kube-apiserver: %s (%s)", verb, strings.TrimSpace(string(out)), time.Since(start).Round(100*time.Millisecond))
+}
+
+// objectPods is the PODS cell of a ConfigMap's row on the objects screen
+// (NAMESPACE NAME KIND PODS ...), "" without the row.
+func objectPods(screen, name string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		f := strings.Fields(l)
+		for i := 0; i+2 < len(f); i++ {
+			if f[i] == name && f[i+1] == "ConfigMap" {
+				return f[i+2]
+			}
+		}
+	}
+	return ""
+}
+
+// podRow is the row of a pod on the consumers screen (POD CONTAINER ...).
+func podRow(screen, pod string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == pod {
+			return l
+		}
+	}
+	return ""
 }

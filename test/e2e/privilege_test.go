@@ -481,3 +481,168 @@ func runPlugin(f *fx, log bool, args ...string) (string, string, int) {
 	}
 	return stdout.String(), stderr.String(), code
 }
+
+// Each optional kind denied alone, everything else allowed (a Role with
+// cmsync-verify's rules plus secrets, and a ClusterRole for nodes): only
+// that kind's fallback and its one note, and the ConfigMap rows verified
+// as they are, never an error:
+//   - no Secrets: Secrets skipped, the ConfigMap rows in-sync and current;
+//   - no nodes: the delay estimate is the kubelet defaults (0-90s);
+//   - no list on ReplicaSets: owners shown as replicaset/NAME (unresolved),
+//     status, --verify and a refresh plan (dry run) do not fail.
+func TestLeastPrivilegeOneOptionalKindDenied(t *testing.T) {
+	t.Parallel()
+	base := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"get", "create"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch"}},
+	}
+	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}
+	replicaSets := rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get", "list", "watch"}}
+	for _, c := range []struct {
+		denied string
+		rules  []rbacv1.PolicyRule
+		nodes  bool
+		note   string // the one note, "%s" the namespace
+	}{
+		{"secrets", append(base[:len(base):len(base)], replicaSets), true,
+			`note: Secrets skipped (ConfigMaps are shown): cannot list secrets in namespace "%s" (forbidden); a Role with this rule grants it: {apiGroups: [""], resources: ["secrets"], verbs: ["list"]}`},
+		{"nodes", append(base[:len(base):len(base)], secrets, replicaSets), false,
+			`note: delays assume the kubelet defaults (0-90s): cannot list nodes (forbidden); a ClusterRole with this rule grants it: {apiGroups: [""], resources: ["nodes"], verbs: ["list"]}`},
+		{"replicasets", append(base[:len(base):len(base)], secrets), true,
+			`note: owners shown as replicaset/NAME (unresolved): cannot list replicasets in namespace "%s" (forbidden); a Role with this rule grants it: {apiGroups: ["apps"], resources: ["replicasets"], verbs: ["list"]}`},
+	} {
+		t.Run("no-"+c.denied, func(t *testing.T) {
+			t.Parallel()
+			f := newFx(t)
+			f.readerWorkload()
+			name := "only-" + c.denied + "-denied"
+			if c.nodes {
+				f.grantNodes(name)
+			}
+			kc := f.saKubeconfig(name, c.rules, "")
+			note := c.note
+			if strings.Contains(note, "%s") {
+				note = fmt.Sprintf(note, f.ns)
+			}
+			// one note, nothing else on stderr
+			onlyNote := func(what, errOut string) {
+				t.Helper()
+				if strings.TrimSpace(errOut) != note {
+					t.Errorf("%s: stderr is not the one note\n%s\nstderr:\n%s", what, note, errOut)
+				}
+			}
+
+			out, errOut, code := f.pluginRun("status", "--kubeconfig", kc, "--secrets", "--verify", "-o", "json")
+			if code != 0 {
+				t.Fatalf("status --secrets --verify: exit %d, want 0: %s", code, errOut)
+			}
+			onlyNote("status --secrets --verify", errOut)
+			var rep inspect.Report
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("status -o json: %v\n%s", err, out)
+			}
+			states := map[string]string{}
+			for _, it := range rep.Items {
+				if it.Object.Kind == inspect.KindSecret {
+					if c.denied == "secrets" {
+						t.Errorf("a Secret row although Secrets are denied: %+v", it)
+					}
+					continue
+				}
+				states[string(it.Mode)] = string(it.State)
+				// never an error for the ConfigMap rows: observed as they are
+				want := map[inspect.Mode]inspect.State{inspect.ModeVolume: inspect.StateInSync, inspect.ModeEnv: inspect.StateCurrent}[it.Mode]
+				if it.State != want {
+					t.Errorf("configmap %s use: state %s (%s), want %s", it.Mode, it.State, it.StateReason, want)
+				}
+				if c.denied == "replicasets" {
+					if it.Workload.Kind != "ReplicaSet" || !strings.HasPrefix(it.Workload.Name, "web-") {
+						t.Errorf("%s use: workload %s/%s, want the unresolved replicaset/web-...", it.Mode, it.Workload.Kind, it.Workload.Name)
+					}
+				} else if it.Workload.Kind != "Deployment" || it.Workload.Name != "web" {
+					t.Errorf("%s use: workload %s/%s, want deployment/web (resolved)", it.Mode, it.Workload.Kind, it.Workload.Name)
+				}
+				if it.Mode == inspect.ModeVolume {
+					if it.Delay == nil {
+						t.Errorf("volume use without a delay")
+					} else if isDefault := it.Delay.Basis == inspect.BasisDefault && it.Delay.Max.Duration == 90*time.Second; isDefault != (c.denied == "nodes") {
+						t.Errorf("volume use: delay %s-%s basis %s; want the defaults (0-90s) exactly when nodes are denied", it.Delay.Min.Duration, it.Delay.Max.Duration, it.Delay.Basis)
+					}
+				}
+			}
+			if len(states) != 2 {
+				t.Errorf("ConfigMap uses by mode: %v, want volume and env", states)
+			}
+			wantSecretRows := 0
+			if c.denied != "secrets" {
+				wantSecretRows = 1
+			}
+			if n := len(rep.Items) - 2; n != wantSecretRows {
+				t.Errorf("%d Secret rows, want %d", n, wantSecretRows)
+			}
+
+			// the table: the note once, the rows
+			out, errOut, code = f.pluginRun("status", "--kubeconfig", kc, "--secrets")
+			if code != 0 || !strings.Contains(out, "cfg") {
+				t.Errorf("status --secrets table: exit %d, want 0 with the cfg rows:\n%s", code, out)
+			}
+			onlyNote("status --secrets", errOut)
+
+			// a refresh plan over the denied kind: no crash, no change
+			f.patchConfigMapData("cfg", map[string]string{"K": "v1"})
+			before := f.resourceVersions()
+			out, errOut, code = f.pluginRun("refresh", "--kubeconfig", kc, "cfg", "--strategy", "restart", "--dry-run=client", "-o", "json")
+			if code != 0 && code != 3 {
+				t.Errorf("refresh --dry-run=client: exit %d, want 0 or 3: %s", code, errOut)
+			}
+			var plan refreshDoc
+			if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Items) == 0 {
+				t.Errorf("refresh --dry-run=client -o json: want a plan (%v):\n%s", err, out)
+			}
+			for _, a := range plan.Items {
+				t.Logf("plan: %s %s/%s: %s", a.Action.Action, a.Target.Kind, a.Target.Name, a.Reason)
+				// the owner unknown: a person restarts it, with the hint
+				if c.denied == "replicasets" && (a.Action.Action != refresh.ActionManual || a.Target.Kind != "ReplicaSet" || !strings.Contains(a.Reason, "kubectl rollout restart")) {
+					t.Errorf("plan without ReplicaSets: %s %s/%s (%s), want manual replicaset/web-... with the rollout restart hint", a.Action.Action, a.Target.Kind, a.Target.Name, a.Reason)
+				}
+				if c.denied != "replicasets" && (a.Action.Action != refresh.ActionRestart || a.Target.Kind != "Deployment" || a.Target.Name != "web") {
+					t.Errorf("plan: %s %s/%s, want restart deployment/web", a.Action.Action, a.Target.Kind, a.Target.Name)
+				}
+			}
+			if strings.Contains(errOut, "panic") || strings.Contains(errOut, "goroutine ") {
+				t.Errorf("refresh crashed:\n%s", errOut)
+			}
+			if ch := changedVersions(before, f.resourceVersions()); len(ch) > 0 {
+				t.Errorf("a client dry run changed objects: %v", ch)
+			}
+		})
+	}
+}
+
+// grantNodes binds ServiceAccount name of the namespace to a ClusterRole
+// that lists nodes (cluster-scoped, so a ClusterRoleBinding; both deleted
+// at the end).
+func (f *fx) grantNodes(name string) {
+	f.t.Helper()
+	crName := "cmsync-e2e-" + f.ns + "-" + name
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: crName, Labels: map[string]string{e2eLabel: "true"}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}}}}
+	if _, err := f.cs.RbacV1().ClusterRoles().Create(f.ctx, cr, metav1.CreateOptions{}); err != nil {
+		f.t.Fatalf("creating ClusterRole %s: %v", crName, err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: crName, Labels: map[string]string{e2eLabel: "true"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: crName},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: f.ns}}}
+	if _, err := f.cs.RbacV1().ClusterRoleBindings().Create(f.ctx, crb, metav1.CreateOptions{}); err != nil {
+		f.t.Fatalf("creating ClusterRoleBinding %s: %v", crName, err)
+	}
+	f.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = f.cs.RbacV1().ClusterRoleBindings().Delete(ctx, crName, metav1.DeleteOptions{})
+		_ = f.cs.RbacV1().ClusterRoles().Delete(ctx, crName, metav1.DeleteOptions{})
+	})
+}

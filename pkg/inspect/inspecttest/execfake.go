@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"sort"
 	"strconv"
@@ -151,6 +152,41 @@ func (f *Executor) Exec(ctx context.Context, namespace, pod, container string, a
 	}
 	rec("Z", nonce)
 	return nil
+}
+
+// Update changes the container keyed "namespace/pod/container" while
+// execs may be running: change gets a deep copy, which replaces the
+// container under the lock, so an exec in flight reads the old container
+// whole and the next one the new (tests that change Containers directly
+// while the code under test execs race with it).
+func (f *Executor) Update(key string, change func(c *Container)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.Containers[key].clone()
+	change(c)
+	f.Containers[key] = c
+}
+
+// clone copies c and every map under it; nil gives an empty container.
+func (c *Container) clone() *Container {
+	if c == nil {
+		return &Container{}
+	}
+	out := *c
+	out.Volumes = make(map[string]Volume, len(c.Volumes))
+	for p, v := range c.Volumes {
+		v.Files = maps.Clone(v.Files)
+		out.Volumes[p] = v
+	}
+	out.Files = maps.Clone(c.Files)
+	if c.Dirs != nil {
+		out.Dirs = make(map[string]map[string][]byte, len(c.Dirs))
+		for p, d := range c.Dirs {
+			out.Dirs[p] = maps.Clone(d)
+		}
+	}
+	out.Env = maps.Clone(c.Env)
+	return &out
 }
 
 // lsMode renders permission bits as ls -l does.
