@@ -2,16 +2,21 @@ package inspect
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // podList is a list of n pods with a continue token, with the fields the
@@ -94,5 +99,64 @@ func TestDecodePodList(t *testing.T) {
 	stop := fmt.Errorf("stop")
 	if _, err := decodePodList(bytes.NewReader(pb), func(*corev1.Pod) error { return stop }); err != stop {
 		t.Errorf("handler error: got %v, want %v", err, stop)
+	}
+}
+
+// TestStreamPods: against an HTTP server, streamPods asks for protobuf,
+// follows the continue token (the first page from the watch cache, the
+// next ones continuing it), hands every pod over in order, and a Forbidden
+// answer stays a Forbidden error (the commands turn it into the RBAC rule).
+func TestStreamPods(t *testing.T) {
+	page1, page2 := podList(3), podList(2)
+	page2.Continue = ""
+	for i := range page2.Items {
+		page2.Items[i].Name = fmt.Sprintf("q-%d", i)
+	}
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/namespaces/denied/pods" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"pods is forbidden"}`)
+			return
+		}
+		if !strings.Contains(r.Header.Get("Accept"), "application/vnd.kubernetes.protobuf") {
+			t.Errorf("Accept = %q, want protobuf", r.Header.Get("Accept"))
+		}
+		queries = append(queries, r.URL.Path+"?"+r.URL.Query().Encode())
+		page := page1
+		if r.URL.Query().Get("continue") != "" {
+			page = page2
+		}
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		w.Write(encodeProtobuf(t, page))
+	}))
+	defer srv.Close()
+	rc, err := rest.RESTClientFor(&rest.Config{Host: srv.URL, APIPath: "/api", ContentConfig: rest.ContentConfig{
+		GroupVersion: &corev1.SchemeGroupVersion, NegotiatedSerializer: scheme.Codecs.WithoutConversion()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := metav1.ListOptions{Limit: 500, ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, LabelSelector: "app=x"}
+	var names []string
+	if err := streamPods(context.Background(), rc, "ns", lo, func(p *corev1.Pod) error {
+		names = append(names, p.Name)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(names, " "); got != "p-0 p-1 p-2 q-0 q-1" {
+		t.Errorf("pods = %s, want p-0 p-1 p-2 q-0 q-1", got)
+	}
+	want := []string{
+		"/api/v1/namespaces/ns/pods?labelSelector=app%3Dx&limit=500&resourceVersion=0&resourceVersionMatch=NotOlderThan",
+		"/api/v1/namespaces/ns/pods?continue=next-page&labelSelector=app%3Dx&limit=500",
+	}
+	if strings.Join(queries, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(queries, "\n"), strings.Join(want, "\n"))
+	}
+	err = streamPods(context.Background(), rc, "denied", lo, func(*corev1.Pod) error { return nil })
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("denied: got %v, want a Forbidden error", err)
 	}
 }
