@@ -31,6 +31,7 @@ const (
 	wireBytes               = 2
 	wireFixed32             = 5
 	maxPodBytes             = 64 << 20
+	maxContentEncodingBytes = 64 // "gzip" at most; a corrupt length must not allocate
 	protobufAcceptHeader    = "application/vnd.kubernetes.protobuf, application/json"
 	podStreamReadBufferSize = 64 << 10
 )
@@ -103,6 +104,9 @@ func decodePodList(r io.Reader, each func(*corev1.Pod) error) (metav1.ListMeta, 
 			n, err := readLength(br)
 			if err != nil {
 				return meta, err
+			}
+			if n > maxContentEncodingBytes {
+				return meta, fmt.Errorf("reading the pod list: a content encoding of %d bytes", n)
 			}
 			enc := make([]byte, n)
 			if _, err := io.ReadFull(br, enc); err != nil {

@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -99,6 +100,20 @@ func TestDecodePodList(t *testing.T) {
 	stop := fmt.Errorf("stop")
 	if _, err := decodePodList(bytes.NewReader(pb), func(*corev1.Pod) error { return stop }); err != stop {
 		t.Errorf("handler error: got %v, want %v", err, stop)
+	}
+	// a corrupt length is an error, not an allocation of that size: the
+	// envelope's content encoding (field 3) claiming 1 TiB, and an item
+	// claiming more than the list holds
+	huge := binary.AppendUvarint(append(append([]byte{}, protobufMagic...), 3<<3|wireBytes), 1<<40)
+	if _, err := decodePodList(bytes.NewReader(huge), func(*corev1.Pod) error { return nil }); err == nil ||
+		!strings.Contains(err.Error(), "a content encoding of 1099511627776 bytes") {
+		t.Errorf("content encoding of 1 TiB: got %v", err)
+	}
+	item := binary.AppendUvarint(append(append([]byte{}, protobufMagic...), unknownRawField<<3|wireBytes), 100)
+	item = binary.AppendUvarint(append(item, listItemsField<<3|wireBytes), 1<<40)
+	if _, err := decodePodList(bytes.NewReader(item), func(*corev1.Pod) error { return nil }); err == nil ||
+		!strings.Contains(err.Error(), "an item of 1099511627776 bytes in a list of 100") {
+		t.Errorf("item of 1 TiB: got %v", err)
 	}
 }
 
