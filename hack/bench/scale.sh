@@ -7,6 +7,8 @@
 #                              volume, items, projected (a ConfigMap with a Secret), subPath, env,
 #                              envFrom, and a sidecar (restartable init container) mounting a volume.
 #                              Running `up` again with another PODS rescales the Deployments.
+#   hack/bench/scale.sh shrink N  deletes the highest-numbered namespaces until N pods are left (the
+#                              pods are spread evenly), to measure 10k, then 3k, then 1k on the way down.
 #   hack/bench/scale.sh down   deletes all of it (the namespaces and the Node) in one command.
 # The pods are bound (spec.nodeName) to the Node object cmsync-scale-no-kubelet that has no kubelet behind
 # it, and tolerate every taint: they stay Pending, and neither pod GC (the node exists) nor taint eviction
@@ -109,6 +111,27 @@ Y
   done
 }
 
+# delete_namespaces NS...: deletes the namespaces and force-deletes their pods, again until they are gone
+# (a bound pod is deleted gracefully and only its kubelet would finish that; there is none): once a
+# namespace is terminating no controller re-creates pods, so one DELETE collection with
+# gracePeriodSeconds=0 per namespace ends them, like `kubectl delete --force --grace-period=0`. It is
+# repeated, as an API server restart (other sessions' fault tests) can drop a request.
+delete_namespaces() {
+  local out tries=0
+  kubectl delete namespace "$@" --wait=false >/dev/null 2>&1 || true
+  while :; do
+    (( tries++ < 60 )) || die "namespaces still terminating after 10 minutes: $out"
+    if ! out=$(kubectl get namespace "$@" --ignore-not-found -o jsonpath='{range .items[*]}{.metadata.name}{" "}{end}' 2>/dev/null); then
+      sleep 10 # the API server is restarting
+      continue
+    fi
+    [ -n "$out" ] || return 0
+    printf '/api/v1/namespaces/%s/pods?gracePeriodSeconds=0\n' $out |
+      xargs -r -P "$CONCURRENCY" -I{} kubectl delete --raw {} >/dev/null 2>&1 || true
+    sleep 10
+  done
+}
+
 case ${1:-} in
 up)
   (( PODS % (NAMESPACES * DEPLOYMENTS) == 0 )) || die "PODS ($PODS) must be a multiple of NAMESPACES*$DEPLOYMENTS ($((NAMESPACES * DEPLOYMENTS)))"
@@ -143,23 +166,33 @@ Y
   ;;
 down)
   t0=$(now)
-  # A bound pod is deleted gracefully and only its kubelet would finish that; there is none, so once the
-  # namespaces are terminating (no controller re-creates pods) the pods go by one DELETE collection with
-  # gracePeriodSeconds=0 per namespace, like `kubectl delete --force --grace-period=0`.
-  kubectl delete namespace -l "$LABEL" --wait=false >/dev/null
-  for ns in $(kubectl get namespace -l "$LABEL" -o name); do
-    echo "/api/v1/namespaces/${ns#namespace/}/pods?gracePeriodSeconds=0"
-  done | xargs -r -P "$CONCURRENCY" -I{} kubectl delete --raw {} >/dev/null
-  kubectl wait --for=delete namespace -l "$LABEL" --timeout=30m >/dev/null 2>&1 || true
-  [ -z "$(kubectl get namespace -l "$LABEL" -o name)" ] || die "namespaces still terminating: $(kubectl get namespace -l "$LABEL" -o name | tr '\n' ' ')"
+  mapfile -t nss < <(kubectl get namespace -l "$LABEL" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+  [ ${#nss[@]} -eq 0 ] || delete_namespaces "${nss[@]}"
   kubectl delete node "$NODE" --ignore-not-found >/dev/null
   echo "deleted in $(echo "$(now) - $t0" | bc) s"
+  ;;
+shrink)
+  want=${2:-}
+  [[ $want =~ ^[0-9]+$ ]] || die "usage: $0 shrink N (the number of pods to keep)"
+  t0=$(now)
+  mapfile -t nss < <(kubectl get namespace -l "$LABEL" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+  (( ${#nss[@]} > 0 )) || die "no fixture namespaces (run $0 up first)"
+  have=$(scale_count)
+  per=$((have / ${#nss[@]}))
+  (( per > 0 )) || die "the fixture has no pods yet"
+  (( want % per == 0 )) || die "N ($want) must be a multiple of the pods per namespace ($per)"
+  keep=$((want / per))
+  (( keep <= ${#nss[@]} )) || die "only $have pods in ${#nss[@]} namespaces; use up to grow"
+  drop=("${nss[@]:keep}")
+  [ ${#drop[@]} -gt 0 ] || { echo "$have pods already"; exit 0; }
+  delete_namespaces "${drop[@]}"
+  echo "$(scale_count) pods left in $keep namespaces after $(echo "$(now) - $t0" | bc) s"
   ;;
 count)
   scale_count
   ;;
 *)
-  echo "usage: PODS=10000 NAMESPACES=50 $0 up|down|count" >&2
+  echo "usage: PODS=10000 NAMESPACES=50 $0 up|down|count, or $0 shrink N" >&2
   exit 2
   ;;
 esac

@@ -6,6 +6,7 @@
 #   status  `kubectl cmsync status -A -o json`
 #   table   `kubectl cmsync status -A` (the human table)
 #   one     `kubectl cmsync status cm-0 -n cmsync-scale-00` (one ConfigMap in a namespace of PODS/50 pods)
+#   old     `status -A -o json` of the build CMSYNC_OLD names (only when set)
 # alternating, RUNS runs each (default 5), every output to /dev/null; median wall time and peak RSS
 # (/usr/bin/time -f '%e %M') and the ratios to raw. CASES picks some of them (default all).
 #   RUNS=5 hack/bench/status-scale.sh
@@ -14,7 +15,10 @@ set -euo pipefail
 RUNS=${RUNS:-5}
 # CMSYNC: the plugin binary to time (default: the one built from this tree), e.g. a build of another commit
 CMSYNC=${CMSYNC:-$PWD/bin/kubectl-cmsync}
-CASES=${CASES:-raw kubectl status table one}
+# CMSYNC_OLD: another build (e.g. of main) whose `status -A -o json` runs as the case "old", in the same
+# minutes as the others
+CMSYNC_OLD=${CMSYNC_OLD:-}
+CASES=${CASES:-raw kubectl status table one${CMSYNC_OLD:+ old}}
 [ -x /usr/bin/time ] || die "/usr/bin/time is needed (apt-get install -y time)"
 pods=$(kubectl get --raw "/api/v1/pods?limit=1" | jq '(.metadata.remainingItemCount // 0) + (.items | length)')
 cms=$(kubectl get --raw "/api/v1/configmaps?limit=1" | jq '(.metadata.remainingItemCount // 0) + (.items | length)')
@@ -29,10 +33,11 @@ run_case() {
   status) "$CMSYNC" status -A -o json >/dev/null ;;
   table) "$CMSYNC" status -A >/dev/null ;;
   one) "$CMSYNC" status cm-0 -n "$one_ns" >/dev/null ;;
+  old) "$CMSYNC_OLD" status -A -o json >/dev/null ;;
   esac
 }
 export -f run_case
-export one_ns CMSYNC
+export one_ns CMSYNC CMSYNC_OLD
 declare -A wall rss
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
@@ -56,4 +61,4 @@ for c in $CASES; do
     printf '%-8s %10s %14s\n' "$c" "$w" "$r"
   fi
 done
-echo "(median of $RUNS runs each, alternating; $pods pods)"
+echo "(median of $RUNS runs each, alternating; $pods pods; load average at the end:$(uptime | sed 's/.*load average://'))"

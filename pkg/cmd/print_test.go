@@ -312,3 +312,32 @@ func TestStreamReportSameBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestIndentJSON: indentJSON writes what json.Indent writes for compact
+// JSON: nesting, empty objects and arrays, and brackets, commas, colons,
+// quotes and backslashes inside strings.
+func TestIndentJSON(t *testing.T) {
+	docs := []any{
+		map[string]any{},
+		[]any{},
+		"plain",
+		map[string]any{"a": []any{}, "b": map[string]any{}, "c": []any{1, "x", nil, true, 2.5}},
+		map[string]any{"tricky": `{"[,:]"} \" \\ \n <&> é`, "k\"ey": []any{map[string]any{"x": []any{[]any{}}}}},
+		inspect.NewReport([]inspect.Item{{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"},
+			Pod: inspect.PodRef{Name: "p"}, Mode: inspect.ModeItems, Items: []inspect.KeyPath{{Key: "k", Path: "p/q"}}, Keys: []string{"k"},
+			Verdict: inspect.VerdictHotUpdate, Reason: `it "quotes" and \ slashes`}}),
+	}
+	for _, d := range docs {
+		compact, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact, "        ", "    "); err != nil {
+			t.Fatal(err)
+		}
+		if got := indentJSON(nil, compact, "        ", "    "); string(got) != want.String() {
+			t.Errorf("%s:\n got %s\nwant %s", compact, got, want.String())
+		}
+	}
+}

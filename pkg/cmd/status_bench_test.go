@@ -82,7 +82,7 @@ func benchmarkStatus(b *testing.B, pods int, o printOptions) {
 		if len(items) != pods*7 {
 			b.Fatalf("%d uses, want %d", len(items), pods*7)
 		}
-		items = inspect.NewRedactor(snap).Items(items)
+		inspect.NewRedactor(snap).Redact(items)
 		if err := printReport(io.Discard, items, o); err != nil {
 			b.Fatal(err)
 		}

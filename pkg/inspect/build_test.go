@@ -3,6 +3,8 @@ package inspect
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -276,5 +278,50 @@ func TestBuildSkipsTerminatedPods(t *testing.T) {
 	}
 	if len(items) != 1 || items[0].Pod.Name != "live" || items[0].Verdict != VerdictMissing {
 		t.Errorf("want the live pod's missing row only, got %d rows", len(items))
+	}
+}
+
+// TestSortItemsShuffled: the order of every fixture use (Secrets included)
+// does not depend on the input order, and uses that compare equal keep
+// theirs (the sort moves a permutation of indexes, cycle by cycle).
+func TestSortItemsShuffled(t *testing.T) {
+	snap := statusSnapshot(t)
+	sorted, err := Build(snap, BuildOptions{Secrets: true, IncludeSystem: true, Unused: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sorted) < 20 {
+		t.Fatalf("only %d fixture uses", len(sorted))
+	}
+	rows := func(items []Item) string {
+		var out []string
+		for _, it := range items {
+			out = append(out, buildRow(it)+" "+it.Reason)
+		}
+		return strings.Join(out, "\n")
+	}
+	want := rows(sorted)
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 20; round++ {
+		items := slices.Clone(sorted)
+		r.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+		SortItems(items)
+		if got := rows(items); got != want {
+			t.Fatalf("round %d: shuffled order sorts to:\n%s\nwant:\n%s", round, got, want)
+		}
+	}
+	// equal keys: the input order stays
+	eq := []Item{sorted[0], sorted[0], sorted[0]}
+	for i, reason := range []string{"first", "second", "third"} {
+		eq[i].Reason = reason
+	}
+	eq = append([]Item{sorted[len(sorted)-1]}, eq...)
+	SortItems(eq)
+	var got []string
+	for _, it := range eq[:3] {
+		got = append(got, it.Reason)
+	}
+	if strings.Join(got, " ") != "first second third" {
+		t.Errorf("equal uses reordered: %v", got)
 	}
 }

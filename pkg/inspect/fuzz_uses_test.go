@@ -10,7 +10,7 @@ import (
 // FuzzUses: the pod spec walker over any pod (JSON bytes) never panics, and
 // every use it returns by a container names a container of the pod (a
 // regular, init or ephemeral one); a use by no container is an unmounted
-// volume.
+// volume; useCount counts exactly what Uses returns.
 func FuzzUses(f *testing.F) {
 	f.Add([]byte(`{"spec":{"containers":[{"name":"a","volumeMounts":[{"name":"v","mountPath":"/x","subPathExpr":"$(A)"}],` +
 		`"env":[{"name":"A","valueFrom":{"configMapKeyRef":{"name":"c","key":"k"}}}],"envFrom":[{"configMapRef":{"name":"c"}},{"secretRef":{"name":"s"}}]}],` +
@@ -32,7 +32,9 @@ func FuzzUses(f *testing.F) {
 		for _, c := range pod.Spec.EphemeralContainers {
 			names[c.Name] = true
 		}
-		for _, it := range Uses(&pod) {
+		uses := Uses(&pod)
+		checkUseCount(t, &pod, uses)
+		for _, it := range uses {
 			if it.Mode == "" || it.Object.Kind == "" {
 				t.Fatalf("use without a mode or an object kind: %+v", it)
 			}
@@ -44,4 +46,23 @@ func FuzzUses(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkUseCount: useCount counts what Uses returns, with every object kept
+// and with the Secrets left out.
+func checkUseCount(t *testing.T, pod *corev1.Pod, uses []Item) {
+	t.Helper()
+	if n := useCount(pod, func(ObjectKey) bool { return true }); n != len(uses) {
+		t.Fatalf("pod %s: useCount = %d, Uses returned %d", pod.Name, n, len(uses))
+	}
+	noSecrets := func(k ObjectKey) bool { return k.Kind != KindSecret }
+	want := 0
+	for _, it := range uses {
+		if noSecrets(it.Key()) {
+			want++
+		}
+	}
+	if n := useCount(pod, noSecrets); n != want {
+		t.Fatalf("pod %s without Secrets: useCount = %d, Uses kept %d", pod.Name, n, want)
+	}
 }

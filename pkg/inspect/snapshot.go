@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 )
 
@@ -189,6 +190,11 @@ type LoadOptions struct {
 	// quorum read of etcd: cheaper for the API server, but the answer may
 	// lag the newest writes by the cache's delay (normally milliseconds).
 	FromCache bool
+	// PodREST, when set (a core/v1 REST client), lists the pods through it
+	// and decodes them one at a time from the response (see streamPods):
+	// the PodList of 10,000 pods is never in memory whole. The fake
+	// clientset has none: without it the pods are listed as other kinds.
+	PodREST rest.Interface
 }
 
 // Load reads a Snapshot with one paginated LIST per kind. The kinds are
@@ -318,21 +324,37 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			return nil
 		})
 	}
+	addPod := func(pod *corev1.Pod) {
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			// the owner kinds are listed as soon as a pod needs them
+			switch ref.Kind {
+			case "ReplicaSet":
+				listReplicaSets()
+			case "Job":
+				listJobs()
+			}
+		}
+		s.Pods = append(s.Pods, trimPod(*pod))
+	}
 	run("pods", func() error {
+		if o.PodREST != nil {
+			lo := metav1.ListOptions{LabelSelector: o.PodSelector, Limit: ps}
+			if o.FromCache {
+				lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
+			}
+			err := streamPods(ctx, o.PodREST, ns, lo, func(pod *corev1.Pod) error {
+				addPod(pod)
+				return nil
+			})
+			if err != nil {
+				return &ListError{Resource: "pods", Namespace: o.Namespace, Err: err}
+			}
+			return nil
+		}
 		return list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().Pods(ns).List(ctx, lo)
 		}, func(obj runtime.Object) error {
-			pod := obj.(*corev1.Pod)
-			if ref := metav1.GetControllerOf(pod); ref != nil {
-				// the owner kinds are listed as soon as a pod needs them
-				switch ref.Kind {
-				case "ReplicaSet":
-					listReplicaSets()
-				case "Job":
-					listJobs()
-				}
-			}
-			s.Pods = append(s.Pods, trimPod(*pod))
+			addPod(obj.(*corev1.Pod))
 			return nil
 		})
 	})

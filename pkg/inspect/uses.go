@@ -92,7 +92,11 @@ func findContainer(pod *corev1.Pod, name string) (containerView, bool) {
 // source that no container mounts. Object state, owner and prediction are
 // filled in later (see Build).
 func Uses(pod *corev1.Pod) []Item {
-	var out []Item
+	return appendUses(nil, pod)
+}
+
+// appendUses appends the uses of the pod to out (see Uses).
+func appendUses(out []Item, pod *corev1.Pod) []Item {
 	base := Item{Pod: PodRef{Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName, Phase: podPhase(pod)}}
 	mounted := map[string]bool{}
 	volumes := map[string]corev1.Volume{}
@@ -203,4 +207,74 @@ func podPhase(pod *corev1.Pod) string {
 		return "Terminating"
 	}
 	return string(pod.Status.Phase)
+}
+
+// useCount is len of the items of Uses(pod) that keep keeps, counted
+// without building them (Build sizes its slice with it). It walks the pod
+// as Uses does; TestUseCount holds the two together.
+func useCount(pod *corev1.Pod, keep func(ObjectKey) bool) int {
+	n := 0
+	count := func(kind, name string) {
+		if keep(ObjectKey{Kind: kind, Namespace: pod.Namespace, Name: name}) {
+			n++
+		}
+	}
+	countVolume := func(v *corev1.Volume) {
+		switch {
+		case v.ConfigMap != nil:
+			count(KindConfigMap, v.ConfigMap.Name)
+		case v.Secret != nil:
+			count(KindSecret, v.Secret.SecretName)
+		case v.Projected != nil:
+			for _, p := range v.Projected.Sources {
+				switch {
+				case p.ConfigMap != nil:
+					count(KindConfigMap, p.ConfigMap.Name)
+				case p.Secret != nil:
+					count(KindSecret, p.Secret.Name)
+				}
+			}
+		}
+	}
+	vols := pod.Spec.Volumes
+	mounted := make([]bool, len(vols))
+	for _, c := range podContainers(pod) {
+		for _, m := range c.volumeMounts {
+			// the last volume of a name wins, as in Uses' map
+			for i := len(vols) - 1; i >= 0; i-- {
+				if vols[i].Name == m.Name {
+					countVolume(&vols[i])
+					break
+				}
+			}
+			for i := range vols {
+				if vols[i].Name == m.Name {
+					mounted[i] = true
+				}
+			}
+		}
+		for _, e := range c.env {
+			switch {
+			case e.ValueFrom == nil:
+			case e.ValueFrom.ConfigMapKeyRef != nil:
+				count(KindConfigMap, e.ValueFrom.ConfigMapKeyRef.Name)
+			case e.ValueFrom.SecretKeyRef != nil:
+				count(KindSecret, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+		for _, e := range c.envFrom {
+			switch {
+			case e.ConfigMapRef != nil:
+				count(KindConfigMap, e.ConfigMapRef.Name)
+			case e.SecretRef != nil:
+				count(KindSecret, e.SecretRef.Name)
+			}
+		}
+	}
+	for i := range vols {
+		if !mounted[i] {
+			countVolume(&vols[i])
+		}
+	}
+	return n
 }

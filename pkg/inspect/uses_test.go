@@ -189,3 +189,16 @@ func TestUsesNoConsumers(t *testing.T) {
 		t.Errorf("Uses = %v, want none", got)
 	}
 }
+
+// TestUseCount: Build sizes its slice with useCount, which must count what
+// Uses returns for every fixture pod (every mode and container kind).
+func TestUseCount(t *testing.T) {
+	snap := statusSnapshot(t)
+	if len(snap.Pods) == 0 {
+		t.Fatal("no fixture pods")
+	}
+	for i := range snap.Pods {
+		pod := &snap.Pods[i]
+		checkUseCount(t, pod, Uses(pod))
+	}
+}
