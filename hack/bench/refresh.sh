@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How long until ALL pods mounting one ConfigMap see an edit (not part of make test):
 #   (a) the kubelet alone (its periodic pod resync: 60-90 s expected), watched with `status --verify`;
-#   (b) `kubectl cmsync refresh --wait` right after the edit (pod annotation bumps, verified by exec).
+#   (b) `kubectl cmsync refresh --wait` right after the edit (pod annotation bumps without a prior exec, each pod
+#       verified by one exec after its own patch).
 # Median over RUNS runs of each, the ratio, and container restarts (must be 0).
 #   PODS=50 RUNS=3 hack/bench/refresh.sh        (needs the cluster up: make cluster-up)
 #   KUBELET_RUNS=0 skips (a), e.g. to time only the refresh side.
@@ -23,13 +24,15 @@ for i in $(seq "$RUNS"); do
     [ "$(echo "$(now) - $t > 300" | bc)" = 1 ] && die "the kubelet did not update all pods within 300 s"
     sleep 0.5
   done
-  e=$(echo "$(now) - $t" | bc); kubelet+=("$e"); echo "run $i (a) kubelet alone: all $PODS current after ${e}s"
+  e=$(echo "$(now) - $t" | bc); kubelet+=("$e"); echo "run $i (a) kubelet alone: all $PODS current after ${e}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   fi
   # (b) refresh
   t=$(now); edit "refresh-$i-$RANDOM"
   kubectl cmsync refresh -n $NS app --timeout 120s >/tmp/cmsync-bench-refresh.out || { cat /tmp/cmsync-bench-refresh.out; die "refresh failed"; }
-  e=$(echo "$(now) - $t" | bc); refresh+=("$e"); echo "run $i (b) refresh --wait: all $PODS verified current after ${e}s"
-  [ "$(insync)" = "$PODS" ] || die "refresh returned but not all pods are in-sync"
+  e=$(echo "$(now) - $t" | bc); refresh+=("$e"); echo "run $i (b) refresh --wait: all $PODS verified current after ${e}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  # a pod refresh called current must be in-sync; an exec that fails under load (unverifiable) is read again
+  ok=""; for _ in 1 2 3; do [ "$(insync)" = "$PODS" ] && { ok=1; break; }; sleep 2; done
+  [ -n "$ok" ] || die "refresh returned but not all pods are in-sync"
 done
 a=$(printf '%s\n' "${kubelet[@]}" | median); b=$(printf '%s\n' "${refresh[@]}" | median)
 [ -n "$a" ] || a=0

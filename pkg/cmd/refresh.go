@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -34,14 +35,16 @@ var (
 		Make every consumer of the selected ConfigMaps (and Secrets) current with the
 		least disruptive action, then prove it.
 
-		With --strategy auto (the default) each consuming container is observed via
-		exec first: a pod whose mounted volume is pending gets the annotation
-		kubectl-cmsync.io/refreshed-at bumped, so the kubelet rewrites its volumes
-		within about a second without restarting anything; a workload with a stale env
-		or subPath consumer is restarted the way 'kubectl rollout restart' does, once
-		however many of its pods or ConfigMaps need it. Bare pods, Jobs, OnDelete
-		workloads and re-created immutable ConfigMaps are reported as manual, with what
-		to do. With --wait (the default) the result is verified by exec.
+		With --strategy auto (the default) a pod whose every use is a mounted volume
+		gets the annotation kubectl-cmsync.io/refreshed-at bumped at once, so the
+		kubelet rewrites its volumes within about a second without restarting
+		anything (harmless where they are already current); a pod with an env or
+		subPath use is observed via exec first: its pending volumes are annotated, and
+		a workload with a stale env or subPath consumer is restarted the way 'kubectl
+		rollout restart' does, once however many of its pods or ConfigMaps need it.
+		Bare pods, Jobs, OnDelete workloads and re-created immutable ConfigMaps are
+		reported as manual, with what to do. With --wait (the default) the result is
+		verified by exec, each annotated pod as soon as its patch is acknowledged.
 
 		With --restart-via=evict the pods of stale consumers are evicted through the
 		Eviction API instead, one at a time (--max-unavailable), each replacement Ready
@@ -49,7 +52,7 @@ var (
 		changed, so GitOps tools (Argo CD, Flux) see no drift.`)
 
 	refreshExample = templates.Examples(`
-		# Show what would be done, change nothing (reads each consuming container by exec)
+		# Show what would be done, change nothing (reads by exec the containers with env or subPath uses)
 		kubectl cmsync refresh app-config --dry-run=client
 
 		# Refresh every consumer of one ConfigMap, restarting workloads without asking
@@ -133,7 +136,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
 	fs.StringVar(&o.Strategy, "strategy", o.Strategy, "auto: annotate pods with a pending mount and restart workloads with a stale env or subPath consumer; annotate: only annotate pods; restart: roll out every owning workload.")
-	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: observe the consumers (read-only execs, as --verify does; none with --strategy restart), print the plan, change nothing; server: also send the patches with dryRun=All.`)
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: observe the pods the plan depends on (read-only execs into those with env or subPath uses, as --verify does; none with --strategy restart), print the plan, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Restart workloads without asking.")
 	fs.IntVar(&o.MaxRestarts, "max-restarts", o.MaxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
@@ -267,12 +270,45 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	// --strategy restart plans without observing: a client dry run of it
 	// reads nothing from the containers (no exec at all).
 	observed := !(dry == refresh.DryRunClient && o.Strategy == string(refresh.StrategyRestart))
+	var notObserved map[string]bool
+	restartable := items // whose workloads a restart may concern
+	// early are the results of the pods annotated while the others are
+	// observed (see annotateEarly); bail returns an error once they are in
+	var early <-chan []refresh.Result
+	bail := func(err error) error {
+		if early != nil {
+			res := <-early
+			early = nil
+			_ = o.printResults(res)
+			fmt.Fprintf(o.ErrOut, "note: %d pods whose every use is a mounted volume were annotated meanwhile (harmless, nothing restarted): see the results above\n", len(res))
+		}
+		return err
+	}
 	if observed {
 		vo := o.verifyOptions()
 		if o.ErrTerminal {
 			vo.Progress = o.ErrOut
 		}
-		items = inspect.Verify(ctx, items, snap, o.Executor, vo)
+		if o.Strategy == string(refresh.StrategyRestart) {
+			items = inspect.Verify(ctx, items, snap, o.Executor, vo)
+		} else {
+			// only the pods whose action depends on their state are read
+			// first; the others' hot-updating mounts are annotated at once
+			// and verified after
+			need := refresh.ObservationNeeded(items)
+			if dry == refresh.DryRunNone {
+				items, early = o.annotateEarly(ctx, items, need, snap)
+			}
+			items, notObserved = verifyPods(ctx, items, need, snap, o.Executor, vo)
+			// pods annotated without observing are never restarted: their
+			// workloads need not be read
+			restartable = nil
+			for _, it := range items {
+				if need[refresh.PodKey(it.Object.Namespace, it.Pod.Name)] {
+					restartable = append(restartable, it)
+				}
+			}
+		}
 	}
 	// The output edge: reasons derived from Secret data are redacted
 	// before they reach the plan, and again in the results.
@@ -282,15 +318,15 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	pods := podsByKey(snap)
 	var workloads map[refresh.WorkloadKey]refresh.WorkloadInfo
 	if o.Strategy != string(refresh.StrategyAnnotate) { // annotate restarts nothing
-		if workloads, err = loadWorkloads(ctx, o.Client, items); err != nil {
-			return explainAPIError(err, server, o.Namespace)
+		if workloads, err = loadWorkloads(ctx, o.Client, restartable); err != nil {
+			return bail(explainAPIError(err, server, o.Namespace))
 		}
 	}
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
-		return usageError("invalid -l %q: %v", o.Selector, err)
+		return bail(usageError("invalid -l %q: %v", o.Selector, err))
 	}
-	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, Selector: sel,
+	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, NotObserved: notObserved, Selector: sel,
 		RestartVia: refresh.RestartVia(o.RestartVia), MaxUnavailable: o.MaxUnavailable})
 	counts := refresh.Counts(plan)
 	// an evict action restarts a workload's pods as a restart does
@@ -298,7 +334,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 
 	if restarts := counts[refresh.ActionRestart]; o.MaxRestarts >= 0 && restarts > o.MaxRestarts {
 		_ = o.printPlan(plan)
-		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing", restarts, o.MaxRestarts)}
+		return bail(&ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads, more than --max-restarts=%d; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing", restarts, o.MaxRestarts)})
 	}
 	if dry == refresh.DryRunClient {
 		return o.printPlan(plan)
@@ -306,13 +342,13 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if o.Access != nil {
 		if missing := refresh.Missing(ctx, o.Access, refresh.Permissions(plan, dry)); len(missing) > 0 {
 			_ = o.printPlan(plan)
-			return missingPermissionsError(missing, items)
+			return bail(missingPermissionsError(missing, items))
 		}
 	}
 	if beyond := outsideSelector(plan); len(beyond) > 0 && dry == refresh.DryRunNone {
 		if !o.Yes {
 			_ = o.printPlan(plan)
-			return &ExitError{Code: ExitRefused, Err: beyondSelectorError(o.Selector, beyond, "Add --yes to restart them anyway")}
+			return bail(&ExitError{Code: ExitRefused, Err: beyondSelectorError(o.Selector, beyond, "Add --yes to restart them anyway")})
 		}
 		fmt.Fprintf(o.ErrOut, "Warning: restarting pods that -l %s does not select: %s\n", o.Selector, strings.Join(beyond, "; "))
 	}
@@ -320,7 +356,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 		if dry == refresh.DryRunNone && !o.Yes {
 			if !o.StdinTerminal {
 				_ = o.printPlan(plan)
-				return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads and stdin is not a terminal to confirm it; add --yes to proceed, or --strategy annotate to restart nothing", restarts)}
+				return bail(&ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: the plan restarts %d workloads and stdin is not a terminal to confirm it; add --yes to proceed, or --strategy annotate to restart nothing", restarts)})
 			}
 			_ = printPlanTable(o.ErrOut, plan)
 			question := fmt.Sprintf("Restart %d workloads (their pods are replaced)? [y/N]: ", restarts)
@@ -328,7 +364,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 				question = fmt.Sprintf("Evict the pods of %d workloads (in the order shown; their controllers replace them)? [y/N]: ", restarts)
 			}
 			if !confirm(o.In, o.ErrOut, question) {
-				return &ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: not confirmed; nothing was changed")}
+				return bail(&ExitError{Code: ExitRefused, Err: fmt.Errorf("refused: not confirmed; nothing was changed")})
 			}
 		}
 	}
@@ -340,7 +376,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	}
 	if dry == refresh.DryRunNone && o.Wait {
 		// --timeout bounds the evictions and the wait together
-		wo := refresh.WaitOptions{Timeout: max(deadline.Sub(o.Now()), time.Millisecond), Now: o.Now}
+		wo := refresh.WaitOptions{Timeout: max(deadline.Sub(o.Now()), time.Millisecond), Now: o.Now, Concurrency: o.Verify.Concurrency}
 		if o.ErrTerminal {
 			wo.Progress = func(p refresh.Progress) {
 				fmt.Fprintf(o.ErrOut, "\rwaiting: %d/%d current, %s elapsed ", p.Current, p.Total, p.Elapsed.Round(100*time.Millisecond))
@@ -350,6 +386,10 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 		if o.ErrTerminal {
 			fmt.Fprintln(o.ErrOut)
 		}
+	}
+	if early != nil {
+		results = append(results, <-early...)
+		sort.SliceStable(results, func(i, j int) bool { return refresh.Precedes(results[i].Action, results[j].Action) })
 	}
 	for i := range results {
 		r := &results[i]
@@ -406,6 +446,11 @@ func (o *RefreshOptions) printResults(results []refresh.Result) error {
 		}
 		if detail == "" {
 			detail = reasonWithWarnings(r.Reason, r.Warnings)
+		}
+		if r.Action.Action == refresh.ActionAnnotate && (r.Outcome == refresh.OutcomeCurrent || r.Outcome == refresh.OutcomeTimeout || r.Outcome == refresh.OutcomeUnverifiable || r.Outcome == refresh.OutcomeApplied) {
+			// what was known before: a pending mount, or nothing (annotated
+			// without a prior exec)
+			detail = strings.TrimSuffix("annotated ("+r.Before()+"); "+r.Detail, "; ")
 		}
 		outcome := string(r.Outcome)
 		fmt.Fprintln(w, printableRow(r.Target.Namespace, string(r.Action.Action), r.Target.String(), consumersColumn(r.Consumers), outcome, after, detail))
@@ -502,6 +547,95 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		return &ExitError{Code: ExitCheck, Err: fmt.Errorf("%d actions left consumers not current:\n  %s", len(notCurrent), strings.Join(notCurrent, "\n  "))}
 	}
 	return nil
+}
+
+// annotateEarly starts, while the other pods are observed, the annotation
+// and the wait of the pods that need no observation and whose workloads
+// have no pod that does (such a workload may be restarted, which would
+// replace them). Only when nothing that follows can refuse the plan:
+// --yes, no --max-restarts, and every permission the whole plan may need
+// (patch on these pods; patch on the other pods and their workloads, or
+// create pods/eviction) granted; otherwise everything is planned after the
+// observation, as before. It returns the items left to plan and the
+// channel of the early results (nil when nothing was started).
+func (o *RefreshOptions) annotateEarly(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot) ([]inspect.Item, <-chan []refresh.Result) {
+	if !o.Yes || o.MaxRestarts >= 0 || len(need) == 0 {
+		return items, nil
+	}
+	busy := map[refresh.WorkloadKey]bool{} // workloads with a pod observed first
+	for _, it := range items {
+		if need[refresh.PodKey(it.Object.Namespace, it.Pod.Name)] {
+			busy[refresh.WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] = true
+		}
+	}
+	var now, rest []inspect.Item
+	notObserved := map[string]bool{}
+	for _, it := range items {
+		k := refresh.PodKey(it.Object.Namespace, it.Pod.Name)
+		if it.Pod.Name != "" && !need[k] && !busy[refresh.WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] {
+			now = append(now, it)
+			notObserved[k] = true
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	if len(now) == 0 {
+		return items, nil
+	}
+	sel, err := labels.Parse(o.Selector)
+	if err != nil {
+		return items, nil
+	}
+	plan := refresh.Plan(refresh.PlanInput{Items: inspect.NewRedactor(snap).Items(now), Pods: podsByKey(snap), Strategy: refresh.Strategy(o.Strategy),
+		Observed: true, NotObserved: notObserved, Selector: sel})
+	// the worst case of the rest: every pod annotated, every workload restarted
+	worst := append([]refresh.Action{}, plan...)
+	for _, it := range rest {
+		worst = append(worst, refresh.Action{Action: refresh.ActionAnnotate, Target: refresh.Target{Kind: "Pod", Namespace: it.Object.Namespace, Name: it.Pod.Name}})
+		if refresh.Restartable[it.Workload.Kind] && o.Strategy == string(refresh.StrategyAuto) {
+			kind := refresh.ActionRestart
+			if o.RestartVia == string(refresh.RestartViaEvict) {
+				kind = refresh.ActionEvict
+			}
+			worst = append(worst, refresh.Action{Action: kind, Target: refresh.Target{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}})
+		}
+	}
+	if o.Access != nil && len(refresh.Missing(ctx, o.Access, refresh.Permissions(worst, refresh.DryRunNone))) > 0 {
+		return items, nil // planned after the observation, and refused then if it must be
+	}
+	deadline := o.Now().Add(o.Timeout)
+	done := make(chan []refresh.Result, 1)
+	go func() {
+		results := refresh.Apply(ctx, o.Patcher, plan, refresh.DryRunNone, o.Now)
+		if o.Wait {
+			results = refresh.Wait(ctx, results, o.Observer, o.Rollouts, refresh.WaitOptions{Timeout: max(deadline.Sub(o.Now()), time.Millisecond), Now: o.Now, Concurrency: o.Verify.Concurrency})
+		}
+		done <- results
+	}()
+	return rest, done
+}
+
+// verifyPods observes the uses of the pods in need (by refresh.PodKey) and
+// returns every item, the others without a state, and the pods left
+// unobserved.
+func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot, ex inspect.Executor, vo inspect.VerifyOptions) ([]inspect.Item, map[string]bool) {
+	var picked []inspect.Item
+	var at []int
+	notObserved := map[string]bool{}
+	for i, it := range items {
+		k := refresh.PodKey(it.Object.Namespace, it.Pod.Name)
+		if need[k] {
+			picked, at = append(picked, it), append(at, i)
+		} else if it.Pod.Name != "" {
+			notObserved[k] = true
+		}
+	}
+	if len(picked) > 0 {
+		for j, it := range inspect.Verify(ctx, picked, snap, ex, vo) {
+			items[at[j]] = it
+		}
+	}
+	return items, notObserved
 }
 
 // missingPermissionsError says, before anything is sent, every permission

@@ -3,9 +3,12 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -302,5 +305,89 @@ func TestRefreshEvictRetriesRefusalAndSendsNoPatch(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("result lacks %s:\n%s", want, out.String())
 		}
+	}
+}
+
+// gatedExecutor holds every exec until open is closed (or a second passes).
+type gatedExecutor struct {
+	inner    inspect.Executor
+	open     chan struct{}
+	mu       sync.Mutex
+	timedOut bool
+}
+
+func (g *gatedExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+	select {
+	case <-g.open:
+	case <-time.After(time.Second):
+		g.mu.Lock()
+		g.timedOut = true
+		g.mu.Unlock()
+	}
+	return g.inner.Exec(ctx, ns, pod, container, argv, stdout, stderr)
+}
+
+// signallingPatcher closes open at the first patch of pod name.
+type signallingPatcher struct {
+	countingPatcher
+	name string
+	open chan struct{}
+	once sync.Once
+}
+
+func (p *signallingPatcher) Patch(ctx context.Context, kind, ns, name string, pt types.PatchType, patch []byte, dry bool) error {
+	err := p.countingPatcher.Patch(ctx, kind, ns, name, pt, patch, dry)
+	if kind == "Pod" && name == p.name {
+		p.once.Do(func() { close(p.open) })
+	}
+	return err
+}
+
+// With --yes, a pod whose every use is a mounted volume is annotated while
+// the pod with an env use is still being observed (its exec is held until
+// the volume pod's patch arrives); both results are reported, the volume
+// pod as "state not observed before", and the env pod, current, is left
+// alone. Without --yes (a restart may need confirming) nothing is sent
+// before the plan is complete.
+func TestRefreshAnnotatesVolumePodsWhileObservingTheOthers(t *testing.T) {
+	for _, yes := range []bool{true, false} {
+		t.Run(fmt.Sprintf("yes=%v", yes), func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "v1"}}
+			running := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+			vol := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "vol", Namespace: "ns", UID: "u-vol"}, Spec: corev1.PodSpec{NodeName: "n1",
+				Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
+				Volumes:    []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}},
+				Status: running}
+			env := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "env", Namespace: "ns", UID: "u-env"}, Spec: corev1.PodSpec{NodeName: "n1",
+				Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
+					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
+				Status: running}
+			inner := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{
+				"ns/env/app": {Env: map[string]string{"K": "v1"}},
+				"ns/vol/app": {Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: "..2026_01_01_00_00_00.1", Files: map[string][]byte{"K": []byte("v1")}}}},
+			}}
+			open := make(chan struct{})
+			ex := &gatedExecutor{inner: inner, open: open}
+			p := &signallingPatcher{name: "vol", open: open}
+			out := &bytes.Buffer{}
+			o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
+			client := fake.NewClientset(cm, vol, env)
+			o.Namespace, o.Client, o.Executor, o.Patcher, o.Yes, o.Output = "ns", client, ex, p, yes, "json"
+			o.Observer = refresh.ClusterObserver{Client: client, Executor: inner, Verify: o.verifyOptions()}
+			if err := o.Run(context.Background()); err != nil {
+				t.Fatalf("Run() = %v\n%s", err, out.String())
+			}
+			if ex.timedOut == yes {
+				t.Errorf("--yes=%v: the observation exec waited for the volume pod's patch: %v (want %v)", yes, ex.timedOut, !yes)
+			}
+			if len(p.sent) != 1 || p.sent[0] != "Pod/vol" {
+				t.Errorf("patches %v, want only Pod/vol", p.sent)
+			}
+			for _, want := range []string{`"action": "annotate"`, `"outcome": "current"`, `"action": "none"`, `"name": "env"`} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("results lack %s:\n%s", want, out.String())
+				}
+			}
+		})
 	}
 }

@@ -282,6 +282,7 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 		results[i].Item.State = c.State
 		results[i].Item.StateReason = c.Reason
 		results[i].Item.StateCause = c.Cause
+		results[i].Item.Observed = c.Observed
 		if c.SyncedAt != nil {
 			t := metav1.NewTime(c.SyncedAt.UTC())
 			results[i].Item.SyncedAt = &t

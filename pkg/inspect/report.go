@@ -242,6 +242,11 @@ type Item struct {
 	// refresh planner (StateReason is for people).
 	StateCause StateCause   `json:"stateCause,omitempty"`
 	SyncedAt   *metav1.Time `json:"syncedAt,omitempty"`
+	// Observed tells whether State comes from a successful read of the
+	// container (exec), not from the pod's status alone (a container that
+	// is not running, a pod that is terminating): only such a state proves
+	// what the container sees now. Not part of the output.
+	Observed bool `json:"-"`
 }
 
 // ObjectKey identifies a ConfigMap or Secret.

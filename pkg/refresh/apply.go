@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,4 +185,21 @@ func applyOne(ctx context.Context, p Patcher, r *Result, dry DryRun, now func() 
 		at := metav1.NewTime(t)
 		r.Outcome, r.AppliedAt = OutcomeApplied, &at
 	}
+}
+
+// Before says what was known of an annotate action's consumers before the
+// patch, for the result table: "was pending" (or the state seen), or
+// "state not observed before" when the pod was annotated without a prior
+// exec (an annotation is harmless where the volume is already current).
+func (a Action) Before() string {
+	var states []string
+	for _, c := range a.Consumers {
+		if c.State != "" && !contains(states, string(c.State)) {
+			states = append(states, string(c.State))
+		}
+	}
+	if len(states) == 0 {
+		return "state not observed before"
+	}
+	return "was " + strings.Join(states, ", ")
 }

@@ -159,6 +159,10 @@ type PlanInput struct {
 	// Observed tells whether the items carry --verify states; without them
 	// restart-needed uses cannot be told stale from current.
 	Observed bool
+	// NotObserved are the pods (by PodKey) whose uses were left unobserved
+	// on purpose although Observed is true (see ObservationNeeded): their
+	// hot-updating mounts are annotated without a prior exec.
+	NotObserved map[string]bool
 	// Selector is the user's -l (nil: every pod): a restart that replaces
 	// pods outside it says so.
 	Selector labels.Selector
@@ -168,6 +172,11 @@ type PlanInput struct {
 	// MaxUnavailable is how many pods of a workload an evict action
 	// evicts at once (default 1); the plan's reason says the batches.
 	MaxUnavailable int
+}
+
+// observed tells whether the use carries an observed state.
+func (in PlanInput) observed(it inspect.Item) bool {
+	return in.Observed && !in.NotObserved[PodKey(it.Object.Namespace, it.Pod.Name)]
 }
 
 // PodKey is the key of PlanInput.Pods.
@@ -192,6 +201,10 @@ type decision struct {
 	// onPod: a manual step concerns the pod, not its workload
 	onPod bool
 }
+
+// notObservedReason is the reason of an annotation planned without a prior
+// observation: the plan does not claim a state it did not see.
+const notObservedReason = "hot-updating mount, state not observed: an annotation makes the kubelet rewrite it now, and is harmless where it is already current (nothing restarts); the wait verifies it"
 
 // decide applies the contract's rules to one use; pod is its pod, when known.
 func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decision {
@@ -241,13 +254,21 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 				it.StateCause, it.StateReason, at.UTC().Format(time.RFC3339), strings.ToLower(it.Object.Kind))}
 		}
 	}
+	if !observed && pod != nil && pod.DeletionTimestamp != nil {
+		// not read first, but its status says enough: an annotation of a
+		// terminating pod refreshes nothing, and the wait could not verify it
+		return decision{need: needNothing, reason: "the pod is terminating: its replacement, if any, reads the object when it starts"}
+	}
 	switch s {
 	case StrategyAnnotate:
 		if hot {
 			if observed && it.State != inspect.StatePending && it.State != inspect.StateUnverifiable {
 				return decision{need: needNothing, reason: "already " + string(it.State)}
 			}
-			return decision{need: needAnnotate, reason: "hot-updating mount: an annotation makes the kubelet rewrite it now"}
+			if !observed {
+				return decision{need: needAnnotate, reason: notObservedReason}
+			}
+			return decision{need: needAnnotate, reason: "mount is " + string(it.State) + ": an annotation makes the kubelet rewrite it now"}
 		}
 		if observed && (it.State == inspect.StateStale || it.State == inspect.StateBroken) {
 			return decision{need: needManual, reason: fmt.Sprintf("%s use is %s and stays so with --strategy annotate: restart the workload (--strategy auto or restart)", it.Mode, it.State)}
@@ -260,7 +281,7 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 	// auto
 	if !observed {
 		if hot {
-			return decision{need: needAnnotate, reason: "hot-updating mount: an annotation makes the kubelet rewrite it now (not observed)"}
+			return decision{need: needAnnotate, reason: notObservedReason}
 		}
 		return decision{need: needManual, reason: "cannot tell whether stale; use --strategy restart"}
 	}
@@ -276,6 +297,30 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 		return decision{need: needRestart, reason: fmt.Sprintf("%s use is %s: only new containers read it again", it.Mode, it.State)}
 	}
 	return decision{need: needNothing, reason: "state " + string(it.State)}
+}
+
+// ObservationNeeded returns the pods (by PodKey) that --strategy auto or
+// annotate must observe before planning: those with a use whose action
+// depends on its state (restart-needed, breaks-on-change, never-changes: a
+// stale one is restarted or manual, a current one left alone). A pod whose
+// every use is a hot-updating mount (volume, items, projected of a running
+// container) or needs nothing whatever its state is annotated without a
+// prior exec: an annotation bump is harmless where the volume is already
+// current (the kubelet does not rewrite identical payloads, and nothing
+// restarts), and the wait verifies it afterwards.
+func ObservationNeeded(items []inspect.Item) map[string]bool {
+	need := map[string]bool{}
+	for _, it := range items {
+		if it.Pod.Name == "" {
+			continue
+		}
+		switch it.Verdict {
+		case inspect.VerdictHotUpdate, inspect.VerdictMissing, inspect.VerdictNotMounted, inspect.VerdictUnused, inspect.VerdictNoPods, "":
+			continue // decided by the verdict, or annotated whatever the state
+		}
+		need[PodKey(it.Object.Namespace, it.Pod.Name)] = true
+	}
+	return need
 }
 
 // Plan turns a report into actions: at most one restart per workload, one
@@ -299,7 +344,7 @@ func Plan(in PlanInput) []Action {
 	// First pass: restarts (they replace pods, so annotating those is moot).
 	var deferred []inspect.Item
 	for _, it := range in.Items {
-		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.Observed)
+		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.observed(it))
 		ns := it.Object.Namespace
 		podTarget := Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}
 		switch d.need {
@@ -334,7 +379,7 @@ func Plan(in PlanInput) []Action {
 		}
 	}
 	for _, it := range deferred {
-		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.Observed)
+		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.observed(it))
 		ns := it.Object.Namespace
 		pk := PodKey(ns, it.Pod.Name)
 		wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
@@ -396,20 +441,24 @@ func Plan(in PlanInput) []Action {
 	for _, a := range none {
 		out = append(out, *a)
 	}
-	order := map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
-	sort.SliceStable(out, func(i, j int) bool {
-		if order[out[i].Action] != order[out[j].Action] {
-			return order[out[i].Action] < order[out[j].Action]
-		}
-		if out[i].Target.Namespace != out[j].Target.Namespace {
-			return out[i].Target.Namespace < out[j].Target.Namespace
-		}
-		if out[i].Target.Kind != out[j].Target.Kind {
-			return out[i].Target.Kind < out[j].Target.Kind
-		}
-		return out[i].Target.Name < out[j].Target.Name
-	})
+	sort.SliceStable(out, func(i, j int) bool { return Precedes(out[i], out[j]) })
 	return out
+}
+
+// Precedes is the order of a plan: restarts and evictions, annotations,
+// manual steps, then nothing to do; by namespace, kind and name within each.
+func Precedes(a, b Action) bool {
+	order := map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
+	if order[a.Action] != order[b.Action] {
+		return order[a.Action] < order[b.Action]
+	}
+	if a.Target.Namespace != b.Target.Namespace {
+		return a.Target.Namespace < b.Target.Namespace
+	}
+	if a.Target.Kind != b.Target.Kind {
+		return a.Target.Kind < b.Target.Kind
+	}
+	return a.Target.Name < b.Target.Name
 }
 
 // annotatedSince returns the time of the pod's refresh annotation when it is

@@ -330,3 +330,79 @@ func TestPlanJobReasonsPerMode(t *testing.T) {
 		})
 	}
 }
+
+// The planning split: pods whose every use is a hot-updating mount are
+// annotated without a prior exec (their reason says the state was not
+// observed); a pod with an env or subPath use, or a re-creatable immutable
+// object, is observed first, and planned from what was seen.
+func TestObservationNeededAndPlanWithoutObserving(t *testing.T) {
+	vol := use("vol-1", "Deployment", "vol", inspect.ModeVolume, inspect.VerdictHotUpdate, "")
+	items := use("items-1", "Deployment", "items", inspect.ModeItems, inspect.VerdictHotUpdate, "")
+	proj := use("proj-1", "Deployment", "proj", inspect.ModeProjected, inspect.VerdictHotUpdate, "")
+	missing := use("miss-1", "Deployment", "miss", inspect.ModeVolume, inspect.VerdictMissing, "")
+	mixedVol := use("mixed-1", "Deployment", "mixed", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
+	mixedEnv := use("mixed-1", "Deployment", "mixed", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)
+	sub := use("sub-1", "Deployment", "sub", inspect.ModeSubPath, inspect.VerdictRestartNeeded, inspect.StateStale)
+	subDir := use("subdir-1", "Deployment", "subdir", inspect.ModeSubPath, inspect.VerdictBreaksOnChange, inspect.StateBroken)
+	initVol := use("init-1", "Deployment", "init", inspect.ModeVolume, inspect.VerdictRestartNeeded, inspect.StateCurrent)
+	initVol.Container = &inspect.ContainerRef{Name: "setup", Type: inspect.ContainerInit}
+	immutable := use("imm-1", "Deployment", "imm", inspect.ModeVolume, inspect.VerdictNeverChanges, inspect.StateInSync)
+	all := []inspect.Item{vol, items, proj, missing, mixedVol, mixedEnv, sub, subDir, initVol, immutable}
+	need := ObservationNeeded(all)
+	for _, pod := range []string{"mixed-1", "sub-1", "subdir-1", "init-1", "imm-1"} {
+		if !need[PodKey("ns", pod)] {
+			t.Errorf("pod %s must be observed before planning", pod)
+		}
+	}
+	for _, pod := range []string{"vol-1", "items-1", "proj-1", "miss-1"} {
+		if need[PodKey("ns", pod)] {
+			t.Errorf("pod %s needs no observation before planning", pod)
+		}
+	}
+	notObserved := map[string]bool{}
+	for _, it := range all {
+		if k := PodKey("ns", it.Pod.Name); !need[k] {
+			notObserved[k] = true
+		}
+	}
+	workloads := map[WorkloadKey]WorkloadInfo{}
+	for _, w := range []string{"sub", "subdir"} {
+		workloads[WorkloadKey{"Deployment", "ns", w}] = WorkloadInfo{Exists: true}
+	}
+	for _, s := range []Strategy{StrategyAuto, StrategyAnnotate} {
+		gone := use("gone-1", "Deployment", "vol", inspect.ModeVolume, inspect.VerdictHotUpdate, "")
+		now := metav1.Now()
+		pods := map[string]*corev1.Pod{PodKey("ns", "gone-1"): {ObjectMeta: metav1.ObjectMeta{Name: "gone-1", Namespace: "ns", DeletionTimestamp: &now}}}
+		notObserved[PodKey("ns", "gone-1")] = true
+		plan := Plan(PlanInput{Items: append(all, gone), Pods: pods, Strategy: s, Observed: true, NotObserved: notObserved, Workload: workloads})
+		byTarget := map[string]Action{}
+		for _, a := range plan {
+			if _, seen := byTarget[a.Target.String()]; !seen { // annotate before none
+				byTarget[a.Target.String()] = a
+			}
+		}
+		for _, pod := range []string{"vol-1", "items-1", "proj-1"} {
+			a := byTarget["pod/"+pod]
+			if a.Action != ActionAnnotate || !strings.Contains(a.Reason, "state not observed") {
+				t.Errorf("%s: pod %s: %s %q, want annotate saying the state was not observed", s, pod, a.Action, a.Reason)
+			}
+		}
+		if a := byTarget["pod/mixed-1"]; a.Action != ActionAnnotate || !strings.Contains(a.Reason, "pending") {
+			t.Errorf("%s: pod mixed-1: %s %q, want annotate because its mount was seen pending", s, a.Action, a.Reason)
+		}
+		if a := byTarget["pod/gone-1"]; a.Action != ActionNone || !strings.Contains(a.Reason, "terminating") {
+			t.Errorf("%s: terminating pod gone-1: %s %q, want none (an annotation refreshes nothing)", s, a.Action, a.Reason)
+		}
+		if a := byTarget["pod/miss-1"]; a.Action != ActionManual {
+			t.Errorf("%s: pod miss-1: %s, want manual (a required object is missing)", s, a.Action)
+		}
+		if a := byTarget["pod/init-1"]; a.Action != ActionNone {
+			t.Errorf("%s: pod init-1: %s %q, want none (observed current)", s, a.Action, a.Reason)
+		}
+		if s == StrategyAuto {
+			if a := byTarget["deployment/sub"]; a.Action != ActionRestart || !strings.Contains(a.Reason, "stale") {
+				t.Errorf("auto: deployment/sub: %s %q, want restart (observed stale)", a.Action, a.Reason)
+			}
+		}
+	}
+}

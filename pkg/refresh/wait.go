@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +27,11 @@ type Observer interface {
 	// are returned without a state): the wait loop execs into the pods of
 	// open actions only.
 	Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error)
+	// ObservePod verifies the uses of the objects by one pod, read afresh
+	// (the pod and the objects, not the namespace): the wait of an
+	// annotate action, one pod at a time as soon as its patch is
+	// acknowledged.
+	ObservePod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error)
 }
 
 // RolloutChecker says whether a workload's rollout has finished, the way
@@ -32,7 +40,8 @@ type RolloutChecker interface {
 	RolloutDone(ctx context.Context, kind, namespace, name string) (done bool, message string, err error)
 }
 
-// Progress is reported after every round of the wait loop.
+// Progress is reported after every round of the wait loop and every
+// verification of an annotated pod.
 type Progress struct {
 	Current, Total int
 	Elapsed        time.Duration
@@ -45,18 +54,36 @@ type WaitOptions struct {
 	// MaxInterval (default 8x Interval).
 	Interval    time.Duration
 	MaxInterval time.Duration
-	// FirstDelay is the pause before the first round (default 500ms: the
-	// kubelet rewrites an annotated pod's volumes within 0.2-0.6 s, and a
-	// round that comes too early costs one exec per pod for nothing);
-	// negative for none.
+	// FirstDelay is the pause before the first round of restarts and
+	// evictions (default 500ms).
 	FirstDelay time.Duration
-	Now        func() time.Time
-	Progress   func(Progress)
+	// PodDelay is the pause between an annotate patch being acknowledged
+	// and the first read of its pod (default 300ms: the kubelet rewrites
+	// an annotated pod's volumes within 0.2-0.6 s, and the exec takes
+	// 0.1 s or more to start; a read that comes too early costs one more
+	// exec); negative for none. The pod is read again Interval later,
+	// doubling up to MaxInterval, until current or the timeout.
+	PodDelay time.Duration
+	// Concurrency bounds the annotated pods read at once (default 16).
+	Concurrency int
+	Now         func() time.Time
+	Progress    func(Progress)
 }
 
-// settled reports whether an observed state counts as current.
-func settled(s inspect.State) bool {
-	return s == inspect.StateInSync || s == inspect.StateCurrent || s == inspect.StateNA
+// settled reports whether an observed use counts as current: in-sync or
+// current, or n/a when there is really nothing to check (a read found
+// nothing to compare, an init container that has not run yet, no
+// container at all). An n/a that only says the container is not running
+// now (terminated, its pod terminating or completed) proves nothing about
+// what it sees: never current.
+func settled(it inspect.Item) bool {
+	switch it.State {
+	case inspect.StateInSync, inspect.StateCurrent:
+		return true
+	case inspect.StateNA:
+		return it.Observed || it.Container == nil || it.Container.Type == inspect.ContainerInit || it.Mode == inspect.ModeUnmounted
+	}
+	return false
 }
 
 // unverifiableForGood tells an observation that cannot succeed however long
@@ -77,10 +104,14 @@ const (
 	replaced
 )
 
-// Wait re-observes the consumers of every applied action until all are
-// current or the timeout passes. Annotated pods must show in-sync files;
-// restarted workloads must finish their rollout and then their new pods must
-// be in-sync or current. Results are updated in place and returned.
+// Wait verifies the consumers of every applied action until all are
+// current or the timeout passes. Each annotated pod is read on its own,
+// PodDelay after its patch was acknowledged, then again with a backoff
+// until its mounts are in-sync (no rounds: a slow pod does not hold the
+// others back). Restarted workloads must finish their rollout and then
+// their new pods must be in-sync or current; evicted pods' replacements
+// likewise; these are re-observed in rounds. Results are updated in place
+// and returned.
 func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker, o WaitOptions) []Result {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -91,32 +122,161 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 	if o.MaxInterval < o.Interval {
 		o.MaxInterval = 8 * o.Interval
 	}
-	interval := o.Interval
-	start := o.Now()
-	deadline := start.Add(o.Timeout)
-	var open []int
-	for i, r := range results {
-		if r.Outcome == OutcomeApplied {
-			open = append(open, i)
-		}
-	}
-	total := len(open)
-	rolled := map[int]bool{}
 	if o.FirstDelay == 0 {
 		o.FirstDelay = 500 * time.Millisecond
 	}
-	if total > 0 && o.FirstDelay > 0 {
-		select {
-		case <-ctx.Done():
-		case <-time.After(o.FirstDelay):
+	if o.PodDelay == 0 {
+		o.PodDelay = 300 * time.Millisecond
+	}
+	if o.Concurrency < 1 {
+		o.Concurrency = 16
+	}
+	start := o.Now()
+	deadline := start.Add(o.Timeout)
+	var pods, rounds []int
+	for i, r := range results {
+		if r.Outcome != OutcomeApplied {
+			continue
 		}
+		if r.Action.Action == ActionAnnotate {
+			pods = append(pods, i)
+		} else {
+			rounds = append(rounds, i)
+		}
+	}
+	total := len(pods) + len(rounds)
+	var mu sync.Mutex
+	done := 0
+	report := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		done += n
+		if o.Progress != nil {
+			o.Progress(Progress{Current: done, Total: total, Elapsed: o.Now().Sub(start)})
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, o.Concurrency)
+	for _, i := range pods {
+		wg.Add(1)
+		go func(r *Result) {
+			defer wg.Done()
+			if waitPod(ctx, r, obs, sem, deadline, o) {
+				report(1)
+			}
+		}(&results[i])
+	}
+	if len(rounds) > 0 {
+		waitRounds(ctx, results, rounds, obs, rc, deadline, o, report)
+	}
+	wg.Wait()
+	return results
+}
+
+// sleep pauses for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// waitPod verifies one annotated pod: a first read PodDelay after its
+// patch was acknowledged, then reads with a backoff until every consumer
+// is in-sync, cannot be verified, or the deadline passes. Only a
+// successful read after the patch makes it current; nothing observed
+// before the patch counts. It reports whether the action is settled
+// (current or unverifiable).
+func waitPod(ctx context.Context, r *Result, obs Observer, sem chan struct{}, deadline time.Time, o WaitOptions) bool {
+	if o.PodDelay > 0 && r.AppliedAt != nil {
+		sleep(ctx, r.AppliedAt.Add(o.PodDelay).Sub(o.Now()))
+	}
+	objects := objectsOf(r.Consumers)
+	interval := o.Interval
+	for {
+		var items []inspect.Item
+		var err error
+		select {
+		case sem <- struct{}{}:
+			items, err = obs.ObservePod(ctx, r.Target.Namespace, r.Target.Name, objects)
+			<-sem
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		now := o.Now()
+		p, detail := converged(*r, items)
+		if err != nil && p != reached {
+			detail = "observe: " + err.Error()
+		}
+		r.Detail = detail
+		switch p {
+		case cannotVerify:
+			r.Outcome = OutcomeUnverifiable
+			return true
+		case reached:
+			r.Outcome = OutcomeCurrent
+			d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
+			r.CurrentAfter = &d
+			return true
+		case replaced:
+			r.Outcome = OutcomeCurrent
+			return true
+		}
+		if !now.Before(deadline) || ctx.Err() != nil {
+			timedOut(r, ctx)
+			return false
+		}
+		sleep(ctx, min(interval, deadline.Sub(now)))
+		if interval *= 2; interval > o.MaxInterval {
+			interval = o.MaxInterval
+		}
+	}
+}
+
+// timedOut marks a result the wait gave up on.
+func timedOut(r *Result, ctx context.Context) {
+	r.Outcome = OutcomeTimeout
+	if r.Detail == "" {
+		r.Detail = "not current yet"
+	}
+	if ctx.Err() != nil {
+		r.Detail = "interrupted before it was verified: " + r.Detail
+	}
+}
+
+// objectsOf lists the objects the consumers use, once each.
+func objectsOf(cs []Consumer) []inspect.ObjectKey {
+	var out []inspect.ObjectKey
+	seen := map[inspect.ObjectKey]bool{}
+	for _, c := range cs {
+		k := inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// waitRounds re-observes the restarts and evictions among results (open)
+// in rounds: a rollout's new pods have new names, so the namespace is read
+// again each round.
+func waitRounds(ctx context.Context, results []Result, open []int, obs Observer, rc RolloutChecker, deadline time.Time, o WaitOptions, report func(int)) {
+	interval := o.Interval
+	rolled := map[int]bool{}
+	if o.FirstDelay > 0 {
+		sleep(ctx, o.FirstDelay)
 	}
 	for len(open) > 0 {
 		// which namespaces and objects to look at this round
 		byNS := map[string]map[inspect.ObjectKey]bool{}
 		for _, i := range open {
-			for _, c := range results[i].Consumers {
-				k := inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+			for _, k := range objectsOf(results[i].Consumers) {
 				if byNS[k.Namespace] == nil {
 					byNS[k.Namespace] = map[inspect.ObjectKey]bool{}
 				}
@@ -139,7 +299,7 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 					r.Detail = strings.TrimSpace(msg)
 				}
 			}
-			if r.Action.Action == ActionAnnotate || r.Action.Action == ActionEvict || rolled[i] {
+			if r.Action.Action == ActionEvict || rolled[i] {
 				needObserve = true
 			}
 		}
@@ -159,6 +319,7 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 		}
 		now := o.Now()
 		var still []int
+		settledNow := 0
 		for _, i := range open {
 			r := &results[i]
 			if r.Action.Action == ActionRestart && !rolled[i] {
@@ -169,53 +330,40 @@ func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker
 			if obsErr != nil && p != reached {
 				detail = "observe: " + obsErr.Error()
 			}
-			if p == cannotVerify {
+			switch p {
+			case cannotVerify:
 				r.Outcome, r.Detail = OutcomeUnverifiable, detail
-				continue
-			}
-			if p == reached {
+			case reached:
 				r.Outcome = OutcomeCurrent
 				d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
 				r.CurrentAfter = &d
 				r.Detail = detail
-				continue
-			}
-			if p == replaced {
+			case replaced:
 				r.Outcome, r.Detail = OutcomeCurrent, detail
+			default:
+				r.Detail = detail
+				still = append(still, i)
 				continue
 			}
-			r.Detail = detail
-			still = append(still, i)
+			settledNow++
 		}
 		open = still
-		if o.Progress != nil {
-			o.Progress(Progress{Current: total - len(open), Total: total, Elapsed: now.Sub(start)})
-		}
+		report(settledNow)
 		if len(open) == 0 {
 			break
 		}
 		if !now.Before(deadline) || ctx.Err() != nil {
 			for _, i := range open {
-				results[i].Outcome = OutcomeTimeout
-				if results[i].Detail == "" {
-					results[i].Detail = "not current yet"
-				}
-				if ctx.Err() != nil {
-					results[i].Detail = "interrupted before it was verified: " + results[i].Detail
-				}
+				timedOut(&results[i], ctx)
 			}
 			break
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(interval):
-		}
-		// most annotations land within a second: poll fast first, then back off
+		sleep(ctx, interval)
+		// most rollouts take seconds: poll fast first, then back off
 		if interval *= 2; interval > o.MaxInterval {
 			interval = o.MaxInterval
 		}
 	}
-	return results
 }
 
 // wanted tells whether a use belongs to an open action: a pod that was
@@ -264,7 +412,7 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 			if unverifiableForGood(it) {
 				return cannotVerify, "annotated, but cannot be verified: " + describe(it)
 			}
-			if !settled(it.State) {
+			if !settled(it) {
 				return notYet, describe(it)
 			}
 		}
@@ -288,7 +436,7 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 			if unverifiableForGood(it) {
 				return cannotVerify, "rolled out, but cannot be verified: " + describe(it)
 			}
-			if !settled(it.State) {
+			if !settled(it) {
 				return notYet, describe(it)
 			}
 		}
@@ -326,7 +474,7 @@ func evictConverged(r Result, items []inspect.Item) (progress, string) {
 		if unverifiableForGood(it) {
 			return cannotVerify, "evicted and replaced, but cannot be verified: " + describe(it)
 		}
-		if !settled(it.State) {
+		if !settled(it) {
 			return notYet, describe(it)
 		}
 	}
@@ -472,6 +620,65 @@ func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects 
 	var picked []inspect.Item
 	for _, it := range items {
 		if want(it) {
+			picked = append(picked, it)
+		}
+	}
+	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
+}
+
+// ObservePod implements Observer: one GET of the pod and one of each
+// object, then one exec per consuming container. A pod that no longer
+// exists (or left -l) yields no items: the wait says its uses are gone.
+func (c ClusterObserver) ObservePod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	p, err := c.Client.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.PodSelector != "" {
+		sel, err := labels.Parse(c.PodSelector)
+		if err != nil {
+			return nil, err
+		}
+		if !sel.Matches(labels.Set(p.Labels)) {
+			return nil, nil
+		}
+	}
+	snap := &inspect.Snapshot{Pods: []corev1.Pod{*p}, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{},
+		Secrets: map[inspect.ObjectKey]*corev1.Secret{}, SecretsListed: true}
+	for _, k := range objects {
+		switch k.Kind {
+		case inspect.KindConfigMap:
+			cm, err := c.Client.CoreV1().ConfigMaps(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, err
+			default:
+				snap.ConfigMaps[k] = cm
+			}
+		case inspect.KindSecret:
+			sec, err := c.Client.CoreV1().Secrets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case apierrors.IsForbidden(err):
+				snap.SecretsListed = false // the uses say the Secret was not read
+			case err != nil:
+				return nil, err
+			default:
+				snap.Secrets[k] = sec
+			}
+		}
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: objects, Secrets: true, IncludeSystem: true})
+	if err != nil {
+		return nil, err
+	}
+	var picked []inspect.Item
+	for _, it := range items {
+		if it.Pod.Name == pod && it.Object.Namespace == namespace {
 			picked = append(picked, it)
 		}
 	}

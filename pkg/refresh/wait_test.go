@@ -2,7 +2,9 @@ package refresh
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,12 +15,15 @@ import (
 
 // scriptedObserver returns one set of items per call (the last repeats).
 type scriptedObserver struct {
+	mu      sync.Mutex
 	rounds  [][]inspect.Item
 	calls   int
 	skipped int // uses the wait loop did not ask to verify
 }
 
 func (s *scriptedObserver) Observe(_ context.Context, _ string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	i := s.calls
 	if i >= len(s.rounds) {
 		i = len(s.rounds) - 1
@@ -33,6 +38,10 @@ func (s *scriptedObserver) Observe(_ context.Context, _ string, _ []inspect.Obje
 		}
 	}
 	return out, nil
+}
+
+func (s *scriptedObserver) ObservePod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	return s.Observe(ctx, ns, objects, func(it inspect.Item) bool { return it.Object.Namespace == ns && it.Pod.Name == pod })
 }
 
 type rolloutAfter struct{ n, calls int }
@@ -112,6 +121,10 @@ func (s *nsObserver) Observe(_ context.Context, ns string, _ []inspect.ObjectKey
 		}
 	}
 	return out, nil
+}
+
+func (s *nsObserver) ObservePod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	return s.Observe(ctx, ns, objects, func(it inspect.Item) bool { return it.Pod.Name == pod })
 }
 
 // mountUse is a volume use of cm in namespace ns by pod (uid) container c at path.
@@ -228,5 +241,110 @@ func TestWaitPartitionedRestartConvergesOnPlannedPods(t *testing.T) {
 	got = waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{spared, func() inspect.Item { it := stale("db-2", "u-db-2"); it.State = inspect.StateCurrent; return it }()}})
 	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "db-2 has not been replaced") {
 		t.Errorf("old db-2: outcome %s (%s), want timeout: it was not replaced yet", got[0].Outcome, got[0].Detail)
+	}
+}
+
+// A container that is not running when the wait reads it (here: every exec
+// kills its PID 1, so the pod's status shows it terminated) is n/a from the
+// pod's status alone: that proves nothing about its volume, and the
+// annotate must never be reported current for it. Before the fix the wait
+// counted any n/a as current ("annotate ... current after 1.0s" on such a
+// container, whose planned state was unverifiable).
+func TestWaitNeverCurrentWithoutARead(t *testing.T) {
+	planned := mountUse("ns", "exits", "u1", "/etc/cfg", inspect.StateUnverifiable)
+	planned.StateCause, planned.StateReason = inspect.CauseNotRunning, "not running: the container exited during the observation"
+	terminated := mountUse("ns", "exits", "u1", "/etc/cfg", inspect.StateNA)
+	terminated.StateReason = "the container has terminated (Completed): nothing to check"
+	got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{terminated}})
+	if got[0].Outcome == OutcomeCurrent || got[0].CurrentAfter != nil {
+		t.Fatalf("outcome %s after %v (%s): a terminated container was taken for a current one", got[0].Outcome, got[0].CurrentAfter, got[0].Detail)
+	}
+	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "terminated") {
+		t.Errorf("outcome %s (%s), want timeout saying the container has terminated", got[0].Outcome, got[0].Detail)
+	}
+	// the same n/a from a successful read (nothing to compare) is settled
+	read := terminated
+	read.Observed = true
+	if got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{read}}); got[0].Outcome != OutcomeCurrent {
+		t.Errorf("n/a after a read: outcome %s (%s), want current", got[0].Outcome, got[0].Detail)
+	}
+	// an init container that has not run yet reads the current data when it starts
+	initNA := use("web-new", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateNA)
+	initNA.Container.Type = inspect.ContainerInit
+	if !settled(initNA) {
+		t.Errorf("an init container that has not run yet must count as current")
+	}
+	// a failed read never makes it current, whatever the plan observed before
+	was := mountUse("ns", "api-1", "u3", "/etc/app", inspect.StateInSync)
+	if got := waitOnce(t, []Result{applied(annotateOf(was), time.Unix(1000, 0))}, failingObserver{}); got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "observe: ") {
+		t.Errorf("failed reads: outcome %s (%s), want timeout with the error", got[0].Outcome, got[0].Detail)
+	}
+}
+
+type failingObserver struct{}
+
+func (failingObserver) Observe(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+	return nil, errors.New("connection refused")
+}
+
+func (failingObserver) ObservePod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Item, error) {
+	return nil, errors.New("connection refused")
+}
+
+// timedObserver records when each pod was read and answers in-sync from
+// the second read of a pod on (the first is still pending).
+type timedObserver struct {
+	mu    sync.Mutex
+	reads map[string][]time.Time
+	items map[string]inspect.Item
+}
+
+func (o *timedObserver) Observe(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+	return nil, errors.New("annotate actions must be verified pod by pod, not in rounds")
+}
+
+func (o *timedObserver) ObservePod(_ context.Context, _, pod string, _ []inspect.ObjectKey) ([]inspect.Item, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.reads[pod] = append(o.reads[pod], time.Now())
+	it := o.items[pod]
+	if len(o.reads[pod]) > 1 {
+		it.State = inspect.StateInSync
+	}
+	return []inspect.Item{it}, nil
+}
+
+// Each annotated pod is read on its own, PodDelay after its own patch (not
+// in a round after the last one), and again with a backoff until current;
+// its CurrentAfter runs from its patch to the read that proved it.
+func TestWaitVerifiesEachPodAfterItsPatch(t *testing.T) {
+	base := time.Now()
+	obs := &timedObserver{reads: map[string][]time.Time{}, items: map[string]inspect.Item{}}
+	var results []Result
+	for i, pod := range []string{"a", "b"} {
+		it := mountUse("ns", pod, "u-"+pod, "/etc/app", inspect.StatePending)
+		obs.items[pod] = it
+		// a was patched 200ms after b
+		results = append(results, applied(annotateOf(it), base.Add(time.Duration(i)*-200*time.Millisecond)))
+	}
+	got := Wait(context.Background(), results, obs, &rolloutAfter{}, WaitOptions{Timeout: 10 * time.Second, Interval: 20 * time.Millisecond, PodDelay: 100 * time.Millisecond})
+	for i, pod := range []string{"a", "b"} {
+		r := got[i]
+		if r.Outcome != OutcomeCurrent || r.CurrentAfter == nil {
+			t.Fatalf("pod %s: outcome %s (%s), want current", pod, r.Outcome, r.Detail)
+		}
+		reads := obs.reads[pod]
+		if len(reads) != 2 {
+			t.Errorf("pod %s read %d times, want 2 (pending, then in-sync)", pod, len(reads))
+		}
+		if first := reads[0].Sub(r.AppliedAt.Time); first < 100*time.Millisecond || first > time.Second {
+			t.Errorf("pod %s first read %s after its patch, want PodDelay (100ms) after it", pod, first)
+		}
+		if after := r.CurrentAfter.Duration; after < reads[1].Sub(r.AppliedAt.Time)-50*time.Millisecond || after > reads[1].Sub(r.AppliedAt.Time)+50*time.Millisecond {
+			t.Errorf("pod %s current after %s, want the time of its second read (%s)", pod, after, reads[1].Sub(r.AppliedAt.Time))
+		}
+	}
+	if !obs.reads["b"][0].Before(obs.reads["a"][0]) {
+		t.Errorf("pod b (patched first) was read after pod a")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -80,7 +81,11 @@ func containerID(p *corev1.Pod, name string) (string, int32) {
 	return "", -1
 }
 
-// A pending volume is annotated, verified current, and nothing restarts.
+// A volume-only pod is annotated at once, without a prior exec (its state
+// is not observed before: the plan says so), then verified current by its
+// own read after the patch, and nothing restarts. A second run annotates it
+// again (harmless: the kubelet does not rewrite identical payloads) and
+// reports it honestly, restarting nothing.
 func TestRefreshAnnotatesPendingVolume(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
@@ -88,31 +93,23 @@ func TestRefreshAnnotatesPendingVolume(t *testing.T) {
 	f.createPod(pod("web", withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app"))))
 	before := f.waitPodReady("web")
 	id0, rc0 := containerID(before, "c")
-	var doc refreshDoc
-	var code int
-	// The kubelet's own periodic sync may land between the edit and the
-	// observation (then there is nothing to do): edit again, up to 3 times.
-	for i := 1; i <= 3; i++ {
-		v := "v" + string(rune('0'+i))
-		f.patchConfigMapData("app", map[string]string{"greeting": v})
-		doc, _, code = f.refreshJSON("app", "--timeout", "60s")
-		if code != 0 {
-			t.Fatalf("refresh exit %d, want 0", code)
-		}
-		if actionsOf(doc) == "annotate pod/web" {
-			if doc.Kind != "RefreshResult" || doc.Items[0].Outcome != refresh.OutcomeCurrent || doc.Items[0].CurrentAfter == nil {
-				t.Fatalf("want a verified current annotate result, got %+v", doc.Items[0])
-			}
-			f.expectFile("web", "c", "/etc/app/greeting", v)
-			t.Logf("annotate: current after %s", doc.Items[0].CurrentAfter.Duration)
-			break
-		}
-		if actionsOf(doc) != "none pod/web" {
-			t.Fatalf("plan %q, want annotate pod/web", actionsOf(doc))
-		}
-		if i == 3 {
-			t.Fatalf("the kubelet synced before every refresh: could not observe a pending volume")
-		}
+	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
+	plan, _, code := f.refreshJSON("app", "--dry-run=client")
+	if code != 0 || actionsOf(plan) != "annotate pod/web" || !strings.Contains(plan.Items[0].Reason, "state not observed") || plan.Items[0].Consumers[0].State != "" {
+		t.Fatalf("dry run: exit %d plan %q, want annotate pod/web saying the state was not observed (and no state claimed): %+v", code, actionsOf(plan), plan.Items)
+	}
+	doc, _, code := f.refreshJSON("app", "--timeout", "60s")
+	if code != 0 || actionsOf(doc) != "annotate pod/web" {
+		t.Fatalf("refresh exit %d plan %q, want 0 and annotate pod/web", code, actionsOf(doc))
+	}
+	if doc.Kind != "RefreshResult" || doc.Items[0].Outcome != refresh.OutcomeCurrent || doc.Items[0].CurrentAfter == nil {
+		t.Fatalf("want a verified current annotate result, got %+v", doc.Items[0])
+	}
+	f.expectFile("web", "c", "/etc/app/greeting", "v1")
+	t.Logf("annotate: current after %s", doc.Items[0].CurrentAfter.Duration)
+	out, _, code := f.pluginRun("refresh", "-n", f.ns, "app")
+	if code != 0 || !strings.Contains(out, "annotated (state not observed before)") {
+		t.Errorf("table: exit %d, want 0 and the row saying the state was not observed before\n%s", code, out)
 	}
 	after := f.getPod("web")
 	if ann := after.Annotations[refresh.RefreshedAtAnnotation]; ann == "" {
@@ -121,10 +118,68 @@ func TestRefreshAnnotatesPendingVolume(t *testing.T) {
 	if id, rc := containerID(after, "c"); id != id0 || rc != rc0 {
 		t.Errorf("container restarted: id %s -> %s, restarts %d -> %d", id0, id, rc0, rc)
 	}
-	// a second run finds everything current and does nothing
+	// a second run re-annotates (harmless), is current at once, restarts
+	// nothing, and the kubelet does not rewrite the identical payload
+	target0, _, err := f.execIn("web", "c", "readlink", "/etc/app/..data")
+	if err != nil {
+		t.Fatalf("readlink ..data: %v", err)
+	}
 	doc, _, code = f.refreshJSON("app")
-	if code != 0 || actionsOf(doc) != "none pod/web" {
-		t.Errorf("second run: exit %d plan %q, want 0 and none", code, actionsOf(doc))
+	if code != 0 || actionsOf(doc) != "annotate pod/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent {
+		t.Errorf("second run: exit %d plan %q, want 0 and annotate pod/web current", code, actionsOf(doc))
+	}
+	if id, rc := containerID(f.getPod("web"), "c"); id != id0 || rc != rc0 {
+		t.Errorf("second run restarted the container: id %s -> %s, restarts %d -> %d", id0, id, rc0, rc)
+	}
+	time.Sleep(2 * time.Second) // past the kubelet's resync of the annotated pod
+	if target, _, err := f.execIn("web", "c", "readlink", "/etc/app/..data"); err != nil || target != target0 {
+		t.Errorf("the annotation of a current volume rewrote it: ..data %q -> %q (%v)", target0, target, err)
+	}
+}
+
+// A pod with an env use is observed before the plan (its action depends
+// on its state) while a volume-only pod beside it is not: the env pod,
+// current, is left alone (none, no restart); its pending volume is
+// annotated "was pending"; the volume-only pod "state not observed before".
+func TestRefreshObservesOnlyPodsWhoseActionDependsOnIt(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))
+	f.createPod(pod("vol", withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app"))))
+	mixed := withEnv(withMounts(busybox("c"), mount("cfg", "/etc/app")), corev1.EnvVar{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "greeting"}}})
+	f.createPod(pod("mixed", withVolumes(podSpec(mixed), cmVolume("cfg", "app"))))
+	f.waitPodsReady(2)
+	id0, rc0 := containerID(f.getPod("mixed"), "c")
+	doc, errOut, code := f.refreshJSON("app", "--timeout", "60s")
+	if code != 0 {
+		t.Fatalf("refresh: exit %d: %s", code, errOut)
+	}
+	got := map[string]refresh.Result{}
+	for _, r := range doc.Items {
+		got[string(r.Action.Action)+" "+r.Target.String()] = r
+	}
+	vol, ok := got["annotate pod/vol"]
+	if !ok || vol.Outcome != refresh.OutcomeCurrent || vol.Before() != "state not observed before" {
+		t.Errorf("volume-only pod: %+v, want annotate, current, state not observed before (plan %s)", vol, actionsOf(doc))
+	}
+	none, ok := got["none pod/mixed"]
+	if !ok {
+		t.Errorf("pod mixed: want none, its uses being current (plan %s)", actionsOf(doc))
+	}
+	for _, c := range none.Consumers {
+		if c.State != "current" && c.State != "in-sync" {
+			t.Errorf("pod mixed %s use: state %q, want the observed state (current or in-sync)", c.Mode, c.State)
+		}
+	}
+	if a, ok := got["annotate pod/mixed"]; ok && a.Before() == "state not observed before" {
+		t.Errorf("pod mixed was observed first: its annotate must say what was seen, got %q", a.Before())
+	}
+	if _, ok := got["restart pod/mixed"]; ok {
+		t.Errorf("a current env use was restarted")
+	}
+	if id, rc := containerID(f.getPod("mixed"), "c"); id != id0 || rc != rc0 {
+		t.Errorf("pod mixed restarted: id %s -> %s, restarts %d -> %d", id0, id, rc0, rc)
 	}
 }
 
@@ -302,5 +357,34 @@ func TestRefreshUnverifiable(t *testing.T) {
 	}
 	if time.Since(start) > 60*time.Second {
 		t.Errorf("an unverifiable consumer must not wait out --timeout 120s (took %s)", time.Since(start))
+	}
+}
+
+// Without exec permission a volume-only pod is still annotated (no exec is
+// needed before acting), but the wait cannot read it: the result is
+// unverifiable (exec-forbidden, at once), exit 3, never current.
+func TestRefreshWithoutExecIsUnverifiable(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("cfg", map[string]string{"K": "v0"}))
+	f.createPod(pod("web", withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/cfg"))), cmVolume("cfg", "cfg"))))
+	f.waitPodReady("web")
+	kc := f.saKubeconfig("noexec", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}},
+	}, "")
+	f.patchConfigMapData("cfg", map[string]string{"K": "v1"})
+	doc, errOut, code := f.refreshJSON("--kubeconfig", kc, "cfg", "--timeout", "60s")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (annotated but not proven current): %s", code, errOut)
+	}
+	if len(doc.Items) != 1 || doc.Items[0].Action.Action != refresh.ActionAnnotate || doc.Items[0].Outcome != refresh.OutcomeUnverifiable || doc.Items[0].CurrentAfter != nil {
+		t.Fatalf("want one annotate, unverifiable, got %+v", doc.Items)
+	}
+	if !strings.Contains(doc.Items[0].Detail, "forbidden") {
+		t.Errorf("detail %q must say exec is forbidden", doc.Items[0].Detail)
+	}
+	if f.getPod("web").Annotations[refresh.RefreshedAtAnnotation] == "" {
+		t.Errorf("the pod was not annotated")
 	}
 }
