@@ -51,13 +51,20 @@ func (r *rolloutAfter) RolloutDone(context.Context, string, string, string) (boo
 	return r.calls > r.n, "Waiting for deployment \"web\" rollout to finish: 1 old replicas are pending termination...", nil
 }
 
-// fakeClock advances by step on every call.
+// fakeClock advances by step on every call. Wait reads it from a
+// goroutine per annotated pod, hence the lock.
 type fakeClock struct {
+	mu   sync.Mutex
 	t    time.Time
 	step time.Duration
 }
 
-func (c *fakeClock) now() time.Time { c.t = c.t.Add(c.step); return c.t }
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(c.step)
+	return c.t
+}
 
 func applied(a Action, at time.Time) Result {
 	t := metav1.NewTime(at)
