@@ -391,3 +391,35 @@ func TestRefreshAnnotatesVolumePodsWhileObservingTheOthers(t *testing.T) {
 		})
 	}
 }
+
+// The eviction order is read from the pods the snapshot keeps: a pod that
+// is not Ready goes first (evicting it costs no availability), then the
+// StatefulSet's ordinals from the highest down. The snapshot's pod trim
+// must keep the Ready condition for this (it once dropped every condition,
+// and every pod counted as not Ready).
+func TestRefreshEvictPlanPutsNotReadyPodsFirst(t *testing.T) {
+	o, p, out, errOut := staleStatefulSetFixture(t)
+	o.Selector, o.RestartVia, o.Yes, o.DryRun = "", string(refresh.RestartViaEvict), true, string(refresh.DryRunClient)
+	cs := o.Client.(*fake.Clientset)
+	gvr := corev1.SchemeGroupVersion.WithResource("pods")
+	for name, ready := range map[string]corev1.ConditionStatus{"db-0": corev1.ConditionTrue, "db-1": corev1.ConditionFalse, "db-2": corev1.ConditionTrue} {
+		obj, err := cs.Tracker().Get(gvr, "ns", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := obj.(*corev1.Pod).DeepCopy()
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: ready}}
+		if err := cs.Tracker().Update(gvr, pod, "ns"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatalf("Run() = %v\nstderr:\n%s", err, errOut.String())
+	}
+	if len(p.sent) != 0 {
+		t.Errorf("a dry run sent patches: %v", p.sent)
+	}
+	if want := "evicts pods in this order: db-1, then db-2, then db-0 (1 at a time"; !strings.Contains(out.String(), want) {
+		t.Errorf("the plan does not say %q:\n%s", want, out.String())
+	}
+}

@@ -40,7 +40,7 @@ const (
 // hands each pod to each as soon as it is decoded: the response is read
 // from the connection one pod at a time, so neither the encoded page nor
 // the decoded PodList of 10,000 pods is ever held whole. each must not keep
-// the pod (it is reused); it keeps what it needs (see trimPod).
+// the pod (it is reused); it keeps what it needs (see TrimPod).
 func streamPods(ctx context.Context, rc rest.Interface, ns string, lo metav1.ListOptions, each func(*corev1.Pod) error) error {
 	for {
 		body, err := rc.Get().Namespace(ns).Resource("pods").VersionedParams(&lo, scheme.ParameterCodec).

@@ -21,7 +21,7 @@ import (
 )
 
 // podList is a list of n pods with a continue token, with the fields the
-// core reads and a large managedFields entry (what trimPod drops).
+// core reads and a large managedFields entry (what TrimPod drops).
 func podList(n int) *corev1.PodList {
 	l := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
 		ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: "next-page"}}

@@ -334,7 +334,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 				listJobs()
 			}
 		}
-		s.Pods = append(s.Pods, trimPod(*pod))
+		s.Pods = append(s.Pods, TrimPod(*pod))
 	}
 	run("pods", func() error {
 		if o.PodREST != nil {
@@ -409,27 +409,6 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	}
 	return s, nil
 }
-
-// trimPod drops what no reader of the snapshot uses and what is large at
-// scale: managedFields, kubectl's last-applied copy, the pod conditions.
-func trimPod(p corev1.Pod) corev1.Pod {
-	p.ManagedFields = nil
-	if _, ok := p.Annotations[LastAppliedAnnotation]; ok {
-		a := make(map[string]string, len(p.Annotations)-1)
-		for k, v := range p.Annotations {
-			if k != LastAppliedAnnotation {
-				a[k] = v
-			}
-		}
-		p.Annotations = a
-	}
-	p.Status.Conditions = nil
-	return p
-}
-
-// LastAppliedAnnotation is kubectl apply's copy of the whole object: large,
-// and never read by the core (the dashboard's informers drop it too).
-const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // listOwnerMeta lists one owner kind as metadata only.
 func listOwnerMeta(mc metadata.Interface, gvr schema.GroupVersionResource, ns string, list listFunc, each func(metav1.ObjectMeta)) error {

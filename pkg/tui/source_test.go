@@ -55,12 +55,17 @@ func TestTransformKeepsWhatTheCoreReads(t *testing.T) {
 				VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/c", SubPath: "a"}}}},
 			EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "busybox",
 				VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/x"}}}, TargetContainerName: "app"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Message: "m"},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "r", Message: "m"}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "busybox", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
 	out, _ = tui.Transform(pod)
 	gp := out.(*corev1.Pod)
-	if gp.ManagedFields != nil || gp.Status.Conditions != nil || gp.Status.ContainerStatuses[0].Image != "" {
+	if gp.ManagedFields != nil || gp.Status.ContainerStatuses[0].Image != "" {
 		t.Errorf("pod not trimmed: %+v", gp)
+	}
+	// of the conditions only Ready stays (the eviction order reads it)
+	if c := gp.Status.Conditions; len(c) != 1 || c[0] != (corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}) {
+		t.Errorf("conditions = %+v, want only Ready=True", c)
 	}
 	if c := gp.Spec.Containers[0]; c.Image != "" || c.Command != nil || gp.Spec.Tolerations != nil || gp.Spec.SecurityContext.RunAsUser != nil ||
 		gp.Spec.InitContainers[0].Image != "" || gp.Spec.EphemeralContainers[0].Image != "" {

@@ -15,19 +15,13 @@ import (
 // stays small with many pods: managedFields go (a ConfigMap or Secret keeps
 // the times of the entries that touched its data, which is what its
 // last-change time is read from), and so does everything the core never
-// reads (pod conditions, ReplicaSet and Job specs). It is an informer
-// transform function: it may modify obj.
+// reads: a pod keeps what inspect.TrimPod keeps (status, diff and refresh
+// keep the same), ReplicaSets and Jobs their owner metadata. It is an
+// informer transform function: it may modify obj.
 func Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		o.ManagedFields = nil
-		delete(o.Annotations, inspect.LastAppliedAnnotation)
-		o.Spec = trimPodSpec(o.Spec)
-		st := o.Status
-		o.Status = corev1.PodStatus{Phase: st.Phase, PodIP: st.PodIP, HostIP: st.HostIP,
-			ContainerStatuses:          trimStatuses(st.ContainerStatuses),
-			InitContainerStatuses:      trimStatuses(st.InitContainerStatuses),
-			EphemeralContainerStatuses: trimStatuses(st.EphemeralContainerStatuses)}
+		*o = inspect.TrimPod(*o)
 	case *corev1.ConfigMap:
 		o.ManagedFields = dataFieldTimes(o.ManagedFields)
 		delete(o.Annotations, inspect.LastAppliedAnnotation)
@@ -48,18 +42,6 @@ func ownerMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp}
 }
 
-func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if in == nil {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(in))
-	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, LastTerminationState: s.LastTerminationState,
-			Ready: s.Ready, RestartCount: s.RestartCount, ContainerID: s.ContainerID}
-	}
-	return out
-}
-
 // dataFieldTimes keeps, of the managedFields entries, only the time of those
 // that set data, binaryData or stringData (without the field sets).
 func dataFieldTimes(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
@@ -74,50 +56,4 @@ func dataFieldTimes(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry 
 		}
 	}
 	return out
-}
-
-// trimPodSpec keeps what the uses, the owner walk, exec and the comparison
-// read: the containers' names, env, envFrom, volume mounts and restart
-// policy (sidecars), the volumes, the node, the fsGroup, the service links
-// switch and the service account. Images, commands, probes, resources,
-// scheduling constraints and the like go: on real pods they are most of the
-// spec.
-func trimPodSpec(in corev1.PodSpec) corev1.PodSpec {
-	out := corev1.PodSpec{
-		Volumes:            in.Volumes,
-		InitContainers:     trimContainers(in.InitContainers),
-		Containers:         trimContainers(in.Containers),
-		RestartPolicy:      in.RestartPolicy,
-		NodeName:           in.NodeName,
-		ServiceAccountName: in.ServiceAccountName,
-		EnableServiceLinks: in.EnableServiceLinks,
-	}
-	if in.SecurityContext != nil && in.SecurityContext.FSGroup != nil {
-		out.SecurityContext = &corev1.PodSecurityContext{FSGroup: in.SecurityContext.FSGroup}
-	}
-	if in.EphemeralContainers != nil {
-		out.EphemeralContainers = make([]corev1.EphemeralContainer, len(in.EphemeralContainers))
-		for i, c := range in.EphemeralContainers {
-			out.EphemeralContainers[i] = corev1.EphemeralContainer{
-				EphemeralContainerCommon: corev1.EphemeralContainerCommon(trimContainer(corev1.Container(c.EphemeralContainerCommon))),
-				TargetContainerName:      c.TargetContainerName,
-			}
-		}
-	}
-	return out
-}
-
-func trimContainers(in []corev1.Container) []corev1.Container {
-	if in == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(in))
-	for i, c := range in {
-		out[i] = trimContainer(c)
-	}
-	return out
-}
-
-func trimContainer(c corev1.Container) corev1.Container {
-	return corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts, RestartPolicy: c.RestartPolicy}
 }
