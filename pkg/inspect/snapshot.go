@@ -250,56 +250,50 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 		return s.deny(err)
 	}
 	var rsOnce, jobsOnce sync.Once
-	listReplicaSets := func() {
-		rsOnce.Do(func() {
-			run("replicasets", func() error {
-				var err error
-				if o.Metadata != nil && !o.Workloads {
-					err = listOwnerMeta(o.Metadata, appsv1.SchemeGroupVersion.WithResource("replicasets"), ns, list, func(m metav1.ObjectMeta) {
-						s.ReplicaSets[NamespacedName{m.Namespace, m.Name}] = &appsv1.ReplicaSet{ObjectMeta: m}
-					})
-				} else {
-					err = list("replicasets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-						return c.AppsV1().ReplicaSets(ns).List(ctx, lo)
-					}, func(obj runtime.Object) error {
-						rs := obj.(*appsv1.ReplicaSet)
-						s.ReplicaSets[NamespacedName{rs.Namespace, rs.Name}] = rs
+	// ownerList lists one owner kind once: as metadata only where that is
+	// all the owner walk reads, whole for status --workloads. keep gets the
+	// metadata, and the object when it was listed whole.
+	ownerList := func(once *sync.Once, gvr schema.GroupVersionResource, whole func(context.Context, metav1.ListOptions) (runtime.Object, error), keep func(metav1.ObjectMeta, runtime.Object)) func() {
+		return func() {
+			once.Do(func() {
+				run(gvr.Resource, func() error {
+					var err error
+					if o.Metadata != nil && !o.Workloads {
+						err = listOwnerMeta(o.Metadata, gvr, ns, list, func(m metav1.ObjectMeta) { keep(m, nil) })
+					} else {
+						err = list(gvr.Resource, "", whole, func(obj runtime.Object) error {
+							m := obj.(metav1.Object)
+							keep(metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace()}, obj)
+							return nil
+						})
+					}
+					if deny(err) {
+						// the owner walk stops at this owner
 						return nil
-					})
-				}
-				if deny(err) {
-					// the owner walk stops at the ReplicaSet
-					return nil
-				}
-				return err
+					}
+					return err
+				})
 			})
-		})
+		}
 	}
-	listJobs := func() {
-		jobsOnce.Do(func() {
-			run("jobs", func() error {
-				var err error
-				if o.Metadata != nil && !o.Workloads {
-					err = listOwnerMeta(o.Metadata, batchv1.SchemeGroupVersion.WithResource("jobs"), ns, list, func(m metav1.ObjectMeta) {
-						s.Jobs[NamespacedName{m.Namespace, m.Name}] = &batchv1.Job{ObjectMeta: m}
-					})
-				} else {
-					err = list("jobs", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-						return c.BatchV1().Jobs(ns).List(ctx, lo)
-					}, func(obj runtime.Object) error {
-						j := obj.(*batchv1.Job)
-						s.Jobs[NamespacedName{j.Namespace, j.Name}] = j
-						return nil
-					})
-				}
-				if deny(err) {
-					// the owner walk stops at the Job
-					return nil
-				}
-				return err
-			})
-		})
-	}
+	listReplicaSets := ownerList(&rsOnce, appsv1.SchemeGroupVersion.WithResource("replicasets"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		return c.AppsV1().ReplicaSets(ns).List(ctx, lo)
+	}, func(m metav1.ObjectMeta, obj runtime.Object) {
+		rs, ok := obj.(*appsv1.ReplicaSet)
+		if !ok {
+			rs = &appsv1.ReplicaSet{ObjectMeta: m}
+		}
+		s.ReplicaSets[NamespacedName{m.Namespace, m.Name}] = rs
+	})
+	listJobs := ownerList(&jobsOnce, batchv1.SchemeGroupVersion.WithResource("jobs"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		return c.BatchV1().Jobs(ns).List(ctx, lo)
+	}, func(m metav1.ObjectMeta, obj runtime.Object) {
+		j, ok := obj.(*batchv1.Job)
+		if !ok {
+			j = &batchv1.Job{ObjectMeta: m}
+		}
+		s.Jobs[NamespacedName{m.Namespace, m.Name}] = j
+	})
 	if o.Workloads {
 		listReplicaSets()
 		listJobs()
