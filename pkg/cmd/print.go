@@ -297,7 +297,7 @@ func printWorkloadTable(out io.Writer, items []inspect.Item, o printOptions) err
 		if wide {
 			row = append(row, orNone(inspect.FormatDelay(it.Delay)), yesNo(it.Object.Immutable), yesNo(it.Optional), reasonFor(it))
 		}
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+		fmt.Fprintln(w, printableRow(row...))
 	}
 	return w.Flush()
 }

@@ -24,8 +24,15 @@ func TestPrintableEscapesControlCharacters(t *testing.T) {
 }
 
 // A mount path with a newline and an escape sequence (the API allows both)
-// stays on its row of the status table and reaches the terminal escaped.
+// stays on its row of the status table and reaches the terminal escaped,
+// one row per pod or grouped by workload.
 func TestStatusTableEscapesHostilePaths(t *testing.T) {
+	for _, groupBy := range []string{"", "workload"} {
+		t.Run("group-by="+groupBy, func(t *testing.T) { testStatusTableEscapesHostilePaths(t, groupBy) })
+	}
+}
+
+func testStatusTableEscapesHostilePaths(t *testing.T, groupBy string) {
 	it := inspect.Item{
 		Object:    inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true},
 		Pod:       inspect.PodRef{Name: "p"},
@@ -36,7 +43,7 @@ func TestStatusTableEscapesHostilePaths(t *testing.T) {
 		Verdict:   inspect.VerdictHotUpdate,
 	}
 	var out bytes.Buffer
-	if err := printReport(&out, []inspect.Item{it}, printOptions{Format: "wide"}); err != nil {
+	if err := printReport(&out, []inspect.Item{it}, printOptions{Format: "wide", GroupBy: groupBy}); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
