@@ -219,7 +219,14 @@ func (a *dashboardActions) Diff(ctx context.Context, snap *inspect.Snapshot, ite
 	if _, err := r.render(results, ""); err != nil {
 		return "", err
 	}
-	return out.String(), nil
+	// file contents come from the cluster and the container: their control
+	// characters are escaped line by line (an escape sequence in a
+	// ConfigMap value must not reach the terminal under the dashboard)
+	lines := strings.Split(out.String(), "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // Plan implements tui.Actions: observe, read the workloads, plan, as
@@ -271,5 +278,9 @@ func (a *dashboardActions) Apply(ctx context.Context, plan tui.Plan, progress fu
 
 // UseColumns implements tui.Actions: the cells of `status --verify`.
 func (a *dashboardActions) UseColumns(it inspect.Item, now time.Time) []string {
-	return []string{orNone(it.Pod.Name), containerColumn(it), modeColumn(it), pathKeys(it), string(it.Verdict), workloadColumn(it), stateColumn(it), syncedColumn(it, now)}
+	cells := []string{orNone(it.Pod.Name), containerColumn(it), modeColumn(it), pathKeys(it), string(it.Verdict), workloadColumn(it), stateColumn(it), syncedColumn(it, now)}
+	for i, c := range cells {
+		cells[i] = printable(c)
+	}
+	return cells
 }

@@ -791,7 +791,7 @@ func useLabel(it inspect.Item) string {
 	case it.EnvName != "":
 		s += " " + it.EnvName
 	}
-	return s + " of " + strings.ToLower(it.Object.Kind) + "/" + it.Object.Name
+	return inspect.Printable(s + " of " + strings.ToLower(it.Object.Kind) + "/" + it.Object.Name)
 }
 
 // unverifiableSummary names, for the status line, how many consumers could

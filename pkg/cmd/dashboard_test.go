@@ -1,0 +1,51 @@
+package cmd
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// What the dashboard shows of the cluster (the cells of a use, the diff of a
+// file) reaches the terminal with its control characters escaped: a mount
+// path or a ConfigMap value holding an escape sequence must not restyle,
+// move or retitle the user's terminal under the dashboard.
+func TestDashboardEscapesClusterText(t *testing.T) {
+	o := NewDashboardOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+	a := &dashboardActions{o: o, hmacKey: []byte("k")}
+	it := inspect.Item{
+		Object:    inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true},
+		Pod:       inspect.PodRef{Name: "p"},
+		Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
+		Workload:  inspect.WorkloadRef{Kind: "Pod", Name: "p"},
+		Mode:      inspect.ModeVolume,
+		Volume:    &inspect.VolumeRef{Name: "v", MountPath: "/etc/a\nb\x1b[31m"},
+		Verdict:   inspect.VerdictHotUpdate,
+	}
+	cells := strings.Join(a.UseColumns(it, time.Now()), "|")
+	if strings.ContainsAny(cells, "\x1b\n") || !strings.Contains(cells, `/etc/a\nb\x1b[31m`) {
+		t.Errorf("use cells not escaped: %q", cells)
+	}
+
+	snap, ex := diffFixture()
+	key := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}
+	snap.ConfigMaps[key].Data["greeting"] = "hello \x1b]0;pwned\x07v2\n"
+	o.Now, o.Executor = time.Now, ex
+	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Executor: ex}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Diff(context.Background(), snap, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `+hello \x1b]0;pwned\av2`) || !strings.Contains(out, "-hello v1\n") {
+		t.Errorf("diff not escaped line by line:\n%q", out)
+	}
+}

@@ -1,0 +1,31 @@
+package inspect
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Printable escapes the control characters of text that comes from the
+// cluster (mount paths, file names, reasons quoting them) before it reaches a
+// table or a header line: a newline or tab would break the table, and an
+// escape sequence could rewrite the user's terminal. Control characters
+// become Go escapes (\n, \t, \x1b); everything else, non-ASCII included, is
+// kept. (printers.EscapeTerminal of cli-runtime escapes only ESC and \r.)
+func Printable(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !isControl(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r) // '\n', '\x1b', '\u0085'
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+// isControl reports the C0 and C1 control characters and DEL.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
