@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -190,8 +191,25 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		debug.SetMemoryLimit(statusMemoryLimit)
 	}
 	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
-	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true,
-		Workloads: o.Unused || len(o.Names) > 0})
+	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true,
+		Workloads: o.Unused || len(o.Names) > 0}
+	bo := inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem, Unused: o.Unused}
+	var builder *inspect.Builder
+	if !o.Verify.Enabled && !o.KubeletConfig {
+		// Nothing after the report reads the pods (--verify execs into
+		// them, --kubelet-config reads their nodes first): each goes into
+		// the report as it streams in and is dropped, so that the pods are
+		// never all in memory (README: Performance).
+		lo.PodSink = func(s *inspect.Snapshot) func(*corev1.Pod) error {
+			bo.Secrets = o.Secrets && s.SecretsListed
+			builder = inspect.NewBuilder(s, bo)
+			return func(p *corev1.Pod) error {
+				builder.Add(p)
+				return nil
+			}
+		}
+	}
+	snap, err := o.LoadSnapshot(ctx, lo)
 	if err != nil {
 		return explainAPIError(err, o.server(), o.Namespace)
 	}
@@ -204,7 +222,16 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.KubeletConfig && o.Client != nil {
 		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem, Unused: o.Unused})
+	var items []inspect.Item
+	var redactor *inspect.Redactor
+	if builder != nil {
+		items, err = builder.Items()
+		redactor = builder.Redactor()
+	} else { // the pods are in the snapshot
+		bo.Secrets = o.Secrets && snap.SecretsListed
+		items, err = inspect.Build(snap, bo)
+		redactor = inspect.NewRedactor(snap)
+	}
 	if err != nil {
 		return explainNotFound(err)
 	}
@@ -214,7 +241,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 	}
 	// The output edge: no text derived from Secret data goes further.
-	inspect.NewRedactor(snap).Redact(items)
+	redactor.Redact(items)
 	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: o.Secrets || inspect.NamesSecret(o.Names), Now: o.Now(), GroupBy: o.GroupBy}); err != nil {
 		return err
 	}

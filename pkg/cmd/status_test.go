@@ -39,12 +39,15 @@ func statusClusterObjects(t *testing.T) []runtime.Object {
 // clientset, and records the options it was called with.
 type statusLoader struct {
 	objs  []runtime.Object
-	calls []inspect.LoadOptions
+	calls []inspect.LoadOptions // without PodSink (a func)
+	sinks []bool                // whether each call had a PodSink
 	err   error
 }
 
 func (f *statusLoader) Load(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error) {
-	f.calls = append(f.calls, o)
+	c := o
+	c.PodSink = nil
+	f.calls, f.sinks = append(f.calls, c), append(f.sinks, o.PodSink != nil)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -254,8 +257,10 @@ func TestStatusOptions(t *testing.T) {
 			switch {
 			case tc.load == nil && len(l.calls) > 0:
 				t.Errorf("loaded %+v, want no load", l.calls)
-			case tc.load != nil && (len(l.calls) != 1 || l.calls[0] != *tc.load):
+			case tc.load != nil && (len(l.calls) != 1 || !reflect.DeepEqual(l.calls[0], *tc.load)):
 				t.Errorf("load calls = %+v, want one with %+v", l.calls, *tc.load)
+			case tc.load != nil && l.sinks[0] != (!o.Verify.Enabled && !o.KubeletConfig):
+				t.Errorf("a pod sink: %v, want one exactly without --verify and --kubelet-config", l.sinks[0])
 			}
 			for _, line := range tc.stdout {
 				if !strings.Contains(out.String(), line) {

@@ -50,6 +50,52 @@ func (e *NotFoundError) Error() string {
 // container, mode). A named object that does not exist and has no consumers
 // is a *NotFoundError.
 func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
+	b := newBuilder(snap, o)
+	// One allocation for the items of every running pod: at 10,000 pods
+	// (70,000 uses) growing the slice by doubling cost more than building
+	// the items. The uses of a pod are appended in place and those not kept
+	// dropped, hence room for the largest pod's uses on top.
+	all := func(ObjectKey) bool { return true }
+	n, most := 0, 0
+	for i := range snap.Pods {
+		if !PodTerminated(&snap.Pods[i]) {
+			n += useCount(&snap.Pods[i], b.keep)
+			most = max(most, useCount(&snap.Pods[i], all))
+		}
+	}
+	b.items = make([]Item, 0, n+most)
+	for i := range snap.Pods {
+		b.Add(&snap.Pods[i])
+	}
+	return b.Items()
+}
+
+// Builder builds the report one pod at a time, for pods that are not kept
+// in the snapshot (LoadOptions.PodSink): Add each pod, then Items. The
+// snapshot's other kinds must be complete before the first Add. Not safe
+// for concurrent use.
+type Builder struct {
+	snap      *Snapshot
+	o         BuildOptions
+	keep      func(ObjectKey) bool
+	items     []Item
+	used      map[ObjectKey]bool
+	reasons   map[string]string
+	completed map[ObjectKey][]string
+	// names: the pods' names, namespaces, nodes, containers and volumes,
+	// which the Redactor leaves alone (NewBuilder only)
+	names map[string]bool
+}
+
+// NewBuilder starts a report of the pods given to Add; Redactor then gives
+// the redactor of the snapshot with those pods in it.
+func NewBuilder(snap *Snapshot, o BuildOptions) *Builder {
+	b := newBuilder(snap, o)
+	b.names = map[string]bool{}
+	return b
+}
+
+func newBuilder(snap *Snapshot, o BuildOptions) *Builder {
 	wanted := map[ObjectKey]bool{}
 	for _, k := range o.Names {
 		wanted[k] = true
@@ -66,68 +112,67 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 		}
 		return true
 	}
-	// One allocation for the items of every running pod: at 10,000 pods
-	// (70,000 uses) growing the slice by doubling cost more than building
-	// the items. The uses of a pod are appended in place and those not kept
-	// dropped, hence room for the largest pod's uses on top.
-	all := func(ObjectKey) bool { return true }
-	n, most := 0, 0
-	for i := range snap.Pods {
-		if !PodTerminated(&snap.Pods[i]) {
-			n += useCount(&snap.Pods[i], keep)
-			most = max(most, useCount(&snap.Pods[i], all))
-		}
+	return &Builder{snap: snap, o: o, keep: keep, used: map[ObjectKey]bool{}, reasons: map[string]string{}, completed: map[ObjectKey][]string{}}
+}
+
+// Add adds the uses of one pod. The items keep its strings and a few small
+// values it points to (a volume's default mode), never the pod itself: a
+// pod given to Add and then dropped is garbage. The pod must not be
+// modified afterwards.
+func (b *Builder) Add(pod *corev1.Pod) {
+	if b.names != nil {
+		podNames(b.names, pod)
 	}
-	items := make([]Item, 0, n+most)
-	used := map[ObjectKey]bool{}
-	reasons := map[string]string{}
-	completed := map[ObjectKey][]string{}
-	for i := range snap.Pods {
-		pod := &snap.Pods[i]
-		if PodTerminated(pod) {
-			// Succeeded or Failed: nothing in it reads anything any more;
-			// no verdict, no --check.
-			for _, it := range Uses(pod) {
-				if k := it.Key(); keep(k) {
-					completed[k] = appendOnce(completed[k], fmt.Sprintf("pod %s (%s)", pod.Name, pod.Status.Phase))
-				}
+	if PodTerminated(pod) {
+		// Succeeded or Failed: nothing in it reads anything any more;
+		// no verdict, no --check.
+		for _, it := range Uses(pod) {
+			if k := it.Key(); b.keep(k) {
+				b.completed[k] = appendOnce(b.completed[k], fmt.Sprintf("pod %s (%s)", pod.Name, pod.Status.Phase))
 			}
+		}
+		return
+	}
+	var owner *WorkloadRef
+	items := b.items
+	start := len(items)
+	items = appendUses(items, pod)
+	kept := start
+	for j := start; j < len(items); j++ {
+		it := &items[j]
+		k := it.Key()
+		if !b.keep(k) {
 			continue
 		}
-		var owner *WorkloadRef
-		start := len(items)
-		items = appendUses(items, pod)
-		kept := start
-		for j := start; j < len(items); j++ {
-			it := &items[j]
-			k := it.Key()
-			if !keep(k) {
-				continue
-			}
-			if owner == nil {
-				w := Owner(pod, snap)
-				owner = &w
-			}
-			it.Workload = *owner
-			Predict(it, pod, snap.Object(k), snap)
-			// the reasons repeat (one per object, mode and timing): keep
-			// one copy of each
-			if r, ok := reasons[it.Reason]; ok {
-				it.Reason = r
-			} else {
-				reasons[it.Reason] = it.Reason
-			}
-			used[k] = true
-			if kept != j {
-				items[kept] = *it
-			}
-			kept++
+		if owner == nil {
+			w := Owner(pod, b.snap)
+			owner = &w
 		}
-		clear(items[kept:])
-		items = items[:kept]
+		it.Workload = *owner
+		Predict(it, pod, b.snap.Object(k), b.snap)
+		// the reasons repeat (one per object, mode and timing): keep
+		// one copy of each
+		if r, ok := b.reasons[it.Reason]; ok {
+			it.Reason = r
+		} else {
+			b.reasons[it.Reason] = it.Reason
+		}
+		b.used[k] = true
+		if kept != j {
+			items[kept] = *it
+		}
+		kept++
 	}
+	clear(items[kept:])
+	b.items = items[:kept]
+}
+
+// Items ends the report: the rows of named objects without consumers and
+// of --unused, then the sort of Build.
+func (b *Builder) Items() ([]Item, error) {
+	snap, o, items := b.snap, b.o, b.items
 	for _, k := range o.Names {
-		if used[k] {
+		if b.used[k] {
 			continue
 		}
 		obj := snap.Object(k)
@@ -137,7 +182,7 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 	}
 	if o.Unused || len(o.Names) > 0 {
 		templates := templateUses(snap)
-		for _, k := range unusedKeys(snap, o, used, keep) {
+		for _, k := range unusedKeys(snap, o, b.used, b.keep) {
 			obj := snap.Object(k)
 			base := Item{Object: ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true, Immutable: obj.Immutable}}
 			lc := obj.LastChange.UTC()
@@ -159,7 +204,7 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 				continue
 			}
 			it := base
-			if pods := completed[k]; len(pods) > 0 {
+			if pods := b.completed[k]; len(pods) > 0 {
 				it.Verdict = VerdictNoPods
 				it.Reason = fmt.Sprintf("only pods that have completed consume this %s (%s): they read nothing any more", strings.ToLower(k.Kind), listNames(pods, 3))
 			} else {
@@ -169,8 +214,17 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 			items = append(items, it)
 		}
 	}
+	b.items = nil
+	if items == nil {
+		items = []Item{} // as Build's: never nil
+	}
 	SortItems(items)
 	return items, nil
+}
+
+// Redactor is NewRedactor of the snapshot with the pods given to Add in it.
+func (b *Builder) Redactor() *Redactor {
+	return newRedactor(b.snap, b.names)
 }
 
 func unusedKeys(snap *Snapshot, o BuildOptions, used map[ObjectKey]bool, keep func(ObjectKey) bool) []ObjectKey {

@@ -31,26 +31,39 @@ type Redactor struct {
 // namespace, a container...) is left alone: it is printed as that name
 // whatever happens, and blanking it would make every row unreadable.
 func NewRedactor(snap *Snapshot) *Redactor {
-	r := &Redactor{}
 	if snap == nil {
-		return r
+		return &Redactor{}
 	}
 	names := map[string]bool{}
+	for i := range snap.Pods {
+		podNames(names, &snap.Pods[i])
+	}
+	return newRedactor(snap, names)
+}
+
+// podNames adds the names a pod gives the report: its own, its namespace,
+// node, containers and volumes.
+func podNames(names map[string]bool, p *corev1.Pod) {
+	names[p.Name], names[p.Namespace], names[p.Spec.NodeName] = true, true, true
+	for _, c := range podContainers(p) {
+		names[c.ref.Name] = true
+	}
+	for _, v := range p.Spec.Volumes {
+		names[v.Name] = true
+	}
+}
+
+// newRedactor is NewRedactor with the pods' names given (names is added to).
+func newRedactor(snap *Snapshot, names map[string]bool) *Redactor {
+	r := &Redactor{}
+	if names == nil {
+		names = map[string]bool{}
+	}
 	for k := range snap.ConfigMaps {
 		names[k.Name], names[k.Namespace] = true, true
 	}
 	for k := range snap.Secrets {
 		names[k.Name], names[k.Namespace] = true, true
-	}
-	for i := range snap.Pods {
-		p := &snap.Pods[i]
-		names[p.Name], names[p.Namespace], names[p.Spec.NodeName] = true, true, true
-		for _, c := range podContainers(p) {
-			names[c.ref.Name] = true
-		}
-		for _, v := range p.Spec.Volumes {
-			names[v.Name] = true
-		}
 	}
 	seen := map[string]bool{}
 	add := func(v string) {

@@ -195,6 +195,14 @@ type LoadOptions struct {
 	// the PodList of 10,000 pods is never in memory whole. The fake
 	// clientset has none: without it the pods are listed as other kinds.
 	PodREST rest.Interface
+	// PodSink, when set, takes the pods instead of Snapshot.Pods, which
+	// stays empty: Load calls it once, when the ConfigMaps, Secrets and
+	// nodes are in the snapshot, and gives each pod (trimmed, see TrimPod)
+	// to the function it returns, from one goroutine, once the LIST of the
+	// pod's owner kind is in too. Pods are then never all in memory (a
+	// Builder takes them one at a time). It is called even when there are
+	// no pods, unless a LIST failed.
+	PodSink func(*Snapshot) func(*corev1.Pod) error
 }
 
 // Load reads a Snapshot with one paginated LIST per kind. The kinds are
@@ -250,13 +258,26 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 		return s.deny(err)
 	}
 	var rsOnce, jobsOnce sync.Once
+	rsDone, jobsDone := make(chan struct{}), make(chan struct{})
+	// base: the LISTs a pod's uses are predicted from (ConfigMaps, Secrets,
+	// nodes), which a PodSink waits for
+	var base sync.WaitGroup
+	runBase := func(kind string, fn func() error) {
+		base.Add(1)
+		run(kind, func() error {
+			defer base.Done()
+			return fn()
+		})
+	}
 	// ownerList lists one owner kind once: as metadata only where that is
 	// all the owner walk reads, whole for status --workloads. keep gets the
 	// metadata, and the object when it was listed whole.
-	ownerList := func(once *sync.Once, gvr schema.GroupVersionResource, whole func(context.Context, metav1.ListOptions) (runtime.Object, error), keep func(metav1.ObjectMeta, runtime.Object)) func() {
+	// done is closed when the LIST has ended.
+	ownerList := func(once *sync.Once, done chan struct{}, gvr schema.GroupVersionResource, whole func(context.Context, metav1.ListOptions) (runtime.Object, error), keep func(metav1.ObjectMeta, runtime.Object)) func() {
 		return func() {
 			once.Do(func() {
 				run(gvr.Resource, func() error {
+					defer close(done)
 					var err error
 					if o.Metadata != nil && !o.Workloads {
 						err = listOwnerMeta(o.Metadata, gvr, ns, list, func(m metav1.ObjectMeta) { keep(m, nil) })
@@ -276,7 +297,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			})
 		}
 	}
-	listReplicaSets := ownerList(&rsOnce, appsv1.SchemeGroupVersion.WithResource("replicasets"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+	listReplicaSets := ownerList(&rsOnce, rsDone, appsv1.SchemeGroupVersion.WithResource("replicasets"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 		return c.AppsV1().ReplicaSets(ns).List(ctx, lo)
 	}, func(m metav1.ObjectMeta, obj runtime.Object) {
 		rs, ok := obj.(*appsv1.ReplicaSet)
@@ -285,7 +306,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 		}
 		s.ReplicaSets[NamespacedName{m.Namespace, m.Name}] = rs
 	})
-	listJobs := ownerList(&jobsOnce, batchv1.SchemeGroupVersion.WithResource("jobs"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+	listJobs := ownerList(&jobsOnce, jobsDone, batchv1.SchemeGroupVersion.WithResource("jobs"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 		return c.BatchV1().Jobs(ns).List(ctx, lo)
 	}, func(m metav1.ObjectMeta, obj runtime.Object) {
 		j, ok := obj.(*batchv1.Job)
@@ -301,7 +322,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	// Nodes are listed beside the pods, and dropped when there are none.
 	var nodes map[string]*corev1.Node
 	if o.Nodes {
-		run("nodes", func() error {
+		runBase("nodes", func() error {
 			m := map[string]*corev1.Node{}
 			err := list("nodes", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 				return c.CoreV1().Nodes().List(ctx, lo)
@@ -318,41 +339,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			return nil
 		})
 	}
-	addPod := func(pod *corev1.Pod) {
-		if ref := metav1.GetControllerOf(pod); ref != nil {
-			// the owner kinds are listed as soon as a pod needs them
-			switch ref.Kind {
-			case "ReplicaSet":
-				listReplicaSets()
-			case "Job":
-				listJobs()
-			}
-		}
-		s.Pods = append(s.Pods, TrimPod(*pod))
-	}
-	run("pods", func() error {
-		if o.PodREST != nil {
-			lo := metav1.ListOptions{LabelSelector: o.PodSelector, Limit: ps}
-			if o.FromCache {
-				lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
-			}
-			err := streamPods(ctx, o.PodREST, ns, lo, func(pod *corev1.Pod) error {
-				addPod(pod)
-				return nil
-			})
-			if err != nil {
-				return &ListError{Resource: "pods", Namespace: o.Namespace, Err: err}
-			}
-			return nil
-		}
-		return list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Pods(ns).List(ctx, lo)
-		}, func(obj runtime.Object) error {
-			addPod(obj.(*corev1.Pod))
-			return nil
-		})
-	})
-	run("configmaps", func() error {
+	runBase("configmaps", func() error {
 		return list("configmaps", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().ConfigMaps(ns).List(ctx, lo)
 		}, func(obj runtime.Object) error {
@@ -362,7 +349,7 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 		})
 	})
 	if o.Secrets {
-		run("secrets", func() error {
+		runBase("secrets", func() error {
 			err := list("secrets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 				return c.CoreV1().Secrets(ns).List(ctx, lo)
 			}, func(obj runtime.Object) error {
@@ -387,6 +374,60 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			return err
 		})
 	}
+	// the sink's pod function, made once the base LISTs have ended
+	var sinkOnce sync.Once
+	var sink func(*corev1.Pod) error
+	sunk := 0
+	startSink := func() {
+		sinkOnce.Do(func() {
+			base.Wait()
+			s.Nodes = nodes
+			sink = o.PodSink(s)
+		})
+	}
+	addPod := func(pod *corev1.Pod) error {
+		var owned chan struct{}
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			// the owner kinds are listed as soon as a pod needs them
+			switch ref.Kind {
+			case "ReplicaSet":
+				listReplicaSets()
+				owned = rsDone
+			case "Job":
+				listJobs()
+				owned = jobsDone
+			}
+		}
+		if o.PodSink == nil {
+			s.Pods = append(s.Pods, TrimPod(*pod))
+			return nil
+		}
+		startSink()
+		if owned != nil {
+			<-owned
+		}
+		p := TrimPod(*pod)
+		sunk++
+		return sink(&p)
+	}
+	run("pods", func() error {
+		if o.PodREST != nil {
+			lo := metav1.ListOptions{LabelSelector: o.PodSelector, Limit: ps}
+			if o.FromCache {
+				lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
+			}
+			err := streamPods(ctx, o.PodREST, ns, lo, addPod)
+			if err != nil {
+				return &ListError{Resource: "pods", Namespace: o.Namespace, Err: err}
+			}
+			return nil
+		}
+		return list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Pods(ns).List(ctx, lo)
+		}, func(obj runtime.Object) error {
+			return addPod(obj.(*corev1.Pod))
+		})
+	})
 	wg.Wait()
 	if firstErr != nil {
 		return nil, firstErr
@@ -398,8 +439,13 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 		s.Templates = append(templates, ownerlessTemplates(s)...)
 		sortTemplates(s.Templates)
 	}
-	if len(s.Pods) > 0 {
+	if o.PodSink != nil {
+		startSink() // no pods came
+	}
+	if len(s.Pods) > 0 || sunk > 0 {
 		s.Nodes = nodes
+	} else {
+		s.Nodes = nil
 	}
 	return s, nil
 }

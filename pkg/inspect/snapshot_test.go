@@ -418,3 +418,77 @@ func TestLoadOptionalKindsDenied(t *testing.T) {
 		t.Errorf("pods forbidden: err = %v, want the Forbidden error", err)
 	}
 }
+
+// With a PodSink, Load gives each pod to the sink once the kinds its uses
+// are predicted from have been listed, and keeps none: a Builder fed that
+// way makes the report Build makes of the pods kept in the snapshot, and
+// its Redactor the same redactions. Every other LIST is slowed down here, so
+// that a pod given to the sink before its ConfigMaps, Secrets, nodes or
+// owners were in would show (a missing object, a ReplicaSet as workload).
+func TestLoadPodSinkBuildsTheSameReport(t *testing.T) {
+	objs := statusFixtureObjects(t)
+	for _, tc := range []struct {
+		name string
+		lo   LoadOptions
+		bo   BuildOptions
+	}{
+		{"all namespaces", LoadOptions{Secrets: true, Nodes: true}, BuildOptions{Secrets: true}},
+		{"owners", LoadOptions{Namespace: "owners", Nodes: true}, BuildOptions{}},
+		{"unused, templates", LoadOptions{Namespace: "shop", Secrets: true, Nodes: true, Workloads: true}, BuildOptions{Secrets: true, Unused: true}},
+		{"no pods", LoadOptions{Namespace: "empty", Nodes: true}, BuildOptions{Unused: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, err := Load(context.Background(), fake.NewClientset(objs...), tc.lo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Build(snap, tc.bo)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			c := fake.NewClientset(objs...)
+			for _, r := range []string{"configmaps", "secrets", "nodes", "replicasets", "jobs"} {
+				c.PrependReactor("list", r, func(k8stesting.Action) (bool, runtime.Object, error) {
+					time.Sleep(100 * time.Millisecond)
+					return false, nil, nil
+				})
+			}
+			var b *Builder
+			calls, pods := 0, 0
+			lo := tc.lo
+			lo.PodSink = func(s *Snapshot) func(*corev1.Pod) error {
+				calls++
+				b = NewBuilder(s, tc.bo)
+				return func(p *corev1.Pod) error {
+					pods++
+					b.Add(p)
+					return nil
+				}
+			}
+			sunk, err := Load(context.Background(), c, lo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls != 1 || len(sunk.Pods) != 0 || pods != len(snap.Pods) {
+				t.Fatalf("PodSink called %d times, %d pods kept, %d given to it; want 1, 0, %d", calls, len(sunk.Pods), pods, len(snap.Pods))
+			}
+			if (sunk.Nodes == nil) != (snap.Nodes == nil) {
+				t.Errorf("nodes kept: %v, want %v", sunk.Nodes != nil, snap.Nodes != nil)
+			}
+			got, err := b.Items()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 && tc.name != "no pods" {
+				t.Fatal("no items")
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the sink's report differs from Build's:\n got %+v\nwant %+v", got, want)
+			}
+			if r, w := b.Redactor(), NewRedactor(snap); !reflect.DeepEqual(r, w) {
+				t.Errorf("redactor %+v, want %+v", r, w)
+			}
+		})
+	}
+}
