@@ -5,7 +5,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 . hack/cluster/lib.sh
 hack/cluster/status.sh -q || die "the local cluster is not up (make cluster-up)"
 export KUBECONFIG=$KUBECONFIG_FILE
-go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync
+# built as the release is (.goreleaser.yaml: CGO_ENABLED=0, -trimpath, -s -w): what users run, and its
+# peak RSS is what they get (the binary's own mapped pages are a third of it)
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/kubectl-cmsync ./cmd/kubectl-cmsync
 # kubectl finds the plugin on PATH
 export PATH=$PWD/bin:$BIN:$PATH
 now() { date +%s.%N; }
@@ -47,3 +49,25 @@ Y
 }
 
 restarts() { kubectl -n "$1" get pods -o jsonpath='{range .items[*]}{.status.containerStatuses[0].restartCount}{"\n"}{end}' | awk '{s+=$1} END {print s+0}'; }
+
+# cpu_ticks: one line per process, "PID name ticks": its user+system CPU in clock ticks, its reaped
+# children's included (/proc/PID/stat utime+stime+cutime+cstime; kernel threads are named "kernel"), and a
+# line "0 all ticks", the machine's busy CPU from /proc/stat. cpu_split of two calls around a run says
+# where its CPU went: a runc exec's CPU lands in its containerd-shim, a tunnel connection's in the
+# listening socat, a finished kubectl's in the shell that ran it.
+cpu_ticks() {
+  awk '/^cpu /{print 0, "all", $2+$3+$4+$7+$8+$9}' /proc/stat
+  awk 'FNR == 1 { i = index($0, "("); j = 0; for (k = length($0); k > 0; k--) if (substr($0, k, 1) == ")") { j = k; break }
+                  name = substr($0, i + 1, j - i - 1); split(substr($0, j + 2), f, " ")
+                  pid = substr($0, 1, i - 2); if (f[2] == 2 || pid == 2) name = "kernel"; gsub(/[ \/:]/, "_", name)
+                  print pid, name, f[12] + f[13] + f[14] + f[15] }' /proc/[0-9]*/stat 2>/dev/null
+}
+# cpu_split BEFORE AFTER: CPU-seconds by process name between two cpu_ticks outputs (files), the largest
+# first, after the machine's total ("all"). Only processes alive at both ends count, with what they
+# reaped in between.
+cpu_split() {
+  local hz; hz=$(getconf CLK_TCK)
+  awk -v hz="$hz" 'NR == FNR { b[$1 " " $2] = $3; next } ($1 " " $2) in b { d[$2] += $3 - b[$1 " " $2] }
+    END { for (n in d) if (d[n] > 0) printf "%s %.2f\n", n, d[n] / hz }' "$1" "$2" |
+    sort -k2 -g -r | awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $1, $2} END {print ""}'
+}

@@ -175,27 +175,33 @@ func (o *StatusOptions) Validate() error {
 	return o.Verify.Validate()
 }
 
-// statusMemoryLimit is the Go runtime's soft memory limit for status.
-const statusMemoryLimit = 150 << 20
+// The Go runtime's soft memory limits for status (GOMEMLIMIT overrides):
+// with the collector's default (collect when the heap doubles) a process
+// whose live heap peaks at L grows to about 2L. statusMemoryLimit holds
+// status with the pods in memory (--verify, --kubelet-config; about 120
+// MiB live at 10,000 pods) near 210 MiB; statusStreamMemoryLimit holds
+// status whose pods stream into the report (about 50-75 MiB live at 10,000
+// pods) near 135-145 MiB, in the same wall time (README: Performance).
+const (
+	statusMemoryLimit       = 150 << 20
+	statusStreamMemoryLimit = 90 << 20
+)
 
 // Run loads the snapshot, builds the report, prints it and applies --check.
 func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	// A soft memory limit: at 10,000 pods the live heap peaks near 120 MiB
-	// and the runtime's default (collect when the heap doubles) let the
-	// process grow to ~350 MiB; with the limit it stays near 210 MiB for
-	// about the same wall time (README: Performance). GOMEMLIMIT overrides.
+	stream := !o.Verify.Enabled && !o.KubeletConfig
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(statusMemoryLimit)
+		debug.SetMemoryLimit(map[bool]int64{true: statusStreamMemoryLimit, false: statusMemoryLimit}[stream])
 	}
 	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
 	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true,
 		Workloads: o.Unused || len(o.Names) > 0}
 	bo := inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem, Unused: o.Unused}
 	var builder *inspect.Builder
-	if !o.Verify.Enabled && !o.KubeletConfig {
+	if stream {
 		// Nothing after the report reads the pods (--verify execs into
 		// them, --kubelet-config reads their nodes first): each goes into
 		// the report as it streams in and is dropped, so that the pods are
