@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -323,5 +324,43 @@ func TestSortItemsShuffled(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "first second third" {
 		t.Errorf("equal uses reordered: %v", got)
+	}
+}
+
+// A Builder fed the pods one at a time makes Build's report, across the
+// chunks it keeps its items in (more items than one chunk holds here).
+func TestBuilderMatchesBuildAcrossChunks(t *testing.T) {
+	snap := &Snapshot{ConfigMaps: map[ObjectKey]*corev1.ConfigMap{}}
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("cm-%d", i)
+		snap.ConfigMaps[ObjectKey{KindConfigMap, "ns", name}] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Data: map[string]string{"k": "v"}}
+	}
+	for p := 0; p < 2*chunkItems/3+7; p++ {
+		var env []corev1.EnvVar
+		for i := 0; i < 3; i++ {
+			env = append(env, corev1.EnvVar{Name: fmt.Sprintf("E%d", i), ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: fmt.Sprintf("cm-%d", (p+i)%4)}, Key: "k"}}})
+		}
+		snap.Pods = append(snap.Pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("pod-%05d", p)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Env: env}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	}
+	o := BuildOptions{Names: []ObjectKey{{KindConfigMap, "ns", "cm-0"}, {KindConfigMap, "ns", "cm-1"}, {KindConfigMap, "ns", "cm-3"}}}
+	want, err := Build(snap, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBuilder(snap, o)
+	for i := range snap.Pods {
+		b.Add(&snap.Pods[i])
+	}
+	got, err := b.Items()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) <= chunkItems {
+		t.Fatalf("%d items: the test must fill more than one chunk of %d", len(want), chunkItems)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the Builder's %d items differ from Build's %d", len(got), len(want))
 	}
 }
