@@ -88,8 +88,8 @@ type Builder struct {
 	// full: the filled chunks of items before items (NewBuilder only).
 	// Growing one slice to 70,000 items of 400 bytes cost more than all
 	// the rest: every growth copies the slice without a preemption point
-	// (the collector spins meanwhile) into fresh, zeroed memory. Chunks
-	// are joined once, in Items.
+	// (the collector spins meanwhile) into fresh, zeroed memory. Items
+	// joins the chunks in the sorted order, copying each item once.
 	full [][]Item
 }
 
@@ -186,18 +186,6 @@ func (b *Builder) Add(pod *corev1.Pod) {
 // Items ends the report: the rows of named objects without consumers and
 // of --unused, then the sort of Build.
 func (b *Builder) Items() ([]Item, error) {
-	if len(b.full) > 0 {
-		n := len(b.items)
-		for _, c := range b.full {
-			n += len(c)
-		}
-		all := make([]Item, 0, n)
-		for i, c := range b.full {
-			all = append(all, c...)
-			b.full[i] = nil // garbage as soon as copied
-		}
-		b.items, b.full = append(all, b.items...), nil
-	}
 	snap, o, items := b.snap, b.o, b.items
 	for _, k := range o.Names {
 		if b.used[k] {
@@ -243,11 +231,32 @@ func (b *Builder) Items() ([]Item, error) {
 		}
 	}
 	b.items = nil
-	if items == nil {
-		items = []Item{} // as Build's: never nil
+	if len(b.full) == 0 {
+		if items == nil {
+			items = []Item{} // as Build's: never nil
+		}
+		SortItems(items)
+		return items, nil
 	}
-	SortItems(items)
-	return items, nil
+	// the chunks are joined in the sorted order: each item copied once
+	chunks := append(b.full, items)
+	b.full = nil
+	n := 0
+	for _, c := range chunks {
+		n += len(c)
+	}
+	at := make([]*Item, 0, n)
+	for _, c := range chunks {
+		for i := range c {
+			at = append(at, &c[i])
+		}
+	}
+	perm := sortOrder(n, func(i int) *Item { return at[i] })
+	out := make([]Item, n)
+	for i, j := range perm {
+		out[i] = *at[j]
+	}
+	return out, nil
 }
 
 // Redactor is NewRedactor of the snapshot with the pods given to Add in it.
@@ -311,11 +320,18 @@ func modeRank(m Mode) int {
 // moves each item once: an Item is a few hundred bytes, and a stable sort
 // of 70,000 of them moved each many times.
 func SortItems(items []Item) {
+	permute(items, sortOrder(len(items), func(i int) *Item { return &items[i] }))
+}
+
+// sortOrder is the order of SortItems of the n items at(0)..at(n-1): the
+// index of the item that goes first, then the next...
+func sortOrder(n int, at func(int) *Item) []int32 {
 	objRank := map[ObjectKey]int{}
-	prob := make([]int8, len(items))
-	for i := range items {
-		k := items[i].Key()
-		pr := problemRank(items[i])
+	prob := make([]int8, n)
+	for i := range n {
+		it := at(i)
+		k := it.Key()
+		pr := problemRank(*it)
 		prob[i] = int8(pr)
 		r, seen := objRank[k]
 		switch {
@@ -325,16 +341,16 @@ func SortItems(items []Item) {
 			objRank[k] = pr
 		}
 	}
-	rank := make([]int8, len(items))
-	for i := range items {
-		rank[i] = int8(objRank[items[i].Key()])
+	rank := make([]int8, n)
+	for i := range n {
+		rank[i] = int8(objRank[at(i).Key()])
 	}
-	perm := make([]int32, len(items))
+	perm := make([]int32, n)
 	for i := range perm {
 		perm[i] = int32(i)
 	}
 	slices.SortFunc(perm, func(i, j int32) int {
-		a, b := &items[i], &items[j]
+		a, b := at(int(i)), at(int(j))
 		if c := cmp.Compare(a.Object.Namespace, b.Object.Namespace); c != 0 {
 			return c
 		}
@@ -370,7 +386,7 @@ func SortItems(items []Item) {
 		// stable: equal items keep their order
 		return cmp.Compare(i, j)
 	})
-	permute(items, perm)
+	return perm
 }
 
 // permute puts items[perm[i]] at i, moving each item once (cycle by cycle);
