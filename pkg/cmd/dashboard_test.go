@@ -18,16 +18,7 @@ import (
 func TestDashboardEscapesClusterText(t *testing.T) {
 	o := NewDashboardOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
 	a := &dashboardActions{o: o, hmacKey: []byte("k")}
-	it := inspect.Item{
-		Object:    inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true},
-		Pod:       inspect.PodRef{Name: "p"},
-		Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
-		Workload:  inspect.WorkloadRef{Kind: "Pod", Name: "p"},
-		Mode:      inspect.ModeVolume,
-		Volume:    &inspect.VolumeRef{Name: "v", MountPath: "/etc/a\nb\x1b[31m"},
-		Verdict:   inspect.VerdictHotUpdate,
-	}
-	cells := strings.Join(a.UseColumns(it, time.Now()), "|")
+	cells := strings.Join(a.UseColumns(hostilePathItem(), time.Now()), "|")
 	if strings.ContainsAny(cells, "\x1b\n") || !strings.Contains(cells, `/etc/a\nb\x1b[31m`) {
 		t.Errorf("use cells not escaped: %q", cells)
 	}

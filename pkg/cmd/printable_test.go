@@ -32,8 +32,10 @@ func TestStatusTableEscapesHostilePaths(t *testing.T) {
 	}
 }
 
-func testStatusTableEscapesHostilePaths(t *testing.T, groupBy string) {
-	it := inspect.Item{
+// hostilePathItem is a volume use whose mount path holds a newline and an
+// escape sequence.
+func hostilePathItem() inspect.Item {
+	return inspect.Item{
 		Object:    inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true},
 		Pod:       inspect.PodRef{Name: "p"},
 		Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
@@ -42,6 +44,10 @@ func testStatusTableEscapesHostilePaths(t *testing.T, groupBy string) {
 		Volume:    &inspect.VolumeRef{Name: "v", MountPath: "/etc/a\nb\x1b[31m"},
 		Verdict:   inspect.VerdictHotUpdate,
 	}
+}
+
+func testStatusTableEscapesHostilePaths(t *testing.T, groupBy string) {
+	it := hostilePathItem()
 	var out bytes.Buffer
 	if err := printReport(&out, []inspect.Item{it}, printOptions{Format: "wide", GroupBy: groupBy}); err != nil {
 		t.Fatal(err)
