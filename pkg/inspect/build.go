@@ -82,10 +82,12 @@ type Builder struct {
 	used      map[ObjectKey]bool
 	reasons   map[string]string
 	completed map[ObjectKey][]string
+	// stream: made by NewBuilder (the pods are not in the snapshot)
+	stream bool
 	// names: the pods' names, namespaces, nodes, containers and volumes,
-	// which the Redactor leaves alone (NewBuilder only)
+	// which the Redactor leaves alone (stream only)
 	names map[string]bool
-	// full: the filled chunks of items before items (NewBuilder only).
+	// full: the filled chunks of items before items (stream only).
 	// Growing one slice to 70,000 items of 400 bytes cost more than all
 	// the rest: every growth copies the slice without a preemption point
 	// (the collector spins meanwhile) into fresh, zeroed memory. Items
@@ -102,7 +104,7 @@ const chunkItems, chunkRoom = 4096, 64
 // the redactor of the snapshot with those pods in it.
 func NewBuilder(snap *Snapshot, o BuildOptions) *Builder {
 	b := newBuilder(snap, o)
-	b.names = map[string]bool{}
+	b.stream, b.names = true, map[string]bool{}
 	b.items = make([]Item, 0, chunkItems+chunkRoom)
 	return b
 }
@@ -132,7 +134,7 @@ func newBuilder(snap *Snapshot, o BuildOptions) *Builder {
 // pod given to Add and then dropped is garbage. The pod must not be
 // modified afterwards.
 func (b *Builder) Add(pod *corev1.Pod) {
-	if b.names != nil {
+	if b.stream {
 		podNames(b.names, pod)
 	}
 	if PodTerminated(pod) {
@@ -145,7 +147,7 @@ func (b *Builder) Add(pod *corev1.Pod) {
 		}
 		return
 	}
-	if b.names != nil && len(b.items) >= chunkItems {
+	if b.stream && len(b.items) >= chunkItems {
 		b.full = append(b.full, b.items)
 		b.items = make([]Item, 0, chunkItems+chunkRoom)
 	}
@@ -184,7 +186,7 @@ func (b *Builder) Add(pod *corev1.Pod) {
 }
 
 // Items ends the report: the rows of named objects without consumers and
-// of --unused, then the sort of Build.
+// of --unused, then the sort of Build. Call it once, after the last Add.
 func (b *Builder) Items() ([]Item, error) {
 	snap, o, items := b.snap, b.o, b.items
 	for _, k := range o.Names {
