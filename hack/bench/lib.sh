@@ -57,10 +57,14 @@ restarts() { kubectl -n "$1" get pods -o jsonpath='{range .items[*]}{.status.con
 # listening socat, a finished kubectl's in the shell that ran it.
 cpu_ticks() {
   awk '/^cpu /{print 0, "all", $2+$3+$4+$7+$8+$9}' /proc/stat
-  awk 'FNR == 1 { i = index($0, "("); j = 0; for (k = length($0); k > 0; k--) if (substr($0, k, 1) == ")") { j = k; break }
-                  name = substr($0, i + 1, j - i - 1); split(substr($0, j + 2), f, " ")
-                  pid = substr($0, 1, i - 2); if (f[2] == 2 || pid == 2) name = "kernel"; gsub(/[ \/:]/, "_", name)
-                  print pid, name, f[12] + f[13] + f[14] + f[15] }' /proc/[0-9]*/stat 2>/dev/null
+  local f l
+  # read by the shell, one file at a time: a process may end between the glob and the read (mawk would
+  # stop at the first file it cannot open)
+  for f in /proc/[0-9]*/stat; do if { IFS= read -r l <"$f"; } 2>/dev/null; then printf '%s\n' "$l"; fi; done |
+    awk '{ i = index($0, "("); j = 0; for (k = length($0); k > 0; k--) if (substr($0, k, 1) == ")") { j = k; break }
+           name = substr($0, i + 1, j - i - 1); split(substr($0, j + 2), f, " ")
+           pid = substr($0, 1, i - 2); if (f[2] == 2 || pid == 2) name = "kernel"; gsub(/[ \/:]/, "_", name)
+           print pid, name, f[12] + f[13] + f[14] + f[15] }'
 }
 # cpu_split BEFORE AFTER: CPU-seconds by process name between two cpu_ticks outputs (files), the largest
 # first, after the machine's total ("all"). Only processes alive at both ends count, with what they
