@@ -224,9 +224,32 @@ func (a *dashboardActions) Diff(ctx context.Context, snap *inspect.Snapshot, ite
 	// ConfigMap value must not reach the terminal under the dashboard)
 	lines := strings.Split(out.String(), "\n")
 	for i, l := range lines {
-		lines[i] = printable(l)
+		lines[i] = screenLine(l)
 	}
 	return strings.Join(lines, "\n"), nil
+}
+
+// screenLine makes one line of a file fit the dashboard's screen: the \r
+// of a CRLF dropped, tabs expanded to the next multiple of 8 columns, every
+// other control character escaped (see printable).
+func screenLine(l string) string {
+	l = strings.TrimSuffix(l, "\r")
+	if strings.Contains(l, "\t") {
+		var b strings.Builder
+		col := 0
+		for _, r := range l {
+			if r == '\t' {
+				n := 8 - col%8
+				b.WriteString(strings.Repeat(" ", n))
+				col += n
+				continue
+			}
+			b.WriteRune(r)
+			col++
+		}
+		l = b.String()
+	}
+	return printable(l)
 }
 
 // Plan implements tui.Actions: observe, read the workloads, plan, as

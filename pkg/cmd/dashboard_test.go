@@ -25,7 +25,7 @@ func TestDashboardEscapesClusterText(t *testing.T) {
 
 	snap, ex := diffFixture()
 	key := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}
-	snap.ConfigMaps[key].Data["greeting"] = "hello \x1b]0;pwned\x07v2\n"
+	snap.ConfigMaps[key].Data["greeting"] = "hello \x1b]0;pwned\x07v2\r\n\tindented\tx\n"
 	o.Now, o.Executor = time.Now, ex
 	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Executor: ex}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{key}})
@@ -36,7 +36,11 @@ func TestDashboardEscapesClusterText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `+hello \x1b]0;pwned\av2`) || !strings.Contains(out, "-hello v1\n") {
+	if strings.ContainsAny(out, "\x1b\x07\r\t") || !strings.Contains(out, "+hello \\x1b]0;pwned\\av2\n") || !strings.Contains(out, "-hello v1\n") {
 		t.Errorf("diff not escaped line by line:\n%q", out)
+	}
+	// a CRLF's \r goes, tabs become spaces to the next multiple of 8
+	if want := "\n+       indented        x\n"; !strings.Contains(out, want) {
+		t.Errorf("diff lacks %q:\n%q", want, out)
 	}
 }

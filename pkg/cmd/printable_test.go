@@ -16,6 +16,7 @@ func TestPrintableEscapesControlCharacters(t *testing.T) {
 		"\x1b[2J\x1b]0;pwned\x07":       `\x1b[2J\x1b]0;pwned\a`,
 		"ü ✓ $(touch x) `y`; 'q\" \x7f": `ü ✓ $(touch x) ` + "`y`" + `; 'q" \x7f`,
 		"c1\u0085":                      `c1\u0085`,
+		"8-bit CSI \x9b2J":              "8-bit CSI \uFFFD2J", // invalid UTF-8: never passed through raw
 	} {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)

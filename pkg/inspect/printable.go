@@ -3,6 +3,7 @@ package inspect
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Printable escapes the control characters of text that comes from the
@@ -10,9 +11,11 @@ import (
 // table or a header line: a newline or tab would break the table, and an
 // escape sequence could rewrite the user's terminal. Control characters
 // become Go escapes (\n, \t, \x1b); everything else, non-ASCII included, is
-// kept. (printers.EscapeTerminal of cli-runtime escapes only ESC and \r.)
+// kept; a byte that is not UTF-8 becomes U+FFFD (a lone 0x9b is the 8-bit
+// CSI on terminals that are not UTF-8). (printers.EscapeTerminal of
+// cli-runtime escapes only ESC and \r.)
 func Printable(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, isControl) {
 		return s
 	}
 	var b strings.Builder

@@ -511,6 +511,25 @@ func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
 	}
 }
 
+// An exec whose error quotes escape sequences (a container's stderr can say
+// anything) reaches the status line and the detail line escaped: nothing
+// the cluster says restyles, clears or retitles the user's terminal.
+func TestVerifyErrorWithEscapeSequencesIsEscaped(t *testing.T) {
+	h := newHarness(t, 200, 20)
+	hostile := errors.New("boom \x1b]0;pwned\x07\x1b[2J")
+	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Err = hostile })
+	h.key("v") // the selected object: app-config
+	h.until("app-config is verified", contains("verified 2 consumers"))
+	h.key("enter")
+	raw := h.m.Render()
+	if strings.Contains(raw, "\x1b]0;") || strings.Contains(raw, "\x1b[2J") || strings.Contains(raw, "\x07") {
+		t.Errorf("the screen holds the container's escape sequences raw:\n%q", raw)
+	}
+	if d := line(h.screen(), "boom"); !strings.Contains(d, `boom \x1b]0;pwned\a\x1b[2J`) {
+		t.Errorf("detail line = %q, want the error escaped; screen:\n%s", d, h.screen())
+	}
+}
+
 // RBAC that denies ReplicaSets is no watch failure: the dashboard goes live,
 // owners stay replicaset/NAME, and the status line says so (as status's
 // note does).

@@ -335,8 +335,10 @@ func (m *Model) statusLine() string {
 	if m.inputFor != "" {
 		return m.input.View()
 	}
+	// what the status line shows may quote the cluster (errors, exec
+	// stderr in the unverifiable summary): escaped before it is styled
 	if m.probeErr != nil {
-		return styleError.Render(fmt.Sprintf("error: cannot reach the API server %s: %v (retrying every %s)", m.opts.Server, m.probeErr, ProbeRetry))
+		return styleError.Render(inspect.Printable(fmt.Sprintf("error: cannot reach the API server %s: %v (retrying every %s)", m.opts.Server, m.probeErr, ProbeRetry)))
 	}
 	if len(m.errs) > 0 {
 		var rs []string
@@ -344,7 +346,7 @@ func (m *Model) statusLine() string {
 			rs = append(rs, r)
 		}
 		sort.Strings(rs)
-		return styleError.Render("error: " + m.errs[rs[0]] + " (retrying)")
+		return styleError.Render(inspect.Printable("error: " + m.errs[rs[0]] + " (retrying)"))
 	}
 	s := m.status
 	if s == "" && len(m.notes) > 0 {
@@ -356,6 +358,7 @@ func (m *Model) statusLine() string {
 		}
 		s += "verifying..."
 	}
+	s = inspect.Printable(s)
 	if m.statusErr {
 		return styleError.Render("error: " + s)
 	}
@@ -384,13 +387,14 @@ func (m *Model) detailLine() string {
 	if !ok {
 		return ""
 	}
+	// reasons quote exec stderr and paths from the cluster
 	if t := m.tracks[it.ID()]; t != nil && (t.Done() || it.State == inspect.StatePending) {
-		return t.describe(m.now)
+		return inspect.Printable(t.describe(m.now))
 	}
 	if it.StateReason != "" {
-		return string(it.State) + ": " + it.StateReason
+		return inspect.Printable(string(it.State) + ": " + it.StateReason)
 	}
-	return string(it.Verdict) + ": " + it.Reason
+	return inspect.Printable(string(it.Verdict) + ": " + it.Reason)
 }
 
 func (m *Model) planText() string {
