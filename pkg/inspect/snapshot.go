@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -201,7 +202,11 @@ type LoadOptions struct {
 	// to the function it returns, from one goroutine, once the LIST of the
 	// pod's owner kind is in too. Pods are then never all in memory (a
 	// Builder takes them one at a time). It is called even when there are
-	// no pods, unless a LIST failed.
+	// no pods; not at all when the ConfigMap or Secret LIST failed (Load
+	// returns that error); it may have taken pods when a later LIST fails
+	// (Load returns the error all the same). Meanwhile the pod LIST's
+	// response waits unread: a ConfigMap, Secret or owner LIST slower than
+	// the API server's request timeout (60 s by default) would cut it.
 	PodSink func(*Snapshot) func(*corev1.Pod) error
 }
 
@@ -262,11 +267,16 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	// base: the LISTs a pod's uses are predicted from (ConfigMaps, Secrets,
 	// nodes), which a PodSink waits for
 	var base sync.WaitGroup
+	var baseFailed atomic.Bool
 	runBase := func(kind string, fn func() error) {
 		base.Add(1)
 		run(kind, func() error {
 			defer base.Done()
-			return fn()
+			err := fn()
+			if err != nil {
+				baseFailed.Store(true)
+			}
+			return err
 		})
 	}
 	// ownerList lists one owner kind once: as metadata only where that is
@@ -381,6 +391,9 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	startSink := func() {
 		sinkOnce.Do(func() {
 			base.Wait()
+			if baseFailed.Load() {
+				return // Load fails with that LIST's error: no report
+			}
 			s.Nodes = nodes
 			sink = o.PodSink(s)
 		})
@@ -403,6 +416,9 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			return nil
 		}
 		startSink()
+		if sink == nil {
+			return errNoSink
+		}
 		if owned != nil {
 			<-owned
 		}
@@ -411,22 +427,26 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 		return sink(&p)
 	}
 	run("pods", func() error {
+		var err error
 		if o.PodREST != nil {
 			lo := metav1.ListOptions{LabelSelector: o.PodSelector, Limit: ps}
 			if o.FromCache {
 				lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
 			}
-			err := streamPods(ctx, o.PodREST, ns, lo, addPod)
-			if err != nil {
-				return &ListError{Resource: "pods", Namespace: o.Namespace, Err: err}
+			if err = streamPods(ctx, o.PodREST, ns, lo, addPod); err != nil {
+				err = &ListError{Resource: "pods", Namespace: o.Namespace, Err: err}
 			}
-			return nil
+		} else {
+			err = list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+				return c.CoreV1().Pods(ns).List(ctx, lo)
+			}, func(obj runtime.Object) error {
+				return addPod(obj.(*corev1.Pod))
+			})
 		}
-		return list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Pods(ns).List(ctx, lo)
-		}, func(obj runtime.Object) error {
-			return addPod(obj.(*corev1.Pod))
-		})
+		if errors.Is(err, errNoSink) {
+			return nil // the base LIST's error is the answer
+		}
+		return err
 	})
 	wg.Wait()
 	if firstErr != nil {
@@ -449,6 +469,9 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 	}
 	return s, nil
 }
+
+// errNoSink stops the pod LIST when a LIST the PodSink waits for failed.
+var errNoSink = errors.New("a LIST the pod sink waits for failed")
 
 // listOwnerMeta lists one owner kind as metadata only.
 func listOwnerMeta(mc metadata.Interface, gvr schema.GroupVersionResource, ns string, list listFunc, each func(metav1.ObjectMeta)) error {

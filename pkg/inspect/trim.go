@@ -15,7 +15,8 @@ const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // condition but Ready (the eviction order puts pods that are not Ready
 // first), the container statuses' images and messages. status, diff,
 // refresh and the dashboard's informers all keep pods through it. The
-// result shares no map with p; it may share slices it keeps whole.
+// result shares p's metadata maps (labels; annotations unless the
+// last-applied copy was dropped) and the slices it keeps whole.
 func TrimPod(p corev1.Pod) corev1.Pod {
 	out := corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
 	out.ManagedFields = nil
