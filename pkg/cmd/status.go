@@ -194,7 +194,11 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	stream := !o.Verify.Enabled && !o.KubeletConfig
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(map[bool]int64{true: statusStreamMemoryLimit, false: statusMemoryLimit}[stream])
+		limit := int64(statusMemoryLimit)
+		if stream {
+			limit = statusStreamMemoryLimit
+		}
+		debug.SetMemoryLimit(limit)
 	}
 	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
 	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true,

@@ -85,7 +85,8 @@ type Builder struct {
 	// stream: made by NewBuilder (the pods are not in the snapshot)
 	stream bool
 	// names: the pods' names, namespaces, nodes, containers and volumes,
-	// which the Redactor leaves alone (stream only)
+	// which the Redactor leaves alone (stream only, and only when there
+	// are Secret values to redact)
 	names map[string]bool
 	// full: the filled chunks of items before items (stream only).
 	// Growing one slice to 70,000 items of 400 bytes cost more than all
@@ -104,7 +105,10 @@ const chunkItems, chunkRoom = 4096, 64
 // the redactor of the snapshot with those pods in it.
 func NewBuilder(snap *Snapshot, o BuildOptions) *Builder {
 	b := newBuilder(snap, o)
-	b.stream, b.names = true, map[string]bool{}
+	b.stream = true
+	if len(snap.Secrets) > 0 {
+		b.names = map[string]bool{}
+	}
 	b.items = make([]Item, 0, chunkItems+chunkRoom)
 	return b
 }
@@ -134,7 +138,7 @@ func newBuilder(snap *Snapshot, o BuildOptions) *Builder {
 // pod given to Add and then dropped is garbage. The pod must not be
 // modified afterwards.
 func (b *Builder) Add(pod *corev1.Pod) {
-	if b.stream {
+	if b.names != nil {
 		podNames(b.names, pod)
 	}
 	if PodTerminated(pod) {

@@ -31,8 +31,8 @@ type Redactor struct {
 // namespace, a container...) is left alone: it is printed as that name
 // whatever happens, and blanking it would make every row unreadable.
 func NewRedactor(snap *Snapshot) *Redactor {
-	if snap == nil {
-		return &Redactor{}
+	if snap == nil || len(snap.Secrets) == 0 {
+		return &Redactor{} // nothing to redact
 	}
 	names := map[string]bool{}
 	for i := range snap.Pods {
