@@ -267,6 +267,14 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 		return explainNotFound(err)
 	}
 	dry := refresh.DryRun(o.DryRun)
+	sel, err := labels.Parse(o.Selector) // checked by Validate
+	if err != nil {
+		return usageError("invalid -l %q: %v", o.Selector, err)
+	}
+	// The output edge: reasons derived from Secret data are redacted
+	// before they reach the plan, and again in the results.
+	redactor := inspect.NewRedactor(snap)
+	pods := podsByKey(snap)
 	// --strategy restart plans without observing: a client dry run of it
 	// reads nothing from the containers (no exec at all).
 	observed := !(dry == refresh.DryRunClient && o.Strategy == string(refresh.StrategyRestart))
@@ -297,7 +305,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 			// and verified after
 			need := refresh.ObservationNeeded(items)
 			if dry == refresh.DryRunNone {
-				items, early = o.annotateEarly(ctx, items, need, snap)
+				items, early = o.annotateEarly(ctx, items, need, sel, pods, redactor)
 			}
 			items, notObserved = verifyPods(ctx, items, need, snap, o.Executor, vo)
 			// pods annotated without observing are never restarted: their
@@ -310,21 +318,13 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	// The output edge: reasons derived from Secret data are redacted
-	// before they reach the plan, and again in the results.
-	redactor := inspect.NewRedactor(snap)
 	items = redactor.Items(items)
 
-	pods := podsByKey(snap)
 	var workloads map[refresh.WorkloadKey]refresh.WorkloadInfo
 	if o.Strategy != string(refresh.StrategyAnnotate) { // annotate restarts nothing
 		if workloads, err = loadWorkloads(ctx, o.Client, restartable); err != nil {
 			return bail(explainAPIError(err, server, o.Namespace))
 		}
-	}
-	sel, err := labels.Parse(o.Selector)
-	if err != nil {
-		return bail(usageError("invalid -l %q: %v", o.Selector, err))
 	}
 	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.Strategy(o.Strategy), Observed: observed, NotObserved: notObserved, Selector: sel,
 		RestartVia: refresh.RestartVia(o.RestartVia), MaxUnavailable: o.MaxUnavailable})
@@ -558,7 +558,7 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 // create pods/eviction) granted; otherwise everything is planned after the
 // observation, as before. It returns the items left to plan and the
 // channel of the early results (nil when nothing was started).
-func (o *RefreshOptions) annotateEarly(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot) ([]inspect.Item, <-chan []refresh.Result) {
+func (o *RefreshOptions) annotateEarly(ctx context.Context, items []inspect.Item, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor) ([]inspect.Item, <-chan []refresh.Result) {
 	if !o.Yes || o.MaxRestarts >= 0 || len(need) == 0 {
 		return items, nil
 	}
@@ -582,11 +582,7 @@ func (o *RefreshOptions) annotateEarly(ctx context.Context, items []inspect.Item
 	if len(now) == 0 {
 		return items, nil
 	}
-	sel, err := labels.Parse(o.Selector)
-	if err != nil {
-		return items, nil
-	}
-	plan := refresh.Plan(refresh.PlanInput{Items: inspect.NewRedactor(snap).Items(now), Pods: podsByKey(snap), Strategy: refresh.Strategy(o.Strategy),
+	plan := refresh.Plan(refresh.PlanInput{Items: redactor.Items(now), Pods: pods, Strategy: refresh.Strategy(o.Strategy),
 		Observed: true, NotObserved: notObserved, Selector: sel})
 	// the worst case of the rest: every pod annotated, every workload restarted
 	worst := append([]refresh.Action{}, plan...)

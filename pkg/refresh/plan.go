@@ -445,12 +445,14 @@ func Plan(in PlanInput) []Action {
 	return out
 }
 
+// actionOrder ranks the kinds of action in a plan (Precedes).
+var actionOrder = map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
+
 // Precedes is the order of a plan: restarts and evictions, annotations,
 // manual steps, then nothing to do; by namespace, kind and name within each.
 func Precedes(a, b Action) bool {
-	order := map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
-	if order[a.Action] != order[b.Action] {
-		return order[a.Action] < order[b.Action]
+	if actionOrder[a.Action] != actionOrder[b.Action] {
+		return actionOrder[a.Action] < actionOrder[b.Action]
 	}
 	if a.Target.Namespace != b.Target.Namespace {
 		return a.Target.Namespace < b.Target.Namespace

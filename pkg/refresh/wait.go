@@ -338,8 +338,6 @@ func waitRounds(ctx context.Context, results []Result, open []int, obs Observer,
 				d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
 				r.CurrentAfter = &d
 				r.Detail = detail
-			case replaced:
-				r.Outcome, r.Detail = OutcomeCurrent, detail
 			default:
 				r.Detail = detail
 				still = append(still, i)
@@ -366,10 +364,9 @@ func waitRounds(ctx context.Context, results []Result, open []int, obs Observer,
 	}
 }
 
-// wanted tells whether a use belongs to an open action: a pod that was
-// annotated (by namespace and name: a re-created pod of the same name is
-// observed too, to say so), or a pod of a workload whose rollout has
-// finished.
+// wanted tells whether a use belongs to an open action of the rounds: a
+// pod of a workload whose rollout has finished, or an eviction's
+// replacement (annotated pods are each read by waitPod).
 func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) bool {
 	for _, i := range open {
 		r := results[i]
@@ -377,10 +374,6 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) 
 			continue
 		}
 		switch r.Action.Action {
-		case ActionAnnotate:
-			if it.Pod.Name == r.Target.Name {
-				return true
-			}
 		case ActionRestart:
 			if rolled[i] && it.Workload.Kind == r.Target.Kind && it.Workload.Name == r.Target.Name && r.Action.verified(it.Pod.Name) {
 				return true
@@ -613,6 +606,11 @@ func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects 
 		}
 	}
 	snap.Pods = live
+	return c.verify(ctx, snap, objects, want)
+}
+
+// verify reads by exec the uses of objects in snap that want picks.
+func (c ClusterObserver) verify(ctx context.Context, snap *inspect.Snapshot, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: objects, Secrets: true, IncludeSystem: true})
 	if err != nil {
 		return nil, err
@@ -672,15 +670,5 @@ func (c ClusterObserver) ObservePod(ctx context.Context, namespace, pod string, 
 			}
 		}
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: objects, Secrets: true, IncludeSystem: true})
-	if err != nil {
-		return nil, err
-	}
-	var picked []inspect.Item
-	for _, it := range items {
-		if it.Pod.Name == pod && it.Object.Namespace == namespace {
-			picked = append(picked, it)
-		}
-	}
-	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
+	return c.verify(ctx, snap, objects, func(it inspect.Item) bool { return it.Pod.Name == pod && it.Object.Namespace == namespace })
 }
