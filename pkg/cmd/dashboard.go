@@ -301,9 +301,5 @@ func (a *dashboardActions) Apply(ctx context.Context, plan tui.Plan, progress fu
 
 // UseColumns implements tui.Actions: the cells of `status --verify`.
 func (a *dashboardActions) UseColumns(it inspect.Item, now time.Time) []string {
-	cells := []string{orNone(it.Pod.Name), containerColumn(it), modeColumn(it), pathKeys(it), string(it.Verdict), workloadColumn(it), stateColumn(it), syncedColumn(it, now)}
-	for i, c := range cells {
-		cells[i] = printable(c)
-	}
-	return cells
+	return printableCells([]string{orNone(it.Pod.Name), containerColumn(it), modeColumn(it), pathKeys(it), string(it.Verdict), workloadColumn(it), stateColumn(it), syncedColumn(it, now)})
 }

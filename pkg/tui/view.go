@@ -337,8 +337,17 @@ func (m *Model) statusLine() string {
 	}
 	// what the status line shows may quote the cluster (errors, exec
 	// stderr in the unverifiable summary): escaped before it is styled
+	text, isErr := m.statusText()
+	if isErr {
+		return styleError.Render(inspect.Printable(text))
+	}
+	return styleDim.Render(inspect.Printable(text))
+}
+
+// statusText is the status line's text, and whether it is an error.
+func (m *Model) statusText() (string, bool) {
 	if m.probeErr != nil {
-		return styleError.Render(inspect.Printable(fmt.Sprintf("error: cannot reach the API server %s: %v (retrying every %s)", m.opts.Server, m.probeErr, ProbeRetry)))
+		return fmt.Sprintf("error: cannot reach the API server %s: %v (retrying every %s)", m.opts.Server, m.probeErr, ProbeRetry), true
 	}
 	if len(m.errs) > 0 {
 		var rs []string
@@ -346,7 +355,7 @@ func (m *Model) statusLine() string {
 			rs = append(rs, r)
 		}
 		sort.Strings(rs)
-		return styleError.Render(inspect.Printable("error: " + m.errs[rs[0]] + " (retrying)"))
+		return "error: " + m.errs[rs[0]] + " (retrying)", true
 	}
 	s := m.status
 	if s == "" && len(m.notes) > 0 {
@@ -358,11 +367,10 @@ func (m *Model) statusLine() string {
 		}
 		s += "verifying..."
 	}
-	s = inspect.Printable(s)
 	if m.statusErr {
-		return styleError.Render("error: " + s)
+		return "error: " + s, true
 	}
-	return styleDim.Render(s)
+	return s, false
 }
 
 func (m *Model) emptyText() string {
@@ -388,13 +396,17 @@ func (m *Model) detailLine() string {
 		return ""
 	}
 	// reasons quote exec stderr and paths from the cluster
+	return inspect.Printable(m.detailText(it))
+}
+
+func (m *Model) detailText(it inspect.Item) string {
 	if t := m.tracks[it.ID()]; t != nil && (t.Done() || it.State == inspect.StatePending) {
-		return inspect.Printable(t.describe(m.now))
+		return t.describe(m.now)
 	}
 	if it.StateReason != "" {
-		return inspect.Printable(string(it.State) + ": " + it.StateReason)
+		return string(it.State) + ": " + it.StateReason
 	}
-	return inspect.Printable(string(it.Verdict) + ": " + it.Reason)
+	return string(it.Verdict) + ": " + it.Reason
 }
 
 func (m *Model) planText() string {
