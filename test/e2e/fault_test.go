@@ -37,11 +37,7 @@ func TestRefreshWaitAcrossAPIServerRestart(t *testing.T) {
 		d := f.getDeployment("web")
 		return d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] != "", nil
 	})
-	restart := exec.Command(filepath.Join(repoRoot, "hack", "cluster", "component.sh"), "restart", "kube-apiserver")
-	restart.Env = append(os.Environ(), "KILL=1")
-	if out, err := restart.CombinedOutput(); err != nil {
-		t.Fatalf("restarting kube-apiserver: %v\n%s", err, out)
-	}
+	apiServer(t, "restart", "KILL=1")
 	res := <-run
 	t.Logf("refresh --wait across the restart:\n%s", res)
 	if strings.HasPrefix(res, "HUNG") {
@@ -141,13 +137,15 @@ func TestDashboardAcrossAPIServerRestart(t *testing.T) {
 	}
 }
 
-// apiServer runs hack/cluster/component.sh VERB kube-apiserver (kill: a
-// crash, the API server stays down; start: until it and the cluster are
-// healthy again).
-func apiServer(t *testing.T, verb string) {
+// apiServer runs hack/cluster/component.sh VERB kube-apiserver with env
+// added (kill: a crash, the API server stays down; start: until it and the
+// cluster are healthy again; restart with KILL=1: a crash, then a start).
+func apiServer(t *testing.T, verb string, env ...string) {
 	t.Helper()
 	start := time.Now()
-	out, err := exec.Command(filepath.Join(repoRoot, "hack", "cluster", "component.sh"), verb, "kube-apiserver").CombinedOutput()
+	cmd := exec.Command(filepath.Join(repoRoot, "hack", "cluster", "component.sh"), verb, "kube-apiserver")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("component.sh %s kube-apiserver: %v\n%s", verb, err, out)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -211,8 +212,8 @@ func TestLeastPrivilegeReadOnlyRole(t *testing.T) {
 		}
 	}
 	for _, note := range []string{
-		`note: owners shown as replicaset/NAME (unresolved): cannot list replicasets in namespace "` + f.ns + `" (forbidden); a Role with this rule grants it: {apiGroups: ["apps"], resources: ["replicasets"], verbs: ["list"]}`,
-		`note: delays assume the kubelet defaults (0-90s): cannot list nodes (forbidden); a ClusterRole with this rule grants it: {apiGroups: [""], resources: ["nodes"], verbs: ["list"]}`,
+		fmt.Sprintf(noteReplicaSetsDenied, f.ns),
+		noteNodesDenied,
 	} {
 		if !strings.Contains(errOut, note+"\n") {
 			t.Errorf("status stderr lacks the note\n%s\nstderr:\n%s", note, errOut)
@@ -221,7 +222,7 @@ func TestLeastPrivilegeReadOnlyRole(t *testing.T) {
 
 	// --secrets: skipped with one note, the ConfigMap rows unharmed
 	out, errOut, code = f.pluginRun("status", "--kubeconfig", kc, "--secrets")
-	secretNote := `note: Secrets skipped (ConfigMaps are shown): cannot list secrets in namespace "` + f.ns + `" (forbidden); a Role with this rule grants it: {apiGroups: [""], resources: ["secrets"], verbs: ["list"]}`
+	secretNote := fmt.Sprintf(noteSecretsDenied, f.ns)
 	if code != 0 || !strings.Contains(errOut, secretNote+"\n") || strings.Count(errOut, "Secrets skipped") != 1 {
 		t.Errorf("status --secrets: exit %d, want 0 and one note\n%s\nstderr:\n%s", code, secretNote, errOut)
 	}
@@ -295,6 +296,13 @@ func TestLeastPrivilegeReadOnlyRole(t *testing.T) {
 }
 
 // rbacFileRoles reads the ClusterRoles of deploy/rbac.yaml.
+// The notes of status when an optional kind is denied ("%s": the namespace).
+const (
+	noteSecretsDenied     = `note: Secrets skipped (ConfigMaps are shown): cannot list secrets in namespace "%s" (forbidden); a Role with this rule grants it: {apiGroups: [""], resources: ["secrets"], verbs: ["list"]}`
+	noteNodesDenied       = `note: delays assume the kubelet defaults (0-90s): cannot list nodes (forbidden); a ClusterRole with this rule grants it: {apiGroups: [""], resources: ["nodes"], verbs: ["list"]}`
+	noteReplicaSetsDenied = `note: owners shown as replicaset/NAME (unresolved): cannot list replicasets in namespace "%s" (forbidden); a Role with this rule grants it: {apiGroups: ["apps"], resources: ["replicasets"], verbs: ["list"]}`
+)
+
 func rbacFileRoles(t *testing.T) map[string]rbacv1.ClusterRole {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "rbac.yaml"))
@@ -492,15 +500,21 @@ func runPlugin(f *fx, log bool, args ...string) (string, string, int) {
 //     status, --verify and a refresh plan (dry run) do not fail.
 func TestLeastPrivilegeOneOptionalKindDenied(t *testing.T) {
 	t.Parallel()
-	base := []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"get", "create"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch"}},
+	// cmsync-verify's rules as deploy/rbac.yaml has them, its ReplicaSet
+	// rule apart
+	var base []rbacv1.PolicyRule
+	var replicaSets rbacv1.PolicyRule
+	for _, r := range rbacFileRoles(t)["cmsync-verify"].Rules {
+		if slices.Contains(r.Resources, "replicasets") {
+			replicaSets = r
+		} else {
+			base = append(base, r)
+		}
+	}
+	if len(replicaSets.Resources) == 0 || len(base) == 0 {
+		t.Fatal("deploy/rbac.yaml: cmsync-verify has no replicasets rule, or nothing else")
 	}
 	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}
-	replicaSets := rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get", "list", "watch"}}
 	for _, c := range []struct {
 		denied string
 		rules  []rbacv1.PolicyRule
@@ -508,11 +522,11 @@ func TestLeastPrivilegeOneOptionalKindDenied(t *testing.T) {
 		note   string // the one note, "%s" the namespace
 	}{
 		{"secrets", append(base[:len(base):len(base)], replicaSets), true,
-			`note: Secrets skipped (ConfigMaps are shown): cannot list secrets in namespace "%s" (forbidden); a Role with this rule grants it: {apiGroups: [""], resources: ["secrets"], verbs: ["list"]}`},
+			noteSecretsDenied},
 		{"nodes", append(base[:len(base):len(base)], secrets, replicaSets), false,
-			`note: delays assume the kubelet defaults (0-90s): cannot list nodes (forbidden); a ClusterRole with this rule grants it: {apiGroups: [""], resources: ["nodes"], verbs: ["list"]}`},
+			noteNodesDenied},
 		{"replicasets", append(base[:len(base):len(base)], secrets), true,
-			`note: owners shown as replicaset/NAME (unresolved): cannot list replicasets in namespace "%s" (forbidden); a Role with this rule grants it: {apiGroups: ["apps"], resources: ["replicasets"], verbs: ["list"]}`},
+			noteReplicaSetsDenied},
 	} {
 		t.Run("no-"+c.denied, func(t *testing.T) {
 			t.Parallel()
