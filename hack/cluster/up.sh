@@ -195,6 +195,11 @@ evictionHard:
   nodefs.available: "2%"
   nodefs.inodesFree: "2%"
   imagefs.available: "2%"
+# no image garbage collection: the two images are imported, not pulled, and nothing could pull them back.
+# With the default (collect above 85% disk use) a full disk once removed localhost/pause:probe, and every
+# new pod then stayed ContainerCreating ("failed to pull image localhost/pause:probe").
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
 # syncFrequency (1m) and configMapAndSecretChangeDetectionStrategy (Watch) stay at their defaults on purpose:
 # they are what the plugin models.
 KL
