@@ -202,10 +202,8 @@ func parseJSONStream(file string, c chunk) ([]*yaml.Node, bool) {
 		// the value starts after the blanks that follow the previous one
 		off := int(before) + (len(c.data[before:dec.InputOffset()]) - len(bytes.TrimLeft(c.data[before:dec.InputOffset()], " \t\r\n")))
 		line := c.start + bytes.Count(c.data[:off], []byte("\n"))
-		// YAML reads JSON; tabs are blanks in JSON and cannot occur raw
-		// inside a valid JSON string, so they can be replaced
-		text := bytes.ReplaceAll(raw, []byte("\t"), []byte(" "))
-		nodes, err := parseYAML(file, text, line)
+		// YAML reads JSON once its strings are spelled the YAML way
+		nodes, err := parseYAML(file, yamlReadableJSON(raw), line)
 		if err != nil {
 			return nil, false
 		}
