@@ -40,25 +40,25 @@ const (
 // hands each pod to each as soon as it is decoded: the response is read
 // from the connection one pod at a time, so neither the encoded page nor
 // the decoded PodList of 10,000 pods is ever held whole. each must not keep
-// the pod (it is reused); it keeps what it needs (see TrimPod).
+// the pod (it is reused); it keeps what it needs (see TrimPod). A page that
+// expires part way is handled as listPaged says.
 func streamPods(ctx context.Context, rc rest.Interface, ns string, lo metav1.ListOptions, each func(*corev1.Pod) error) error {
-	for {
+	var h handedOn
+	return listPaged(ctx, lo, &h, func(ctx context.Context, lo metav1.ListOptions) (string, error) {
 		body, err := rc.Get().Namespace(ns).Resource("pods").VersionedParams(&lo, scheme.ParameterCodec).
 			SetHeader("Accept", protobufAcceptHeader).Stream(ctx)
 		if err != nil {
-			return err
+			return "", err
 		}
-		meta, err := decodePodList(body, each)
-		body.Close()
-		if err != nil {
-			return err
-		}
-		if meta.Continue == "" {
-			return nil
-		}
-		// the next pages continue the first one's snapshot
-		lo.Continue, lo.ResourceVersion, lo.ResourceVersionMatch = meta.Continue, "", ""
-	}
+		defer body.Close()
+		meta, err := decodePodList(body, func(p *corev1.Pod) error {
+			if !h.pass(p.UID) {
+				return nil
+			}
+			return each(p)
+		})
+		return meta.Continue, err
+	})
 }
 
 // decodePodList reads one LIST response (protobuf, or JSON when the server
