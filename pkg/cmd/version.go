@@ -43,6 +43,10 @@ type VersionDocument struct {
 	ClientVersion version.Info              `json:"clientVersion"`
 	ServerVersion *apimachineryversion.Info `json:"serverVersion,omitempty"`
 	ServerError   string                    `json:"serverError,omitempty"`
+	// SupportedServers is the range of Kubernetes versions this client is
+	// tested against; ServerWarning is set when the server is outside it.
+	SupportedServers string `json:"supportedServers"`
+	ServerWarning    string `json:"serverWarning,omitempty"`
 }
 
 // VersionOptions holds the flags and state of `kubectl cmsync version`.
@@ -93,7 +97,7 @@ func (o *VersionOptions) Validate() error {
 
 // Run prints the versions. It fails only when it cannot write.
 func (o *VersionOptions) Run(ctx context.Context) error {
-	doc := VersionDocument{ClientVersion: version.Get()}
+	doc := VersionDocument{ClientVersion: version.Get(), SupportedServers: version.SupportedServers()}
 	if !o.ClientOnly {
 		ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
@@ -102,14 +106,18 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 			doc.ServerError = err.Error()
 		} else {
 			doc.ServerVersion = sv
+			doc.ServerWarning = version.ServerWarning(sv.GitVersion)
 		}
+	}
+	if doc.ServerWarning != "" {
+		fmt.Fprintf(o.ErrOut, "Warning: %s\n", doc.ServerWarning)
 	}
 	if o.Output != "" {
 		return printDocument(o.Out, doc, o.Output)
 	}
 	c := doc.ClientVersion
-	_, err := fmt.Fprintf(o.Out, "Client Version: %s\nGit Commit: %s\nBuild Date: %s\nGo Version: %s\nPlatform: %s\n",
-		c.Version, c.GitCommit, c.BuildDate, c.GoVersion, c.Platform)
+	_, err := fmt.Fprintf(o.Out, "Client Version: %s\nGit Commit: %s\nBuild Date: %s\nGo Version: %s\nPlatform: %s\nSupported Servers: %s\n",
+		c.Version, c.GitCommit, c.BuildDate, c.GoVersion, c.Platform, doc.SupportedServers)
 	if err != nil || o.ClientOnly {
 		return err
 	}

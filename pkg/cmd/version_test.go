@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 )
@@ -140,5 +142,36 @@ func TestVersionRejectsUnknownOutput(t *testing.T) {
 	_, err := runVersion(t, "https://127.0.0.1:1", "-o", "wide")
 	if ExitCode(err) != ExitUsage {
 		t.Fatalf("-o wide: exit %d (%v), want %d", ExitCode(err), err, ExitUsage)
+	}
+}
+
+// TestVersionWarnsOutsideTheTestedRange: the supported range is printed;
+// a server outside it gets one warning on stderr (and serverWarning in
+// JSON); one inside it none.
+func TestVersionWarnsOutsideTheTestedRange(t *testing.T) {
+	for _, tc := range []struct {
+		server string
+		warn   bool
+	}{{"v1.29.15", true}, {"v1.38.0", true}, {"v1.37.2", false}, {"v1.30.14", false}} {
+		for _, format := range []string{"", "json"} {
+			var out, errOut bytes.Buffer
+			o := &VersionOptions{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}, Output: format, Timeout: time.Second,
+				ServerVersion: func(ctx context.Context) (*apimachineryversion.Info, error) {
+					return &apimachineryversion.Info{GitVersion: tc.server}, nil
+				}}
+			if err := o.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			warnings := strings.Count(errOut.String(), "Warning: ")
+			if tc.warn != (warnings == 1) || warnings > 1 {
+				t.Errorf("%s -o %q: stderr %q", tc.server, format, errOut.String())
+			}
+			if format == "" && !strings.Contains(out.String(), "Supported Servers: v1.30 to v1.37\n") {
+				t.Errorf("%s: output lacks the supported range:\n%s", tc.server, out.String())
+			}
+			if format == "json" && tc.warn != strings.Contains(out.String(), `"serverWarning"`) {
+				t.Errorf("%s -o json: %s", tc.server, out.String())
+			}
+		}
 	}
 }
