@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -229,9 +229,9 @@ func displayPath(p string) string {
 	return fmt.Sprintf("%q", p)
 }
 
-func listNames(names []string, max int) string {
-	if len(names) > max {
-		return strings.Join(names[:max], ", ") + fmt.Sprintf(" and %d more", len(names)-max)
+func listNames(names []string, n int) string {
+	if len(names) > n {
+		return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
 	}
 	return strings.Join(names, ", ")
 }
@@ -241,15 +241,6 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // unreadNote explains files or variables left out because unread Secrets
@@ -267,4 +258,10 @@ func pluralVerb(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// sortByPath sorts file comparisons by path, keeping the order of equal
+// paths.
+func sortByPath(fcs []FileComparison) {
+	slices.SortStableFunc(fcs, func(a, b FileComparison) int { return strings.Compare(a.Path, b.Path) })
 }

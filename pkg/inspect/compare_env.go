@@ -1,8 +1,11 @@
 package inspect
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +13,7 @@ import (
 
 func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *Observation) Comparison {
 	if !obs.EnvRead {
-		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + orDefault(obs.EnvErr, "unknown reason")}
+		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + cmp.Or(obs.EnvErr, "unknown reason")}
 	}
 	if len(it.Keys) == 0 || it.EnvName == "" {
 		return Comparison{State: StateNA, Reason: "no variable recorded for this use"}
@@ -63,11 +66,12 @@ func serviceLinks(pod *corev1.Pod) bool {
 	return pod == nil || pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
 }
 
+// compareEnvFrom compares an envFrom use: each variable the object sets
+// (with the prefix), and those the container still has from removed keys.
 func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o CompareOptions) Comparison {
 	if !obs.EnvRead {
-		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + orDefault(obs.EnvErr, "unknown reason")}
+		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + cmp.Or(obs.EnvErr, "unknown reason")}
 	}
-	kind := strings.ToLower(it.Object.Kind)
 	// Variables set by an env entry, or by a later envFrom source, win
 	// over this one. An unread Secret source may set any name with its
 	// prefix: what the container shows for those is unknown (and may be
@@ -96,31 +100,53 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 		}
 		c.Env = append(c.Env, EnvComparison{Name: name, Key: key, Expected: want, ExpectedSet: true, Observed: got, ObservedSet: gotSet, Equal: equal})
 	}
-	// Variables with the prefix whose key the object no longer has: the
-	// container still has them (a restart drops them) unless another
-	// source sets them, or the kubelet (service links). Removed keys are
-	// not detected for envFrom without a prefix: any variable of the
-	// container (the image's, the runtime's) would match.
-	if it.EnvPrefix != "" {
-		links := serviceLinks(pod)
-		for _, name := range sortedKeys(obs.Env) {
-			key, ok := strings.CutPrefix(name, it.EnvPrefix)
-			if !ok || key == "" {
-				continue
-			}
-			if _, ok := envValue(obj, key); ok {
-				continue
-			}
-			if links && serviceLinkRe.MatchString(name) {
-				continue
-			}
-			known, maybe := es.setsElsewhere(name)
-			if known || len(maybe) > 0 {
-				continue // another source's (maybe an unread Secret's): not this use's to explain
-			}
-			c.Env = append(c.Env, EnvComparison{Name: name, Key: key, Observed: obs.Env[name], ObservedSet: true})
-		}
+	c.Env = append(c.Env, removedKeyVars(it, pod, obj, obs, es)...)
+	note := ""
+	if skipped > 0 {
+		note = fmt.Sprintf("; %s set by other entries of the container not compared", plural(skipped, "variable"))
 	}
+	if len(unknown) > 0 {
+		note += "; not compared: " + unreadNote(listNames(unknown, 3), unreadBy)
+	}
+	envFromVerdict(&c, it, obj, unknown, unreadBy, note)
+	return c
+}
+
+// removedKeyVars are the variables with the use's prefix whose key the
+// object no longer has: the container still has them (a restart drops
+// them) unless another source sets them, or the kubelet (service links).
+// Removed keys are not detected for envFrom without a prefix: any variable
+// of the container (the image's, the runtime's) would match.
+func removedKeyVars(it Item, pod *corev1.Pod, obj Object, obs *Observation, es envSources) []EnvComparison {
+	if it.EnvPrefix == "" {
+		return nil
+	}
+	var out []EnvComparison
+	links := serviceLinks(pod)
+	for _, name := range slices.Sorted(maps.Keys(obs.Env)) {
+		key, ok := strings.CutPrefix(name, it.EnvPrefix)
+		if !ok || key == "" {
+			continue
+		}
+		if _, ok := envValue(obj, key); ok {
+			continue
+		}
+		if links && serviceLinkRe.MatchString(name) {
+			continue
+		}
+		known, maybe := es.setsElsewhere(name)
+		if known || len(maybe) > 0 {
+			continue // another source's (maybe an unread Secret's): not this use's to explain
+		}
+		out = append(out, EnvComparison{Name: name, Key: key, Observed: obs.Env[name], ObservedSet: true})
+	}
+	return out
+}
+
+// envFromVerdict sets the state and reason of an envFrom comparison from
+// its variables.
+func envFromVerdict(c *Comparison, it Item, obj Object, unknown, unreadBy []string, note string) {
+	kind := strings.ToLower(it.Object.Kind)
 	var differ, removed []string
 	for _, e := range c.Env {
 		switch {
@@ -132,13 +158,6 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 		default:
 			differ = append(differ, e.Name)
 		}
-	}
-	note := ""
-	if skipped > 0 {
-		note = fmt.Sprintf("; %s set by other entries of the container not compared", plural(skipped, "variable"))
-	}
-	if len(unknown) > 0 {
-		note += "; not compared: " + unreadNote(listNames(unknown, 3), unreadBy)
 	}
 	compared := len(c.Env) - len(removed)
 	restart := "environment variables are read when the container starts; restart the workload"
@@ -164,12 +183,4 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 		c.State = StateCurrent
 		c.Reason = fmt.Sprintf("%s match the API now; they will not follow the next change of the %s until the container restarts%s", plural(compared, "variable"), kind, note)
 	}
-	return c
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

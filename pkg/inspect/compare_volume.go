@@ -2,21 +2,22 @@ package inspect
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
+// compareVolume compares a volume use (a whole object, items, or a source
+// of a projected volume): the files of the kubelet's payload against the
+// files under the atomic ..data link at the mountPath.
 func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Observation, o CompareOptions) Comparison {
-	op := obs.Paths[it.Volume.MountPath]
-	if op == nil {
-		return Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
-	}
-	if op.Err != "" {
-		return Comparison{State: StateUnverifiable, Reason: "no shell: " + op.Err, Cause: CauseNoShell}
+	op, bad := mountRead(it, obs)
+	if bad != nil {
+		return *bad
 	}
 	switch op.Kind {
 	case PathMissing:
@@ -34,89 +35,151 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 	if plErr != nil {
 		return Comparison{State: StateUnverifiable, Reason: plErr.Error(), SyncedAt: c.SyncedAt}
 	}
-	fsGroup := hasFSGroup(pod)
 	// A projected volume shares its directory with other sources: a later
 	// source that writes the same path wins it, and a file this payload
 	// lacks may be another source's.
-	ps := otherSources(it, pod, o.Object)
-	var unknown []string // paths an unread Secret may hold
-	var unreadBy []string
-	overridden := 0
-	for i := range pl.Files {
-		p := pl.Files[i].Path
-		known, maybe := ps.overrides(p)
+	v := &volumeFiles{it: it, pl: pl, op: op, fsGroup: hasFSGroup(pod), ps: otherSources(it, pod, o.Object)}
+	v.compareExpected()
+	v.compareExtras()
+	c.Files = v.files
+	sortByPath(c.Files)
+	volumeVerdict(&c, it, obj, obs, o.Now, v)
+	return c
+}
+
+// mountRead is what the container showed at the use's mountPath, or the
+// verdict when the read did not reach it.
+func mountRead(it Item, obs *Observation) (*ObservedPath, *Comparison) {
+	op := obs.Paths[it.Volume.MountPath]
+	if op == nil {
+		return nil, &Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
+	}
+	if op.Err != "" {
+		return nil, &Comparison{State: StateUnverifiable, Reason: "no shell: " + op.Err, Cause: CauseNoShell}
+	}
+	return op, nil
+}
+
+// fileTally is what a volume or subPath comparison collects besides the
+// comparisons: the files left out because an unread Secret may provide
+// them (and which), and how many a later projected source overwrites.
+type fileTally struct {
+	files      []FileComparison
+	unknown    []string
+	unreadBy   []string
+	overridden int
+}
+
+// mayBeUnread leaves out a file that the unread sources by may provide.
+func (t *fileTally) mayBeUnread(name string, by []string) {
+	t.unknown = append(t.unknown, name)
+	t.unreadBy = unionStrings(t.unreadBy, by)
+}
+
+// overriddenNote says how many files a later projected source overwrites.
+func (t *fileTally) overriddenNote() string {
+	if t.overridden == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s overwritten by a later source of the projected volume not compared", plural(t.overridden, "file"))
+}
+
+// volumeFiles compares the files of one volume use.
+type volumeFiles struct {
+	it      Item
+	pl      Payload
+	op      *ObservedPath
+	ps      projectedSources
+	fsGroup bool
+	fileTally
+	// extrasUnknown: without a shell, the names in the volume could not be
+	// listed, so a removed key's file would go unseen.
+	extrasUnknown bool
+}
+
+// compareExpected compares each file of the payload that the container
+// shows as this use's.
+func (v *volumeFiles) compareExpected() {
+	for i := range v.pl.Files {
+		p := v.pl.Files[i].Path
+		known, maybe := v.ps.overrides(p)
 		switch {
 		case known:
-			overridden++
+			v.overridden++
 			continue
 		case len(maybe) > 0:
-			unknown = append(unknown, displayPath(p))
-			unreadBy = unionStrings(unreadBy, maybe)
+			v.mayBeUnread(displayPath(p), maybe)
 			continue
 		}
-		c.Files = append(c.Files, compareFile(&pl.Files[i], op.Files[p], fsGroup))
+		v.files = append(v.files, compareFile(&v.pl.Files[i], v.op.Files[p], v.fsGroup))
 	}
-	extra := func(p string, of *ObservedFile) {
-		if _, ok := pl.File(p); ok {
-			return
+}
+
+// compareExtras adds the files the container has that the payload lacks
+// and that are this use's to explain.
+func (v *volumeFiles) compareExtras() {
+	if v.op.Listed {
+		for _, p := range slices.Sorted(maps.Keys(v.op.Files)) {
+			v.extra(p, v.op.Files[p])
 		}
-		mine, maybe := ownsExtra(it, ps, p)
-		if len(maybe) > 0 {
-			unknown = append(unknown, displayPath(p))
-			unreadBy = unionStrings(unreadBy, maybe)
-		}
-		if mine {
-			c.Files = append(c.Files, compareFile(nil, of, fsGroup))
-		}
+		return
 	}
-	extrasUnknown := false
-	switch {
-	case op.Listed:
-		for _, p := range sortedKeys(op.Files) {
-			extra(p, op.Files[p])
-		}
-	default: // no shell
-		seen := map[string]bool{}
-		for _, p := range sortedKeys(op.Files) {
-			seen[p] = true
-			extra(p, op.Files[p])
-		}
-		if len(it.Items) == 0 {
-			if op.Names == nil {
-				extrasUnknown = true
-			}
-			for _, n := range op.Names {
-				if strings.HasPrefix(n, "..") || seen[n] {
-					continue
-				}
-				extra(n, &ObservedFile{Path: n, Mode: -1, Size: -1})
-			}
-		}
+	// no shell
+	seen := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(v.op.Files)) {
+		seen[p] = true
+		v.extra(p, v.op.Files[p])
 	}
-	sort.SliceStable(c.Files, func(i, j int) bool { return c.Files[i].Path < c.Files[j].Path })
+	if len(v.it.Items) > 0 {
+		return
+	}
+	if v.op.Names == nil {
+		v.extrasUnknown = true
+	}
+	for _, n := range v.op.Names {
+		if strings.HasPrefix(n, "..") || seen[n] {
+			continue
+		}
+		v.extra(n, &ObservedFile{Path: n, Mode: -1, Size: -1})
+	}
+}
+
+func (v *volumeFiles) extra(p string, of *ObservedFile) {
+	if _, ok := v.pl.File(p); ok {
+		return
+	}
+	mine, maybe := ownsExtra(v.it, v.ps, p)
+	if len(maybe) > 0 {
+		v.mayBeUnread(displayPath(p), maybe)
+	}
+	if mine {
+		v.files = append(v.files, compareFile(nil, of, v.fsGroup))
+	}
+}
+
+// volumeVerdict sets the state and reason of a volume comparison from its
+// files.
+func volumeVerdict(c *Comparison, it Item, obj Object, obs *Observation, now time.Time, v *volumeFiles) {
 	t := tallyFiles(c.Files)
 	written := ""
 	if c.SyncedAt != nil {
 		written = fmt.Sprintf("; the kubelet last wrote the volume at %s", c.SyncedAt.UTC().Format(time.RFC3339))
 	}
 	kind := strings.ToLower(it.Object.Kind)
-	note := ""
-	if overridden > 0 {
-		note = fmt.Sprintf("; %s overwritten by a later source of the projected volume not compared", plural(overridden, "file"))
-	}
-	if len(unknown) > 0 {
-		note += "; not compared: " + unreadNote(listNames(unknown, 3), unreadBy)
+	note := v.overriddenNote()
+	if len(v.unknown) > 0 {
+		note += "; not compared: " + unreadNote(listNames(v.unknown, 3), v.unreadBy)
 	}
 	switch {
-	case t.differ == 0 && t.notCompared == 0 && !extrasUnknown && len(unknown) == 0:
+	case t.differ == 0 && t.notCompared == 0 && !v.extrasUnknown && len(v.unknown) == 0:
 		c.State = StateInSync
 		c.Reason = fmt.Sprintf("matches the API (%s)%s%s%s", plural(t.equal, "file"), written, noShellNote(obs), note)
-	case t.differ == 0 && len(unknown) > 0:
+	case t.differ == 0 && len(v.unknown) > 0:
 		// Never in-sync (a removed key may remain) nor pending (the file
 		// may be the Secret's): unknown.
 		c.State, c.Cause = StateUnverifiable, CauseSecretsNotRead
 		c.Reason = fmt.Sprintf("the files of the %s that could be compared match (%s), but %s", kind, plural(t.equal, "file"),
-			unreadNote(listNames(unknown, 3), unreadBy))
+			unreadNote(listNames(v.unknown, 3), v.unreadBy))
 	case t.differ == 0:
 		c.State = StateUnverifiable
 		if t.notCompared > 0 {
@@ -130,9 +193,8 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 			listNames(t.names, 3), kind)
 	default:
 		c.State = StatePending
-		c.Reason = fmt.Sprintf("differs from the API (%s); %s%s%s", listNames(t.names, 3), pendingTiming(it, obj, o.Now), written, note)
+		c.Reason = fmt.Sprintf("differs from the API (%s); %s%s%s", listNames(t.names, 3), pendingTiming(it, obj, now), written, note)
 	}
-	return c
 }
 
 // pendingTiming says how long ago the object changed against the delay
@@ -171,13 +233,7 @@ func pendingTiming(it Item, obj Object, now time.Time) string {
 // those sources.
 func ownsExtra(it Item, ps projectedSources, p string) (mine bool, unreadBy []string) {
 	if len(it.Items) > 0 {
-		listed := false
-		for _, kp := range it.Items {
-			if path.Clean(kp.Path) == p {
-				listed = true
-				break
-			}
-		}
+		listed := slices.ContainsFunc(it.Items, func(kp KeyPath) bool { return path.Clean(kp.Path) == p })
 		if !listed {
 			return false, nil
 		}

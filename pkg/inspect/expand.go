@@ -2,7 +2,7 @@ package inspect
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -21,8 +21,8 @@ func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
 		return v, true
 	})
 	if len(missing) > 0 {
-		sort.Strings(missing)
-		return "", fmt.Errorf("missing value for %s", strings.Join(unionStrings(missing, nil), ", "))
+		slices.Sort(missing)
+		return "", fmt.Errorf("missing value for %s", strings.Join(slices.Compact(missing), ", "))
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,11 +13,29 @@ import (
 // precheck decides the uses that need no exec: nothing to observe, a
 // required object or key that is missing, a pod or container not running.
 func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
-	obj := in.obj
-	what := fmt.Sprintf("%s %q", it.Object.Kind, it.Object.Name)
 	if it.Mode == ModeUnmounted || it.Container == nil {
 		return Comparison{State: StateNA, Reason: "no container mounts this volume: there is nothing to check"}, true
 	}
+	if c, done := precheckObject(it, in); done {
+		return c, true
+	}
+	if pod == nil {
+		return Comparison{State: StateUnverifiable, Reason: "not running: the pod is not in the snapshot", Cause: CauseNotRunning}, true
+	}
+	if pod.DeletionTimestamp != nil {
+		return Comparison{State: StateNA, Reason: "the pod is terminating: its replacement, if any, is checked instead"}, true
+	}
+	if PodTerminated(pod) {
+		return Comparison{State: StateNA, Reason: fmt.Sprintf("the pod has completed (%s): nothing runs to check", pod.Status.Phase)}, true
+	}
+	return precheckContainer(it, pod, in.obj)
+}
+
+// precheckObject decides the uses whose object, key or payload is missing
+// or cannot be written.
+func precheckObject(it Item, in useInputs) (Comparison, bool) {
+	obj := in.obj
+	what := fmt.Sprintf("%s %q", it.Object.Kind, it.Object.Name)
 	switch it.Mode {
 	case ModeEnv, ModeEnvFrom:
 		if !obj.Exists && !it.Optional {
@@ -39,17 +58,13 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 			return Comparison{State: StateUnverifiable, Reason: "the kubelet cannot write this volume: " + err.Error(), Cause: CauseVolumeNotWritable}, true
 		}
 	}
-	if pod == nil {
-		return Comparison{State: StateUnverifiable, Reason: "not running: the pod is not in the snapshot", Cause: CauseNotRunning}, true
-	}
-	if pod.DeletionTimestamp != nil {
-		return Comparison{State: StateNA, Reason: "the pod is terminating: its replacement, if any, is checked instead"}, true
-	}
-	if PodTerminated(pod) {
-		return Comparison{State: StateNA, Reason: fmt.Sprintf("the pod has completed (%s): nothing runs to check", pod.Status.Phase)}, true
-	}
-	// Judged per container, whatever the pod's phase: a Pending pod whose
-	// other containers run still holds what they read.
+	return Comparison{}, false
+}
+
+// precheckContainer decides by the container's status, whatever the pod's
+// phase: a Pending pod whose other containers run still holds what they
+// read. A running container is for the read (false).
+func precheckContainer(it Item, pod *corev1.Pod, obj Object) (Comparison, bool) {
 	st, found := containerStatus(pod, it.Container.Name, it.Container.Type)
 	if it.Container.Type == ContainerInit && found && st.State.Terminated != nil {
 		return initContainerByTime(it, obj, st.State.Terminated), true
@@ -62,10 +77,7 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 	case st.State.Running != nil:
 		return Comparison{}, false
 	case st.State.Waiting != nil:
-		r := st.State.Waiting.Reason
-		if r == "" {
-			r = "Waiting"
-		}
+		r := cmp.Or(st.State.Waiting.Reason, "Waiting")
 		if it.Container.Type == ContainerInit {
 			return Comparison{State: StateNA, Reason: fmt.Sprintf("the init container has not run yet (%s): it reads the current content when it starts", r)}, true
 		}
@@ -74,10 +86,7 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 		}
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container is waiting (%s)", r), Cause: CauseNotRunning}, true
 	case st.State.Terminated != nil:
-		r := st.State.Terminated.Reason
-		if r == "" {
-			r = "Terminated"
-		}
+		r := cmp.Or(st.State.Terminated.Reason, "Terminated")
 		return Comparison{State: StateNA, Reason: fmt.Sprintf("the container has terminated (%s): nothing to check", r)}, true
 	}
 	return Comparison{State: StateUnverifiable, Reason: "not running: the container state is unknown", Cause: CauseNotRunning}, true

@@ -3,6 +3,7 @@ package inspect
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,25 +57,7 @@ func otherSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) proje
 	ps := projectedSources{projected: true, claimed: map[string]bool{}, laterFixed: map[string]bool{}}
 	self, later := false, false
 	for _, s := range v.Projected.Sources {
-		var kind, name string
-		var items []corev1.KeyToPath
-		var fixed []string
-		switch {
-		case s.ConfigMap != nil:
-			kind, name, items = KindConfigMap, s.ConfigMap.Name, s.ConfigMap.Items
-		case s.Secret != nil:
-			kind, name, items = KindSecret, s.Secret.Name, s.Secret.Items
-		case s.DownwardAPI != nil:
-			for _, f := range s.DownwardAPI.Items {
-				fixed = append(fixed, f.Path)
-			}
-		case s.ServiceAccountToken != nil:
-			fixed = append(fixed, s.ServiceAccountToken.Path)
-		case s.ClusterTrustBundle != nil:
-			fixed = append(fixed, s.ClusterTrustBundle.Path)
-		case s.PodCertificate != nil:
-			fixed = append(fixed, s.PodCertificate.CredentialBundlePath, s.PodCertificate.KeyPath, s.PodCertificate.CertificateChainPath)
-		}
+		kind, name, items, fixed := projectedSource(s)
 		if kind == it.Object.Kind && name == it.Object.Name && !self && sameItems(items, it.Items) {
 			self, later = true, true
 			continue
@@ -83,41 +66,74 @@ func otherSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) proje
 			fixed = append(fixed, kp.Path)
 		}
 		if kind != "" && len(items) == 0 {
-			obj := Object{Kind: kind, Namespace: it.Object.Namespace, Name: name}
-			if lookup != nil {
-				obj = lookup(ObjectKey{Kind: kind, Namespace: it.Object.Namespace, Name: name})
-			} else {
-				obj.Unread = true
-			}
-			switch {
-			case obj.Unread:
-				what := fmt.Sprintf("%s %q", kind, name)
-				ps.unread = append(ps.unread, what)
-				if later {
-					ps.laterUnread = append(ps.laterUnread, what)
-				}
-			default:
-				ps.whole = append(ps.whole, obj)
-				if later {
-					ps.laterWhole = append(ps.laterWhole, obj)
-				}
-			}
+			ps.addWhole(ObjectKey{Kind: kind, Namespace: it.Object.Namespace, Name: name}, lookup, later)
 		}
-		for _, f := range fixed {
-			if f == "" {
-				continue
-			}
-			c := path.Clean(f)
-			ps.claimed[c] = true
-			if later {
-				ps.laterFixed[c] = true
-			}
-			for d := path.Dir(c); d != "." && d != "/"; d = path.Dir(d) {
-				ps.claimed[d] = true
-			}
-		}
+		ps.claim(fixed, later)
 	}
 	return ps
+}
+
+// projectedSource is what one source of a projected volume is: a configMap
+// or secret (kind, name and items), or the paths it writes at fixed places.
+func projectedSource(s corev1.VolumeProjection) (kind, name string, items []corev1.KeyToPath, fixed []string) {
+	switch {
+	case s.ConfigMap != nil:
+		kind, name, items = KindConfigMap, s.ConfigMap.Name, s.ConfigMap.Items
+	case s.Secret != nil:
+		kind, name, items = KindSecret, s.Secret.Name, s.Secret.Items
+	case s.DownwardAPI != nil:
+		for _, f := range s.DownwardAPI.Items {
+			fixed = append(fixed, f.Path)
+		}
+	case s.ServiceAccountToken != nil:
+		fixed = append(fixed, s.ServiceAccountToken.Path)
+	case s.ClusterTrustBundle != nil:
+		fixed = append(fixed, s.ClusterTrustBundle.Path)
+	case s.PodCertificate != nil:
+		fixed = append(fixed, s.PodCertificate.CredentialBundlePath, s.PodCertificate.KeyPath, s.PodCertificate.CertificateChainPath)
+	}
+	return kind, name, items, fixed
+}
+
+// addWhole records a whole configMap or secret source: its data when it
+// was read, its name when not.
+func (ps *projectedSources) addWhole(k ObjectKey, lookup func(ObjectKey) Object, later bool) {
+	obj := Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
+	if lookup != nil {
+		obj = lookup(k)
+	} else {
+		obj.Unread = true
+	}
+	if obj.Unread {
+		what := fmt.Sprintf("%s %q", k.Kind, k.Name)
+		ps.unread = append(ps.unread, what)
+		if later {
+			ps.laterUnread = append(ps.laterUnread, what)
+		}
+		return
+	}
+	ps.whole = append(ps.whole, obj)
+	if later {
+		ps.laterWhole = append(ps.laterWhole, obj)
+	}
+}
+
+// claim records paths a source writes at fixed places, and the directories
+// above them.
+func (ps *projectedSources) claim(fixed []string, later bool) {
+	for _, f := range fixed {
+		if f == "" {
+			continue
+		}
+		c := path.Clean(f)
+		ps.claimed[c] = true
+		if later {
+			ps.laterFixed[c] = true
+		}
+		for d := path.Dir(c); d != "." && d != "/"; d = path.Dir(d) {
+			ps.claimed[d] = true
+		}
+	}
 }
 
 // writes reports whether another source writes the path p (cleaned,
@@ -158,13 +174,5 @@ func sourcesWrite(p string, fixed map[string]bool, whole []Object, unread []stri
 }
 
 func sameItems(a []corev1.KeyToPath, b []KeyPath) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Key != b[i].Key || a[i].Path != b[i].Path {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x corev1.KeyToPath, y KeyPath) bool { return x.Key == y.Key && x.Path == y.Path })
 }

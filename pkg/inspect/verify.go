@@ -1,5 +1,23 @@
 package inspect
 
+// The words of --verify, as the files and unexported names use them:
+//
+//   - verify: the in-container read. For each consuming container, one exec
+//     (verify_exec.go) runs a read-only script (verify_script.go) whose
+//     output is parsed (verify_parse.go) into what the container shows; a
+//     container without sh gets a file-by-file fallback (verify_noshell.go).
+//     Exec failures become the contract's reasons (verify_errors.go). This
+//     file plans the reads, one per container, runs them and gathers the
+//     results.
+//   - precheck: the uses decided without a read (precheck.go).
+//   - compare: what the container shows against what the API holds, one
+//     file per kind of use (compare_volume.go, compare_subpath.go,
+//     compare_env.go), giving a Comparison and its State.
+//   - The exported names of the read still say "observe" (Observe,
+//     Observation, ObservedFile, ObserveError, ...): they are the verify
+//     read and what it returned, nothing else. pkg/refresh's Observer, which
+//     re-reads pods while a refresh waits, is another thing.
+
 import (
 	"context"
 	"fmt"
@@ -70,8 +88,6 @@ func Verify(ctx context.Context, items []Item, snap *Snapshot, ex Executor, opts
 	return out
 }
 
-type containerKey struct{ namespace, pod, container string }
-
 // VerifyResults is Verify with the comparisons behind each state (what
 // `diff` prints). Results are in the order of items.
 func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executor, opts VerifyOptions) []Result {
@@ -79,22 +95,47 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 	if snap == nil {
 		snap = &Snapshot{}
 	}
+	results := make([]Result, len(items))
+	// Each use's object and payload, computed once.
+	inputs := make([]useInputs, len(items))
+	reads := planReads(items, snap, results, inputs)
+	readContainers(ctx, reads, ex, opts)
+	co := CompareOptions{Now: opts.Now(), Object: snap.Object}
+	for _, r := range reads {
+		for _, i := range r.uses {
+			results[i].Comparison = safeCompare(items[i], results[i].Pod, inputs[i], r.obs, co)
+		}
+	}
+	for i := range results {
+		results[i].Item = withComparison(results[i].Item, results[i].Comparison)
+	}
+	return results
+}
+
+// containerKey names one consuming container.
+type containerKey struct{ namespace, pod, container string }
+
+// containerRead is the one exec into a container that serves all its uses:
+// the paths to read (merged over the uses), the indexes of those uses, and
+// what the read showed.
+type containerRead struct {
+	req   ObserveRequest
+	paths map[string]int // index in req.Paths by path
+	uses  []int
+	obs   *Observation
+}
+
+// planReads fills each result's item and pod, decides the uses that need no
+// exec (precheck), and groups the others by container, in the order of
+// their first use.
+func planReads(items []Item, snap *Snapshot, results []Result, inputs []useInputs) []*containerRead {
 	pods := map[NamespacedName]*corev1.Pod{}
 	for i := range snap.Pods {
 		p := &snap.Pods[i]
 		pods[NamespacedName{p.Namespace, p.Name}] = p
 	}
-	results := make([]Result, len(items))
-	// Each use's object and payload, computed once.
-	inputs := make([]useInputs, len(items))
-	type group struct {
-		req   ObserveRequest
-		paths map[string]int
-		idx   []int
-		obs   *Observation
-	}
-	groups := map[containerKey]*group{}
-	var order []containerKey
+	byContainer := map[containerKey]*containerRead{}
+	var reads []*containerRead
 	for i, it := range items {
 		results[i].Item = it
 		pod := pods[NamespacedName{it.Object.Namespace, it.Pod.Name}]
@@ -110,116 +151,148 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 			continue
 		}
 		k := containerKey{it.Object.Namespace, it.Pod.Name, it.Container.Name}
-		g := groups[k]
-		if g == nil {
-			g = &group{req: ObserveRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{}}
-			groups[k] = g
-			order = append(order, k)
+		r := byContainer[k]
+		if r == nil {
+			r = &containerRead{req: ObserveRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{}}
+			byContainer[k] = r
+			reads = append(reads, r)
 		}
-		g.idx = append(g.idx, i)
+		r.uses = append(r.uses, i)
 		prs, env := requestFor(it, pod, inputs[i], snap.Object)
-		g.req.Env = g.req.Env || env
-		for _, pr := range prs {
-			j, ok := g.paths[pr.Path]
-			if !ok {
-				g.paths[pr.Path] = len(g.req.Paths)
-				g.req.Paths = append(g.req.Paths, pr)
-				continue
-			}
-			m := &g.req.Paths[j]
-			m.List = m.List || pr.List
-			m.Expect = unionStrings(m.Expect, pr.Expect)
-		}
+		r.add(prs, env)
 	}
+	return reads
+}
 
-	// Observe, at most Concurrency at once.
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		done    int
-		printed bool
-	)
-	start := time.Now()
-	sem := make(chan struct{}, opts.Concurrency)
-	progress := func() {
-		if opts.Progress == nil || len(order) < 2 {
-			return
+// add merges what one use needs read into the container's request.
+func (r *containerRead) add(prs []PathRequest, env bool) {
+	r.req.Env = r.req.Env || env
+	for _, pr := range prs {
+		j, ok := r.paths[pr.Path]
+		if !ok {
+			r.paths[pr.Path] = len(r.req.Paths)
+			r.req.Paths = append(r.req.Paths, pr)
+			continue
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(start) < opts.ProgressAfter {
-			return
-		}
-		printed = true
-		fmt.Fprintf(opts.Progress, "\rverifying: %d/%d containers", done, len(order))
+		m := &r.req.Paths[j]
+		m.List = m.List || pr.List
+		m.Expect = unionStrings(m.Expect, pr.Expect)
 	}
-	ticker := time.NewTicker(200 * time.Millisecond)
-	stopTicker := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-ticker.C:
-				progress()
-			case <-stopTicker:
-				return
-			}
-		}
-	}()
-	for _, k := range order {
-		g := groups[k]
+}
+
+// readContainers runs the reads, at most opts.Concurrency at once, with a
+// progress line on opts.Progress once they take longer than
+// opts.ProgressAfter.
+func readContainers(ctx context.Context, reads []*containerRead, ex Executor, opts VerifyOptions) {
+	var wg sync.WaitGroup
+	pr := &progressLine{w: opts.Progress, total: len(reads), after: opts.ProgressAfter, start: time.Now()}
+	sem := make(chan struct{}, opts.Concurrency)
+	stop := pr.tick(200 * time.Millisecond)
+	for _, r := range reads {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			defer func() {
-				if r := recover(); r != nil {
-					g.obs = &Observation{Err: &ObserveError{Reason: ObserveFailed, Message: fmt.Sprint("internal error: ", r)}}
-				}
-				mu.Lock()
-				done++
-				mu.Unlock()
-			}()
-			if ctx.Err() != nil {
-				g.obs = &Observation{Err: &ObserveError{Reason: ObserveFailed, Message: "interrupted"}}
-				return
-			}
-			g.obs = Observe(ctx, ex, g.req, ObserveOptions{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
+			defer pr.step()
+			r.obs = readContainer(ctx, r.req, ex, opts)
 		}()
 	}
 	wg.Wait()
-	ticker.Stop()
-	close(stopTicker)
-	mu.Lock()
-	if printed {
-		fmt.Fprint(opts.Progress, "\r\033[K")
-	}
-	mu.Unlock()
+	stop()
+	pr.clear()
+}
 
-	now := opts.Now()
-	co := CompareOptions{Now: now, Object: snap.Object}
-	for _, k := range order {
-		g := groups[k]
-		for _, i := range g.idx {
-			it := items[i]
-			pod := pods[NamespacedName{it.Object.Namespace, it.Pod.Name}]
-			results[i].Comparison = safeCompare(it, pod, inputs[i], g.obs, co)
+// readContainer is one read; a panic in it is that container's failure,
+// not the run's.
+func readContainer(ctx context.Context, req ObserveRequest, ex Executor, opts VerifyOptions) (obs *Observation) {
+	defer func() {
+		if r := recover(); r != nil {
+			obs = &Observation{Err: &ObserveError{Reason: ObserveFailed, Message: fmt.Sprint("internal error: ", r)}}
 		}
+	}()
+	if ctx.Err() != nil {
+		return &Observation{Err: &ObserveError{Reason: ObserveFailed, Message: "interrupted"}}
 	}
-	for i := range results {
-		c := results[i].Comparison
-		results[i].Item.State = c.State
-		results[i].Item.StateReason = c.Reason
-		results[i].Item.StateCause = c.Cause
-		results[i].Item.Observed = c.Observed
-		if c.SyncedAt != nil {
-			t := metav1.NewTime(c.SyncedAt.UTC())
-			results[i].Item.SyncedAt = &t
-		} else {
-			results[i].Item.SyncedAt = nil
+	return Observe(ctx, ex, req, ObserveOptions{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
+}
+
+// progressLine is the "\r"-rewritten "verifying: n/m containers" line,
+// shown once the reads have taken longer than after, and only for two
+// containers or more.
+type progressLine struct {
+	w     io.Writer
+	total int
+	after time.Duration
+	start time.Time
+
+	mu      sync.Mutex
+	done    int
+	printed bool
+}
+
+// tick prints the line every interval until stop is called.
+func (p *progressLine) tick(interval time.Duration) (stop func()) {
+	ticker := time.NewTicker(interval)
+	stopTicker := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ticker.C:
+				p.print()
+			case <-stopTicker:
+				return
+			}
 		}
+	}()
+	return func() {
+		ticker.Stop()
+		close(stopTicker)
 	}
-	return results
+}
+
+func (p *progressLine) print() {
+	if p.w == nil || p.total < 2 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.start) < p.after {
+		return
+	}
+	p.printed = true
+	fmt.Fprintf(p.w, "\rverifying: %d/%d containers", p.done, p.total)
+}
+
+// step counts one finished read.
+func (p *progressLine) step() {
+	p.mu.Lock()
+	p.done++
+	p.mu.Unlock()
+}
+
+// clear erases the line if it was shown.
+func (p *progressLine) clear() {
+	p.mu.Lock()
+	if p.printed {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	p.mu.Unlock()
+}
+
+// withComparison is the item with the state the comparison decided.
+func withComparison(it Item, c Comparison) Item {
+	it.State = c.State
+	it.StateReason = c.Reason
+	it.StateCause = c.Cause
+	it.Observed = c.Observed
+	if c.SyncedAt != nil {
+		t := metav1.NewTime(c.SyncedAt.UTC())
+		it.SyncedAt = &t
+	} else {
+		it.SyncedAt = nil
+	}
+	return it
 }
 
 // safeCompare is CompareUse that turns a panic into an unverifiable state:

@@ -19,173 +19,231 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 	if nonce == "" {
 		return nil, errors.New("empty nonce")
 	}
-	p := &recordParser{b: out, nonce: []byte(nonce)}
-	obs := &Observation{Paths: map[string]*ObservedPath{}}
-	var cur *ObservedPath
-	var curIdx = -1
-	attempts := map[int]*ObservedPath{}
+	s := &scriptOutput{
+		p:        &recordParser{b: out, nonce: []byte(nonce)},
+		nonce:    nonce,
+		paths:    paths,
+		obs:      &Observation{Paths: map[string]*ObservedPath{}},
+		curIdx:   -1,
+		attempts: map[int]*ObservedPath{},
+	}
 	for {
-		tag, err := p.field()
+		tag, err := s.p.field()
 		if err != nil {
 			return nil, err
 		}
-		switch tag {
-		case "P":
-			s, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			idx, err := strconv.Atoi(s)
-			if err != nil || idx < 0 || idx >= len(paths) {
-				return nil, badRecord("bad path index", s)
-			}
-			cur = &ObservedPath{Files: map[string]*ObservedFile{}, Listed: true}
-			curIdx = idx
-		case "A", "K":
-			if cur == nil {
-				return nil, fmt.Errorf("record %s outside a path", tag)
-			}
-			s, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			if tag == "A" {
-				cur.Kind, cur.Target = PathAtomic, s
-				continue
-			}
-			switch s {
-			case "d":
-				cur.Kind = PathDir
-			case "f":
-				cur.Kind = PathFile
-			case "o":
-				cur.Kind, cur.Listed = PathOther, false
-			case "n":
-				cur.Kind, cur.Listed = PathMissing, false
-			default:
-				return nil, badRecord("bad path kind", s)
-			}
-		case "D", "L", "O":
-			if cur == nil {
-				return nil, fmt.Errorf("record %s outside a path", tag)
-			}
-			s, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			if tag == "D" {
-				cur.Dirs = append(cur.Dirs, s)
-			} else {
-				cur.Others = append(cur.Others, s)
-			}
-		case "F":
-			if cur == nil {
-				return nil, errors.New("file record outside a path")
-			}
-			rel, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			perm, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			sz, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			size, err := strconv.ParseInt(sz, 10, 64)
-			if err != nil || size < -1 {
-				return nil, badRecord("bad size", sz)
-			}
-			f := &ObservedFile{Path: rel, Mode: ParseLsMode(perm), Size: size}
-			cur.Files[rel] = f
-			kind, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			switch kind {
-			case "C":
-				if size < 0 {
-					return nil, errors.New("content without a size")
-				}
-				data, ok, err := p.content(size)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					f.Data, f.HasData = data, true
-				} else {
-					f.Unread = "the file changed size while it was read"
-				}
-			case "H":
-				h, err := p.field()
-				if err != nil {
-					return nil, err
-				}
-				if validSHA256(h) {
-					f.SHA256 = h
-				} else {
-					f.Unread = "sha256sum failed"
-				}
-			case "S":
-				f.Unread = "larger than --max-bytes and the container has no sha256sum"
-			case "U":
-				f.Unread = "unreadable"
-			default:
-				return nil, badRecord("bad file record", kind)
-			}
-		case "G":
-			if cur == nil {
-				return nil, errors.New("file batch outside a path")
-			}
-			if err := p.batch(cur); err != nil {
-				return nil, err
-			}
-		case "Q":
-			if cur == nil {
-				return nil, errors.New("end record outside a path")
-			}
-			s, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			if cur.Kind == PathAtomic && s != cur.Target {
-				cur.Unstable = true
-			}
-			if prev, ok := attempts[curIdx]; !ok || prev.Unstable || !cur.Unstable {
-				attempts[curIdx] = cur
-			}
-			cur, curIdx = nil, -1
-		case "V":
-			data, err := p.until()
-			if err != nil {
-				return nil, err
-			}
-			obs.Env, obs.EnvRead = ParseEnviron(data), true
-		case "W":
-			obs.EnvErr = "/proc/$$/environ (the shell's environment) is not readable in the container"
-		case "Z":
-			s, err := p.field()
-			if err != nil {
-				return nil, err
-			}
-			if s != nonce {
-				return nil, errors.New("bad final record")
-			}
-			if cur != nil {
-				return nil, errors.New("unterminated path record")
-			}
-			for i, pth := range paths {
-				if a, ok := attempts[i]; ok {
-					obs.Paths[pth] = a
-				}
-			}
-			return obs, nil
-		default:
-			return nil, badRecord("unknown record", tag)
+		done, err := s.record(tag)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			return s.obs, nil
 		}
 	}
+}
+
+// scriptOutput is the state of ParseObservation: the path being read
+// (cur, between its P and Q records) and, per path, the attempt kept.
+type scriptOutput struct {
+	p        *recordParser
+	nonce    string
+	paths    []string
+	obs      *Observation
+	cur      *ObservedPath
+	curIdx   int
+	attempts map[int]*ObservedPath
+}
+
+// record reads the fields of one record after its tag; done at the final
+// record.
+func (s *scriptOutput) record(tag string) (done bool, err error) {
+	switch tag {
+	case "P":
+		return false, s.pathStart()
+	case "A", "K":
+		return false, s.pathKind(tag)
+	case "D", "L", "O":
+		return false, s.entry(tag)
+	case "F":
+		return false, s.file()
+	case "G":
+		if s.cur == nil {
+			return false, errors.New("file batch outside a path")
+		}
+		return false, s.p.batch(s.cur)
+	case "Q":
+		return false, s.pathEnd()
+	case "V":
+		data, err := s.p.until()
+		if err != nil {
+			return false, err
+		}
+		s.obs.Env, s.obs.EnvRead = ParseEnviron(data), true
+		return false, nil
+	case "W":
+		s.obs.EnvErr = "/proc/$$/environ (the shell's environment) is not readable in the container"
+		return false, nil
+	case "Z":
+		return true, s.final()
+	}
+	return false, badRecord("unknown record", tag)
+}
+
+// pathStart (P index) begins one attempt at reading a path.
+func (s *scriptOutput) pathStart() error {
+	f, err := s.p.field()
+	if err != nil {
+		return err
+	}
+	idx, err := strconv.Atoi(f)
+	if err != nil || idx < 0 || idx >= len(s.paths) {
+		return badRecord("bad path index", f)
+	}
+	s.cur = &ObservedPath{Files: map[string]*ObservedFile{}, Listed: true}
+	s.curIdx = idx
+	return nil
+}
+
+// pathKind reads A (an atomic volume and its ..data target) or K (what
+// else the path is).
+func (s *scriptOutput) pathKind(tag string) error {
+	if s.cur == nil {
+		return fmt.Errorf("record %s outside a path", tag)
+	}
+	f, err := s.p.field()
+	if err != nil {
+		return err
+	}
+	if tag == "A" {
+		s.cur.Kind, s.cur.Target = PathAtomic, f
+		return nil
+	}
+	switch f {
+	case "d":
+		s.cur.Kind = PathDir
+	case "f":
+		s.cur.Kind = PathFile
+	case "o":
+		s.cur.Kind, s.cur.Listed = PathOther, false
+	case "n":
+		s.cur.Kind, s.cur.Listed = PathMissing, false
+	default:
+		return badRecord("bad path kind", f)
+	}
+	return nil
+}
+
+// entry reads D (a directory) or L and O (a link or special file).
+func (s *scriptOutput) entry(tag string) error {
+	if s.cur == nil {
+		return fmt.Errorf("record %s outside a path", tag)
+	}
+	f, err := s.p.field()
+	if err != nil {
+		return err
+	}
+	if tag == "D" {
+		s.cur.Dirs = append(s.cur.Dirs, f)
+	} else {
+		s.cur.Others = append(s.cur.Others, f)
+	}
+	return nil
+}
+
+// file reads an F record: path, mode and size, then the content (C), its
+// hash (H), or why neither came (S, U).
+func (s *scriptOutput) file() error {
+	if s.cur == nil {
+		return errors.New("file record outside a path")
+	}
+	fields, err := s.p.fields(3)
+	if err != nil {
+		return err
+	}
+	rel, perm, sz := fields[0], fields[1], fields[2]
+	size, err := strconv.ParseInt(sz, 10, 64)
+	if err != nil || size < -1 {
+		return badRecord("bad size", sz)
+	}
+	f := &ObservedFile{Path: rel, Mode: ParseLsMode(perm), Size: size}
+	s.cur.Files[rel] = f
+	kind, err := s.p.field()
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case "C":
+		if size < 0 {
+			return errors.New("content without a size")
+		}
+		data, ok, err := s.p.content(size)
+		if err != nil {
+			return err
+		}
+		if ok {
+			f.Data, f.HasData = data, true
+		} else {
+			f.Unread = "the file changed size while it was read"
+		}
+	case "H":
+		h, err := s.p.field()
+		if err != nil {
+			return err
+		}
+		if validSHA256(h) {
+			f.SHA256 = h
+		} else {
+			f.Unread = "sha256sum failed"
+		}
+	case "S":
+		f.Unread = "larger than --max-bytes and the container has no sha256sum"
+	case "U":
+		f.Unread = "unreadable"
+	default:
+		return badRecord("bad file record", kind)
+	}
+	return nil
+}
+
+// pathEnd (Q target) ends an attempt: an atomic volume whose ..data moved
+// meanwhile is unstable. A stable attempt replaces an unstable one.
+func (s *scriptOutput) pathEnd() error {
+	if s.cur == nil {
+		return errors.New("end record outside a path")
+	}
+	f, err := s.p.field()
+	if err != nil {
+		return err
+	}
+	if s.cur.Kind == PathAtomic && f != s.cur.Target {
+		s.cur.Unstable = true
+	}
+	if prev, ok := s.attempts[s.curIdx]; !ok || prev.Unstable || !s.cur.Unstable {
+		s.attempts[s.curIdx] = s.cur
+	}
+	s.cur, s.curIdx = nil, -1
+	return nil
+}
+
+// final (Z nonce) checks the output is complete and keeps each path's
+// attempt.
+func (s *scriptOutput) final() error {
+	f, err := s.p.field()
+	if err != nil {
+		return err
+	}
+	if f != s.nonce {
+		return errors.New("bad final record")
+	}
+	if s.cur != nil {
+		return errors.New("unterminated path record")
+	}
+	for i, pth := range s.paths {
+		if a, ok := s.attempts[i]; ok {
+			s.obs.Paths[pth] = a
+		}
+	}
+	return nil
 }
 
 type recordParser struct {
@@ -206,6 +264,19 @@ func (p *recordParser) field() (string, error) {
 	s := string(p.b[p.pos : p.pos+i])
 	p.pos += i + 1
 	return s, nil
+}
+
+// fields reads the next n fields.
+func (p *recordParser) fields(n int) ([]string, error) {
+	out := make([]string, n)
+	for i := range out {
+		f, err := p.field()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = f
+	}
+	return out, nil
 }
 
 // batch reads a G record: the prefix of the names, their count, the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,7 +218,7 @@ func TestScriptReadsVolumes(t *testing.T) {
 				}
 			}
 			if len(v.Files) != len(files) {
-				t.Errorf("observed %d files, want %d: %v", len(v.Files), len(files), sortedKeys(v.Files))
+				t.Errorf("observed %d files, want %d: %v", len(v.Files), len(files), slices.Sorted(maps.Keys(v.Files)))
 			}
 			if m := v.Files["app.conf"].Mode; m != 0o600 {
 				t.Errorf("app.conf mode = %o", m)
@@ -225,7 +226,7 @@ func TestScriptReadsVolumes(t *testing.T) {
 			if m := v.Files["bin"].Mode; m != 0o755 {
 				t.Errorf("bin mode = %o", m)
 			}
-			if !containsString(v.Dirs, "nested") || !containsString(v.Dirs, "nested/dir") {
+			if !slices.Contains(v.Dirs, "nested") || !slices.Contains(v.Dirs, "nested/dir") {
 				t.Errorf("dirs = %q", v.Dirs)
 			}
 			if s := obs.Paths[sub]; s == nil || s.Kind != PathFile || string(s.Files[""].Data) != "subpath content" {
@@ -300,7 +301,7 @@ func TestObserveNoShellFallback(t *testing.T) {
 		if string(p.Files["a"].Data) != "1" || p.Files["b"] != nil {
 			t.Errorf("files = %v", p.Files)
 		}
-		if p.Target != testTS || !containsString(p.Names, "old") {
+		if p.Target != testTS || !slices.Contains(p.Names, "old") {
 			t.Errorf("listing = %q target %q", p.Names, p.Target)
 		}
 	})
