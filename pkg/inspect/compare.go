@@ -118,7 +118,7 @@ func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *Observation, o Comp
 		return Comparison{State: StateUnverifiable, Reason: "the container was not observed"}
 	}
 	if obs.Err != nil {
-		return Comparison{State: StateUnverifiable, Reason: obs.Err.reasonFor(it.Object.Kind), Cause: causeOfObserveError(obs.Err.Reason)}
+		return Comparison{State: StateUnverifiable, Reason: obs.Err.reasonFor(it.Object.Kind), Cause: causeOfVerifyError(obs.Err.Reason)}
 	}
 	if obj.Unread {
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("%s %q was not read (add --secrets)", it.Object.Kind, it.Object.Name), Cause: CauseSecretsNotRead}

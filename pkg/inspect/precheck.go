@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// precheck decides the uses that need no exec: nothing to observe, a
+// precheck decides the uses that need no exec: nothing to read, a
 // required object or key that is missing, a pod or container not running.
 func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 	if it.Mode == ModeUnmounted || it.Container == nil {

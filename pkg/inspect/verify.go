@@ -75,7 +75,7 @@ type Result struct {
 	Pod *corev1.Pod
 }
 
-// Verify observes every consuming container (one exec per container, at
+// Verify reads every consuming container (one exec per container, at
 // most opts.Concurrency at once) and fills State, StateReason and SyncedAt
 // of each item. It never fails: what could not be checked is unverifiable
 // with the reason.

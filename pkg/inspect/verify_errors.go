@@ -12,7 +12,7 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 )
 
-// Reasons an observation fails: the words of the contract's unverifiable
+// Reasons a verify read fails: the words of the contract's unverifiable
 // state.
 const (
 	ObserveForbidden  = "forbidden"
@@ -22,7 +22,7 @@ const (
 	ObserveFailed     = "error"
 )
 
-// ObserveError says why a container could not be observed, with a hint.
+// ObserveError says why a container could not be read, with a hint.
 type ObserveError struct {
 	Reason  string
 	Message string
@@ -43,7 +43,7 @@ func (e *ObserveError) reasonFor(kind string) string {
 	return e.Error()
 }
 
-// parseError is malformed output of the observation script. field is the
+// parseError is malformed output of the verify script. field is the
 // raw text that did not parse, output of the container: it is quoted only
 // a few bytes long, and left out for Secret uses (see ObserveError).
 type parseError struct{ msg, field string }
@@ -108,7 +108,7 @@ func ClassifyExecError(ctx context.Context, err error, stderr []byte) *ObserveEr
 	case NotFoundBinary(err, stderr):
 		return &ObserveError{Reason: ObserveNoShell, Message: "the container has no sh"}
 	case apierrors.IsNotFound(err) || podNotFound.MatchString(msg):
-		// deleted while it was observed (the upgrade answers 404)
+		// deleted while it was read (the upgrade answers 404)
 		return &ObserveError{Reason: ObserveNotRunning, Message: "the pod was deleted: " + firstLine(msg)}
 	case strings.Contains(low, "container not found") || strings.Contains(low, "not running") ||
 		strings.Contains(low, "stopped state") || strings.Contains(low, "container_exited") ||
@@ -130,7 +130,7 @@ var deniedVerb = regexp.MustCompile(`cannot (\w+) resource "pods/exec"`)
 // WebSocket exec is a GET, the SPDY fallback a POST).
 const execRoleRule = `{apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]}`
 
-// forbiddenExec is the observation error of an exec RBAC denies. Its
+// forbiddenExec is the verify error of an exec RBAC denies. Its
 // reason leads with the missing permission ("forbidden: create pods/exec"),
 // then the API server's words and the rule that grants it.
 func forbiddenExec(msg string) *ObserveError {
@@ -174,6 +174,6 @@ func firstLine(s string) string {
 var podNotFound = regexp.MustCompile(`\bpods "[^"]*" not found\b`)
 
 // requestURL matches a quoted request URL with its query in an error
-// message: the query of an exec request is the whole observation script,
+// message: the query of an exec request is the whole verify script,
 // which would hide the cause at the end of the message.
 var requestURL = regexp.MustCompile(`\b(GET|POST|Get|Post) "([^"?]*)\?[^"]*"`)

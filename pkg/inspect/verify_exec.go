@@ -18,6 +18,14 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 )
 
+// Executor runs argv in a container and streams its output. It is the only
+// door from the verify read to the cluster (RemoteExecutor, below, goes
+// through the API server, as kubectl exec does). A non-zero exit is an
+// error that carries the code (k8s.io/client-go/util/exec.ExitError).
+type Executor interface {
+	Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error
+}
+
 // RemoteExecutor runs commands in containers through the API server the way
 // kubectl exec v0.37 does: WebSocket (a GET) first, SPDY (a POST) when the
 // upgrade fails or an HTTPS proxy is in the way. KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false
@@ -101,12 +109,4 @@ func runExec(ctx context.Context, ex Executor, req ObserveRequest, argv []string
 		err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
 	}
 	return stdout, stderr, err
-}
-
-// Executor runs argv in a container and streams its output. It is the only
-// door from observation to the cluster (exec.go has the implementation that
-// goes through the API server, as kubectl exec does). A non-zero exit is an
-// error that carries the code (k8s.io/client-go/util/exec.ExitError).
-type Executor interface {
-	Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// observeWithoutShell is the fallback for containers without sh.
-func observeWithoutShell(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOptions, limit int64) *Observation {
+// verifyWithoutShell is the fallback for containers without sh.
+func verifyWithoutShell(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOptions, limit int64) *Observation {
 	r := &noShellRead{ctx: ctx, ex: ex, req: req, o: o, limit: limit,
 		obs: &Observation{NoShell: true, Paths: map[string]*ObservedPath{}}}
 	if req.Env && r.readEnv() {

@@ -13,7 +13,7 @@ import (
 // the final record (the exec was cut short).
 var ErrTruncated = errors.New("output ended early")
 
-// ParseObservation parses the output of the observation script for the
+// ParseObservation parses the output of the verify script for the
 // given paths (in argument order).
 func ParseObservation(out []byte, nonce string, paths []string) (*Observation, error) {
 	if nonce == "" {
@@ -107,10 +107,7 @@ func (s *scriptOutput) pathStart() error {
 // pathKind reads A (an atomic volume and its ..data target) or K (what
 // else the path is).
 func (s *scriptOutput) pathKind(tag string) error {
-	if s.cur == nil {
-		return fmt.Errorf("record %s outside a path", tag)
-	}
-	f, err := s.p.field()
+	f, err := s.pathField(tag)
 	if err != nil {
 		return err
 	}
@@ -133,12 +130,17 @@ func (s *scriptOutput) pathKind(tag string) error {
 	return nil
 }
 
+// pathField reads the one field of a record that belongs inside a path.
+func (s *scriptOutput) pathField(tag string) (string, error) {
+	if s.cur == nil {
+		return "", fmt.Errorf("record %s outside a path", tag)
+	}
+	return s.p.field()
+}
+
 // entry reads D (a directory) or L and O (a link or special file).
 func (s *scriptOutput) entry(tag string) error {
-	if s.cur == nil {
-		return fmt.Errorf("record %s outside a path", tag)
-	}
-	f, err := s.p.field()
+	f, err := s.pathField(tag)
 	if err != nil {
 		return err
 	}
@@ -284,14 +286,11 @@ func (p *recordParser) fields(n int) ([]string, error) {
 // and the nonce. When the contents do not add up (a file changed or
 // vanished between stat and cat) every file of the batch is unread.
 func (p *recordParser) batch(cur *ObservedPath) error {
-	prefix, err := p.field()
+	head, err := p.fields(2)
 	if err != nil {
 		return err
 	}
-	cs, err := p.field()
-	if err != nil {
-		return err
-	}
+	prefix, cs := head[0], head[1]
 	n, err := strconv.Atoi(cs)
 	// every name takes at least 4 bytes of output (name, mode, size, each NUL-terminated)
 	if err != nil || n < 1 || n > (len(p.b)-p.pos)/4 {
@@ -307,14 +306,11 @@ func (p *recordParser) batch(cur *ObservedPath) error {
 	}
 	var total int64
 	for _, f := range files {
-		perm, err := p.field()
+		ms, err := p.fields(2)
 		if err != nil {
 			return err
 		}
-		sz, err := p.field()
-		if err != nil {
-			return err
-		}
+		perm, sz := ms[0], ms[1]
 		size, err := strconv.ParseInt(sz, 10, 64)
 		if err != nil || size < 0 || size > int64(len(p.b)) {
 			return badRecord("bad size", sz)

@@ -29,7 +29,7 @@ type ObserveRequest struct {
 	Env bool
 }
 
-// ObserveOptions bound one observation.
+// ObserveOptions bound one verify read.
 type ObserveOptions struct {
 	// MaxBytes: larger files are compared by size and sha256 only.
 	MaxBytes int64
@@ -101,7 +101,7 @@ type Observation struct {
 	EnvErr string
 	// NoShell: the container has no sh; the fallback read what it could.
 	NoShell bool
-	// Err is set when nothing could be observed.
+	// Err is set when nothing could be read.
 	Err *ObserveError
 	// Execs counts the execs made.
 	Execs int
@@ -117,7 +117,7 @@ func NewNonce() string {
 }
 
 // Observe reads what the container shows for the requested paths (and its
-// environment) with one exec of the observation script. A container without
+// environment) with one exec of the verify script. A container without
 // sh gets a fallback: one `cat` per expected file, `ls -1a` for listings,
 // `cat /proc/self/environ` (else `env`) for the environment. It never fails:
 // what could not be read is said in the Observation.
@@ -144,7 +144,7 @@ func Observe(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOpti
 		if err != nil {
 			oe := ClassifyExecError(ctx, err, stderr.buf.Bytes())
 			if oe.Reason == ObserveNoShell {
-				obs := observeWithoutShell(ctx, ex, req, o, limit)
+				obs := verifyWithoutShell(ctx, ex, req, o, limit)
 				obs.Execs += attempt + 1
 				return obs
 			}

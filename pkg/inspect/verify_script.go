@@ -2,7 +2,7 @@ package inspect
 
 import "strconv"
 
-// observeScript reads every path given as an argument and, when asked, the
+// verifyScript reads every path given as an argument and, when asked, the
 // shell's own initial environment. Everything that comes from the cluster
 // (paths, file names) is an argument or a file name, never script text.
 // Output: records of NUL-terminated fields; a file's content is preceded by
@@ -16,7 +16,7 @@ import "strconv"
 //
 // Arguments: $1 max bytes, $2 nonce, $3 "1" to read the environment, then
 // the paths.
-const observeScript = `m=$1 n=$2 e=$3
+const verifyScript = `m=$1 n=$2 e=$3
 shift 3
 h=
 command -v sha256sum >/dev/null 2>&1 && h=1
@@ -109,12 +109,12 @@ fi
 r Z "$n"
 `
 
-// ScriptArgv returns the argv of the observation exec.
+// ScriptArgv returns the argv of the verify exec.
 func ScriptArgv(maxBytes int64, nonce string, env bool, paths []string) []string {
 	e := "0"
 	if env {
 		e = "1"
 	}
-	argv := []string{"sh", "-c", observeScript, "sh", strconv.FormatInt(maxBytes, 10), nonce, e}
+	argv := []string{"sh", "-c", verifyScript, "sh", strconv.FormatInt(maxBytes, 10), nonce, e}
 	return append(argv, paths...)
 }
