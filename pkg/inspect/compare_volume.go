@@ -197,33 +197,6 @@ func volumeVerdict(c *Comparison, it Item, obj Object, obs *Observation, now tim
 	}
 }
 
-// pendingTiming says how long ago the object changed against the delay
-// estimate.
-func pendingTiming(it Item, obj Object, now time.Time) string {
-	d := Delay{Min: durationOf(0), Max: durationOf(time.Duration(float64(DefaultSyncFrequency) * (1 + syncJitter))), Basis: BasisDefault}
-	if it.Delay != nil {
-		d = *it.Delay
-	}
-	kind := strings.ToLower(it.Object.Kind)
-	last := obj.LastChange
-	if last.IsZero() && it.Object.LastChange != nil {
-		last = it.Object.LastChange.Time
-	}
-	if last.IsZero() {
-		return fmt.Sprintf("the kubelet applies changes within %s", formatDelay(d))
-	}
-	since := now.Sub(last)
-	if since < 0 {
-		since = 0
-	}
-	ago := since.Truncate(time.Second).String()
-	if since > d.Max.Duration {
-		return fmt.Sprintf("the %s changed %s ago, longer than the %s the kubelet should take: it may be failing to sync this pod (see the pod's events); a pod annotation (refresh) makes it re-sync now",
-			kind, ago, formatDelay(d))
-	}
-	return fmt.Sprintf("the %s changed %s ago and the kubelet applies changes within %s", kind, ago, formatDelay(d))
-}
-
 // ownsExtra says whether a file at path p of the volume (relative to its
 // root) that this use's payload lacks is this use's to explain (a key
 // removed from the object): any file of a whole configMap or secret volume;
