@@ -103,11 +103,13 @@ stop() { # name [group]: SIGTERM (to its whole process group with "group"), up t
   rm -f "$PIDS/$n.pid"
 }
 start() { # name cmd...: run as its own session (process group), log to $LOG/name.log, record "PID STARTTIME".
-  # fds 8 and 9 (the up/down and build locks) are not passed on: a daemon must not hold them
+  # no descriptor past stderr is passed on: a daemon must not hold a lock of its caller (the up/down and build
+  # locks on 8 and 9, or a flock(1) that wraps a test run and leaves its lock on 3), or that lock is never freed
   local n=$1 i p; shift
   mkdir -p "$PIDS" "$LOG"
   rm -f "$PIDS/$n.pid"
-  setsid bash -c 'echo $$ > "$0.tmp"; exec "$@"' "$PIDS/$n.pid" "$@" >> "$LOG/$n.log" 2>&1 < /dev/null 8>&- 9>&- &
+  setsid bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done
+    echo $$ > "$0.tmp"; exec "$@"' "$PIDS/$n.pid" "$@" >> "$LOG/$n.log" 2>&1 < /dev/null 8>&- 9>&- &
   for i in $(seq 100); do [ -s "$PIDS/$n.pid.tmp" ] && break; sleep 0.02; done
   p=$(cat "$PIDS/$n.pid.tmp") || die "could not start $n"
   echo "$p $(proc_start "$p")" > "$PIDS/$n.pid"; rm -f "$PIDS/$n.pid.tmp"

@@ -480,10 +480,8 @@ func templateUses(snap *Snapshot) map[ObjectKey][]templateUse {
 }
 
 func appendOnce(list []string, s string) []string {
-	for _, v := range list {
-		if v == s {
-			return list
-		}
+	if slices.Contains(list, s) {
+		return list
 	}
 	return append(list, s)
 }

@@ -6,88 +6,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// Kubelet defaults (KubeletConfiguration v1beta1).
-const (
-	DefaultSyncFrequency = time.Minute
-	// syncJitter is the jitter factor of the pod worker's periodic resync.
-	syncJitter = 0.5
-	// DefaultCacheTTL is the Cache strategy's TTL when the node has no
-	// node.alpha.kubernetes.io/ttl annotation.
-	DefaultCacheTTL = time.Minute
-	// NodeTTLAnnotation is set by the TTL controller.
-	NodeTTLAnnotation = "node.alpha.kubernetes.io/ttl"
-)
-
-// Change-detection strategies of the kubelet.
-const (
-	StrategyWatch = "Watch"
-	StrategyCache = "Cache"
-	StrategyGet   = "Get"
-)
-
-// KubeletTiming is what the kubelet's /configz says about update timing.
-type KubeletTiming struct {
-	SyncFrequency time.Duration
-	Strategy      string
-}
-
-// EstimateDelay returns how long a hot-updating use on node may take to see
-// a change: the periodic resync (syncFrequency, plus 50% jitter, and the edit
-// can land at any moment of it) plus the cache delay of the change-detection
-// strategy. Without kubelet configuration the defaults (1m, Watch) apply;
-// with a readable node its TTL annotation bounds a Cache strategy.
-func EstimateDelay(node string, snap *Snapshot) Delay {
-	sync := DefaultSyncFrequency
-	ttl, hasTTL := nodeTTL(node, snap)
-	if kc, ok := snap.KubeletConfigs[node]; ok {
-		if kc.SyncFrequency > 0 {
-			sync = kc.SyncFrequency
-		}
-		cache := time.Duration(0)
-		if kc.Strategy == StrategyCache {
-			cache = DefaultCacheTTL
-			if hasTTL {
-				cache = ttl
-			}
-		}
-		return Delay{Min: durationOf(0), Max: durationOf(maxResync(sync) + cache), Basis: BasisKubeletConfig}
-	}
-	if hasTTL {
-		// The strategy is unknown: Watch adds nothing; Cache adds up to the
-		// TTL. A node without the annotation tells nothing: the defaults.
-		return Delay{Min: durationOf(0), Max: durationOf(maxResync(sync) + ttl), Basis: BasisNodeTTL}
-	}
-	return Delay{Min: durationOf(0), Max: durationOf(maxResync(sync)), Basis: BasisDefault}
-}
-
-// maxResync is the longest time between two periodic syncs of a pod.
-func maxResync(sync time.Duration) time.Duration {
-	return time.Duration(float64(sync) * (1 + syncJitter))
-}
-
-// nodeTTL reads the node's TTL annotation; false when the node or a valid
-// annotation is unknown.
-func nodeTTL(node string, snap *Snapshot) (time.Duration, bool) {
-	n, ok := snap.Nodes[node]
-	if !ok || n == nil {
-		return 0, false
-	}
-	v, ok := n.Annotations[NodeTTLAnnotation]
-	if !ok {
-		return 0, false
-	}
-	s, err := strconv.Atoi(v)
-	if err != nil || s < 0 {
-		return 0, false
-	}
-	return time.Duration(s) * time.Second, true
-}
 
 // Predict fills the object fields, verdict, reason and delay of a use. pod
 // is the consuming pod (for subPathExpr expansion); obj its object.
@@ -379,37 +301,4 @@ func quoteAll(s []string) []string {
 		out[i] = strconv.Quote(v)
 	}
 	return out
-}
-
-// FormatDelay renders a delay as "0-90s".
-func formatDelay(d Delay) string {
-	return fmt.Sprintf("%s-%s", shortDuration(d.Min.Duration), shortDuration(d.Max.Duration))
-}
-
-// FormatDelay renders a delay estimate for tables: "0-90s".
-func FormatDelay(d *Delay) string {
-	if d == nil {
-		return ""
-	}
-	return formatDelay(*d)
-}
-
-func shortDuration(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	if d%time.Second == 0 {
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	}
-	return d.String()
-}
-
-func basisText(b DelayBasis) string {
-	switch b {
-	case BasisKubeletConfig:
-		return "the node's kubelet configuration"
-	case BasisNodeTTL:
-		return "pod resync 60-90s, plus the node's cache TTL if the kubelet uses the Cache strategy"
-	}
-	return "kubelet defaults assumed: pod resync 60s + 50% jitter, Watch strategy"
 }

@@ -2,6 +2,8 @@ package inspect
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,7 +178,7 @@ func TestPredict(t *testing.T) {
 		t.Run(tc.pod+" "+tc.use, func(t *testing.T) {
 			it, ok := uses[tc.pod][tc.use]
 			if !ok {
-				t.Fatalf("no use %q; the pod has %q", tc.use, keysOf(uses[tc.pod]))
+				t.Fatalf("no use %q; the pod has %q", tc.use, slices.Collect(maps.Keys(uses[tc.pod])))
 			}
 			covered[tc.pod+" "+tc.use] = true
 			if it.Verdict != tc.verdict || it.Optional != tc.optional {
@@ -210,14 +212,6 @@ func TestPredict(t *testing.T) {
 	}
 }
 
-func keysOf[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // TestPredictObjectFields: Predict copies the object's state into the row.
 func TestPredictObjectFields(t *testing.T) {
 	uses := predictedUses(t)
@@ -233,55 +227,6 @@ func TestPredictObjectFields(t *testing.T) {
 	g := uses["missing-pod"]["configmap/ghost-config app /etc/ghost"]
 	if g.Object.Exists || g.Object.LastChange != nil {
 		t.Errorf("missing object = %+v", g.Object)
-	}
-}
-
-// TestEstimateDelay: the delay of a hot-updating use from what is known of
-// the node: nothing, its TTL annotation, or its kubelet configuration.
-func TestEstimateDelay(t *testing.T) {
-	node := func(ttl string) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
-		if ttl != "" {
-			n.Annotations = map[string]string{NodeTTLAnnotation: ttl}
-		}
-		return n
-	}
-	cases := []struct {
-		name  string
-		node  *corev1.Node
-		kc    *KubeletTiming
-		want  string
-		basis DelayBasis
-	}{
-		{"nodes not readable", nil, nil, "0-90s", BasisDefault},
-		{"node without TTL annotation", node(""), nil, "0-90s", BasisDefault},
-		{"node with a bad TTL annotation", node("soon"), nil, "0-90s", BasisDefault},
-		{"node TTL 0", node("0"), nil, "0-90s", BasisNodeTTL},
-		{"node TTL 300s", node("300"), nil, "0-390s", BasisNodeTTL},
-		{"kubelet Watch, default sync", node("300"), &KubeletTiming{Strategy: StrategyWatch}, "0-90s", BasisKubeletConfig},
-		{"kubelet Get, sync 10s", node("300"), &KubeletTiming{SyncFrequency: 10 * time.Second, Strategy: StrategyGet}, "0-15s", BasisKubeletConfig},
-		{"kubelet Cache, sync 2m, node TTL 30s", node("30"), &KubeletTiming{SyncFrequency: 2 * time.Minute, Strategy: StrategyCache}, "0-210s", BasisKubeletConfig},
-		{"kubelet Cache, node without TTL: 1m", node(""), &KubeletTiming{SyncFrequency: time.Minute, Strategy: StrategyCache}, "0-150s", BasisKubeletConfig},
-		{"kubelet Cache, nodes not readable: 1m", nil, &KubeletTiming{Strategy: StrategyCache}, "0-150s", BasisKubeletConfig},
-		{"kubelet sync 1.5s", nil, &KubeletTiming{SyncFrequency: 1500 * time.Millisecond, Strategy: StrategyWatch}, "0-2.25s", BasisKubeletConfig},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			snap := &Snapshot{}
-			if tc.node != nil {
-				snap.Nodes = map[string]*corev1.Node{"n": tc.node}
-			}
-			if tc.kc != nil {
-				snap.KubeletConfigs = map[string]KubeletTiming{"n": *tc.kc}
-			}
-			d := EstimateDelay("n", snap)
-			if got := FormatDelay(&d); got != tc.want || d.Basis != tc.basis || d.Min.Duration != 0 {
-				t.Errorf("EstimateDelay = %s %s (min %v), want %s %s", got, d.Basis, d.Min, tc.want, tc.basis)
-			}
-		})
-	}
-	if FormatDelay(nil) != "" {
-		t.Errorf("FormatDelay(nil) = %q, want empty", FormatDelay(nil))
 	}
 }
 

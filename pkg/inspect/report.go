@@ -1,7 +1,7 @@
 // Package inspect answers "who uses which ConfigMap or Secret, how, and is it
 // current?". Everything here that decides is a pure function over plain
 // Kubernetes objects; cluster I/O sits behind the small interfaces in
-// snapshot.go and observe.go.
+// snapshot.go and verify_exec.go (the verify read: see verify.go).
 package inspect
 
 import (
@@ -53,7 +53,7 @@ const (
 	VerdictNotMounted     Verdict = "not-mounted"
 )
 
-// State is what --verify observed.
+// State is what --verify found.
 type State string
 
 const (
@@ -91,7 +91,7 @@ const (
 	CauseExecFailed StateCause = "exec-failed"
 )
 
-// Permanent reports whether observing again cannot change the answer
+// Permanent reports whether reading again cannot change the answer
 // without a change of flags, RBAC, image or object: waiting is pointless.
 func (c StateCause) Permanent() bool {
 	switch c {
@@ -101,8 +101,8 @@ func (c StateCause) Permanent() bool {
 	return false
 }
 
-// causeOfObserveError maps an ObserveError reason to a StateCause.
-func causeOfObserveError(reason string) StateCause {
+// causeOfVerifyError maps an ObserveError reason to a StateCause.
+func causeOfVerifyError(reason string) StateCause {
 	switch reason {
 	case ObserveForbidden:
 		return CauseExecForbidden

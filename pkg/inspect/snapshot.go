@@ -214,260 +214,320 @@ type LoadOptions struct {
 // listed concurrently; ReplicaSets and Jobs only once a pod owned by one
 // has been read (or with Workloads), nodes only when there are pods.
 func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot, error) {
+	l := newLoader(ctx, c, o)
+	if o.Workloads {
+		l.listReplicaSets()
+		l.listJobs()
+	}
+	// Nodes are listed beside the pods, and dropped when there are none.
+	if o.Nodes {
+		l.runBase("nodes", l.listNodes)
+	}
+	l.runBase("configmaps", l.listConfigMaps)
+	if o.Secrets {
+		l.runBase("secrets", l.listSecrets)
+	}
+	if o.Workloads {
+		l.run("workloads", func() error {
+			var err error
+			l.templates, err = loadTemplates(ctx, c, l.ns, l.list, l.deny)
+			return err
+		})
+	}
+	l.run("pods", l.listPods)
+	l.wg.Wait()
+	if l.firstErr != nil {
+		return nil, l.firstErr
+	}
+	return l.finish(), nil
+}
+
+// listOrder is the order of the kinds whose error Load returns: each LIST
+// runs in its own goroutine and fills its own map, all run to their end (an
+// error comes back at once), and the error returned is that of the first
+// kind in this order, whatever finished first: the same answer every time
+// (pods before configmaps).
+var listOrder = map[string]int{"pods": 0, "configmaps": 1, "secrets": 2, "replicasets": 3, "jobs": 4, "workloads": 5, "nodes": 6}
+
+// deniedOrder is the order of Snapshot.Denied: the order of the kinds, not
+// of their answers.
+var deniedOrder = map[string]int{"secrets": 0, "replicasets": 1, "jobs": 2, "deployments": 3, "statefulsets": 4, "daemonsets": 5, "cronjobs": 6, "nodes": 7}
+
+// loader is the state of one Load: the LISTs running, the first error in
+// listOrder, the owner kinds listed on demand and the pod sink.
+type loader struct {
+	ctx      context.Context
+	c        kubernetes.Interface
+	o        LoadOptions
+	ns       string
+	pageSize int64
+	s        *Snapshot
+
+	wg        sync.WaitGroup
+	errMu     sync.Mutex // guards firstErr, firstKind and s.Denied
+	firstErr  error
+	firstKind int
+
+	// base: the LISTs a pod's uses are predicted from (ConfigMaps, Secrets,
+	// nodes), which a PodSink waits for
+	base       sync.WaitGroup
+	baseFailed atomic.Bool
+
+	// the owner kinds, each listed once; done is closed when its LIST ended
+	rsOnce, jobsOnce sync.Once
+	rsDone, jobsDone chan struct{}
+
+	nodes     map[string]*corev1.Node
+	templates []WorkloadTemplate
+
+	// the sink's pod function, made once the base LISTs have ended
+	sinkOnce sync.Once
+	sink     func(*corev1.Pod) error
+	sunk     int
+}
+
+func newLoader(ctx context.Context, c kubernetes.Interface, o LoadOptions) *loader {
 	s := &Snapshot{ConfigMaps: map[ObjectKey]*corev1.ConfigMap{}, Secrets: map[ObjectKey]*corev1.Secret{},
 		ReplicaSets: map[NamespacedName]*appsv1.ReplicaSet{}, Jobs: map[NamespacedName]*batchv1.Job{}, SecretsListed: o.Secrets}
 	ps := o.PageSize
 	if ps == 0 {
 		ps = 500
 	}
-	list := func(resource string, selector string, fn func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object) error) error {
-		p := pager.New(pager.ListPageFunc(fn))
-		p.PageSize = ps
-		lo := metav1.ListOptions{LabelSelector: selector}
-		if o.FromCache {
-			lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
-		}
-		err := p.EachListItem(ctx, lo, each)
-		if err != nil {
-			return &ListError{Resource: resource, Namespace: o.Namespace, Err: err}
-		}
-		return nil
+	return &loader{ctx: ctx, c: c, o: o, ns: o.Namespace, pageSize: ps, s: s, firstKind: len(listOrder),
+		rsDone: make(chan struct{}), jobsDone: make(chan struct{})}
+}
+
+// list is one paginated LIST (a listFunc).
+func (l *loader) list(resource string, selector string, fn func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object) error) error {
+	p := pager.New(pager.ListPageFunc(fn))
+	p.PageSize = l.pageSize
+	lo := metav1.ListOptions{LabelSelector: selector}
+	if l.o.FromCache {
+		lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
 	}
-	ns := o.Namespace
-	// Each LIST runs in its own goroutine and fills its own map. All run to
-	// their end (an error comes back at once), and the error returned is
-	// that of the first kind in this order, whatever finished first: the
-	// same answer every time (pods before configmaps).
-	order := map[string]int{"pods": 0, "configmaps": 1, "secrets": 2, "replicasets": 3, "jobs": 4, "workloads": 5, "nodes": 6}
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	firstKind := len(order)
-	run := func(kind string, fn func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(); err != nil {
-				errMu.Lock()
-				if order[kind] < firstKind {
-					firstErr, firstKind = err, order[kind]
-				}
-				errMu.Unlock()
+	err := p.EachListItem(l.ctx, lo, each)
+	if err != nil {
+		return &ListError{Resource: resource, Namespace: l.o.Namespace, Err: err}
+	}
+	return nil
+}
+
+// run runs one LIST in its own goroutine, keeping its error if its kind
+// comes first in listOrder.
+func (l *loader) run(kind string, fn func() error) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if err := fn(); err != nil {
+			l.errMu.Lock()
+			if listOrder[kind] < l.firstKind {
+				l.firstErr, l.firstKind = err, listOrder[kind]
 			}
-		}()
-	}
-	// deny records a Forbidden LIST of an optional kind (from any goroutine)
-	deny := func(err error) bool {
-		errMu.Lock()
-		defer errMu.Unlock()
-		return s.deny(err)
-	}
-	var rsOnce, jobsOnce sync.Once
-	rsDone, jobsDone := make(chan struct{}), make(chan struct{})
-	// base: the LISTs a pod's uses are predicted from (ConfigMaps, Secrets,
-	// nodes), which a PodSink waits for
-	var base sync.WaitGroup
-	var baseFailed atomic.Bool
-	runBase := func(kind string, fn func() error) {
-		base.Add(1)
-		run(kind, func() error {
-			defer base.Done()
-			err := fn()
-			if err != nil {
-				baseFailed.Store(true)
+			l.errMu.Unlock()
+		}
+	}()
+}
+
+// runBase is run for a LIST the pod sink waits for.
+func (l *loader) runBase(kind string, fn func() error) {
+	l.base.Add(1)
+	l.run(kind, func() error {
+		defer l.base.Done()
+		err := fn()
+		if err != nil {
+			l.baseFailed.Store(true)
+		}
+		return err
+	})
+}
+
+// deny records a Forbidden LIST of an optional kind (from any goroutine).
+func (l *loader) deny(err error) bool {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.s.deny(err)
+}
+
+// listOwners lists one owner kind once: as metadata only where that is
+// all the owner walk reads, whole for status --workloads. keep gets the
+// metadata, and the object when it was listed whole. done is closed when
+// the LIST has ended.
+func (l *loader) listOwners(once *sync.Once, done chan struct{}, gvr schema.GroupVersionResource, whole func(context.Context, metav1.ListOptions) (runtime.Object, error), keep func(metav1.ObjectMeta, runtime.Object)) {
+	once.Do(func() {
+		l.run(gvr.Resource, func() error {
+			defer close(done)
+			var err error
+			if l.o.Metadata != nil && !l.o.Workloads {
+				err = listOwnerMeta(l.o.Metadata, gvr, l.ns, l.list, func(m metav1.ObjectMeta) { keep(m, nil) })
+			} else {
+				err = l.list(gvr.Resource, "", whole, func(obj runtime.Object) error {
+					m := obj.(metav1.Object)
+					keep(metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace()}, obj)
+					return nil
+				})
+			}
+			if l.deny(err) {
+				// the owner walk stops at this owner
+				return nil
 			}
 			return err
 		})
-	}
-	// ownerList lists one owner kind once: as metadata only where that is
-	// all the owner walk reads, whole for status --workloads. keep gets the
-	// metadata, and the object when it was listed whole.
-	// done is closed when the LIST has ended.
-	ownerList := func(once *sync.Once, done chan struct{}, gvr schema.GroupVersionResource, whole func(context.Context, metav1.ListOptions) (runtime.Object, error), keep func(metav1.ObjectMeta, runtime.Object)) func() {
-		return func() {
-			once.Do(func() {
-				run(gvr.Resource, func() error {
-					defer close(done)
-					var err error
-					if o.Metadata != nil && !o.Workloads {
-						err = listOwnerMeta(o.Metadata, gvr, ns, list, func(m metav1.ObjectMeta) { keep(m, nil) })
-					} else {
-						err = list(gvr.Resource, "", whole, func(obj runtime.Object) error {
-							m := obj.(metav1.Object)
-							keep(metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace()}, obj)
-							return nil
-						})
-					}
-					if deny(err) {
-						// the owner walk stops at this owner
-						return nil
-					}
-					return err
-				})
-			})
-		}
-	}
-	listReplicaSets := ownerList(&rsOnce, rsDone, appsv1.SchemeGroupVersion.WithResource("replicasets"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-		return c.AppsV1().ReplicaSets(ns).List(ctx, lo)
+	})
+}
+
+func (l *loader) listReplicaSets() {
+	l.listOwners(&l.rsOnce, l.rsDone, appsv1.SchemeGroupVersion.WithResource("replicasets"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		return l.c.AppsV1().ReplicaSets(l.ns).List(ctx, lo)
 	}, func(m metav1.ObjectMeta, obj runtime.Object) {
 		rs, ok := obj.(*appsv1.ReplicaSet)
 		if !ok {
 			rs = &appsv1.ReplicaSet{ObjectMeta: m}
 		}
-		s.ReplicaSets[NamespacedName{m.Namespace, m.Name}] = rs
+		l.s.ReplicaSets[NamespacedName{m.Namespace, m.Name}] = rs
 	})
-	listJobs := ownerList(&jobsOnce, jobsDone, batchv1.SchemeGroupVersion.WithResource("jobs"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-		return c.BatchV1().Jobs(ns).List(ctx, lo)
+}
+
+func (l *loader) listJobs() {
+	l.listOwners(&l.jobsOnce, l.jobsDone, batchv1.SchemeGroupVersion.WithResource("jobs"), func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		return l.c.BatchV1().Jobs(l.ns).List(ctx, lo)
 	}, func(m metav1.ObjectMeta, obj runtime.Object) {
 		j, ok := obj.(*batchv1.Job)
 		if !ok {
 			j = &batchv1.Job{ObjectMeta: m}
 		}
-		s.Jobs[NamespacedName{m.Namespace, m.Name}] = j
+		l.s.Jobs[NamespacedName{m.Namespace, m.Name}] = j
 	})
-	if o.Workloads {
-		listReplicaSets()
-		listJobs()
+}
+
+// listNodes keeps the nodes aside: they go into the snapshot only when
+// there are pods. They are optional: without them the default timing
+// applies.
+func (l *loader) listNodes() error {
+	m := map[string]*corev1.Node{}
+	err := l.list("nodes", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		return l.c.CoreV1().Nodes().List(ctx, lo)
+	}, func(obj runtime.Object) error {
+		n := obj.(*corev1.Node)
+		m[n.Name] = n
+		return nil
+	})
+	if err == nil {
+		l.nodes = m
 	}
-	// Nodes are listed beside the pods, and dropped when there are none.
-	var nodes map[string]*corev1.Node
-	if o.Nodes {
-		runBase("nodes", func() error {
-			m := map[string]*corev1.Node{}
-			err := list("nodes", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-				return c.CoreV1().Nodes().List(ctx, lo)
-			}, func(obj runtime.Object) error {
-				n := obj.(*corev1.Node)
-				m[n.Name] = n
-				return nil
-			})
-			if err == nil {
-				nodes = m
-			}
-			// nodes are optional: without them the default timing applies.
-			deny(err)
-			return nil
-		})
+	l.deny(err)
+	return nil
+}
+
+func (l *loader) listConfigMaps() error {
+	return l.list("configmaps", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		return l.c.CoreV1().ConfigMaps(l.ns).List(ctx, lo)
+	}, func(obj runtime.Object) error {
+		cm := obj.(*corev1.ConfigMap)
+		l.s.ConfigMaps[ObjectKey{KindConfigMap, cm.Namespace, cm.Name}] = cm
+		return nil
+	})
+}
+
+func (l *loader) listSecrets() error {
+	err := l.list("secrets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		return l.c.CoreV1().Secrets(l.ns).List(ctx, lo)
+	}, func(obj runtime.Object) error {
+		sec := obj.(*corev1.Secret)
+		l.s.Secrets[ObjectKey{KindSecret, sec.Namespace, sec.Name}] = sec
+		return nil
+	})
+	if l.deny(err) {
+		// Forbidden: Secrets are left unread (skipped), ConfigMaps go on
+		l.s.Secrets = map[ObjectKey]*corev1.Secret{}
+		l.s.SecretsListed = false
+		return nil
 	}
-	runBase("configmaps", func() error {
-		return list("configmaps", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().ConfigMaps(ns).List(ctx, lo)
+	return err
+}
+
+// listPods lists the pods, streamed through PodREST when it is set.
+func (l *loader) listPods() error {
+	var err error
+	if l.o.PodREST != nil {
+		lo := metav1.ListOptions{LabelSelector: l.o.PodSelector, Limit: l.pageSize}
+		if l.o.FromCache {
+			lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
+		}
+		if err = streamPods(l.ctx, l.o.PodREST, l.ns, lo, l.addPod); err != nil {
+			err = &ListError{Resource: "pods", Namespace: l.o.Namespace, Err: err}
+		}
+	} else {
+		err = l.list("pods", l.o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return l.c.CoreV1().Pods(l.ns).List(ctx, lo)
 		}, func(obj runtime.Object) error {
-			cm := obj.(*corev1.ConfigMap)
-			s.ConfigMaps[ObjectKey{KindConfigMap, cm.Namespace, cm.Name}] = cm
-			return nil
+			return l.addPod(obj.(*corev1.Pod))
 		})
+	}
+	if errors.Is(err, errNoSink) {
+		return nil // the base LIST's error is the answer
+	}
+	return err
+}
+
+// addPod keeps one pod, or gives it to the sink once its owner kind is
+// listed; the owner kinds are listed as soon as a pod needs them.
+func (l *loader) addPod(pod *corev1.Pod) error {
+	var owned chan struct{}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		switch ref.Kind {
+		case "ReplicaSet":
+			l.listReplicaSets()
+			owned = l.rsDone
+		case "Job":
+			l.listJobs()
+			owned = l.jobsDone
+		}
+	}
+	if l.o.PodSink == nil {
+		l.s.Pods = append(l.s.Pods, TrimPod(*pod))
+		return nil
+	}
+	l.startSink()
+	if l.sink == nil {
+		return errNoSink
+	}
+	if owned != nil {
+		<-owned
+	}
+	p := TrimPod(*pod)
+	l.sunk++
+	return l.sink(&p)
+}
+
+// startSink makes the sink's pod function once the base LISTs have ended.
+func (l *loader) startSink() {
+	l.sinkOnce.Do(func() {
+		l.base.Wait()
+		if l.baseFailed.Load() {
+			return // Load fails with that LIST's error: no report
+		}
+		l.s.Nodes = l.nodes
+		l.sink = l.o.PodSink(l.s)
 	})
-	if o.Secrets {
-		runBase("secrets", func() error {
-			err := list("secrets", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-				return c.CoreV1().Secrets(ns).List(ctx, lo)
-			}, func(obj runtime.Object) error {
-				sec := obj.(*corev1.Secret)
-				s.Secrets[ObjectKey{KindSecret, sec.Namespace, sec.Name}] = sec
-				return nil
-			})
-			if deny(err) {
-				// Forbidden: Secrets are left unread (skipped), ConfigMaps go on
-				s.Secrets = map[ObjectKey]*corev1.Secret{}
-				s.SecretsListed = false
-				return nil
-			}
-			return err
-		})
-	}
-	var templates []WorkloadTemplate
-	if o.Workloads {
-		run("workloads", func() error {
-			var err error
-			templates, err = loadTemplates(ctx, c, ns, list, deny)
-			return err
-		})
-	}
-	// the sink's pod function, made once the base LISTs have ended
-	var sinkOnce sync.Once
-	var sink func(*corev1.Pod) error
-	sunk := 0
-	startSink := func() {
-		sinkOnce.Do(func() {
-			base.Wait()
-			if baseFailed.Load() {
-				return // Load fails with that LIST's error: no report
-			}
-			s.Nodes = nodes
-			sink = o.PodSink(s)
-		})
-	}
-	addPod := func(pod *corev1.Pod) error {
-		var owned chan struct{}
-		if ref := metav1.GetControllerOf(pod); ref != nil {
-			// the owner kinds are listed as soon as a pod needs them
-			switch ref.Kind {
-			case "ReplicaSet":
-				listReplicaSets()
-				owned = rsDone
-			case "Job":
-				listJobs()
-				owned = jobsDone
-			}
-		}
-		if o.PodSink == nil {
-			s.Pods = append(s.Pods, TrimPod(*pod))
-			return nil
-		}
-		startSink()
-		if sink == nil {
-			return errNoSink
-		}
-		if owned != nil {
-			<-owned
-		}
-		p := TrimPod(*pod)
-		sunk++
-		return sink(&p)
-	}
-	run("pods", func() error {
-		var err error
-		if o.PodREST != nil {
-			lo := metav1.ListOptions{LabelSelector: o.PodSelector, Limit: ps}
-			if o.FromCache {
-				lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
-			}
-			if err = streamPods(ctx, o.PodREST, ns, lo, addPod); err != nil {
-				err = &ListError{Resource: "pods", Namespace: o.Namespace, Err: err}
-			}
-		} else {
-			err = list("pods", o.PodSelector, func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-				return c.CoreV1().Pods(ns).List(ctx, lo)
-			}, func(obj runtime.Object) error {
-				return addPod(obj.(*corev1.Pod))
-			})
-		}
-		if errors.Is(err, errNoSink) {
-			return nil // the base LIST's error is the answer
-		}
-		return err
-	})
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	// the order of the kinds, not of their answers
-	deniedOrder := map[string]int{"secrets": 0, "replicasets": 1, "jobs": 2, "deployments": 3, "statefulsets": 4, "daemonsets": 5, "cronjobs": 6, "nodes": 7}
+}
+
+// finish orders what the LISTs gathered, once all have ended.
+func (l *loader) finish() *Snapshot {
+	s := l.s
 	sort.SliceStable(s.Denied, func(i, j int) bool { return deniedOrder[s.Denied[i].Resource] < deniedOrder[s.Denied[j].Resource] })
-	if o.Workloads {
-		s.Templates = append(templates, ownerlessTemplates(s)...)
+	if l.o.Workloads {
+		s.Templates = append(l.templates, ownerlessTemplates(s)...)
 		sortTemplates(s.Templates)
 	}
-	if o.PodSink != nil {
-		startSink() // no pods came
+	if l.o.PodSink != nil {
+		l.startSink() // no pods came
 	}
-	if len(s.Pods) > 0 || sunk > 0 {
-		s.Nodes = nodes
+	if len(s.Pods) > 0 || l.sunk > 0 {
+		s.Nodes = l.nodes
 	} else {
 		s.Nodes = nil
 	}
-	return s, nil
+	return s
 }
 
 // errNoSink stops the pod LIST when a LIST the PodSink waits for failed.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/fixtures"
 	"net/http"
 	"net/http/httptest"
@@ -516,5 +517,33 @@ func TestLoadPodSinkNotCalledWhenConfigMapsFail(t *testing.T) {
 	}
 	if calls != 0 {
 		t.Errorf("PodSink called %d times after the ConfigMap LIST failed", calls)
+	}
+}
+
+// TestSnapshotObjectCached: Object converts each object once and shares
+// the result, safely across goroutines; a Secret not listed is unread.
+func TestSnapshotObjectCached(t *testing.T) {
+	snap := secretSnapshot(false)
+	k := ObjectKey{KindConfigMap, "ns", "cm"}
+	var wg sync.WaitGroup
+	objs := make([]Object, 8)
+	for i := range objs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			objs[i] = snap.Object(k)
+		}()
+	}
+	wg.Wait()
+	for _, o := range objs[1:] {
+		if fmt.Sprintf("%p", o.Data) != fmt.Sprintf("%p", objs[0].Data) {
+			t.Fatal("Object converted the ConfigMap more than once")
+		}
+	}
+	if s := snap.Object(ObjectKey{KindSecret, "ns", "creds"}); !s.Unread || s.Exists {
+		t.Errorf("secret not listed: %+v", s)
+	}
+	if s := secretSnapshot(true).Object(ObjectKey{KindSecret, "ns", "nope"}); s.Unread || s.Exists {
+		t.Errorf("secret listed, absent: %+v", s)
 	}
 }

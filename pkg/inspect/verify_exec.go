@@ -1,10 +1,14 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -13,6 +17,14 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 )
+
+// Executor runs argv in a container and streams its output. It is the only
+// door from the verify read to the cluster (RemoteExecutor, below, goes
+// through the API server, as kubectl exec does). A non-zero exit is an
+// error that carries the code (k8s.io/client-go/util/exec.ExitError).
+type Executor interface {
+	Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error
+}
 
 // RemoteExecutor runs commands in containers through the API server the way
 // kubectl exec v0.37 does: WebSocket (a GET) first, SPDY (a POST) when the
@@ -60,4 +72,41 @@ func (e *RemoteExecutor) Exec(ctx context.Context, namespace, pod, container str
 		}
 	}
 	return exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+}
+
+// limitWriter keeps at most n bytes and reports overflow.
+type limitWriter struct {
+	buf      bytes.Buffer
+	n        int64
+	overflow bool
+	cancel   context.CancelFunc
+}
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if int64(w.buf.Len())+int64(len(p)) > w.n {
+		w.overflow = true
+		if w.cancel != nil {
+			w.cancel()
+		}
+		return 0, errors.New("output limit exceeded")
+	}
+	return w.buf.Write(p)
+}
+
+func runExec(ctx context.Context, ex Executor, req ObserveRequest, argv []string, timeout time.Duration, limit int64) (*limitWriter, *limitWriter, error) {
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	stdout := &limitWriter{n: limit, cancel: cancel}
+	stderr := &limitWriter{n: 64 << 10}
+	err := ex.Exec(cctx, req.Namespace, req.Pod, req.Container, argv, stdout, stderr)
+	if err == nil && cctx.Err() != nil {
+		err = cctx.Err()
+	}
+	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+	}
+	return stdout, stderr, err
 }

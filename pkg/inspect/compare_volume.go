@@ -1,0 +1,226 @@
+package inspect
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// compareVolume compares a volume use (a whole object, items, or a source
+// of a projected volume): the files of the kubelet's payload against the
+// files under the atomic ..data link at the mountPath.
+func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Observation, o CompareOptions) Comparison {
+	op, bad := mountRead(it, obs)
+	if bad != nil {
+		return *bad
+	}
+	switch op.Kind {
+	case PathMissing:
+		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("mountPath %q does not exist in the container", it.Volume.MountPath)}
+	case PathDir, PathFile, PathOther:
+		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("no ..data link at mountPath %q: what the container sees there is not the kubelet's volume (shadowed by another mount?)", it.Volume.MountPath)}
+	}
+	if op.Unstable {
+		return Comparison{State: StateUnverifiable, Reason: "the kubelet rewrote the volume while it was being read; run again"}
+	}
+	var c Comparison
+	if t, ok := SyncedAt(op.Target); ok {
+		c.SyncedAt = &t
+	}
+	if plErr != nil {
+		return Comparison{State: StateUnverifiable, Reason: plErr.Error(), SyncedAt: c.SyncedAt}
+	}
+	// A projected volume shares its directory with other sources: a later
+	// source that writes the same path wins it, and a file this payload
+	// lacks may be another source's.
+	v := &volumeFiles{it: it, pl: pl, op: op, fsGroup: hasFSGroup(pod), ps: otherSources(it, pod, o.Object)}
+	v.compareExpected()
+	v.compareExtras()
+	c.Files = v.files
+	sortByPath(c.Files)
+	volumeVerdict(&c, it, obj, obs, o.Now, v)
+	return c
+}
+
+// mountRead is what the container showed at the use's mountPath, or the
+// verdict when the read did not reach it.
+func mountRead(it Item, obs *Observation) (*ObservedPath, *Comparison) {
+	op := obs.Paths[it.Volume.MountPath]
+	if op == nil {
+		return nil, &Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
+	}
+	if op.Err != "" {
+		return nil, &Comparison{State: StateUnverifiable, Reason: "no shell: " + op.Err, Cause: CauseNoShell}
+	}
+	return op, nil
+}
+
+// fileTally is what a volume or subPath comparison collects besides the
+// comparisons: the files left out because an unread Secret may provide
+// them (and which), and how many a later projected source overwrites.
+type fileTally struct {
+	files      []FileComparison
+	unknown    []string
+	unreadBy   []string
+	overridden int
+}
+
+// mayBeUnread leaves out a file that the unread sources by may provide.
+func (t *fileTally) mayBeUnread(name string, by []string) {
+	t.unknown = append(t.unknown, name)
+	t.unreadBy = unionStrings(t.unreadBy, by)
+}
+
+// overriddenNote says how many files a later projected source overwrites.
+func (t *fileTally) overriddenNote() string {
+	if t.overridden == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s overwritten by a later source of the projected volume not compared", plural(t.overridden, "file"))
+}
+
+// volumeFiles compares the files of one volume use.
+type volumeFiles struct {
+	it      Item
+	pl      Payload
+	op      *ObservedPath
+	ps      projectedSources
+	fsGroup bool
+	fileTally
+	// extrasUnknown: without a shell, the names in the volume could not be
+	// listed, so a removed key's file would go unseen.
+	extrasUnknown bool
+}
+
+// compareExpected compares each file of the payload that the container
+// shows as this use's.
+func (v *volumeFiles) compareExpected() {
+	for i := range v.pl.Files {
+		p := v.pl.Files[i].Path
+		known, maybe := v.ps.overrides(p)
+		switch {
+		case known:
+			v.overridden++
+			continue
+		case len(maybe) > 0:
+			v.mayBeUnread(displayPath(p), maybe)
+			continue
+		}
+		v.files = append(v.files, compareFile(&v.pl.Files[i], v.op.Files[p], v.fsGroup))
+	}
+}
+
+// compareExtras adds the files the container has that the payload lacks
+// and that are this use's to explain.
+func (v *volumeFiles) compareExtras() {
+	if v.op.Listed {
+		for _, p := range slices.Sorted(maps.Keys(v.op.Files)) {
+			v.extra(p, v.op.Files[p])
+		}
+		return
+	}
+	// no shell
+	seen := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(v.op.Files)) {
+		seen[p] = true
+		v.extra(p, v.op.Files[p])
+	}
+	if len(v.it.Items) > 0 {
+		return
+	}
+	if v.op.Names == nil {
+		v.extrasUnknown = true
+	}
+	for _, n := range v.op.Names {
+		if strings.HasPrefix(n, "..") || seen[n] {
+			continue
+		}
+		v.extra(n, &ObservedFile{Path: n, Mode: -1, Size: -1})
+	}
+}
+
+func (v *volumeFiles) extra(p string, of *ObservedFile) {
+	if _, ok := v.pl.File(p); ok {
+		return
+	}
+	mine, maybe := ownsExtra(v.it, v.ps, p)
+	if len(maybe) > 0 {
+		v.mayBeUnread(displayPath(p), maybe)
+	}
+	if mine {
+		v.files = append(v.files, compareFile(nil, of, v.fsGroup))
+	}
+}
+
+// volumeVerdict sets the state and reason of a volume comparison from its
+// files.
+func volumeVerdict(c *Comparison, it Item, obj Object, obs *Observation, now time.Time, v *volumeFiles) {
+	t := tallyFiles(c.Files)
+	written := ""
+	if c.SyncedAt != nil {
+		written = fmt.Sprintf("; the kubelet last wrote the volume at %s", c.SyncedAt.UTC().Format(time.RFC3339))
+	}
+	kind := strings.ToLower(it.Object.Kind)
+	note := v.overriddenNote()
+	if len(v.unknown) > 0 {
+		note += "; not compared: " + unreadNote(listNames(v.unknown, 3), v.unreadBy)
+	}
+	switch {
+	case t.differ == 0 && t.notCompared == 0 && !v.extrasUnknown && len(v.unknown) == 0:
+		c.State = StateInSync
+		c.Reason = fmt.Sprintf("matches the API (%s)%s%s%s", plural(t.equal, "file"), written, noShellNote(obs), note)
+	case t.differ == 0 && len(v.unknown) > 0:
+		// Never in-sync (a removed key may remain) nor pending (the file
+		// may be the Secret's): unknown.
+		c.State, c.Cause = StateUnverifiable, CauseSecretsNotRead
+		c.Reason = fmt.Sprintf("the files of the %s that could be compared match (%s), but %s", kind, plural(t.equal, "file"),
+			unreadNote(listNames(v.unknown, 3), v.unreadBy))
+	case t.differ == 0:
+		c.State = StateUnverifiable
+		if t.notCompared > 0 {
+			c.Reason = fmt.Sprintf("%s not compared: larger than --max-bytes and the container has no sha256sum, or unreadable (%s); the rest matches", plural(t.notCompared, "file"), listNames(t.unread, 3))
+		} else {
+			c.Reason, c.Cause = "no shell: every expected file matches, but without sh or ls the container's other files cannot be listed", CauseNoShell
+		}
+	case it.Object.Immutable || obj.Immutable:
+		c.State = StateStale
+		c.Reason = fmt.Sprintf("differs from the API (%s), and the %s is immutable: it was deleted and re-created, and the kubelet keeps serving its old copy (even to new pods on this node while any pod there uses it); roll out a new name",
+			listNames(t.names, 3), kind)
+	default:
+		c.State = StatePending
+		c.Reason = fmt.Sprintf("differs from the API (%s); %s%s%s", listNames(t.names, 3), pendingTiming(it, obj, now), written, note)
+	}
+}
+
+// ownsExtra says whether a file at path p of the volume (relative to its
+// root) that this use's payload lacks is this use's to explain (a key
+// removed from the object): any file of a whole configMap or secret volume;
+// only the listed paths of a source with items; for a whole source of a
+// projected volume, a top-level name. A path another source writes is not;
+// a path an unread Secret source may write is not either, and unreadBy names
+// those sources.
+func ownsExtra(it Item, ps projectedSources, p string) (mine bool, unreadBy []string) {
+	if len(it.Items) > 0 {
+		listed := slices.ContainsFunc(it.Items, func(kp KeyPath) bool { return path.Clean(kp.Path) == p })
+		if !listed {
+			return false, nil
+		}
+	} else if !ps.projected {
+		return true, nil
+	} else if strings.Contains(p, "/") {
+		return false, nil
+	}
+	known, maybe := ps.writes(p)
+	if known {
+		return false, nil
+	}
+	if len(maybe) > 0 {
+		return false, maybe
+	}
+	return true, nil
+}

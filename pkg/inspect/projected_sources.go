@@ -1,0 +1,178 @@
+package inspect
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func podVolume(pod *corev1.Pod, name string) *corev1.Volume {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return &pod.Spec.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// projectedSources is what the other sources of a use's projected volume
+// write, as far as it is known. The zero value (not a projected volume)
+// writes nothing.
+type projectedSources struct {
+	projected bool
+	// claimed holds the paths the other sources write at fixed places
+	// (downwardAPI, serviceAccountToken, clusterTrustBundle, podCertificate
+	// and items of configMap and secret sources) and every directory above
+	// them; whole holds the other whole configMap and secret sources read.
+	claimed map[string]bool
+	whole   []Object
+	// unread names the other whole Secret sources that were not read: any
+	// top-level name may be one of their keys.
+	unread []string
+	// The same for the sources after this use's own: they win a path both
+	// write (the kubelet merges the sources in order, a later one
+	// overwriting an earlier one's file).
+	laterFixed  map[string]bool
+	laterWhole  []Object
+	laterUnread []string
+}
+
+// otherSources describes the other sources of the use's projected volume:
+// configMap, secret, downwardAPI, serviceAccountToken, clusterTrustBundle
+// and podCertificate. lookup reads the configMap and secret sources.
+func otherSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) projectedSources {
+	var v *corev1.Volume
+	if it.Volume != nil {
+		v = podVolume(pod, it.Volume.Name)
+	}
+	if v == nil || v.Projected == nil {
+		return projectedSources{}
+	}
+	ps := projectedSources{projected: true, claimed: map[string]bool{}, laterFixed: map[string]bool{}}
+	self, later := false, false
+	for _, s := range v.Projected.Sources {
+		kind, name, items, fixed := projectedSource(s)
+		if kind == it.Object.Kind && name == it.Object.Name && !self && sameItems(items, it.Items) {
+			self, later = true, true
+			continue
+		}
+		for _, kp := range items {
+			fixed = append(fixed, kp.Path)
+		}
+		if kind != "" && len(items) == 0 {
+			ps.addWhole(ObjectKey{Kind: kind, Namespace: it.Object.Namespace, Name: name}, lookup, later)
+		}
+		ps.claim(fixed, later)
+	}
+	return ps
+}
+
+// projectedSource is what one source of a projected volume is: a configMap
+// or secret (kind, name and items), or the paths it writes at fixed places.
+func projectedSource(s corev1.VolumeProjection) (kind, name string, items []corev1.KeyToPath, fixed []string) {
+	switch {
+	case s.ConfigMap != nil:
+		kind, name, items = KindConfigMap, s.ConfigMap.Name, s.ConfigMap.Items
+	case s.Secret != nil:
+		kind, name, items = KindSecret, s.Secret.Name, s.Secret.Items
+	case s.DownwardAPI != nil:
+		for _, f := range s.DownwardAPI.Items {
+			fixed = append(fixed, f.Path)
+		}
+	case s.ServiceAccountToken != nil:
+		fixed = append(fixed, s.ServiceAccountToken.Path)
+	case s.ClusterTrustBundle != nil:
+		fixed = append(fixed, s.ClusterTrustBundle.Path)
+	case s.PodCertificate != nil:
+		fixed = append(fixed, s.PodCertificate.CredentialBundlePath, s.PodCertificate.KeyPath, s.PodCertificate.CertificateChainPath)
+	}
+	return kind, name, items, fixed
+}
+
+// addWhole records a whole configMap or secret source: its data when it
+// was read, its name when not.
+func (ps *projectedSources) addWhole(k ObjectKey, lookup func(ObjectKey) Object, later bool) {
+	obj := Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
+	if lookup != nil {
+		obj = lookup(k)
+	} else {
+		obj.Unread = true
+	}
+	if obj.Unread {
+		what := fmt.Sprintf("%s %q", k.Kind, k.Name)
+		ps.unread = append(ps.unread, what)
+		if later {
+			ps.laterUnread = append(ps.laterUnread, what)
+		}
+		return
+	}
+	ps.whole = append(ps.whole, obj)
+	if later {
+		ps.laterWhole = append(ps.laterWhole, obj)
+	}
+}
+
+// claim records paths a source writes at fixed places, and the directories
+// above them.
+func (ps *projectedSources) claim(fixed []string, later bool) {
+	for _, f := range fixed {
+		if f == "" {
+			continue
+		}
+		c := path.Clean(f)
+		ps.claimed[c] = true
+		if later {
+			ps.laterFixed[c] = true
+		}
+		for d := path.Dir(c); d != "." && d != "/"; d = path.Dir(d) {
+			ps.claimed[d] = true
+		}
+	}
+}
+
+// writes reports whether another source writes the path p (cleaned,
+// relative to the volume root) or something below it: known when a source
+// that was read (or a fixed path) does, maybe naming the unread Secret
+// sources that could (their keys are top-level names).
+func (ps projectedSources) writes(p string) (known bool, maybe []string) {
+	if !ps.projected {
+		return false, nil
+	}
+	return sourcesWrite(p, ps.claimed, ps.whole, ps.unread)
+}
+
+// overrides reports whether a source after this use's own writes the file
+// p, so that the container shows that source's file there, not this one's.
+func (ps projectedSources) overrides(p string) (known bool, maybe []string) {
+	if !ps.projected {
+		return false, nil
+	}
+	return sourcesWrite(p, ps.laterFixed, ps.laterWhole, ps.laterUnread)
+}
+
+// sourcesWrite: p is written by a fixed path or a whole source that was
+// read (known), or maybe by unread Secrets (their keys are top-level names).
+func sourcesWrite(p string, fixed map[string]bool, whole []Object, unread []string) (known bool, maybe []string) {
+	if fixed[p] {
+		return true, nil
+	}
+	for _, w := range whole {
+		if _, ok := w.Data[p]; ok {
+			return true, nil
+		}
+	}
+	if !strings.Contains(p, "/") {
+		maybe = unread
+	}
+	return false, maybe
+}
+
+func sameItems(a []corev1.KeyToPath, b []KeyPath) bool {
+	return slices.EqualFunc(a, b, func(x corev1.KeyToPath, y KeyPath) bool { return x.Key == y.Key && x.Path == y.Path })
+}

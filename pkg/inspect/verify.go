@@ -1,0 +1,307 @@
+package inspect
+
+// The words of --verify, as the files and unexported names use them:
+//
+//   - verify: the in-container read. For each consuming container, one exec
+//     (verify_exec.go) runs a read-only script (verify_script.go) whose
+//     output is parsed (verify_parse.go) into what the container shows; a
+//     container without sh gets a file-by-file fallback (verify_noshell.go).
+//     Exec failures become the contract's reasons (verify_errors.go). This
+//     file plans the reads, one per container, runs them and gathers the
+//     results.
+//   - precheck: the uses decided without a read (precheck.go).
+//   - compare: what the container shows against what the API holds, one
+//     file per kind of use (compare_volume.go, compare_subpath.go,
+//     compare_env.go), giving a Comparison and its State.
+//   - The exported names of the read still say "observe" (Observe,
+//     Observation, ObservedFile, ObserveError, ...): they are the verify
+//     read and what it returned, nothing else. pkg/refresh's Observer, which
+//     re-reads pods while a refresh waits, is another thing.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// VerifyOptions tune Verify.
+type VerifyOptions struct {
+	// MaxBytes: larger files are compared by size and sha256 only
+	// (0: 1 MiB; negative: every non-empty file by hash).
+	MaxBytes int64
+	// Concurrency bounds the execs running at once (default 16).
+	Concurrency int
+	// ExecTimeout bounds one exec (default 10s).
+	ExecTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Progress receives a one-line progress report ("\r"-rewritten) once the
+	// run has taken longer than ProgressAfter; nil for none. The caller
+	// passes stderr only when it is a terminal.
+	Progress      io.Writer
+	ProgressAfter time.Duration
+}
+
+func (o VerifyOptions) withDefaults() VerifyOptions {
+	if o.MaxBytes == 0 {
+		o.MaxBytes = 1 << 20
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.ExecTimeout <= 0 {
+		o.ExecTimeout = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ProgressAfter <= 0 {
+		o.ProgressAfter = 2 * time.Second
+	}
+	return o
+}
+
+// Result is one verified use.
+type Result struct {
+	Item       Item
+	Comparison Comparison
+	// Pod is the consuming pod (nil when it is not in the snapshot): its
+	// spec tells which values of the container may come from a Secret.
+	Pod *corev1.Pod
+}
+
+// Verify reads every consuming container (one exec per container, at
+// most opts.Concurrency at once) and fills State, StateReason and SyncedAt
+// of each item. It never fails: what could not be checked is unverifiable
+// with the reason.
+func Verify(ctx context.Context, items []Item, snap *Snapshot, ex Executor, opts VerifyOptions) []Item {
+	res := VerifyResults(ctx, items, snap, ex, opts)
+	out := make([]Item, len(res))
+	for i, r := range res {
+		out[i] = r.Item
+	}
+	return out
+}
+
+// VerifyResults is Verify with the comparisons behind each state (what
+// `diff` prints). Results are in the order of items.
+func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executor, opts VerifyOptions) []Result {
+	opts = opts.withDefaults()
+	if snap == nil {
+		snap = &Snapshot{}
+	}
+	results := make([]Result, len(items))
+	// Each use's object and payload, computed once.
+	inputs := make([]useInputs, len(items))
+	reads := planReads(items, snap, results, inputs)
+	readContainers(ctx, reads, ex, opts)
+	co := CompareOptions{Now: opts.Now(), Object: snap.Object}
+	for _, r := range reads {
+		for _, i := range r.uses {
+			results[i].Comparison = safeCompare(items[i], results[i].Pod, inputs[i], r.obs, co)
+		}
+	}
+	for i := range results {
+		results[i].Item = withComparison(results[i].Item, results[i].Comparison)
+	}
+	return results
+}
+
+// containerKey names one consuming container.
+type containerKey struct{ namespace, pod, container string }
+
+// containerRead is the one exec into a container that serves all its uses:
+// the paths to read (merged over the uses), the indexes of those uses, and
+// what the read showed.
+type containerRead struct {
+	req   ObserveRequest
+	paths map[string]int // index in req.Paths by path
+	uses  []int
+	obs   *Observation
+}
+
+// planReads fills each result's item and pod, decides the uses that need no
+// exec (precheck), and groups the others by container, in the order of
+// their first use.
+func planReads(items []Item, snap *Snapshot, results []Result, inputs []useInputs) []*containerRead {
+	pods := map[NamespacedName]*corev1.Pod{}
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		pods[NamespacedName{p.Namespace, p.Name}] = p
+	}
+	byContainer := map[containerKey]*containerRead{}
+	var reads []*containerRead
+	for i, it := range items {
+		results[i].Item = it
+		pod := pods[NamespacedName{it.Object.Namespace, it.Pod.Name}]
+		results[i].Pod = pod
+		obj := snap.Object(it.Key())
+		if it.Object.Kind == KindSecret && obj.Unread && it.Container != nil {
+			results[i].Comparison = Comparison{State: StateUnverifiable, Reason: "Secrets were not read (--secrets)", Cause: CauseSecretsNotRead}
+			continue
+		}
+		inputs[i] = inputsFor(it, obj)
+		if c, done := precheck(it, pod, inputs[i]); done {
+			results[i].Comparison = c
+			continue
+		}
+		k := containerKey{it.Object.Namespace, it.Pod.Name, it.Container.Name}
+		r := byContainer[k]
+		if r == nil {
+			r = &containerRead{req: ObserveRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{}}
+			byContainer[k] = r
+			reads = append(reads, r)
+		}
+		r.uses = append(r.uses, i)
+		prs, env := requestFor(it, pod, inputs[i], snap.Object)
+		r.add(prs, env)
+	}
+	return reads
+}
+
+// add merges what one use needs read into the container's request.
+func (r *containerRead) add(prs []PathRequest, env bool) {
+	r.req.Env = r.req.Env || env
+	for _, pr := range prs {
+		j, ok := r.paths[pr.Path]
+		if !ok {
+			r.paths[pr.Path] = len(r.req.Paths)
+			r.req.Paths = append(r.req.Paths, pr)
+			continue
+		}
+		m := &r.req.Paths[j]
+		m.List = m.List || pr.List
+		m.Expect = unionStrings(m.Expect, pr.Expect)
+	}
+}
+
+// readContainers runs the reads, at most opts.Concurrency at once, with a
+// progress line on opts.Progress once they take longer than
+// opts.ProgressAfter.
+func readContainers(ctx context.Context, reads []*containerRead, ex Executor, opts VerifyOptions) {
+	var wg sync.WaitGroup
+	pr := &progressLine{w: opts.Progress, total: len(reads), after: opts.ProgressAfter, start: time.Now()}
+	sem := make(chan struct{}, opts.Concurrency)
+	stop := pr.tick(200 * time.Millisecond)
+	for _, r := range reads {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			defer pr.step()
+			r.obs = readContainer(ctx, r.req, ex, opts)
+		}()
+	}
+	wg.Wait()
+	stop()
+	pr.clear()
+}
+
+// readContainer is one read; a panic in it is that container's failure,
+// not the run's.
+func readContainer(ctx context.Context, req ObserveRequest, ex Executor, opts VerifyOptions) (obs *Observation) {
+	defer func() {
+		if r := recover(); r != nil {
+			obs = &Observation{Err: &ObserveError{Reason: ObserveFailed, Message: fmt.Sprint("internal error: ", r)}}
+		}
+	}()
+	if ctx.Err() != nil {
+		return &Observation{Err: &ObserveError{Reason: ObserveFailed, Message: "interrupted"}}
+	}
+	return Observe(ctx, ex, req, ObserveOptions{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
+}
+
+// progressLine is the "\r"-rewritten "verifying: n/m containers" line,
+// shown once the reads have taken longer than after, and only for two
+// containers or more.
+type progressLine struct {
+	w     io.Writer
+	total int
+	after time.Duration
+	start time.Time
+
+	mu      sync.Mutex
+	done    int
+	printed bool
+}
+
+// tick prints the line every interval until stop is called.
+func (p *progressLine) tick(interval time.Duration) (stop func()) {
+	ticker := time.NewTicker(interval)
+	stopTicker := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ticker.C:
+				p.print()
+			case <-stopTicker:
+				return
+			}
+		}
+	}()
+	return func() {
+		ticker.Stop()
+		close(stopTicker)
+	}
+}
+
+func (p *progressLine) print() {
+	if p.w == nil || p.total < 2 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.start) < p.after {
+		return
+	}
+	p.printed = true
+	fmt.Fprintf(p.w, "\rverifying: %d/%d containers", p.done, p.total)
+}
+
+// step counts one finished read.
+func (p *progressLine) step() {
+	p.mu.Lock()
+	p.done++
+	p.mu.Unlock()
+}
+
+// clear erases the line if it was shown.
+func (p *progressLine) clear() {
+	p.mu.Lock()
+	if p.printed {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	p.mu.Unlock()
+}
+
+// withComparison is the item with the state the comparison decided.
+func withComparison(it Item, c Comparison) Item {
+	it.State = c.State
+	it.StateReason = c.Reason
+	it.StateCause = c.Cause
+	it.Observed = c.Observed
+	if c.SyncedAt != nil {
+		t := metav1.NewTime(c.SyncedAt.UTC())
+		it.SyncedAt = &t
+	} else {
+		it.SyncedAt = nil
+	}
+	return it
+}
+
+// safeCompare is CompareUse that turns a panic into an unverifiable state:
+// one odd container must not take the whole report down.
+func safeCompare(it Item, pod *corev1.Pod, in useInputs, obs *Observation, o CompareOptions) (c Comparison) {
+	defer func() {
+		if r := recover(); r != nil {
+			c = Comparison{State: StateUnverifiable, Reason: fmt.Sprint("internal error while comparing: ", r)}
+		}
+	}()
+	return compareUse(it, pod, in, obs, o)
+}

@@ -1,0 +1,96 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	utilexec "k8s.io/client-go/util/exec"
+)
+
+// TestObserveErrorRedacted: malformed output is quoted a few bytes long,
+// and not at all for a Secret use.
+func TestObserveErrorRedacted(t *testing.T) {
+	long := "AAAAAAAA" + secretValue
+	ex := &rawExecutor{out: "P\x000\x00K\x00f\x00F\x00\x00-rw-r--r--\x00" + long + "\x00"}
+	obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: "/f"}}}, ObserveOptions{MaxBytes: 10})
+	if obs.Err == nil {
+		t.Fatal("malformed output accepted")
+	}
+	cm := CompareUse(volItem(ModeVolume, "/f"), nil, cmObject(nil, nil), obs, CompareOptions{})
+	if !strings.Contains(cm.Reason, `bad size "AAAAAAAA..."`) || strings.Contains(cm.Reason, secretValue) {
+		t.Errorf("configmap reason: %s", cm.Reason)
+	}
+	it := volItem(ModeVolume, "/f")
+	it.Object.Kind = KindSecret
+	sec := CompareUse(it, nil, Object{Kind: KindSecret, Exists: true}, obs, CompareOptions{})
+	if !strings.Contains(sec.Reason, "bad size") || strings.Contains(sec.Reason, "AAAA") {
+		t.Errorf("secret reason: %s", sec.Reason)
+	}
+}
+
+type rawExecutor struct{ out string }
+
+func (r *rawExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+	io.WriteString(stdout, r.out)
+	return nil
+}
+
+func TestClassifyExecError(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), ObserveTimeout},
+		{errors.New(`pods "p" is forbidden: User "u" cannot create resource "pods/exec"`), ObserveForbidden},
+		{errors.New(`OCI runtime exec failed: exec failed: unable to start container process: exec: "sh": executable file not found in $PATH: unknown`), ObserveNoShell},
+		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 127"), Code: 127}, ObserveNoShell},
+		{errors.New(`unable to upgrade connection: container not found ("c")`), ObserveNotRunning},
+		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}, ObserveFailed},
+		// seen on the e2e cluster: a pod deleted and a container that exited while they were observed
+		{errors.New(`unable to upgrade connection: pods "deleted" not found`), ObserveNotRunning},
+		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "36960a": ttrpc: closed: unknown`), ObserveNotRunning},
+		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task bf2b not found: not found`), ObserveNotRunning},
+	}
+	for _, c := range cases {
+		if got := ClassifyExecError(ctx, c.err, nil); got.Reason != c.want {
+			t.Errorf("%v: %s, want %s", c.err, got.Reason, c.want)
+		}
+	}
+}
+
+func TestFirstLineDropsRequestQuery(t *testing.T) {
+	msg := `Internal error occurred: error sending request: Post "https://192.0.2.2:10250/exec/ns/p/c?command=sh&command=-c&command=m%3D%241": dial unix /run/tunnel.sock: connect: resource temporarily unavailable`
+	want := `Internal error occurred: error sending request: Post "https://192.0.2.2:10250/exec/ns/p/c": dial unix /run/tunnel.sock: connect: resource temporarily unavailable`
+	if got := firstLine(msg); got != want {
+		t.Fatalf("firstLine =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestForbiddenExecReason: an exec RBAC denies is reported with the missing
+// permission first ("forbidden: create pods/exec"), the API server's words
+// (without client-go's prefix) and the rule that grants it.
+func TestForbiddenExecReason(t *testing.T) {
+	const server = `pods "web-1" is forbidden: User "system:serviceaccount:shop:reader" cannot create resource "pods/exec" in API group "" in the namespace "shop"`
+	cases := []struct{ name, msg, want string }{
+		{"SPDY fallback (create)", "unable to upgrade connection: " + server,
+			`forbidden: create pods/exec (` + server + `; verify needs get and create on pods/exec: a Role with {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]} grants them)`},
+		{"WebSocket only (get)", strings.ReplaceAll(server, "cannot create", "cannot get"),
+			`forbidden: get pods/exec (` + strings.ReplaceAll(server, "cannot create", "cannot get") + `; verify needs get and create on pods/exec: a Role with {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]} grants them)`},
+		{"unknown wording", "Forbidden",
+			`forbidden: create pods/exec (Forbidden; verify needs get and create on pods/exec: a Role with {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]} grants them)`},
+	}
+	for _, c := range cases {
+		got := ClassifyExecError(context.Background(), errors.New(c.msg), nil)
+		if got.Reason != ObserveForbidden || got.Error() != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got.Error(), c.want)
+		}
+		if c := causeOfVerifyError(got.Reason); c != CauseExecForbidden {
+			t.Errorf("cause %q, want %q", c, CauseExecForbidden)
+		}
+	}
+}

@@ -1,0 +1,343 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	utilexec "k8s.io/client-go/util/exec"
+)
+
+// localExecutor runs argv on this machine, as if the container were the
+// host: PATH is restricted to binDir, so a test chooses the tools the
+// "container" has. argv[0] missing from binDir fails the way containerd
+// reports it.
+type localExecutor struct {
+	binDir string
+	env    []string
+	calls  [][]string
+}
+
+func (l *localExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+	l.calls = append(l.calls, argv)
+	bin := filepath.Join(l.binDir, argv[0])
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("Internal error occurred: error executing command in container: failed to exec in container: failed to start exec \"abc\": OCI runtime exec failed: exec failed: unable to start container process: exec: %q: executable file not found in $PATH: unknown", argv[0])
+	}
+	cmd := exec.CommandContext(ctx, bin, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Env = append([]string{"PATH=" + l.binDir}, l.env...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", ee.ExitCode()), Code: ee.ExitCode()}
+	}
+	return err
+}
+
+// toolDir makes a directory of symlinks: name -> target path.
+func toolDir(t *testing.T, tools map[string]string) string {
+	t.Helper()
+	d := t.TempDir()
+	for name, target := range tools {
+		if err := os.Symlink(target, filepath.Join(d, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func lookTools(t *testing.T, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range names {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			t.Skipf("%s not installed", n)
+		}
+		out[n] = p
+	}
+	return out
+}
+
+// shells returns the tool sets the script must work with.
+func shells(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	sets := map[string]map[string]string{}
+	core := []string{"ls", "cat", "wc", "sha256sum"}
+	for _, sh := range []string{"dash", "bash"} {
+		if p, err := exec.LookPath(sh); err == nil {
+			m := map[string]string{"sh": p}
+			ok := true
+			for _, c := range core {
+				cp, err := exec.LookPath(c)
+				if err != nil {
+					ok = false
+					break
+				}
+				m[c] = cp
+			}
+			if ok {
+				sets[sh+"+coreutils"] = m
+				// with stat, a directory's files are read in one batch
+				if st, err := exec.LookPath("stat"); err == nil {
+					ms := maps.Clone(m)
+					ms["stat"] = st
+					sets[sh+"+coreutils+stat"] = ms
+				}
+			}
+		}
+	}
+	if bb, err := exec.LookPath("busybox"); err == nil {
+		m := map[string]string{}
+		for _, n := range append([]string{"sh", "stat"}, core...) {
+			m[n] = bb
+		}
+		sets["busybox"] = m
+	}
+	if len(sets) == 0 {
+		t.Skip("no shell to test with")
+	}
+	return sets
+}
+
+// atomicVolume lays out dir as the kubelet's atomic writer does.
+func atomicVolume(t *testing.T, dir, ts string, files map[string][]byte, modes map[string]os.FileMode) {
+	t.Helper()
+	data := filepath.Join(dir, ts)
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	top := map[string]bool{}
+	for p, content := range files {
+		full := filepath.Join(data, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		m := os.FileMode(0o644)
+		if mm, ok := modes[p]; ok {
+			m = mm
+		}
+		if err := os.WriteFile(full, content, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(full, m); err != nil {
+			t.Fatal(err)
+		}
+		top[strings.SplitN(p, "/", 2)[0]] = true
+	}
+	if err := os.Symlink(ts, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for name := range top {
+		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const testTS = "..2024_05_06_07_08_09.123456789"
+
+func TestScriptReadsVolumes(t *testing.T) {
+	for name, tools := range shells(t) {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			pwned := filepath.Join(root, "pwned")
+			// A hostile mount path and hostile items paths, binary content
+			// that imitates the framing, a newline in a file name.
+			vol := filepath.Join(root, "etc", "x;touch "+pwned)
+			fake := []byte("C\x00F\x00evil\x00-rw-r--r--\x001\x00Z\x00cmsync-0000\x00")
+			files := map[string][]byte{
+				"app.conf":                 []byte("a=1\n"),
+				"bin":                      {0, 1, 2, 0xff, 0},
+				"fake":                     fake,
+				"nested/dir/deep.txt":      []byte("deep"),
+				"a$(touch " + pwned + "2)": []byte("x"),
+				"new\nline":                []byte("nl"),
+				"empty":                    {},
+				"-rf":                      []byte("dash"),
+				"`touch " + pwned + "3`":   []byte("bq"),
+				"big":                      bytes.Repeat([]byte("z"), 5000),
+				".hidden":                  []byte("h"),
+				"..dots":                   []byte("d"),
+				"sp ace":                   []byte("s"),
+			}
+			atomicVolume(t, vol, testTS, files, map[string]os.FileMode{"app.conf": 0o600, "bin": 0o755})
+			sub := filepath.Join(root, "subfile")
+			if err := os.WriteFile(sub, []byte("subpath content"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			emptyDir := filepath.Join(root, "emptydir")
+			if err := os.Mkdir(emptyDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			missing := filepath.Join(root, "nope")
+			ex := &localExecutor{binDir: toolDir(t, tools), env: []string{"with-dash=1", "with.dot=2", "9lives=3", "MULTI=a\nb=c", "EMPTY="}}
+			req := ObserveRequest{Paths: []PathRequest{{Path: vol}, {Path: sub}, {Path: emptyDir}, {Path: missing}}, Env: true}
+			obs := Observe(context.Background(), ex, req, ObserveOptions{MaxBytes: 4096, Timeout: 10 * time.Second})
+			if obs.Err != nil {
+				t.Fatalf("observe: %v", obs.Err)
+			}
+			if len(ex.calls) != 1 {
+				t.Errorf("execs = %d, want 1", len(ex.calls))
+			}
+			for _, p := range []string{pwned, pwned + "2", pwned + "3"} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s was created: injection", p)
+				}
+			}
+			v := obs.Paths[vol]
+			if v == nil || v.Kind != PathAtomic || v.Target != testTS || v.Unstable || !v.Listed {
+				t.Fatalf("volume observation = %+v", v)
+			}
+			for p, want := range files {
+				f := v.Files[p]
+				if f == nil {
+					t.Errorf("file %q not observed", p)
+					continue
+				}
+				if int64(len(want)) > 4096 {
+					if f.HasData || f.SHA256 != sha256Hex(want) || f.Size != int64(len(want)) {
+						t.Errorf("big file: %+v", f)
+					}
+					continue
+				}
+				if !f.HasData || !bytes.Equal(f.Data, want) {
+					t.Errorf("file %q = %q (has %v, unread %q), want %q", p, f.Data, f.HasData, f.Unread, want)
+				}
+			}
+			if len(v.Files) != len(files) {
+				t.Errorf("observed %d files, want %d: %v", len(v.Files), len(files), slices.Sorted(maps.Keys(v.Files)))
+			}
+			if m := v.Files["app.conf"].Mode; m != 0o600 {
+				t.Errorf("app.conf mode = %o", m)
+			}
+			if m := v.Files["bin"].Mode; m != 0o755 {
+				t.Errorf("bin mode = %o", m)
+			}
+			if !slices.Contains(v.Dirs, "nested") || !slices.Contains(v.Dirs, "nested/dir") {
+				t.Errorf("dirs = %q", v.Dirs)
+			}
+			if s := obs.Paths[sub]; s == nil || s.Kind != PathFile || string(s.Files[""].Data) != "subpath content" {
+				t.Errorf("subPath file = %+v", s)
+			}
+			if s := obs.Paths[emptyDir]; s == nil || s.Kind != PathDir || len(s.Files) != 0 || !s.Listed {
+				t.Errorf("empty dir = %+v", s)
+			}
+			if s := obs.Paths[missing]; s == nil || s.Kind != PathMissing {
+				t.Errorf("missing = %+v", s)
+			}
+			if !obs.EnvRead {
+				t.Fatalf("env not read: %s", obs.EnvErr)
+			}
+			for k, want := range map[string]string{"with-dash": "1", "with.dot": "2", "9lives": "3", "MULTI": "a\nb=c", "EMPTY": ""} {
+				if got, ok := obs.Env[k]; !ok || got != want {
+					t.Errorf("env %s = %q (%v), want %q", k, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
+func TestScriptWithoutSha256sum(t *testing.T) {
+	for name, tools := range shells(t) {
+		t.Run(name, func(t *testing.T) {
+			delete(tools, "sha256sum")
+			root := t.TempDir()
+			vol := filepath.Join(root, "v")
+			atomicVolume(t, vol, testTS, map[string][]byte{"big": bytes.Repeat([]byte("q"), 100), "small": []byte("s")}, nil)
+			ex := &localExecutor{binDir: toolDir(t, tools)}
+			obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: vol}}}, ObserveOptions{MaxBytes: 10})
+			if obs.Err != nil {
+				t.Fatal(obs.Err)
+			}
+			f := obs.Paths[vol].Files["big"]
+			if name == "busybox" && f != nil && f.SHA256 != "" {
+				// busybox ash runs its own applets whatever PATH says.
+				f.SHA256, f.Unread = "", "applet"
+			}
+			if f == nil || f.HasData || f.SHA256 != "" || f.Unread == "" || f.Size != 100 {
+				t.Errorf("big = %+v", f)
+			}
+			if s := obs.Paths[vol].Files["small"]; s == nil || string(s.Data) != "s" {
+				t.Errorf("small = %+v", s)
+			}
+		})
+	}
+}
+
+// TestScriptBatchesManyFiles: 1,000 files of one directory (a ConfigMap with
+// 1,000 keys) are read with one stat and one cat, not a fork per file, and
+// every file, hostile names included, comes out right.
+func TestScriptBatchesManyFiles(t *testing.T) {
+	for name, tools := range shells(t) {
+		if tools["stat"] == "" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			pwned := filepath.Join(root, "pwned")
+			files := map[string][]byte{"-n": []byte("dash"), "a$(touch " + pwned + ")": []byte("x"), "new\nline": []byte("nl"),
+				"fake": []byte("\x00G\x00\x001\x00C\x00Z\x00cmsync-0\x00"), "empty": {}, "sub/inner": []byte("in")}
+			for i := range 1000 {
+				files[fmt.Sprintf("k%04d", i)] = []byte(fmt.Sprintf("v-%d", i))
+			}
+			vol := filepath.Join(root, "v")
+			atomicVolume(t, vol, testTS, files, map[string]os.FileMode{"-n": 0o600})
+			// count the forks of cat: a wrapper that logs each run
+			log := filepath.Join(root, "cat.log")
+			wrapper := filepath.Join(root, "catwrap")
+			script := "#!" + tools["sh"] + "\necho x \"$*\" >>" + log + "\nexec " + tools["cat"] + " \"$@\"\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if name != "busybox" { // busybox ash runs its own cat applet whatever PATH says
+				tools = maps.Clone(tools)
+				tools["cat"] = wrapper
+			}
+			ex := &localExecutor{binDir: toolDir(t, tools)}
+			obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: vol}}}, ObserveOptions{MaxBytes: 4096, Timeout: time.Minute})
+			if obs.Err != nil {
+				t.Fatal(obs.Err)
+			}
+			if _, err := os.Stat(pwned); err == nil {
+				t.Error("a file name ran as shell text")
+			}
+			v := obs.Paths[vol]
+			if len(v.Files) != len(files) {
+				t.Errorf("observed %d files, want %d", len(v.Files), len(files))
+			}
+			for p, want := range files {
+				if f := v.Files[p]; f == nil || !f.HasData || !bytes.Equal(f.Data, want) || f.Size != int64(len(want)) {
+					t.Errorf("file %q = %+v, want %q", p, f, want)
+				}
+			}
+			if m := v.Files["-n"].Mode; m != 0o600 {
+				t.Errorf("-n mode = %o, want 600", m)
+			}
+			if m := v.Files["k0001"].Mode; m != 0o644 {
+				t.Errorf("k0001 mode = %o, want 644", m)
+			}
+			if name != "busybox" {
+				b, _ := os.ReadFile(log)
+				// one cat for the top directory; sub/inner and the file
+				// under the directories of "a$(touch /tmp/...)" are alone
+				// in theirs and read one by one
+				if n := bytes.Count(b, []byte("x ")); n != 3 {
+					t.Errorf("cat ran %d times for %d files, want 3 (one per directory):\n%.2000s", n, len(files), b)
+				}
+			}
+		})
+	}
+}
