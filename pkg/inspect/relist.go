@@ -2,9 +2,12 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -59,4 +62,30 @@ func (h *handedOn) pass(uid types.UID) bool {
 	}
 	h.seen[uid] = struct{}{}
 	return true
+}
+
+// eachListItem runs a paginated LIST of typed objects through listPaged and
+// calls each once per object.
+func eachListItem(ctx context.Context, lo metav1.ListOptions, fn func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object) error) error {
+	var h handedOn
+	return listPaged(ctx, lo, &h, func(ctx context.Context, lo metav1.ListOptions) (string, error) {
+		list, err := fn(ctx, lo)
+		if err != nil {
+			return "", err
+		}
+		err = meta.EachListItem(list, func(obj runtime.Object) error {
+			if m, err := meta.Accessor(obj); err == nil && !h.pass(m.GetUID()) {
+				return nil
+			}
+			return each(obj)
+		})
+		if err != nil {
+			return "", err
+		}
+		lm, err := meta.ListAccessor(list)
+		if err != nil {
+			return "", fmt.Errorf("the LIST did not answer a list: %w", err)
+		}
+		return lm.GetContinue(), nil
+	})
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -93,5 +94,39 @@ func TestStreamPodsExpiredFirstPageIsAnError(t *testing.T) {
 	err := streamPods(context.Background(), restClientFor(t, srv.URL), "ns", metav1.ListOptions{Limit: 3}, func(*corev1.Pod) error { return nil })
 	if !apierrors.IsResourceExpired(err) || len(queries) != 1 {
 		t.Errorf("got %v after %d requests, want the Expired error after 1", err, len(queries))
+	}
+}
+
+// TestEachListItemListsAgainAfterAnExpiredPage: the typed LISTs (ConfigMaps,
+// Secrets, owners, nodes) get the same fallback as the streamed pod LIST.
+func TestEachListItemListsAgainAfterAnExpiredPage(t *testing.T) {
+	cm := func(name string) corev1.ConfigMap {
+		return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}}
+	}
+	var requests []metav1.ListOptions
+	fn := func(_ context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+		requests = append(requests, lo)
+		switch {
+		case lo.Continue != "":
+			return nil, apierrors.NewResourceExpired("too old")
+		case lo.Limit > 0:
+			return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{Continue: "next"}, Items: []corev1.ConfigMap{cm("a"), cm("b")}}, nil
+		}
+		return &corev1.ConfigMapList{Items: []corev1.ConfigMap{cm("a"), cm("b"), cm("c")}}, nil
+	}
+	var names []string
+	lo := metav1.ListOptions{Limit: 2, LabelSelector: "x=y"}
+	err := eachListItem(context.Background(), lo, fn, func(obj runtime.Object) error {
+		names = append(names, obj.(*corev1.ConfigMap).Name)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(names, " "); got != "a b c" {
+		t.Errorf("objects handed on: %s, want a b c (each once)", got)
+	}
+	if len(requests) != 3 || requests[2].Limit != 0 || requests[2].Continue != "" || requests[2].LabelSelector != "x=y" {
+		t.Errorf("requests: %+v, want the first page, its continue, then one whole list with the same selector", requests)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/pager"
 )
 
 // Snapshot holds everything the pure functions of this package read: the
@@ -297,16 +296,14 @@ func newLoader(ctx context.Context, c kubernetes.Interface, o LoadOptions) *load
 		rsDone: make(chan struct{}), jobsDone: make(chan struct{})}
 }
 
-// list is one paginated LIST (a listFunc).
+// list is one paginated LIST (a listFunc); an expired continue token is
+// handled as listPaged says.
 func (l *loader) list(resource string, selector string, fn func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object) error) error {
-	p := pager.New(pager.ListPageFunc(fn))
-	p.PageSize = l.pageSize
-	lo := metav1.ListOptions{LabelSelector: selector}
+	lo := metav1.ListOptions{LabelSelector: selector, Limit: l.pageSize}
 	if l.o.FromCache {
 		lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
 	}
-	err := p.EachListItem(l.ctx, lo, each)
-	if err != nil {
+	if err := eachListItem(l.ctx, lo, fn, each); err != nil {
 		return &ListError{Resource: resource, Namespace: l.o.Namespace, Err: err}
 	}
 	return nil
