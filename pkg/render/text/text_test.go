@@ -13,8 +13,8 @@ func TestTruncate(t *testing.T) {
 		{"exactly10!", 10, "...", "exactly10!"},
 		{"a longer value", 8, "...", "a longer..."},
 		{"a longer value", 8, "", "a longer"},
-		{"ünïcödé", 3, "...", "ünï..."},         // runes, never half a character
-		{"日本語テキスト", 4, "", "日本"},              // wide characters are two cells
+		{"ünïcödé", 3, "...", "ünï..."},                          // runes, never half a character
+		{"日本語テキスト", 4, "", "日本"},                                 // wide characters are two cells
 		{"\x1b[1mbold text\x1b[0m", 4, "", "\x1b[1mbold\x1b[0m"}, // styles kept, not counted
 		{"x", 0, "", ""},
 	} {
