@@ -73,4 +73,3 @@ func TestUseColumns(t *testing.T) {
 		}
 	}
 }
-
