@@ -1,7 +1,9 @@
 package render
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -70,6 +72,31 @@ func TestUseColumns(t *testing.T) {
 	} {
 		if got := Workload(inspect.Item{Workload: c.w}); got != c.want {
 			t.Errorf("WORKLOAD of %+v = %q, want %q", c.w, got, c.want)
+		}
+	}
+}
+
+// The dashboard's consumers screen shows a use in the words of status
+// --verify: an optional missing object is "missing (optional)", a use of a
+// terminating pod "terminating", an unverifiable one its short reason.
+func TestUseCellsAreTheStatusColumns(t *testing.T) {
+	now := time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)
+	base := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"},
+		Pod: inspect.PodRef{Name: "web-1"}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
+		Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeEnv, EnvName: "L", Keys: []string{"l"}}
+	optional := base
+	optional.Verdict, optional.Optional, optional.State = inspect.VerdictMissing, true, inspect.StateMissing
+	terminating := base
+	terminating.Verdict, terminating.State, terminating.Pod.Phase = inspect.VerdictRestartNeeded, inspect.StateNA, "Terminating"
+	for _, c := range []struct {
+		it   inspect.Item
+		want string
+	}{
+		{optional, "web-1|app|env|$L <- l|missing (optional)|deployment/web|missing|<none>"},
+		{terminating, "web-1|app|env|$L <- l|restart-needed|deployment/web|terminating|<none>"},
+	} {
+		if got := strings.Join(UseCells(c.it, now), "|"); got != c.want {
+			t.Errorf("UseCells = %q, want %q", got, c.want)
 		}
 	}
 }
