@@ -111,7 +111,7 @@ func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFla
 			fixed["output"] = []string{"wide", "json", "yaml"}
 		case "refresh":
 			c.ValidArgsFunction = objectNameCompletion(f, true)
-			fixed["output"] = []string{"json", "yaml"}
+			fixed["output"] = []string{"wide", "json", "yaml"}
 			fixed["strategy"] = []string{"auto", "annotate", "restart"}
 			fixed["dry-run"] = []string{"none", "client", "server"}
 			fixed["restart-via"] = []string{"template", "evict"}

@@ -146,74 +146,6 @@ func TestStatusNeverPrintsSecretValues(t *testing.T) {
 	}
 }
 
-// TestPrintColumns: the table cells of rows the fixture does not cover.
-func TestPrintColumns(t *testing.T) {
-	vol := func(mode inspect.Mode, v inspect.VolumeRef, keys ...string) inspect.Item {
-		return inspect.Item{Mode: mode, Volume: &v, Keys: keys}
-	}
-	cases := []struct {
-		name string
-		it   inspect.Item
-		path string
-	}{
-		{"volume", vol(inspect.ModeVolume, inspect.VolumeRef{MountPath: "/etc/a"}), "/etc/a"},
-		{"items", vol(inspect.ModeItems, inspect.VolumeRef{MountPath: "/etc/a"}, "k1", "k2"), "/etc/a [k1,k2]"},
-		{"projected", vol(inspect.ModeProjected, inspect.VolumeRef{MountPath: "/etc/a"}, "k"), "/etc/a [k]"},
-		{"subPath", vol(inspect.ModeSubPath, inspect.VolumeRef{MountPath: "/etc/a.yaml", SubPath: "a.yaml"}, "a.yaml"), "/etc/a.yaml (subPath a.yaml)"},
-		{"subPathExpr", vol(inspect.ModeSubPathExpr, inspect.VolumeRef{MountPath: "/etc/x", SubPathExpr: "$(POD)"}), "/etc/x (subPathExpr $(POD))"},
-		{"env", inspect.Item{Mode: inspect.ModeEnv, EnvName: "LEVEL", Keys: []string{"log-level"}}, "$LEVEL <- log-level"},
-		{"envFrom", inspect.Item{Mode: inspect.ModeEnvFrom}, "all keys"},
-		{"envFrom with prefix", inspect.Item{Mode: inspect.ModeEnvFrom, EnvPrefix: "APP_"}, "$APP_* <- all keys"},
-		{"unmounted", vol(inspect.ModeUnmounted, inspect.VolumeRef{Name: "spare"}, "k"), "volume spare [k]"},
-		{"unused", inspect.Item{}, "<none>"},
-	}
-	for _, tc := range cases {
-		if got := pathKeys(tc.it); got != tc.path {
-			t.Errorf("%s: PATH/KEYS = %q, want %q", tc.name, got, tc.path)
-		}
-	}
-	for _, c := range []struct {
-		ref  *inspect.ContainerRef
-		want string
-	}{
-		{nil, "<none>"},
-		{&inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular}, "app"},
-		{&inspect.ContainerRef{Name: "setup", Type: inspect.ContainerInit}, "setup (init)"},
-		{&inspect.ContainerRef{Name: "proxy", Type: inspect.ContainerSidecar}, "proxy (sidecar)"},
-		{&inspect.ContainerRef{Name: "debugger", Type: inspect.ContainerEphemeral}, "debugger (ephemeral)"},
-	} {
-		if got := containerColumn(inspect.Item{Container: c.ref}); got != c.want {
-			t.Errorf("CONTAINER of %+v = %q, want %q", c.ref, got, c.want)
-		}
-	}
-	for _, c := range []struct {
-		obj  inspect.ObjectRef
-		want string
-	}{
-		{inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "a", Exists: true}, "a"},
-		{inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "a"}, "a (missing)"},
-		{inspect.ObjectRef{Kind: inspect.KindSecret, Name: "s", Exists: true}, "secret/s"},
-		{inspect.ObjectRef{Kind: inspect.KindSecret, Name: "s"}, "secret/s (missing)"},
-	} {
-		if got := objectColumn(inspect.Item{Object: c.obj}); got != c.want {
-			t.Errorf("CONFIGMAP of %+v = %q, want %q", c.obj, got, c.want)
-		}
-	}
-	for _, c := range []struct {
-		w    inspect.WorkloadRef
-		want string
-	}{
-		{inspect.WorkloadRef{}, "<none>"},
-		{inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, "deployment/web"},
-		{inspect.WorkloadRef{Kind: "Rollout", Name: "canary", APIVersion: "argoproj.io/v1alpha1"}, "rollout/canary"},
-		{inspect.WorkloadRef{Kind: "Pod", Name: "debug"}, "pod/debug"},
-	} {
-		if got := workloadColumn(inspect.Item{Workload: c.w}); got != c.want {
-			t.Errorf("WORKLOAD of %+v = %q, want %q", c.w, got, c.want)
-		}
-	}
-}
-
 // TestPrintVerifyColumns: STATE and SYNCED with --verify, against a fixed
 // clock; and the table options.
 func TestPrintVerifyColumns(t *testing.T) {
@@ -339,5 +271,47 @@ func TestIndentJSON(t *testing.T) {
 		if got := indentJSON(nil, compact, "        ", "    "); string(got) != want.String() {
 			t.Errorf("%s:\n got %s\nwant %s", compact, got, want.String())
 		}
+	}
+}
+
+// After a rollout the old pods terminate: their uses are n/a (nothing is
+// checked in them) and the STATE column says why, "terminating"; the
+// summary says they are not counted by --check, and --check ignores them.
+func TestPrintTerminatingPods(t *testing.T) {
+	use := func(pod, phase string, state inspect.State) inspect.Item {
+		return inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web-config", Exists: true},
+			Pod: inspect.PodRef{Name: pod, Phase: phase}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
+			Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeVolume, Volume: &inspect.VolumeRef{Name: "c", MountPath: "/etc/web"},
+			Verdict: inspect.VerdictHotUpdate, Reason: "mounted", State: state}
+	}
+	items := []inspect.Item{
+		use("web-new", "Running", inspect.StateInSync),
+		use("web-old", "Terminating", inspect.StateNA),
+		use("job-done", "Running", inspect.StateNA), // n/a for another reason
+	}
+	var out bytes.Buffer
+	if err := printReport(&out, items, printOptions{Verify: true, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(out.String(), "\n")
+	if !strings.Contains(rows[2], "web-old") || !strings.Contains(rows[2], " terminating ") {
+		t.Errorf("the terminating pod's row does not say terminating:\n%s", out.String())
+	}
+	if !strings.Contains(rows[3], " n/a ") {
+		t.Errorf("an n/a use of a running pod is no longer n/a:\n%s", out.String())
+	}
+	wantSum := "3 uses by 3 pods: 3 hot-update; state: 1 in-sync, 1 n/a, 1 terminating (not counted by --check)"
+	if !strings.Contains(out.String(), "\n"+wantSum+"\n") {
+		t.Errorf("summary:\n%s\nwant the line %q", out.String(), wantSum)
+	}
+	if f := CheckFailures(items, true); len(f) != 0 {
+		t.Errorf("--check counts terminating pods: %q", f)
+	}
+	out.Reset()
+	if err := printReport(&out, items, printOptions{Verify: true, GroupBy: groupByWorkload}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "1/3 pods   terminating") {
+		t.Errorf("--group-by=workload does not say terminating:\n%s", out.String())
 	}
 }

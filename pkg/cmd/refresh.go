@@ -66,7 +66,7 @@ var (
 		kubectl cmsync refresh app-config --restart-via=evict --yes`)
 )
 
-var refreshFormats = []string{"", "json", "yaml"}
+var refreshFormats = []string{"", "wide", "json", "yaml"}
 
 // RefreshOptions holds the flags and state of `kubectl cmsync refresh`.
 type RefreshOptions struct {
@@ -140,7 +140,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	fs.IntVar(&o.MaxRestarts, "max-restarts", o.MaxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
 	fs.BoolVar(&o.Wait, "wait", o.Wait, "Wait until every refreshed consumer is verified current.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits.")
-	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (json, yaml).")
+	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml); wide names every consumer pod.")
 	fs.StringVar(&o.RestartVia, "restart-via", o.RestartVia, "How a workload with a stale env or subPath consumer is restarted. template: set kubectl.kubernetes.io/restartedAt on its pod template (kubectl rollout restart); evict: evict the consumers' pods through the Eviction API, honouring PodDisruptionBudgets, and never change the template (no GitOps drift).")
 	fs.IntVar(&o.MaxUnavailable, "max-unavailable", o.MaxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once; the next batch waits until their replacements are Ready.")
 	o.Verify.AddFlags(fs, false)

@@ -5,100 +5,38 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
-
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
+// printPlan prints the plan as a table (-o wide: every consumer) or as the
+// contract's document.
 func (o *RefreshOptions) printPlan(plan []refresh.Action) error {
-	if o.Output != "" {
+	if o.Output == "json" || o.Output == "yaml" {
 		return printDocument(o.Out, refreshDoc(inspect.KindRefreshPlan, plan), o.Output)
 	}
-	return printPlanTable(o.Out, plan)
+	return render.PlanTable(o.Out, plan, o.Output == "wide")
 }
 
 func refreshDoc(kind string, items any) map[string]any {
 	return map[string]any{"apiVersion": inspect.APIVersion, "kind": kind, "items": items}
 }
 
+// printPlanTable is render.PlanTable, for the dashboard's plan screen until
+// it calls render.
 func printPlanTable(out io.Writer, plan []refresh.Action) error {
-	if len(plan) == 0 {
-		fmt.Fprintln(out, "Nothing consumes the selected objects: nothing to refresh.")
-		return nil
-	}
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "NAMESPACE\tACTION\tTARGET\tCONSUMERS\tREASON")
-	for _, a := range plan {
-		fmt.Fprintln(w, printableRow(a.Target.Namespace, string(a.Action), a.Target.String(), consumersColumn(a.Consumers), reasonWithWarnings(a.Reason, a.Warnings)))
-	}
-	return w.Flush()
+	return render.PlanTable(out, plan, false)
 }
 
+// printResults prints what refresh did as a table (-o wide: every consumer)
+// or as the contract's document.
 func (o *RefreshOptions) printResults(results []refresh.Result) error {
-	if o.Output != "" {
-		kind := inspect.KindRefreshResult
-		return printDocument(o.Out, refreshDoc(kind, results), o.Output)
+	if o.Output == "json" || o.Output == "yaml" {
+		return printDocument(o.Out, refreshDoc(inspect.KindRefreshResult, results), o.Output)
 	}
-	w := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintln(w, "NAMESPACE\tACTION\tTARGET\tCONSUMERS\tRESULT\tCURRENT-AFTER\tDETAIL")
-	for _, r := range results {
-		after := "-"
-		if r.CurrentAfter != nil {
-			after = r.CurrentAfter.Duration.Round(10 * time.Millisecond).String()
-		}
-		detail := r.Detail
-		if r.Error != "" {
-			detail = r.Error
-		}
-		if r.Action.Action == refresh.ActionEvict && r.Error == "" && len(r.Evicted) > 0 {
-			detail = strings.TrimSuffix(evictedSummary(r)+"; "+detail, "; ")
-		}
-		if detail == "" {
-			detail = reasonWithWarnings(r.Reason, r.Warnings)
-		}
-		if r.Action.Action == refresh.ActionAnnotate && (r.Outcome == refresh.OutcomeCurrent || r.Outcome == refresh.OutcomeTimeout || r.Outcome == refresh.OutcomeUnverifiable || r.Outcome == refresh.OutcomeApplied) {
-			// what was known before: a pending mount, or nothing (annotated
-			// without a prior exec)
-			detail = strings.TrimSuffix("annotated ("+r.Before()+"); "+r.Detail, "; ")
-		}
-		outcome := string(r.Outcome)
-		fmt.Fprintln(w, printableRow(r.Target.Namespace, string(r.Action.Action), r.Target.String(), consumersColumn(r.Consumers), outcome, after, detail))
-	}
-	return w.Flush()
-}
-
-// consumersColumn names each consumer POD/CONTAINER:MODE[:WHERE], WHERE being
-// the mount path or the variable ($NAME, $PREFIX* for envFrom).
-func consumersColumn(cs []refresh.Consumer) string {
-	var parts []string
-	seen := map[string]bool{}
-	for _, c := range cs {
-		s := fmt.Sprintf("%s/%s:%s", c.Pod, c.Container, c.Mode)
-		if w := c.Where(); w != "" {
-			s += ":" + w
-		}
-		if c.Pod == "" {
-			s = strings.ToLower(c.Object.Kind) + "/" + c.Object.Name
-		}
-		if !seen[s] {
-			seen[s] = true
-			parts = append(parts, s)
-		}
-	}
-	if len(parts) > 3 {
-		return strings.Join(parts[:3], ",") + fmt.Sprintf(",+%d more", len(parts)-3)
-	}
-	return strings.Join(parts, ",")
-}
-
-func reasonWithWarnings(reason string, warnings []string) string {
-	for _, w := range warnings {
-		reason += " (warning: " + w + ")"
-	}
-	return reason
+	return render.ResultsTable(o.Out, results, o.Output == "wide")
 }
 
 // resultError maps results to the exit code: 1 when a patch failed (with
@@ -115,7 +53,7 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		case refresh.OutcomeFailed:
 			failed = append(failed, fmt.Sprintf("%s (%s)", r.Target, r.Error))
 			if len(r.Evicted) > 0 {
-				changed = append(changed, fmt.Sprintf("%s (evicted %s)", r.Target, strings.Join(r.Evicted, ", ")))
+				changed = append(changed, fmt.Sprintf("%s (%s %s)", r.Target, render.PastTense(refresh.ActionEvict), strings.Join(r.Evicted, ", ")))
 			}
 		}
 		if r.Action.Action == refresh.ActionEvict && len(r.NotEvicted) > 0 && r.Outcome != refresh.OutcomeDryRun {
@@ -180,16 +118,6 @@ func missingPermissionsError(missing []refresh.Permission, items []inspect.Item)
 	}
 	b.WriteString("\nThe ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.")
 	return &ExitError{Code: ExitFailure, Err: errors.New(b.String())}
-}
-
-// evictedSummary names the pods an evict action evicted and their
-// replacements.
-func evictedSummary(r refresh.Result) string {
-	s := "evicted " + strings.Join(r.Evicted, ", ")
-	if len(r.Replacements) > 0 {
-		s += "; replaced by " + strings.Join(r.Replacements, ", ")
-	}
-	return s
 }
 
 // outsideSelector lists, per restart, the pods it replaces beyond -l.

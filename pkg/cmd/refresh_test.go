@@ -35,7 +35,7 @@ func TestRefreshValidate(t *testing.T) {
 	}{
 		{"bad strategy", func(o *RefreshOptions) { o.Strategy = "rolling" }, `invalid --strategy "rolling": must be one of auto, annotate, restart`},
 		{"bad dry run", func(o *RefreshOptions) { o.DryRun = "yes" }, `invalid --dry-run "yes": must be "none", "client", or "server"`},
-		{"bad output", func(o *RefreshOptions) { o.Output = "wide" }, `unable to match a printer suitable for the output format "wide", allowed formats are: json,yaml`},
+		{"bad output", func(o *RefreshOptions) { o.Output = "name" }, `unable to match a printer suitable for the output format "name", allowed formats are: wide,json,yaml`},
 		{"zero timeout", func(o *RefreshOptions) { o.Timeout = 0 }, `--timeout must be positive, got 0s`},
 		{"max restarts below -1", func(o *RefreshOptions) { o.MaxRestarts = -2 }, `--max-restarts must be -1 (no limit) or more, got -2`},
 		{"bad restart-via", func(o *RefreshOptions) { o.RestartVia = "delete" }, `invalid --restart-via "delete": must be one of template, evict`},
@@ -135,24 +135,6 @@ func TestRefreshClientDryRunSendsNothing(t *testing.T) {
 // Plan consumers name the mount path or the variable: three subPath mounts
 // of one ConfigMap in one container are three distinct entries (issue 8,
 // item 12).
-func TestConsumersColumnNamesPathOrVariable(t *testing.T) {
-	cm := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "grafana"}
-	cs := []refresh.Consumer{
-		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeSubPath, Volume: "cfg", MountPath: "/etc/grafana/grafana.ini"},
-		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeSubPath, Volume: "cfg", MountPath: "/etc/grafana/ldap.toml"},
-		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnv, Env: "GF_LOG_LEVEL"},
-		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnvFrom, Env: "GF_"},
-		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnvFrom},
-	}
-	want := "g-0/grafana:subPath:/etc/grafana/grafana.ini,g-0/grafana:subPath:/etc/grafana/ldap.toml,g-0/grafana:env:$GF_LOG_LEVEL,+2 more"
-	if got := consumersColumn(cs); got != want {
-		t.Errorf("consumersColumn =\n%s\nwant\n%s", got, want)
-	}
-	if got := consumersColumn(cs[3:]); got != "g-0/grafana:envFrom:$GF_*,g-0/grafana:envFrom" {
-		t.Errorf("envFrom entries = %s", got)
-	}
-}
-
 // A client dry run of --strategy restart reads nothing from the containers;
 // with --strategy auto it observes (execs) but changes nothing (issue 8,
 // item 11).

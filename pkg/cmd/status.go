@@ -22,6 +22,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
 var (
@@ -308,16 +309,9 @@ func CheckFailures(items []inspect.Item, verified bool) []string {
 		if why == "" {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s/%s pod/%s %s %s (namespace %s): %s: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Pod.Name, it.ContainerName(), it.Mode, it.Object.Namespace, why, reasonFor(it)))
+		out = append(out, fmt.Sprintf("%s/%s pod/%s %s %s (namespace %s): %s: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Pod.Name, it.ContainerName(), it.Mode, it.Object.Namespace, why, render.Reason(it)))
 	}
 	return out
-}
-
-func reasonFor(it inspect.Item) string {
-	if it.StateReason != "" {
-		return it.StateReason
-	}
-	return it.Reason
 }
 
 // resolveNamespace returns the namespace from -n or the kubeconfig context,

@@ -1,34 +1,7 @@
 package inspect
 
-import (
-	"strconv"
-	"strings"
-	"unicode/utf8"
-)
+import "github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 
 // Printable escapes the control characters of text that comes from the
-// cluster (mount paths, file names, reasons quoting them) before it reaches a
-// table or a header line: a newline or tab would break the table, and an
-// escape sequence could rewrite the user's terminal. Control characters
-// become Go escapes (\n, \t, \x1b); everything else, non-ASCII included, is
-// kept; a byte that is not UTF-8 becomes U+FFFD (a lone 0x9b is the 8-bit
-// CSI on terminals that are not UTF-8). (printers.EscapeTerminal of
-// cli-runtime escapes only ESC and \r.)
-func Printable(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if !isControl(r) {
-			b.WriteRune(r)
-			continue
-		}
-		q := strconv.QuoteRune(r) // '\n', '\x1b', '\u0085'
-		b.WriteString(q[1 : len(q)-1])
-	}
-	return b.String()
-}
-
-// isControl reports the C0 and C1 control characters and DEL.
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+// cluster before it reaches a table or a header line (see text.Printable).
+func Printable(s string) string { return text.Printable(s) }

@@ -18,6 +18,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 )
 
 // StdinName is the file name of manifests read from standard input, as
@@ -279,16 +281,9 @@ func nodeKind(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return fmt.Sprintf("the value %q", truncate(n.Value, 40))
+		return fmt.Sprintf("the value %q", text.Truncate(n.Value, 40, "..."))
 	}
 	return "something else"
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // resolve follows an alias to the node it names.

@@ -1,6 +1,7 @@
 package tui_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
@@ -78,4 +81,33 @@ func trimLines(s string) string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// After a rollout the old pod terminates: the dashboard, like status
+// --verify, shows its uses as terminating (its deletionTimestamp survives
+// the informers' trim), not n/a.
+func TestConsumersScreenShowsTerminatingPods(t *testing.T) {
+	h := newHarness(t, 160, 24, func(h *harness) {
+		var old *corev1.Pod
+		for _, o := range cluster() {
+			if p, ok := o.(*corev1.Pod); ok && p.Name == "web-5d8f-x2x9q" {
+				old = p.DeepCopy()
+			}
+		}
+		del := metav1.NewTime(testNow.Add(-time.Second))
+		old.Name, old.UID, old.DeletionTimestamp = "web-5d8f-old", "pod-old", &del
+		if _, err := h.client.CoreV1().Pods(ns).Create(context.Background(), old, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.key("v")
+	h.key("enter")
+	h.until("the old pod's uses are terminating", func(s string) bool {
+		for _, l := range strings.Split(s, "\n") {
+			if strings.Contains(l, "web-5d8f-old") && !strings.Contains(l, "terminating") {
+				return false
+			}
+		}
+		return strings.Contains(s, "web-5d8f-old") && strings.Contains(s, "in-sync")
+	})
 }

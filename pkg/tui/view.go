@@ -11,6 +11,8 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 )
 
 // Styles, all in one place. Without colour (NO_COLOR, or the ASCII
@@ -161,9 +163,9 @@ func (m *Model) refreshTables() {
 		}
 		it := m.withObservation(raw)
 		m.uses = append(m.uses, it)
-		urows = append(urows, table.Row(m.opts.Actions.UseColumns(it, m.now)))
+		urows = append(urows, table.Row(render.UseCells(it, m.now)))
 	}
-	setTable(&m.useTable, UseHeaders, urows, m.width, 3)
+	setTable(&m.useTable, render.UseHeaders, urows, m.width, 3)
 }
 
 // setTable sizes the columns to their content and shrinks the widest ones
@@ -280,12 +282,8 @@ func fit(s string, h int) string {
 	return strings.Join(lines[:h], "\n")
 }
 
-func truncate(s string, w int) string {
-	if lipgloss.Width(s) <= w {
-		return s
-	}
-	return lipgloss.NewStyle().MaxWidth(w).Render(s)
-}
+// truncate cuts a line at the screen's edge (styles kept).
+func truncate(s string, w int) string { return text.Truncate(s, w, "") }
 
 func (m *Model) headerLine() string {
 	ns := m.scope.Namespace

@@ -1,0 +1,75 @@
+package render
+
+import (
+	"testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+func TestConsumersNamesPathOrVariable(t *testing.T) {
+	cm := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "grafana"}
+	pod := refresh.Target{Kind: "Pod", Namespace: "ns", Name: "g-0"}
+	cs := []refresh.Consumer{
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeSubPath, Volume: "cfg", MountPath: "/etc/grafana/grafana.ini"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeSubPath, Volume: "cfg", MountPath: "/etc/grafana/ldap.toml"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnv, Env: "GF_LOG_LEVEL"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnvFrom, Env: "GF_"},
+		{Object: cm, Pod: "g-0", Container: "grafana", Mode: inspect.ModeEnvFrom},
+	}
+	want := "g-0/grafana:subPath:/etc/grafana/grafana.ini,g-0/grafana:subPath:/etc/grafana/ldap.toml,g-0/grafana:env:$GF_LOG_LEVEL,+2 more"
+	if got := Consumers(cs, pod, false); got != want {
+		t.Errorf("Consumers =\n%s\nwant\n%s", got, want)
+	}
+	if got := Consumers(cs[3:], pod, false); got != "g-0/grafana:envFrom:$GF_*,g-0/grafana:envFrom" {
+		t.Errorf("envFrom entries = %s", got)
+	}
+}
+
+func TestConsumersSummarisesPodsUnlessWide(t *testing.T) {
+	cm := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}
+	var cs []refresh.Consumer
+	for _, p := range []string{"web-a", "web-b", "web-c", "web-d"} {
+		cs = append(cs, refresh.Consumer{Object: cm, Pod: p, Container: "app", Mode: inspect.ModeVolume, MountPath: "/etc/cfg"},
+			refresh.Consumer{Object: cm, Pod: p, Container: "app", Mode: inspect.ModeEnv, Env: "L"})
+	}
+	web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	for _, c := range []struct {
+		name   string
+		cs     []refresh.Consumer
+		target refresh.Target
+		wide   bool
+		want   string
+	}{
+		{"workload", cs, web, false, "deployment/web (4 pods)"},
+		{"two pods", cs[:4], web, false, "deployment/web (2 pods)"},
+		{"one pod", cs[:2], web, false, "web-a/app:volume:/etc/cfg,web-a/app:env:$L"},
+		{"pods of no workload", cs, refresh.Target{Kind: "Pod", Name: "web-a"}, false, "4 pods"},
+		{"wide", cs[:6], web, true, "web-a/app:volume:/etc/cfg,web-a/app:env:$L,web-b/app:volume:/etc/cfg,web-b/app:env:$L,web-c/app:volume:/etc/cfg,web-c/app:env:$L"},
+		{"no pods", []refresh.Consumer{{Object: cm}}, refresh.Target{Kind: inspect.KindConfigMap, Name: "cfg"}, false, "configmap/cfg"},
+	} {
+		if got := Consumers(c.cs, c.target, c.wide); got != c.want {
+			t.Errorf("%s: Consumers = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// The verbs of the result line, evict included, and what counts as bad.
+func TestResultLine(t *testing.T) {
+	act := func(k refresh.ActionKind) refresh.Action { return refresh.Action{Action: k} }
+	line, bad := ResultLine([]refresh.Result{
+		{Action: act(refresh.ActionEvict), Outcome: refresh.OutcomeCurrent},
+		{Action: act(refresh.ActionRestart), Outcome: refresh.OutcomeCurrent},
+		{Action: act(refresh.ActionAnnotate), Outcome: refresh.OutcomeTimeout},
+		{Action: act(refresh.ActionNone)},
+	})
+	if want := "refresh: 1 evicted current, 1 restarted current, 1 annotated timeout, 1 already current"; line != want || !bad {
+		t.Errorf("ResultLine = %q, %v; want %q, true", line, bad, want)
+	}
+	if line, bad = ResultLine([]refresh.Result{{Action: act(refresh.ActionEvict), Outcome: refresh.OutcomeApplied}}); line != "refresh: 1 evicted applied" || bad {
+		t.Errorf("ResultLine = %q, %v", line, bad)
+	}
+	if line, bad = ResultLine(nil); bad || line != "refresh: nothing consumes the selected objects: nothing to do" {
+		t.Errorf("ResultLine(nil) = %q, %v", line, bad)
+	}
+}

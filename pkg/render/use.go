@@ -1,0 +1,170 @@
+// Package render turns what cmsync found and did into the words and
+// columns people read: one renderer per resource (a use, a refresh action,
+// a refresh result, a comparison), used by the CLI's tables and by the
+// dashboard alike, so that the two never say a thing differently.
+package render
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
+)
+
+// None is the cell of a value that is not there, as kubectl writes it.
+const None = "<none>"
+
+// StateTerminating is the STATE cell of a use whose pod is being deleted
+// (its state is n/a: nothing is checked in it, its replacement is).
+const StateTerminating = "terminating"
+
+// phaseTerminating is inspect's PodRef.Phase of a pod with a
+// deletionTimestamp, as kubectl shows it.
+const phaseTerminating = "Terminating"
+
+// UseHeaders are the columns of one use of status --verify without the
+// object (the dashboard's consumers screen: UseCells).
+var UseHeaders = []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD", "STATE", "SYNCED"}
+
+// UseCells are the cells of UseHeaders for one use, escaped.
+func UseCells(it inspect.Item, now time.Time) []string {
+	return Cells([]string{OrNone(it.Pod.Name), Container(it), Mode(it), PathKeys(it), Verdict(it), Workload(it), State(it), Synced(it, now)})
+}
+
+// Object is the object column: the name, secret/NAME for a Secret, with
+// " (missing)" when it does not exist.
+func Object(it inspect.Item) string {
+	name := it.Object.Name
+	if it.Object.Kind == inspect.KindSecret {
+		name = "secret/" + name
+	}
+	if !it.Object.Exists {
+		name += " (missing)"
+	}
+	return name
+}
+
+// Verdict tells an optional missing object or key (the pod runs without
+// it, often by design) from a required one.
+func Verdict(it inspect.Item) string {
+	if it.Verdict == inspect.VerdictMissing && it.Optional {
+		return "missing (optional)"
+	}
+	return string(it.Verdict)
+}
+
+// Container names the consuming container, with its type unless regular.
+func Container(it inspect.Item) string {
+	if it.Container == nil {
+		return None
+	}
+	if it.Container.Type == inspect.ContainerRegular {
+		return it.Container.Name
+	}
+	return fmt.Sprintf("%s (%s)", it.Container.Name, it.Container.Type)
+}
+
+// Mode is the use's mode.
+func Mode(it inspect.Item) string { return OrNone(string(it.Mode)) }
+
+// PathKeys says where and what a use reads: the mount path (with the
+// subPath or keys), or the variable and key.
+func PathKeys(it inspect.Item) string {
+	keys := ""
+	if len(it.Keys) > 0 {
+		keys = " [" + strings.Join(it.Keys, ",") + "]"
+	}
+	switch it.Mode {
+	case inspect.ModeVolume, inspect.ModeItems, inspect.ModeProjected:
+		return it.Volume.MountPath + keys
+	case inspect.ModeSubPath:
+		return fmt.Sprintf("%s (subPath %s)", it.Volume.MountPath, it.Volume.SubPath)
+	case inspect.ModeSubPathExpr:
+		return fmt.Sprintf("%s (subPathExpr %s)", it.Volume.MountPath, it.Volume.SubPathExpr)
+	case inspect.ModeEnv:
+		return fmt.Sprintf("$%s <- %s", it.EnvName, strings.Join(it.Keys, ","))
+	case inspect.ModeEnvFrom:
+		if it.EnvPrefix != "" {
+			return "$" + it.EnvPrefix + "* <- all keys"
+		}
+		return "all keys"
+	case inspect.ModeUnmounted:
+		return "volume " + it.Volume.Name + keys
+	}
+	return None
+}
+
+// Workload is kind/name of the pod's top-level owner.
+func Workload(it inspect.Item) string {
+	if it.Workload.Kind == "" {
+		return None
+	}
+	return strings.ToLower(it.Workload.Kind) + "/" + it.Workload.Name
+}
+
+// State is the STATE cell: the state; "terminating" for an n/a use of a
+// pod being deleted; an unverifiable one with its short reason.
+func State(it inspect.Item) string {
+	switch {
+	case it.State == "":
+		return None
+	case Terminating(it):
+		return StateTerminating
+	case it.State == inspect.StateUnverifiable && it.StateReason != "":
+		return "unverifiable: " + inspect.ShortReason(it.StateReason)
+	}
+	return string(it.State)
+}
+
+// Terminating reports a use that is n/a because its pod is being deleted.
+func Terminating(it inspect.Item) bool {
+	return it.State == inspect.StateNA && it.Pod.Phase == phaseTerminating
+}
+
+// Synced is how long ago the kubelet last wrote the volume.
+func Synced(it inspect.Item, now time.Time) string {
+	if it.SyncedAt == nil {
+		return None
+	}
+	return duration.HumanDuration(now.Sub(it.SyncedAt.Time)) + " ago"
+}
+
+// Reason is the reason of the use's state, else of its verdict.
+func Reason(it inspect.Item) string {
+	if it.StateReason != "" {
+		return it.StateReason
+	}
+	return it.Reason
+}
+
+// OrNone is s, or <none> when it is empty.
+func OrNone(s string) string {
+	if s == "" {
+		return None
+	}
+	return s
+}
+
+// YesNo is yes or no.
+func YesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// Cells escapes every cell in place (text.Printable): text from the
+// cluster never breaks a row nor reaches the terminal raw.
+func Cells(cells []string) []string {
+	for i, c := range cells {
+		cells[i] = text.Printable(c)
+	}
+	return cells
+}
+
+// Row escapes every cell of a table row (Cells) and joins them with tabs.
+func Row(cells ...string) string { return strings.Join(Cells(cells), "\t") }

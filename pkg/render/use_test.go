@@ -1,0 +1,102 @@
+package render
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// TestUseColumns: the table cells of rows the fixture does not cover.
+func TestUseColumns(t *testing.T) {
+	vol := func(mode inspect.Mode, v inspect.VolumeRef, keys ...string) inspect.Item {
+		return inspect.Item{Mode: mode, Volume: &v, Keys: keys}
+	}
+	cases := []struct {
+		name string
+		it   inspect.Item
+		path string
+	}{
+		{"volume", vol(inspect.ModeVolume, inspect.VolumeRef{MountPath: "/etc/a"}), "/etc/a"},
+		{"items", vol(inspect.ModeItems, inspect.VolumeRef{MountPath: "/etc/a"}, "k1", "k2"), "/etc/a [k1,k2]"},
+		{"projected", vol(inspect.ModeProjected, inspect.VolumeRef{MountPath: "/etc/a"}, "k"), "/etc/a [k]"},
+		{"subPath", vol(inspect.ModeSubPath, inspect.VolumeRef{MountPath: "/etc/a.yaml", SubPath: "a.yaml"}, "a.yaml"), "/etc/a.yaml (subPath a.yaml)"},
+		{"subPathExpr", vol(inspect.ModeSubPathExpr, inspect.VolumeRef{MountPath: "/etc/x", SubPathExpr: "$(POD)"}), "/etc/x (subPathExpr $(POD))"},
+		{"env", inspect.Item{Mode: inspect.ModeEnv, EnvName: "LEVEL", Keys: []string{"log-level"}}, "$LEVEL <- log-level"},
+		{"envFrom", inspect.Item{Mode: inspect.ModeEnvFrom}, "all keys"},
+		{"envFrom with prefix", inspect.Item{Mode: inspect.ModeEnvFrom, EnvPrefix: "APP_"}, "$APP_* <- all keys"},
+		{"unmounted", vol(inspect.ModeUnmounted, inspect.VolumeRef{Name: "spare"}, "k"), "volume spare [k]"},
+		{"unused", inspect.Item{}, "<none>"},
+	}
+	for _, tc := range cases {
+		if got := PathKeys(tc.it); got != tc.path {
+			t.Errorf("%s: PATH/KEYS = %q, want %q", tc.name, got, tc.path)
+		}
+	}
+	for _, c := range []struct {
+		ref  *inspect.ContainerRef
+		want string
+	}{
+		{nil, "<none>"},
+		{&inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular}, "app"},
+		{&inspect.ContainerRef{Name: "setup", Type: inspect.ContainerInit}, "setup (init)"},
+		{&inspect.ContainerRef{Name: "proxy", Type: inspect.ContainerSidecar}, "proxy (sidecar)"},
+		{&inspect.ContainerRef{Name: "debugger", Type: inspect.ContainerEphemeral}, "debugger (ephemeral)"},
+	} {
+		if got := Container(inspect.Item{Container: c.ref}); got != c.want {
+			t.Errorf("CONTAINER of %+v = %q, want %q", c.ref, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		obj  inspect.ObjectRef
+		want string
+	}{
+		{inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "a", Exists: true}, "a"},
+		{inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "a"}, "a (missing)"},
+		{inspect.ObjectRef{Kind: inspect.KindSecret, Name: "s", Exists: true}, "secret/s"},
+		{inspect.ObjectRef{Kind: inspect.KindSecret, Name: "s"}, "secret/s (missing)"},
+	} {
+		if got := Object(inspect.Item{Object: c.obj}); got != c.want {
+			t.Errorf("CONFIGMAP of %+v = %q, want %q", c.obj, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		w    inspect.WorkloadRef
+		want string
+	}{
+		{inspect.WorkloadRef{}, "<none>"},
+		{inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, "deployment/web"},
+		{inspect.WorkloadRef{Kind: "Rollout", Name: "canary", APIVersion: "argoproj.io/v1alpha1"}, "rollout/canary"},
+		{inspect.WorkloadRef{Kind: "Pod", Name: "debug"}, "pod/debug"},
+	} {
+		if got := Workload(inspect.Item{Workload: c.w}); got != c.want {
+			t.Errorf("WORKLOAD of %+v = %q, want %q", c.w, got, c.want)
+		}
+	}
+}
+
+// The dashboard's consumers screen shows a use in the words of status
+// --verify: an optional missing object is "missing (optional)", a use of a
+// terminating pod "terminating", an unverifiable one its short reason.
+func TestUseCellsAreTheStatusColumns(t *testing.T) {
+	now := time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)
+	base := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"},
+		Pod: inspect.PodRef{Name: "web-1"}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
+		Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeEnv, EnvName: "L", Keys: []string{"l"}}
+	optional := base
+	optional.Verdict, optional.Optional, optional.State = inspect.VerdictMissing, true, inspect.StateMissing
+	terminating := base
+	terminating.Verdict, terminating.State, terminating.Pod.Phase = inspect.VerdictRestartNeeded, inspect.StateNA, "Terminating"
+	for _, c := range []struct {
+		it   inspect.Item
+		want string
+	}{
+		{optional, "web-1|app|env|$L <- l|missing (optional)|deployment/web|missing|<none>"},
+		{terminating, "web-1|app|env|$L <- l|restart-needed|deployment/web|terminating|<none>"},
+	} {
+		if got := strings.Join(UseCells(c.it, now), "|"); got != c.want {
+			t.Errorf("UseCells = %q, want %q", got, c.want)
+		}
+	}
+}
