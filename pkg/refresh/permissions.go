@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Permission is one RBAC permission a plan needs: verb on a resource of an
@@ -84,22 +80,6 @@ func Permissions(plan []Action, dry DryRun) []Permission {
 // user do p?
 type AccessReviewer interface {
 	Allowed(ctx context.Context, p Permission) (bool, error)
-}
-
-// SelfAccessReviewer asks the API server with a SelfSubjectAccessReview
-// (what `kubectl auth can-i` does; every authenticated user may create one).
-type SelfAccessReviewer struct{ Client kubernetes.Interface }
-
-// Allowed implements AccessReviewer.
-func (r SelfAccessReviewer) Allowed(ctx context.Context, p Permission) (bool, error) {
-	rev, err := r.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return false, err
-	}
-	return rev.Status.Allowed, nil
 }
 
 // Missing returns the permissions of perms the reviewer denies. A review

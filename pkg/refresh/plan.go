@@ -126,10 +126,15 @@ type Action struct {
 	podUIDs map[string]string
 }
 
-// WorkloadPod is one pod a workload runs now.
+// WorkloadPod is one pod a workload runs now: the planner reads its name,
+// UID and labels, the eviction loop whether it is Ready or terminating.
 type WorkloadPod struct {
 	Name, UID string
 	Labels    map[string]string
+	// Ready: the pod's Ready condition is true and it is not terminating.
+	Ready bool
+	// Terminating: it has a deletion timestamp.
+	Terminating bool
 }
 
 // WorkloadInfo is what the planner needs to know about an owning workload.
