@@ -11,6 +11,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 )
 
 // rule is one permission: ClusterRole, API group, resource, verb.
@@ -136,5 +138,35 @@ func TestREADMETableIsRBACFile(t *testing.T) {
 				t.Errorf("rbac.yaml lacks %s", r)
 			}
 		}
+	}
+}
+
+// TestRBACFileIsTable: rbac.yaml's ClusterRoles are exactly the Go table
+// (pkg/rbac) the commands' pre-checks and notes read, role by role.
+func TestRBACFileIsTable(t *testing.T) {
+	file, roles := fileRules(t)
+	table := map[rule]bool{}
+	var names []string
+	for _, r := range rbac.Roles {
+		names = append(names, r.Name)
+		for _, pr := range r.Rules {
+			for _, res := range pr.Resources {
+				for _, v := range pr.Verbs {
+					table[rule{r.Name, pr.Group, res, v}] = true
+					if !rbac.Grants(r.Name, v, res) {
+						t.Errorf("rbac.Grants(%s, %s, %s) = false for a rule of the table", r.Name, v, res)
+					}
+				}
+			}
+		}
+	}
+	if strings.Join(names, " ") != strings.Join(roles, " ") {
+		t.Errorf("table roles %v, rbac.yaml roles %v", names, roles)
+	}
+	if extra := diff(table, file); len(extra) > 0 {
+		t.Errorf("the table (pkg/rbac) has rules rbac.yaml does not:\n  %s", strings.Join(extra, "\n  "))
+	}
+	if missing := diff(file, table); len(missing) > 0 {
+		t.Errorf("rbac.yaml has rules the table (pkg/rbac) does not:\n  %s", strings.Join(missing, "\n  "))
 	}
 }

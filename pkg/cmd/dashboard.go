@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
 )
@@ -61,6 +61,11 @@ type DashboardOptions struct {
 	IncludeSystem bool
 	Timeout       time.Duration
 	Verify        VerifyFlags
+	// The refresh flags, as refresh's: --restart-via, --max-unavailable,
+	// --max-restarts.
+	RestartVia     string
+	MaxUnavailable int
+	MaxRestarts    int
 
 	// Set by Complete.
 	Namespace  string
@@ -68,14 +73,18 @@ type DashboardOptions struct {
 	Client     kubernetes.Interface
 	RESTConfig *rest.Config
 	Executor   inspect.Executor
-	Now        func() time.Time
+	// Access and Patcher replace the client's (tests); nil: the client's.
+	Access  refresh.AccessReviewer
+	Patcher refresh.Patcher
+	Now     func() time.Time
 	// ProgramOptions are added to the Bubble Tea program's (tests).
 	ProgramOptions []tea.ProgramOption
 }
 
 // NewDashboardOptions returns options with defaults.
 func NewDashboardOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DashboardOptions {
-	o := &DashboardOptions{ConfigFlags: flags, IOStreams: streams, Timeout: 5 * time.Minute, Now: time.Now}
+	o := &DashboardOptions{ConfigFlags: flags, IOStreams: streams, Timeout: 5 * time.Minute, Now: time.Now,
+		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, MaxRestarts: -1}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
 }
@@ -94,7 +103,9 @@ func NewCmdDashboard(flags *genericclioptions.ConfigFlags, streams genericioopti
 		RunE:                  runOptions(o),
 	}
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a refresh waits for its consumers to be current.")
+	fs := cmd.Flags()
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a refresh waits for its consumers to be current.")
+	addRestartFlags(fs, &o.RestartVia, &o.MaxUnavailable, &o.MaxRestarts)
 	o.Verify.AddFlags(cmd.Flags(), false)
 	return cmd
 }
@@ -132,6 +143,12 @@ func (o *DashboardOptions) Complete(args []string) error {
 func (o *DashboardOptions) Validate() error {
 	if o.Timeout <= 0 {
 		return usageError("--timeout must be positive, got %s", o.Timeout)
+	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usageError("invalid -l %q: %v", o.Selector, err)
+	}
+	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, o.MaxRestarts); err != nil {
+		return err
 	}
 	if !isTerminal(o.In) || !isTerminal(o.Out) {
 		if len(o.ProgramOptions) == 0 {
@@ -193,9 +210,6 @@ func (o *DashboardOptions) TUIOptions() tui.Options {
 type dashboardActions struct {
 	o       *DashboardOptions
 	hmacKey []byte
-	// the redactor of the snapshot the last plan was made from: the output
-	// edge of that plan's results
-	planRedactor atomic.Pointer[inspect.Redactor]
 }
 
 func (a *dashboardActions) verifyOptions() inspect.VerifyOptions {
@@ -252,51 +266,59 @@ func screenLine(l string) string {
 	return printable(l)
 }
 
-// Plan implements tui.Actions: observe, read the workloads, plan, as
-// `refresh` does before it asks.
+// refresher is the refresh engine of `refresh`, with --strategy auto and
+// no --yes: the dashboard asks before anything restarts.
+func (a *dashboardActions) refresher() *refresh.Refresher {
+	o := a.o
+	vo := a.verifyOptions()
+	cluster := refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector)
+	if o.Access != nil {
+		cluster.Access = o.Access
+	}
+	if o.Patcher != nil {
+		cluster.Patcher = o.Patcher
+	}
+	return &refresh.Refresher{
+		Config: refresh.Config{Strategy: refresh.StrategyAuto, RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: o.MaxRestarts,
+			MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRunNone, Selector: o.Selector, Wait: true, Timeout: o.Timeout,
+			Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now},
+		Cluster: cluster,
+	}
+}
+
+// Plan implements tui.Actions with the refresh engine of `refresh`: the
+// same observation, plan and pre-checks (--max-restarts, permissions, -l),
+// refused before anything is changed.
 func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, keys []inspect.ObjectKey) (tui.Plan, error) {
 	// Secrets as the dashboard shows them now (`s` toggles them)
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: keys, Secrets: a.o.Secrets || snap.SecretsListed, IncludeSystem: a.o.IncludeSystem})
 	if err != nil {
 		return tui.Plan{}, err
 	}
-	redactor := inspect.NewRedactor(snap)
-	a.planRedactor.Store(redactor)
-	items = redactor.Items(inspect.Verify(ctx, items, snap, a.o.Executor, a.verifyOptions()))
-	sel, err := labels.Parse(a.o.Selector)
-	if err != nil {
-		return tui.Plan{}, fmt.Errorf("invalid -l %q: %v", a.o.Selector, err)
-	}
-	pods := podsByKey(snap)
-	workloads, err := loadWorkloads(ctx, a.o.Client, items)
-	if err != nil {
-		return tui.Plan{}, err
-	}
-	plan := refresh.Plan(refresh.PlanInput{Items: items, Pods: pods, Workload: workloads, Strategy: refresh.StrategyAuto, Observed: true, Selector: sel})
-	if beyond := outsideSelector(plan); len(beyond) > 0 {
+	planned, err := a.refresher().Plan(ctx, snap, items)
+	var beyond *refresh.BeyondSelectorError
+	var denied *refresh.PermissionError
+	switch {
+	case errors.As(err, &beyond):
 		// as refresh refuses it without --yes, even on a terminal: one key
 		// must not roll pods the user's -l left out
-		return tui.Plan{}, beyondSelectorError(a.o.Selector, beyond, "Run kubectl cmsync refresh with --yes to restart them anyway")
-	}
-	var text bytes.Buffer
-	if err := printPlanTable(&text, plan); err != nil {
+		return tui.Plan{}, beyondSelectorError(a.o.Selector, beyond.Beyond, "Run kubectl cmsync refresh with --yes to restart them anyway")
+	case errors.As(err, &denied):
+		return tui.Plan{}, fmt.Errorf("%w (the ClusterRole %s of deploy/rbac.yaml grants what refresh needs)", err, rbac.RoleRefresh)
+	case err != nil:
 		return tui.Plan{}, err
 	}
-	return tui.Plan{Keys: keys, Actions: plan, Text: text.String()}, nil
+	var text bytes.Buffer
+	if err := printPlanTable(&text, planned.Actions); err != nil {
+		return tui.Plan{}, err
+	}
+	return tui.Plan{Keys: keys, Actions: planned.Actions, Text: text.String(), Planned: planned}, nil
 }
 
-// Apply implements tui.Actions: the patches and the wait of `refresh`.
+// Apply implements tui.Actions: the patches or evictions and the wait of
+// `refresh`, which verifies what the plan changed.
 func (a *dashboardActions) Apply(ctx context.Context, plan tui.Plan, progress func(refresh.Progress)) []refresh.Result {
-	results := refresh.Apply(ctx, refresh.ClientPatcher{Client: a.o.Client}, plan.Actions, refresh.DryRunNone, a.o.Now)
-	obs := refresh.ClusterObserver{Client: a.o.Client, Executor: a.o.Executor, Verify: a.verifyOptions(), Secrets: a.o.Secrets, PodSelector: a.o.Selector}
-	results = refresh.Wait(ctx, results, obs, refresh.ClusterRollout{Client: a.o.Client}, refresh.WaitOptions{Timeout: a.o.Timeout, Now: a.o.Now, Progress: progress})
-	if redactor := a.planRedactor.Load(); redactor != nil {
-		for i := range results {
-			r := &results[i]
-			r.Reason, r.Detail, r.Error, r.Warnings = redactor.String(r.Reason), redactor.String(r.Detail), redactor.String(r.Error), redactor.Strings(r.Warnings)
-		}
-	}
-	return results
+	return a.refresher().Apply(ctx, plan.Planned, progress)
 }
 
 // UseColumns implements tui.Actions: the cells of `status --verify`.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // What the dashboard shows of the cluster (the cells of a use, the diff of a
@@ -42,5 +43,81 @@ func TestDashboardEscapesClusterText(t *testing.T) {
 	// a CRLF's \r goes, tabs become spaces to the next multiple of 8
 	if want := "\n+       indented        x\n"; !strings.Contains(out, want) {
 		t.Errorf("diff lacks %q:\n%q", want, out)
+	}
+}
+
+// dashboardFixture is the stale env consumer of staleEnvFixture seen by
+// the dashboard's actions.
+func dashboardFixture(t *testing.T) (*dashboardActions, *inspect.Snapshot, *countingPatcher) {
+	t.Helper()
+	ro, p, _ := staleEnvFixture(t)
+	snap, err := inspect.Load(context.Background(), ro.Client, inspect.LoadOptions{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewDashboardOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", ro.Client, ro.Executor, p
+	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Executor: ro.Executor}
+	return &dashboardActions{o: o, hmacKey: []byte("k")}, snap, p
+}
+
+var dashCfg = []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}
+
+// The dashboard's refresh is refresh's: a plan the credentials may not
+// apply is refused before anything is sent, and the refusal names the
+// missing permission.
+func TestDashboardPlanChecksPermissionsFirst(t *testing.T) {
+	a, snap, p := dashboardFixture(t)
+	a.o.Access = denyingReviewer{"deployments": true}
+	_, err := a.Plan(context.Background(), snap, dashCfg)
+	if err == nil || !strings.Contains(err.Error(), `patch deployments in namespace "ns" (for deployment/web)`) || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("Plan() = %v, want the refusal naming patch deployments", err)
+	}
+	if len(p.sent) != 0 {
+		t.Errorf("patches sent: %v", p.sent)
+	}
+
+	// allowed: the plan restarts the Deployment
+	a.o.Access = denyingReviewer{}
+	plan, err := a.Plan(context.Background(), snap, dashCfg)
+	if err != nil || plan.Restarts() != 1 || plan.Planned == nil {
+		t.Fatalf("Plan() = %+v, %v; want one restart", plan, err)
+	}
+}
+
+// --max-restarts and --restart-via=evict reach the dashboard's plan.
+func TestDashboardPlanMaxRestartsAndEvict(t *testing.T) {
+	a, snap, _ := dashboardFixture(t)
+	a.o.Access, a.o.MaxRestarts = denyingReviewer{}, 0
+	if _, err := a.Plan(context.Background(), snap, dashCfg); err == nil || !strings.Contains(err.Error(), "more than --max-restarts=0") {
+		t.Errorf("Plan() = %v, want the --max-restarts refusal", err)
+	}
+	a.o.MaxRestarts, a.o.RestartVia = -1, string(refresh.RestartViaEvict)
+	a.o.Access = denyingReviewer{"pods/eviction": true}
+	if _, err := a.Plan(context.Background(), snap, dashCfg); err == nil || !strings.Contains(err.Error(), `create pods/eviction in namespace "ns"`) {
+		t.Errorf("Plan() = %v, want the refusal naming create pods/eviction", err)
+	}
+	a.o.Access = denyingReviewer{}
+	plan, err := a.Plan(context.Background(), snap, dashCfg)
+	if err != nil || len(plan.Actions) == 0 || plan.Actions[0].Action != refresh.ActionEvict || plan.Restarts() != 1 {
+		t.Fatalf("Plan() = %+v, %v; want one evict action", plan.Actions, err)
+	}
+}
+
+func TestDashboardValidatesRestartFlags(t *testing.T) {
+	for _, c := range []struct {
+		set  func(*DashboardOptions)
+		want string
+	}{
+		{func(o *DashboardOptions) { o.RestartVia = "delete" }, `invalid --restart-via "delete"`},
+		{func(o *DashboardOptions) { o.MaxUnavailable = 0 }, "--max-unavailable must be 1 or more"},
+		{func(o *DashboardOptions) { o.MaxRestarts = -2 }, "--max-restarts must be -1"},
+		{func(o *DashboardOptions) { o.Selector = "a in (" }, `invalid -l "a in ("`},
+	} {
+		o := NewDashboardOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+		c.set(o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate() = %v, want %q", err, c.want)
+		}
 	}
 }

@@ -11,19 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// rbacGroups maps a resource to its API group for Role rules.
-var rbacGroups = map[string]string{
-	"pods": "", "configmaps": "", "secrets": "", "nodes": "", "nodes/proxy": "", "pods/exec": "", "pods/eviction": "",
-	"replicasets": "apps", "deployments": "apps", "statefulsets": "apps", "daemonsets": "apps",
-	"jobs": "batch", "cronjobs": "batch",
-}
-
-// RoleRule renders the RBAC rule that grants verb on resource.
-func RoleRule(verb, resource string) string {
-	return fmt.Sprintf(`{apiGroups: [%q], resources: [%q], verbs: [%q]}`, rbacGroups[resource], resource, verb)
-}
+// RoleRule renders the RBAC rule that grants verb on resource (the group
+// from the permission table, pkg/rbac).
+func RoleRule(verb, resource string) string { return rbac.RoleRule(verb, resource) }
 
 // explainAPIError turns an error from the API server into one actionable
 // line: what failed, why, and what to do next. server names the API server.
@@ -116,18 +110,10 @@ func rootCause(err error) string {
 	}
 }
 
-// apiCallError is a failed call on one object, kept apart (like
-// inspect.ListError) so that a Forbidden answer names the Role rule.
-type apiCallError struct {
-	Verb, Resource, Namespace, Name string
-	Err                             error
-}
-
-func (e *apiCallError) Error() string {
-	return fmt.Sprintf("cannot %s %s %s/%s: %v", e.Verb, e.Resource, e.Namespace, e.Name, e.Err)
-}
-
-func (e *apiCallError) Unwrap() error { return e.Err }
+// apiCallError is a failed call on one object (a workload read of the
+// refresh engine), kept apart like inspect.ListError so that a Forbidden
+// answer names the Role rule.
+type apiCallError = refresh.CallError
 
 // deniedNotes says, one line per kind, what RBAC kept Load from reading and
 // what the output does without it: Secrets skipped, owners unresolved,
@@ -136,25 +122,13 @@ func deniedNotes(snap *inspect.Snapshot) []string {
 	var out []string
 	for _, le := range snap.Denied {
 		where, kind := fmt.Sprintf(" in namespace %q", le.Namespace), "Role"
-		if le.Namespace == "" || le.Resource == "nodes" {
+		if le.Namespace == "" || rbac.ClusterScoped[le.Resource] {
 			where, kind = " in all namespaces", "ClusterRole"
 		}
-		if le.Resource == "nodes" {
+		if rbac.ClusterScoped[le.Resource] {
 			where = ""
 		}
-		var what string
-		switch le.Resource {
-		case "secrets":
-			what = "Secrets skipped (ConfigMaps are shown)"
-		case "replicasets":
-			what = "owners shown as replicaset/NAME (unresolved)"
-		case "jobs":
-			what = "owners shown as job/NAME (unresolved)"
-		case "nodes":
-			what = "delays assume the kubelet defaults (0-90s)"
-		default:
-			what = le.Resource + " not read (their pod templates are left out)"
-		}
+		what := rbac.Without(le.Resource)
 		out = append(out, fmt.Sprintf("note: %s: cannot list %s%s (forbidden); a %s with this rule grants it: %s",
 			what, le.Resource, where, kind, RoleRule("list", le.Resource)))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -32,31 +30,6 @@ type Patcher interface {
 	// Patch sends patch to the named object of kind (Pod, Deployment,
 	// StatefulSet or DaemonSet). dryRun asks the server not to persist it.
 	Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, patch []byte, dryRun bool) error
-}
-
-// ClientPatcher patches through client-go.
-type ClientPatcher struct{ Client kubernetes.Interface }
-
-// Patch implements Patcher.
-func (p ClientPatcher) Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, patch []byte, dryRun bool) error {
-	o := metav1.PatchOptions{FieldManager: "kubectl-cmsync"}
-	if dryRun {
-		o.DryRun = []string{metav1.DryRunAll}
-	}
-	var err error
-	switch kind {
-	case "Pod":
-		_, err = p.Client.CoreV1().Pods(namespace).Patch(ctx, name, pt, patch, o)
-	case "Deployment":
-		_, err = p.Client.AppsV1().Deployments(namespace).Patch(ctx, name, pt, patch, o)
-	case "StatefulSet":
-		_, err = p.Client.AppsV1().StatefulSets(namespace).Patch(ctx, name, pt, patch, o)
-	case "DaemonSet":
-		_, err = p.Client.AppsV1().DaemonSets(namespace).Patch(ctx, name, pt, patch, o)
-	default:
-		err = fmt.Errorf("cannot patch a %s", kind)
-	}
-	return err
 }
 
 // AnnotatePatch is the merge patch that bumps the refresh annotation and

@@ -7,13 +7,10 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -141,15 +138,6 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// LivePod is one pod a workload runs now, as the eviction loop sees it.
-type LivePod struct {
-	Name, UID string
-	// Ready: the pod's Ready condition is true and it is not terminating.
-	Ready bool
-	// Terminating: it has a deletion timestamp.
-	Terminating bool
-}
-
 // Evictor is the I/O edge of an eviction: evict one pod, list a workload's
 // pods.
 type Evictor interface {
@@ -160,7 +148,7 @@ type Evictor interface {
 	// WorkloadPods lists the live pods the workload controls (a
 	// Deployment's through its ReplicaSets), Succeeded and Failed ones left
 	// out.
-	WorkloadPods(ctx context.Context, kind, namespace, name string) ([]LivePod, error)
+	WorkloadPods(ctx context.Context, kind, namespace, name string) ([]WorkloadPod, error)
 }
 
 // EvictOptions bound and report the eviction loop.
@@ -305,7 +293,7 @@ func evictWorkload(ctx context.Context, ev Evictor, r *Result, o EvictOptions) {
 	r.Detail = strings.Join(notes, "; ")
 }
 
-func podNames(ps []LivePod) []string {
+func podNames(ps []WorkloadPod) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.Name)
@@ -379,12 +367,12 @@ func refusal(err error) string {
 
 // waitReplacements polls the workload's pods until n pods it had not seen
 // are Ready (and not terminating), or the deadline passes.
-func waitReplacements(ctx context.Context, ev Evictor, t Target, known map[string]bool, n int, o EvictOptions) ([]LivePod, error) {
+func waitReplacements(ctx context.Context, ev Evictor, t Target, known map[string]bool, n int, o EvictOptions) ([]WorkloadPod, error) {
 	start := o.Now()
 	last := ""
 	for {
 		pods, err := ev.WorkloadPods(ctx, t.Kind, t.Namespace, t.Name)
-		var fresh []LivePod
+		var fresh []WorkloadPod
 		if err != nil {
 			last = err.Error()
 		} else {
@@ -415,86 +403,4 @@ func waitReplacements(ctx context.Context, ev Evictor, t Target, known map[strin
 		case <-time.After(o.Poll):
 		}
 	}
-}
-
-// ClientEvictor evicts through client-go's policy/v1 Eviction API.
-type ClientEvictor struct{ Client kubernetes.Interface }
-
-// Evict implements Evictor.
-func (c ClientEvictor) Evict(ctx context.Context, namespace, name, uid string, dryRun bool) error {
-	do := &metav1.DeleteOptions{}
-	if uid != "" {
-		u := types.UID(uid)
-		do.Preconditions = &metav1.Preconditions{UID: &u}
-	}
-	if dryRun {
-		do.DryRun = []string{metav1.DryRunAll}
-	}
-	return c.Client.PolicyV1().Evictions(namespace).Evict(ctx, &policyv1.Eviction{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, DeleteOptions: do})
-}
-
-// WorkloadPods implements Evictor: the workload's selector, then its
-// controller references (a Deployment's pods belong to its ReplicaSets).
-func (c ClientEvictor) WorkloadPods(ctx context.Context, kind, namespace, name string) ([]LivePod, error) {
-	var uid types.UID
-	var ls *metav1.LabelSelector
-	var err error
-	switch kind {
-	case "Deployment":
-		var d *appsv1.Deployment
-		if d, err = c.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			uid, ls = d.UID, d.Spec.Selector
-		}
-	case "StatefulSet":
-		var s *appsv1.StatefulSet
-		if s, err = c.Client.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			uid, ls = s.UID, s.Spec.Selector
-		}
-	case "DaemonSet":
-		var d *appsv1.DaemonSet
-		if d, err = c.Client.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			uid, ls = d.UID, d.Spec.Selector
-		}
-	case "ReplicaSet":
-		var rs *appsv1.ReplicaSet
-		if rs, err = c.Client.AppsV1().ReplicaSets(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			uid, ls = rs.UID, rs.Spec.Selector
-		}
-	default:
-		return nil, fmt.Errorf("cannot list the pods of a %s", kind)
-	}
-	if err != nil {
-		return nil, err
-	}
-	sel, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil {
-		return nil, fmt.Errorf("%s/%s has an invalid selector: %w", strings.ToLower(kind), name, err)
-	}
-	owners := map[types.UID]bool{uid: true}
-	if kind == "Deployment" {
-		rss, err := c.Client.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-		if err != nil {
-			return nil, err
-		}
-		for i := range rss.Items {
-			if ref := metav1.GetControllerOf(&rss.Items[i]); ref != nil && ref.UID == uid {
-				owners[rss.Items[i].UID] = true
-			}
-		}
-	}
-	pods, err := c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-	if err != nil {
-		return nil, err
-	}
-	var out []LivePod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		ref := metav1.GetControllerOf(p)
-		if ref == nil || !owners[ref.UID] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		out = append(out, LivePod{Name: p.Name, UID: string(p.UID), Ready: podReady(p), Terminating: p.DeletionTimestamp != nil})
-	}
-	return out, nil
 }

@@ -30,7 +30,7 @@ func pdbRefusal() error {
 // the lowest number of Ready pods seen at an eviction.
 type fakeEvictor struct {
 	mu       sync.Mutex
-	pods     []LivePod
+	pods     []WorkloadPod
 	fails    map[string][]error // pod -> errors to return first, in order
 	sent     []string
 	dryRuns  []bool
@@ -42,7 +42,7 @@ type fakeEvictor struct {
 func newFakeEvictor(names ...string) *fakeEvictor {
 	f := &fakeEvictor{fails: map[string][]error{}, minReady: len(names)}
 	for _, n := range names {
-		f.pods = append(f.pods, LivePod{Name: n, UID: "u-" + n, Ready: true})
+		f.pods = append(f.pods, WorkloadPod{Name: n, UID: "u-" + n, Ready: true})
 	}
 	return f
 }
@@ -64,7 +64,7 @@ func (f *fakeEvictor) Evict(_ context.Context, _, name, uid string, dryRun bool)
 		if p.Name == name && p.UID == uid && !p.Terminating {
 			p.Terminating, p.Ready = true, false
 			f.n++
-			f.pods = append(f.pods, LivePod{Name: fmt.Sprintf("%s-new%d", name, f.n), UID: fmt.Sprintf("new-%d", f.n)})
+			f.pods = append(f.pods, WorkloadPod{Name: fmt.Sprintf("%s-new%d", name, f.n), UID: fmt.Sprintf("new-%d", f.n)})
 			ready := 0
 			for _, q := range f.pods {
 				if q.Ready {
@@ -80,10 +80,10 @@ func (f *fakeEvictor) Evict(_ context.Context, _, name, uid string, dryRun bool)
 	return apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
 }
 
-func (f *fakeEvictor) WorkloadPods(context.Context, string, string, string) ([]LivePod, error) {
+func (f *fakeEvictor) WorkloadPods(context.Context, string, string, string) ([]WorkloadPod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := append([]LivePod(nil), f.pods...)
+	out := append([]WorkloadPod(nil), f.pods...)
 	if !f.noNew {
 		for i := range f.pods { // the next listing sees them Ready
 			if !f.pods[i].Terminating && strings.HasPrefix(f.pods[i].UID, "new-") {

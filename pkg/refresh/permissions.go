@@ -6,9 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 )
 
 // Permission is one RBAC permission a plan needs: verb on a resource of an
@@ -23,13 +21,18 @@ func (p Permission) String() string {
 	return fmt.Sprintf("%s %s in namespace %q", p.Verb, p.Resource, p.Namespace)
 }
 
-// resourceOf is the resource and API group a patch of kind goes to.
-var resourceOf = map[string][2]string{
-	"Pod":         {"", "pods"},
-	"Deployment":  {"apps", "deployments"},
-	"StatefulSet": {"apps", "statefulsets"},
-	"DaemonSet":   {"apps", "daemonsets"},
+// resourceOf is the resource a patch of kind goes to; its API group comes
+// from the permission table (pkg/rbac).
+var resourceOf = map[string]string{
+	"Pod":         "pods",
+	"Deployment":  "deployments",
+	"StatefulSet": "statefulsets",
+	"DaemonSet":   "daemonsets",
 }
+
+// evictionResource is the Eviction API: create on the pods' eviction
+// subresource.
+const evictionResource = "pods/eviction"
 
 // Permissions lists what applying plan needs, one per verb, resource and
 // namespace, in a stable order: patch on the pods it annotates and on the
@@ -44,23 +47,22 @@ func Permissions(plan []Action, dry DryRun) []Permission {
 	byKey := map[[3]string]*Permission{}
 	var out []*Permission
 	for _, a := range plan {
-		verb, gr := "patch", [2]string{}
+		verb, resource := "patch", ""
 		switch a.Action {
 		case ActionAnnotate, ActionRestart:
 			var ok bool
-			if gr, ok = resourceOf[a.Target.Kind]; !ok {
+			if resource, ok = resourceOf[a.Target.Kind]; !ok {
 				continue
 			}
 		case ActionEvict:
-			// the Eviction API: create on the pods' eviction subresource
-			verb, gr = "create", [2]string{"", "pods/eviction"}
+			verb, resource = "create", evictionResource
 		default:
 			continue
 		}
-		k := [3]string{gr[1], a.Target.Namespace, verb}
+		k := [3]string{resource, a.Target.Namespace, verb}
 		p := byKey[k]
 		if p == nil {
-			p = &Permission{Verb: verb, Group: gr[0], Resource: gr[1], Namespace: a.Target.Namespace}
+			p = &Permission{Verb: verb, Group: rbac.Group(resource), Resource: resource, Namespace: a.Target.Namespace}
 			byKey[k] = p
 			out = append(out, p)
 		}
@@ -84,22 +86,6 @@ func Permissions(plan []Action, dry DryRun) []Permission {
 // user do p?
 type AccessReviewer interface {
 	Allowed(ctx context.Context, p Permission) (bool, error)
-}
-
-// SelfAccessReviewer asks the API server with a SelfSubjectAccessReview
-// (what `kubectl auth can-i` does; every authenticated user may create one).
-type SelfAccessReviewer struct{ Client kubernetes.Interface }
-
-// Allowed implements AccessReviewer.
-func (r SelfAccessReviewer) Allowed(ctx context.Context, p Permission) (bool, error) {
-	rev, err := r.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return false, err
-	}
-	return rev.Status.Allowed, nil
 }
 
 // Missing returns the permissions of perms the reviewer denies. A review

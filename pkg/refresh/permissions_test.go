@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 )
 
 func TestPermissions(t *testing.T) {
@@ -60,5 +62,24 @@ func TestMissing(t *testing.T) {
 	}
 	if d := got[0].Describe(); d != `patch pods in namespace "shop" (for pod/a, pod/b, pod/c and 1 more)` {
 		t.Errorf("Describe = %s", d)
+	}
+}
+
+// Every permission a plan can need is in the permission table, granted
+// by the refresh role: the pre-check and deploy/rbac.yaml agree.
+func TestPermissionsAreInTheRefreshRole(t *testing.T) {
+	var plan []Action
+	for kind := range resourceOf {
+		plan = append(plan, Action{Action: ActionAnnotate, Target: Target{kind, "ns", "x"}}, Action{Action: ActionRestart, Target: Target{kind, "ns", "x"}})
+	}
+	plan = append(plan, Action{Action: ActionEvict, Target: Target{"ReplicaSet", "ns", "x"}})
+	perms := Permissions(plan, DryRunNone)
+	if len(perms) != len(resourceOf)+1 {
+		t.Fatalf("Permissions() = %+v, want one per resource", perms)
+	}
+	for _, p := range perms {
+		if !rbac.Grants(rbac.RoleRefresh, p.Verb, p.Resource) || p.Group != rbac.Group(p.Resource) {
+			t.Errorf("%s (group %q) is not granted by %s in the permission table", p, p.Group, rbac.RoleRefresh)
+		}
 	}
 }

@@ -1,6 +1,13 @@
 // Package refresh makes the consumers of ConfigMaps and Secrets current with
-// the least disruptive action: plan (pure), apply (patches through a small
-// Patcher interface) and wait (re-observe until converged).
+// the least disruptive action. Refresher (refresher.go) is the one engine
+// that `refresh` and the dashboard both run: Plan observes what the plan
+// depends on, reads the workloads, plans (Plan in plan.go, pure) and
+// refuses before anything is sent (--max-restarts, permissions, -l);
+// Apply patches (apply.go) or evicts (evict.go), then waits until what it
+// changed is verified current (wait.go). The cluster is behind one small
+// interface per concern, each with its client-go adapter in a client_*.go
+// file: workload reads and the one workload-pod listing, patches,
+// evictions, rollout status, the verifying Observer and access reviews.
 package refresh
 
 import (
@@ -126,10 +133,15 @@ type Action struct {
 	podUIDs map[string]string
 }
 
-// WorkloadPod is one pod a workload runs now.
+// WorkloadPod is one pod a workload runs now: the planner reads its name,
+// UID and labels, the eviction loop whether it is Ready or terminating.
 type WorkloadPod struct {
 	Name, UID string
 	Labels    map[string]string
+	// Ready: the pod's Ready condition is true and it is not terminating.
+	Ready bool
+	// Terminating: it has a deletion timestamp.
+	Terminating bool
 }
 
 // WorkloadInfo is what the planner needs to know about an owning workload.

@@ -24,10 +24,12 @@ type Actions interface {
 	// as HMACs), without colour.
 	Diff(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) (string, error)
 	// Plan observes the consumers of the objects and plans their refresh
-	// exactly as `refresh --dry-run` does; Text is that command's table.
+	// with the engine of `refresh` (strategy auto), refusing as it does
+	// before anything is changed; Text is that command's table.
 	Plan(ctx context.Context, snap *inspect.Snapshot, keys []inspect.ObjectKey) (Plan, error)
-	// Apply sends the plan's patches and waits until its consumers are
-	// current, reporting each round to progress.
+	// Apply sends the plan's patches (or evictions) and waits until the
+	// consumers it changed are current, reporting each round and each
+	// eviction to progress.
 	Apply(ctx context.Context, plan Plan, progress func(refresh.Progress)) []refresh.Result
 	// UseColumns are the cells of one use in the columns of
 	// `status --verify`: POD, CONTAINER, MODE, PATH/KEYS, HOT-UPDATE,
@@ -40,10 +42,15 @@ type Plan struct {
 	Keys    []inspect.ObjectKey
 	Actions []refresh.Action
 	Text    string
+	// Planned is the refresh engine's plan, which Apply runs.
+	Planned *refresh.Planned
 }
 
-// Restarts counts the workloads the plan restarts.
-func (p Plan) Restarts() int { return refresh.Counts(p.Actions)[refresh.ActionRestart] }
+// Restarts counts the workloads the plan restarts or whose pods it evicts.
+func (p Plan) Restarts() int {
+	c := refresh.Counts(p.Actions)
+	return c[refresh.ActionRestart] + c[refresh.ActionEvict]
+}
 
 // UseHeaders are the titles of UseColumns.
 var UseHeaders = []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD", "STATE", "SYNCED"}

@@ -581,6 +581,10 @@ func (m *Model) planNow() tea.Cmd {
 		m.setError("a refresh is running: wait for its result")
 		return nil
 	}
+	if !m.synced {
+		m.setError("refresh: not planned: the watches have not synced yet (the header says syncing), and a plan from a partial cache would leave consumers out; press r again once it says live")
+		return nil
+	}
 	m.back, m.screen = m.screen, planScreen
 	m.plan, m.planning = nil, true
 	snap, actions := m.snap, m.opts.Actions
@@ -648,8 +652,10 @@ func waitApply(ch <-chan tea.Msg) tea.Cmd {
 
 func (m *Model) onApply(msg applyMsg) tea.Cmd {
 	if !msg.done {
-		if msg.progress != nil {
-			m.progress = *msg.progress
+		if p := msg.progress; p != nil && p.Event != "" {
+			m.status = "refresh: " + p.Event // an eviction
+		} else if p != nil {
+			m.progress = *p
 			m.status = fmt.Sprintf("refresh: %d/%d current, %s elapsed", m.progress.Current, m.progress.Total, m.progress.Elapsed.Round(100*time.Millisecond))
 		}
 		return waitApply(msg.ch)
@@ -660,17 +666,46 @@ func (m *Model) onApply(msg applyMsg) tea.Cmd {
 	keys := m.plan.Keys
 	m.plan = nil
 	m.screen = m.back
-	// what the consumers have now
+	// what the consumers the refresh changed have now
 	want := map[inspect.ObjectKey]bool{}
 	for _, k := range keys {
 		want[k] = true
 	}
+	changed := changedPods(msg.results)
 	for _, it := range m.items {
-		if want[it.Key()] && it.Pod.Name != "" && it.Container != nil {
+		if want[it.Key()] && it.Pod.Name != "" && it.Container != nil && changed(it) {
 			m.queue[it.ID()] = true
 		}
 	}
 	return m.startVerify()
+}
+
+// changedPods tells whether a use belongs to a pod the refresh changed: one
+// it annotated or evicted, a replacement, or a pod of a workload it
+// restarted (the rollout replaces them: their successors are new rows).
+func changedPods(results []refresh.Result) func(inspect.Item) bool {
+	pods := map[string]bool{}
+	workloads := map[refresh.WorkloadKey]bool{}
+	for _, r := range results {
+		switch r.Outcome {
+		case refresh.OutcomeApplied, refresh.OutcomeCurrent, refresh.OutcomeTimeout, refresh.OutcomeUnverifiable, refresh.OutcomeFailed:
+		default:
+			continue // nothing was sent
+		}
+		ns := r.Target.Namespace
+		if r.Action.Action == refresh.ActionRestart {
+			workloads[refresh.WorkloadKey{Kind: r.Target.Kind, Namespace: ns, Name: r.Target.Name}] = true
+		}
+		for _, group := range [][]string{r.Pods, r.Evicted, r.Replacements} {
+			for _, p := range group {
+				pods[refresh.PodKey(ns, p)] = true
+			}
+		}
+	}
+	return func(it inspect.Item) bool {
+		return pods[refresh.PodKey(it.Object.Namespace, it.Pod.Name)] ||
+			workloads[refresh.WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}]
+	}
 }
 
 // ResultLine says in one line what a refresh changed and what it did not;

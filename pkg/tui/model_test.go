@@ -568,6 +568,32 @@ func TestLateSyncWithoutEventsGoesLive(t *testing.T) {
 	h.until("live", contains("● live"))
 }
 
+// A refresh is not planned from caches that have not synced: the status
+// line says why, nothing is read by exec or sent; once live, r plans.
+func TestRefreshWaitsForSyncedCaches(t *testing.T) {
+	release := make(chan struct{})
+	h := startHarness(t, 160, 24, func(h *harness) {
+		h.api = slowJobsClient{Interface: h.client, release: release}
+	})
+	h.until("the rows while Jobs are still listed", contains("app-config", "○ syncing"))
+	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Env["GREETING"] = "v0" })
+	h.client.ClearActions()
+	h.key("r")
+	h.until("the refusal", contains("not planned: the watches have not synced yet"))
+	if strings.Contains(h.screen(), "[y/N]") {
+		t.Errorf("a plan was shown before the caches synced:\n%s", h.screen())
+	}
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "patch" || a.GetVerb() == "create" {
+			t.Errorf("refresh before sync sent %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	close(release)
+	h.until("live", contains("● live"))
+	h.key("r")
+	h.until("the plan is shown", contains("restart", "deployment/web", "[y/N]"))
+}
+
 // slowJobsClient answers LISTs of Jobs once release is closed (the fake
 // clientset holds its lock while a reactor runs, so a reactor cannot wait).
 type slowJobsClient struct {

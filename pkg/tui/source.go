@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 )
 
 // Scope is what the dashboard watches: the status command's selection.
@@ -227,15 +228,18 @@ func (s *Source) Next() tea.Cmd {
 	}
 }
 
-// deniedNote says what the rows do without an optional kind RBAC denies.
+// deniedNote says what the rows do without an optional kind RBAC denies:
+// the permission table's (pkg/rbac), for the kinds the dashboard watches.
 var deniedNote = map[string]string{
-	"replicasets": "owners shown as replicaset/NAME (unresolved)",
-	"jobs":        "owners shown as job/NAME (unresolved)",
-	"secrets":     "Secrets skipped (ConfigMaps are shown)",
+	"replicasets": rbac.Optional["replicasets"],
+	"jobs":        rbac.Optional["jobs"],
+	"secrets":     rbac.Optional["secrets"],
 }
 
 // synced tells whether every informer has synced; one of a kind RBAC
-// denies never will, and is not waited for.
+// denies never will, and is not waited for. Each snapshot carries it: a
+// refresh is planned only from a synced one (a cache read before its
+// informer synced may lack pods, and a plan from it would leave them out).
 func (s *Source) synced() bool {
 	s.mu.Lock()
 	denied := maps.Clone(s.denied)

@@ -3,14 +3,19 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // tmuxDashboard is `kubectl cmsync dashboard` running in a tmux pane, driven
@@ -220,6 +225,65 @@ func TestDashboardRestartDeclined(t *testing.T) {
 	}
 	if len(pods1.Items) != len(pods0.Items) {
 		t.Errorf("%d pods before, %d after", len(pods0.Items), len(pods1.Items))
+	}
+	d.keys("q")
+	if code := d.exitCode(); code != "0" {
+		t.Errorf("dashboard exit code %s, want 0", code)
+	}
+}
+
+// A dashboard refresh under a Role without patch on pods (the refresh
+// role of deploy/rbac.yaml less that one rule) is refused before anything
+// changes: every resourceVersion of the namespace (pods, workloads,
+// ConfigMaps) stays as it was, and the status line names the missing
+// permission.
+func TestDashboardRefreshWithoutPatchPodsChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	cr, ok := rbacFileRoles(t)["cmsync-refresh"]
+	if !ok {
+		t.Fatalf("deploy/rbac.yaml has no ClusterRole cmsync-refresh")
+	}
+	var rules []rbacv1.PolicyRule
+	dropped := false
+	for _, r := range cr.Rules {
+		if slices.Equal(r.APIGroups, []string{""}) && slices.Equal(r.Resources, []string{"pods"}) && slices.Equal(r.Verbs, []string{"patch"}) {
+			dropped = true
+			continue
+		}
+		rules = append(rules, r)
+	}
+	if !dropped {
+		t.Fatalf("cmsync-refresh of deploy/rbac.yaml has no rule {apiGroups: [\"\"], resources: [\"pods\"], verbs: [\"patch\"]} to leave out: %+v", cr.Rules)
+	}
+	// a consumer whose every use is a mounted volume: the plan annotates
+	// its pod (patch pods), whether or not the kubelet has synced it yet
+	f.createConfigMap(configMap("cfg", map[string]string{"K": "v0"}))
+	f.createDeployment("web", 1, withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/cfg"))), cmVolume("cfg", "cfg")), false)
+	f.waitPodsReady(1)
+	f.waitDeploymentSettled("web")
+	kc := f.saKubeconfig("no-patch-pods", rules, "")
+	f.patchConfigMapData("cfg", map[string]string{"K": "v1"})
+
+	d := f.startDashboard("--kubeconfig", kc, "-n", f.ns)
+	d.waitScreen("the ConfigMap is listed, live", 30*time.Second, has(" cfg ", "live"))
+	before := f.resourceVersions()
+	d.keys("r")
+	want := fmt.Sprintf("patch pods in namespace %q", f.ns)
+	s := d.waitScreen("the refusal naming the permission", 60*time.Second, has(want))
+	t.Logf("after r:\n%s", s)
+	if line := screenLine(s, want); !strings.Contains(line, "refused") || !strings.Contains(line, "nothing was changed") {
+		t.Errorf("the status line does not say the refresh was refused and changed nothing: %q", line)
+	}
+	if strings.Contains(s, "[y/N]") {
+		t.Errorf("a plan the credentials cannot apply was offered:\n%s", s)
+	}
+	time.Sleep(2 * time.Second) // past the 0.2-0.6 s a patch would take to show
+	if changed := changedVersions(before, f.resourceVersions()); len(changed) > 0 {
+		t.Errorf("a refused dashboard refresh changed: %s", strings.Join(changed, "; "))
+	}
+	if a := f.getPod(f.waitPodsReady(1)[0].Name).Annotations[refresh.RefreshedAtAnnotation]; a != "" {
+		t.Errorf("the pod was annotated (%s = %s)", refresh.RefreshedAtAnnotation, a)
 	}
 	d.keys("q")
 	if code := d.exitCode(); code != "0" {

@@ -1,0 +1,104 @@
+package refresh
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"k8s.io/client-go/kubernetes"
+)
+
+// ClusterObserver re-reads one namespace and verifies the uses of the given
+// objects by running pods (terminating pods are left out).
+type ClusterObserver struct {
+	Client   kubernetes.Interface
+	Executor inspect.Executor
+	Verify   inspect.VerifyOptions
+	Secrets  bool
+	// PodSelector is the user's -l: pods outside it are never touched.
+	PodSelector string
+}
+
+// Observe implements Observer.
+func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || inspect.NamesSecret(objects)})
+	if err != nil {
+		return nil, err
+	}
+	live := snap.Pods[:0]
+	for _, p := range snap.Pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live = append(live, p)
+		}
+	}
+	snap.Pods = live
+	return c.verify(ctx, snap, objects, want)
+}
+
+// verify reads by exec the uses of objects in snap that want picks.
+func (c ClusterObserver) verify(ctx context.Context, snap *inspect.Snapshot, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: objects, Secrets: true, IncludeSystem: true})
+	if err != nil {
+		return nil, err
+	}
+	var picked []inspect.Item
+	for _, it := range items {
+		if want(it) {
+			picked = append(picked, it)
+		}
+	}
+	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
+}
+
+// ObservePod implements Observer: one GET of the pod and one of each
+// object, then one exec per consuming container. A pod that no longer
+// exists (or left -l) yields no items: the wait says its uses are gone.
+func (c ClusterObserver) ObservePod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	p, err := c.Client.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.PodSelector != "" {
+		sel, err := labels.Parse(c.PodSelector)
+		if err != nil {
+			return nil, err
+		}
+		if !sel.Matches(labels.Set(p.Labels)) {
+			return nil, nil
+		}
+	}
+	snap := &inspect.Snapshot{Pods: []corev1.Pod{*p}, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{},
+		Secrets: map[inspect.ObjectKey]*corev1.Secret{}, SecretsListed: true}
+	for _, k := range objects {
+		switch k.Kind {
+		case inspect.KindConfigMap:
+			cm, err := c.Client.CoreV1().ConfigMaps(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, err
+			default:
+				snap.ConfigMaps[k] = cm
+			}
+		case inspect.KindSecret:
+			sec, err := c.Client.CoreV1().Secrets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case apierrors.IsForbidden(err):
+				snap.SecretsListed = false // the uses say the Secret was not read
+			case err != nil:
+				return nil, err
+			default:
+				snap.Secrets[k] = sec
+			}
+		}
+	}
+	return c.verify(ctx, snap, objects, func(it inspect.Item) bool { return it.Pod.Name == pod && it.Object.Namespace == namespace })
+}

@@ -1,0 +1,180 @@
+package refresh
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// Workloads is the I/O edge of the workload reads: what the planner needs
+// to know of an owning workload, and the pods it runs now.
+type Workloads interface {
+	// Workload reads one Deployment, StatefulSet or DaemonSet with its live
+	// pods (Exists false when it is gone).
+	Workload(ctx context.Context, k WorkloadKey) (WorkloadInfo, error)
+	// WorkloadPods lists the pods the workload controls (a Deployment's
+	// through its ReplicaSets), Succeeded and Failed ones left out,
+	// terminating ones flagged.
+	WorkloadPods(ctx context.Context, kind, namespace, name string) ([]WorkloadPod, error)
+}
+
+// CallError is a failed call on one object, kept apart so that a
+// Forbidden answer can name the Role rule that grants the call.
+type CallError struct {
+	Verb, Resource, Namespace, Name string
+	Err                             error
+}
+
+func (e *CallError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("cannot %s %s in namespace %q: %v", e.Verb, e.Resource, e.Namespace, e.Err)
+	}
+	return fmt.Sprintf("cannot %s %s %s/%s: %v", e.Verb, e.Resource, e.Namespace, e.Name, e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// ClientWorkloads reads workloads and lists their pods through client-go.
+type ClientWorkloads struct{ Client kubernetes.Interface }
+
+// workload is what both reads need of a workload object.
+type workload struct {
+	info     WorkloadInfo
+	uid      types.UID
+	selector *metav1.LabelSelector
+}
+
+// get reads one workload of kind (Deployment, StatefulSet, DaemonSet or
+// ReplicaSet).
+func (c ClientWorkloads) get(ctx context.Context, kind, namespace, name string) (workload, error) {
+	var w workload
+	var err error
+	apps := c.Client.AppsV1()
+	switch kind {
+	case "Deployment":
+		d, e := apps.Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err = e; e == nil {
+			w = workload{WorkloadInfo{Exists: true, Paused: d.Spec.Paused}, d.UID, d.Spec.Selector}
+		}
+	case "StatefulSet":
+		s, e := apps.StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err = e; e == nil {
+			w = workload{WorkloadInfo{Exists: true, OnDelete: s.Spec.UpdateStrategy.Type == "OnDelete"}, s.UID, s.Spec.Selector}
+			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+				w.info.Partition = *ru.Partition
+			}
+		}
+	case "DaemonSet":
+		d, e := apps.DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err = e; e == nil {
+			w = workload{WorkloadInfo{Exists: true, OnDelete: d.Spec.UpdateStrategy.Type == "OnDelete"}, d.UID, d.Spec.Selector}
+		}
+	case "ReplicaSet":
+		rs, e := apps.ReplicaSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err = e; e == nil {
+			w = workload{WorkloadInfo{Exists: true}, rs.UID, rs.Spec.Selector}
+		}
+	default:
+		return w, fmt.Errorf("cannot list the pods of a %s", kind)
+	}
+	if err != nil {
+		return w, &CallError{Verb: "get", Resource: strings.ToLower(kind) + "s", Namespace: namespace, Name: name, Err: err}
+	}
+	return w, nil
+}
+
+// Workload implements Workloads. Its Pods leave terminating pods out: the
+// pods a rollout restart replaces.
+func (c ClientWorkloads) Workload(ctx context.Context, k WorkloadKey) (WorkloadInfo, error) {
+	w, err := c.get(ctx, k.Kind, k.Namespace, k.Name)
+	if apierrors.IsNotFound(err) {
+		return WorkloadInfo{}, nil
+	}
+	if err != nil || w.selector == nil {
+		return w.info, err // no selector: the plan falls back to the consumers' pods
+	}
+	pods, err := c.pods(ctx, k.Kind, k.Namespace, k.Name, w)
+	if err != nil {
+		return w.info, err
+	}
+	w.info.Pods = []WorkloadPod{}
+	for _, p := range pods {
+		if !p.Terminating {
+			w.info.Pods = append(w.info.Pods, p)
+		}
+	}
+	return w.info, nil
+}
+
+// WorkloadPods implements Workloads.
+func (c ClientWorkloads) WorkloadPods(ctx context.Context, kind, namespace, name string) ([]WorkloadPod, error) {
+	w, err := c.get(ctx, kind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.pods(ctx, kind, namespace, name, w)
+}
+
+// pods lists the pods of w by its selector (not the user's -l), then keeps
+// those it controls: a Deployment's pods belong to its ReplicaSets.
+func (c ClientWorkloads) pods(ctx context.Context, kind, namespace, name string, w workload) ([]WorkloadPod, error) {
+	sel, err := metav1.LabelSelectorAsSelector(w.selector)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s has an invalid selector: %w", strings.ToLower(kind), name, err)
+	}
+	owners := map[types.UID]bool{w.uid: true}
+	if kind == "Deployment" {
+		rss, err := c.Client.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return nil, &CallError{Verb: "list", Resource: "replicasets", Namespace: namespace, Err: err}
+		}
+		for i := range rss.Items {
+			if ref := metav1.GetControllerOf(&rss.Items[i]); ref != nil && ref.UID == w.uid {
+				owners[rss.Items[i].UID] = true
+			}
+		}
+	}
+	pods, err := c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, &CallError{Verb: "list", Resource: "pods", Namespace: namespace, Err: err}
+	}
+	out := []WorkloadPod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || !owners[ref.UID] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out = append(out, WorkloadPod{Name: p.Name, UID: string(p.UID), Labels: p.Labels, Ready: podReady(p), Terminating: p.DeletionTimestamp != nil})
+	}
+	return out, nil
+}
+
+// LoadWorkloads reads each Deployment, StatefulSet and DaemonSet that owns
+// a consumer of items: one read per workload, not per pod.
+func LoadWorkloads(ctx context.Context, w Workloads, items []inspect.Item) (map[WorkloadKey]WorkloadInfo, error) {
+	out := map[WorkloadKey]WorkloadInfo{}
+	for _, it := range items {
+		k := WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}
+		if !Restartable[k.Kind] {
+			continue
+		}
+		if _, done := out[k]; done {
+			continue
+		}
+		info, err := w.Workload(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = info
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package refresh
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// annotateEarly starts, while the other pods are observed, the annotation
+// and the wait of the pods that need no observation and whose workloads
+// have no pod that does (such a workload may be restarted, which would
+// replace them). Only when nothing that follows can refuse the plan: Yes,
+// no MaxRestarts, and every permission the whole plan may need (patch on
+// these pods; patch on the other pods and their workloads, or create
+// pods/eviction) granted; otherwise everything is planned after the
+// observation. It returns the items left to plan and the channel of the
+// early results (nil when nothing was started).
+func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor) ([]inspect.Item, <-chan []Result) {
+	if !r.Yes || r.MaxRestarts >= 0 || len(need) == 0 {
+		return items, nil
+	}
+	busy := map[WorkloadKey]bool{} // workloads with a pod observed first
+	for _, it := range items {
+		if need[PodKey(it.Object.Namespace, it.Pod.Name)] {
+			busy[WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] = true
+		}
+	}
+	var now, rest []inspect.Item
+	notObserved := map[string]bool{}
+	for _, it := range items {
+		k := PodKey(it.Object.Namespace, it.Pod.Name)
+		if it.Pod.Name != "" && !need[k] && !busy[WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] {
+			now = append(now, it)
+			notObserved[k] = true
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	if len(now) == 0 {
+		return items, nil
+	}
+	plan := Plan(PlanInput{Items: redactor.Items(now), Pods: pods, Strategy: r.Strategy, Observed: true, NotObserved: notObserved, Selector: sel})
+	if r.Access != nil && len(Missing(ctx, r.Access, Permissions(r.worstCase(plan, rest), DryRunNone))) > 0 {
+		return items, nil // planned after the observation, and refused then if it must be
+	}
+	deadline := r.Now().Add(r.Timeout)
+	done := make(chan []Result, 1)
+	go func() {
+		results := Apply(ctx, r.Patcher, plan, DryRunNone, r.Now)
+		if r.Wait {
+			results = Wait(ctx, results, r.Observer, r.Rollouts, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency})
+		}
+		done <- results
+	}()
+	return rest, done
+}
+
+// worstCase is plan plus the most the rest may need: every pod annotated,
+// every workload restarted (or its pods evicted).
+func (r *Refresher) worstCase(plan []Action, rest []inspect.Item) []Action {
+	worst := append([]Action{}, plan...)
+	for _, it := range rest {
+		worst = append(worst, Action{Action: ActionAnnotate, Target: Target{Kind: "Pod", Namespace: it.Object.Namespace, Name: it.Pod.Name}})
+		if Restartable[it.Workload.Kind] && r.Strategy == StrategyAuto {
+			kind := ActionRestart
+			if r.RestartVia == RestartViaEvict {
+				kind = ActionEvict
+			}
+			worst = append(worst, Action{Action: kind, Target: Target{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}})
+		}
+	}
+	return worst
+}

@@ -1,0 +1,325 @@
+package refresh
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// Config is how a refresh runs: the flags of `refresh` (the dashboard sets
+// the same, with StrategyAuto).
+type Config struct {
+	Strategy   Strategy
+	RestartVia RestartVia
+	// MaxRestarts refuses a plan that restarts (or evicts the pods of)
+	// more workloads than this; -1: no limit.
+	MaxRestarts int
+	// MaxUnavailable is how many pods of a workload are evicted at once.
+	MaxUnavailable int
+	DryRun         DryRun
+	// Selector is the user's -l: a restart that replaces pods beyond it is
+	// refused unless Yes.
+	Selector string
+	// Yes: the person agreed beforehand (--yes): restarts beyond -l go
+	// ahead, and pods that need no observation may be annotated while the
+	// others are read.
+	Yes  bool
+	Wait bool
+	// Timeout bounds the evictions and the wait together, from Apply.
+	Timeout time.Duration
+	// Concurrency bounds the annotated pods verified at once in the wait.
+	Concurrency int
+	// Verify are the options of the observation before the plan.
+	Verify inspect.VerifyOptions
+	Now    func() time.Time
+}
+
+// Cluster is the refresh's view of the cluster: one small interface per
+// concern (see the client_*.go adapters).
+type Cluster struct {
+	// Executor reads the consumers before the plan.
+	Executor  inspect.Executor
+	Workloads Workloads
+	Patcher   Patcher
+	Evictor   Evictor
+	Rollouts  RolloutChecker
+	Observer  Observer
+	// Access checks the plan's permissions before anything is sent (nil:
+	// no check).
+	Access AccessReviewer
+}
+
+// ClientCluster is the Cluster of client-go adapters over one client.
+// secrets and selector scope the wait's reads as the command's.
+func ClientCluster(c kubernetes.Interface, ex inspect.Executor, vo inspect.VerifyOptions, secrets bool, selector string) Cluster {
+	return Cluster{Executor: ex, Workloads: ClientWorkloads{Client: c}, Patcher: ClientPatcher{Client: c},
+		Evictor: ClientEvictor{Client: c}, Rollouts: ClusterRollout{Client: c}, Access: SelfAccessReviewer{Client: c},
+		Observer: ClusterObserver{Client: c, Executor: ex, Verify: vo, Secrets: secrets, PodSelector: selector}}
+}
+
+// Refresher runs one refresh: Plan (observe, read the workloads, plan,
+// check), then, once the caller has asked whoever must agree, Apply
+// (patch or evict, wait, verify). It prints nothing.
+type Refresher struct {
+	Config
+	Cluster
+}
+
+// Planned is a plan with what its Apply needs.
+type Planned struct {
+	Actions []Action
+	// Items are the uses the plan was made from, observed where the plan
+	// needed it and redacted.
+	Items []inspect.Item
+	// Restarts counts the workloads restarted or whose pods are evicted.
+	Restarts int
+	// Beyond says, per restart, the pods it replaces that -l does not
+	// select (allowed only with Yes).
+	Beyond []string
+	// early are the results of the pods annotated while the others were
+	// observed (see annotateEarly); nil when none were.
+	early    <-chan []Result
+	redactor *inspect.Redactor
+}
+
+// TooManyRestartsError refuses a plan over MaxRestarts.
+type TooManyRestartsError struct{ Restarts, Max int }
+
+func (e *TooManyRestartsError) Error() string {
+	return fmt.Sprintf("refused: the plan restarts %d workloads, more than --max-restarts=%d; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing", e.Restarts, e.Max)
+}
+
+// BeyondSelectorError refuses, without Yes, a restart that replaces pods
+// -l does not select.
+type BeyondSelectorError struct {
+	Selector string
+	Beyond   []string
+}
+
+func (e *BeyondSelectorError) Error() string {
+	return fmt.Sprintf("refused: -l %s selects only some pods of the workloads to restart, and a restart replaces them all: %s; nothing was changed",
+		e.Selector, strings.Join(e.Beyond, "; "))
+}
+
+// PermissionError refuses a plan the credentials may not apply, before
+// anything is sent.
+type PermissionError struct {
+	Missing []Permission
+	// Items are the plan's uses (those that exec was forbidden for say so).
+	Items []inspect.Item
+}
+
+func (e *PermissionError) Error() string {
+	var ps []string
+	for _, p := range e.Missing {
+		ps = append(ps, p.Describe())
+	}
+	return "refused: the credentials lack " + strings.Join(ps, "; ") + "; nothing was changed"
+}
+
+func (r *Refresher) defaults() {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Strategy == "" {
+		r.Strategy = StrategyAuto
+	}
+	if r.RestartVia == "" {
+		r.RestartVia = RestartViaTemplate
+	}
+	if r.DryRun == "" {
+		r.DryRun = DryRunNone
+	}
+}
+
+// Plan observes the uses of items (those whose action depends on their
+// state), reads their workloads and plans their refresh, then checks it:
+// MaxRestarts, and unless a client dry run, the permissions and -l. A
+// refusal is an error (*TooManyRestartsError, *PermissionError,
+// *BeyondSelectorError) with the plan still returned, so that it can be
+// shown; nothing has been changed then except by the early annotation,
+// whose results Abandon returns.
+func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) (*Planned, error) {
+	r.defaults()
+	sel, err := labels.Parse(r.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("invalid -l %q: %v", r.Selector, err)
+	}
+	// The output edge: reasons derived from Secret data are redacted
+	// before they reach the plan, and again in the results.
+	p := &Planned{redactor: inspect.NewRedactor(snap)}
+	pods := podsByKey(snap)
+	obs := r.observe(ctx, p, snap, items, sel, pods)
+	p.Items = p.redactor.Items(obs.items)
+	var workloads map[WorkloadKey]WorkloadInfo
+	if r.Strategy != StrategyAnnotate { // annotate restarts nothing
+		if workloads, err = LoadWorkloads(ctx, r.Workloads, obs.restartable); err != nil {
+			return p, err
+		}
+	}
+	p.Actions = Plan(PlanInput{Items: p.Items, Pods: pods, Workload: workloads, Strategy: r.Strategy, Observed: obs.observed, NotObserved: obs.notObserved,
+		Selector: sel, RestartVia: r.RestartVia, MaxUnavailable: r.MaxUnavailable})
+	counts := Counts(p.Actions)
+	p.Restarts = counts[ActionRestart] + counts[ActionEvict] // an eviction restarts a workload's pods too
+	p.Beyond = BeyondSelector(p.Actions)
+	return p, r.check(ctx, p)
+}
+
+// check refuses what the CLI refuses, in its order.
+func (r *Refresher) check(ctx context.Context, p *Planned) error {
+	if r.MaxRestarts >= 0 && p.Restarts > r.MaxRestarts {
+		return &TooManyRestartsError{Restarts: p.Restarts, Max: r.MaxRestarts}
+	}
+	if r.DryRun == DryRunClient {
+		return nil // sends nothing
+	}
+	if r.Access != nil {
+		if missing := Missing(ctx, r.Access, Permissions(p.Actions, r.DryRun)); len(missing) > 0 {
+			return &PermissionError{Missing: missing, Items: p.Items}
+		}
+	}
+	if len(p.Beyond) > 0 && r.DryRun == DryRunNone && !r.Yes {
+		return &BeyondSelectorError{Selector: r.Selector, Beyond: p.Beyond}
+	}
+	return nil
+}
+
+// BeyondSelector lists, per restart, the pods it replaces beyond -l.
+func BeyondSelector(plan []Action) []string {
+	var out []string
+	for _, a := range plan {
+		if a.Action == ActionRestart && len(a.OutsideSelector) > 0 {
+			out = append(out, fmt.Sprintf("%s replaces %s", a.Target, strings.Join(a.OutsideSelector, ", ")))
+		}
+	}
+	return out
+}
+
+// observation is what the plan knows of the uses' states.
+type observation struct {
+	items []inspect.Item
+	// observed: the items carry states (see PlanInput.Observed)
+	observed    bool
+	notObserved map[string]bool
+	// restartable are the items whose workloads a restart may concern
+	restartable []inspect.Item
+}
+
+// observe reads by exec the uses whose action depends on their state. A
+// client dry run of --strategy restart reads nothing (no exec at all);
+// --strategy restart reads every use; otherwise only the pods
+// ObservationNeeded picks are read, and (a real run, see annotateEarly)
+// the others may be annotated meanwhile.
+func (r *Refresher) observe(ctx context.Context, p *Planned, snap *inspect.Snapshot, items []inspect.Item, sel labels.Selector, pods map[string]*corev1.Pod) observation {
+	switch {
+	case r.DryRun == DryRunClient && r.Strategy == StrategyRestart:
+		return observation{items: items, restartable: items}
+	case r.Strategy == StrategyRestart:
+		items = inspect.Verify(ctx, items, snap, r.Executor, r.Verify)
+		return observation{items: items, observed: true, restartable: items}
+	}
+	need := ObservationNeeded(items)
+	if r.DryRun == DryRunNone {
+		items, p.early = r.annotateEarly(ctx, items, need, sel, pods, p.redactor)
+	}
+	items, notObserved := verifyPods(ctx, items, need, snap, r.Executor, r.Verify)
+	// pods annotated without observing are never restarted: their
+	// workloads need not be read
+	var restartable []inspect.Item
+	for _, it := range items {
+		if need[PodKey(it.Object.Namespace, it.Pod.Name)] {
+			restartable = append(restartable, it)
+		}
+	}
+	return observation{items: items, observed: true, notObserved: notObserved, restartable: restartable}
+}
+
+// Apply sends the plan: patches, then the evictions, then (Wait, a real
+// run) verifies what it changed until current or Timeout. progress gets
+// each eviction event (Progress.Event) and each round of the wait. Every
+// action gets a redacted Result, the early annotations' included.
+func (r *Refresher) Apply(ctx context.Context, p *Planned, progress func(Progress)) []Result {
+	r.defaults()
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+	deadline := r.Now().Add(r.Timeout)
+	results := Apply(ctx, r.Patcher, p.Actions, r.DryRun, r.Now)
+	if Counts(p.Actions)[ActionEvict] > 0 {
+		results = ApplyEvictions(ctx, r.Evictor, results, EvictOptions{MaxUnavailable: r.MaxUnavailable, DryRun: r.DryRun,
+			Deadline: deadline, Now: r.Now, Progress: func(s string) { progress(Progress{Event: s}) }})
+	}
+	if r.DryRun == DryRunNone && r.Wait {
+		// Timeout bounds the evictions and the wait together
+		wo := WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency, Progress: progress}
+		results = Wait(ctx, results, r.Observer, r.Rollouts, wo)
+	}
+	if p.early != nil {
+		results = append(results, <-p.early...)
+		p.early = nil
+		sort.SliceStable(results, func(i, j int) bool { return Precedes(results[i].Action, results[j].Action) })
+	}
+	return p.redact(results)
+}
+
+// Abandon is for a plan that is not applied (refused, declined): it
+// returns the results of the pods annotated early, once they are in
+// (none when nothing was started).
+func (p *Planned) Abandon() []Result {
+	if p == nil || p.early == nil {
+		return nil
+	}
+	res := <-p.early
+	p.early = nil
+	return p.redact(res)
+}
+
+// redact is the output edge of the results.
+func (p *Planned) redact(results []Result) []Result {
+	for i := range results {
+		r := &results[i]
+		r.Reason, r.Detail, r.Error, r.Warnings = p.redactor.String(r.Reason), p.redactor.String(r.Detail), p.redactor.String(r.Error), p.redactor.Strings(r.Warnings)
+	}
+	return results
+}
+
+// verifyPods observes the uses of the pods in need (by PodKey) and returns
+// every item, the others without a state, and the pods left unobserved.
+func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot, ex inspect.Executor, vo inspect.VerifyOptions) ([]inspect.Item, map[string]bool) {
+	var picked []inspect.Item
+	var at []int
+	notObserved := map[string]bool{}
+	for i, it := range items {
+		k := PodKey(it.Object.Namespace, it.Pod.Name)
+		if need[k] {
+			picked, at = append(picked, it), append(at, i)
+		} else if it.Pod.Name != "" {
+			notObserved[k] = true
+		}
+	}
+	if len(picked) > 0 {
+		for j, it := range inspect.Verify(ctx, picked, snap, ex, vo) {
+			items[at[j]] = it
+		}
+	}
+	return items, notObserved
+}
+
+// podsByKey indexes the snapshot's pods by PodKey, as the planner reads
+// them.
+func podsByKey(snap *inspect.Snapshot) map[string]*corev1.Pod {
+	pods := make(map[string]*corev1.Pod, len(snap.Pods))
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		pods[PodKey(p.Namespace, p.Name)] = p
+	}
+	return pods
+}
