@@ -26,6 +26,8 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
 )
 
@@ -263,7 +265,7 @@ func screenLine(l string) string {
 		}
 		l = b.String()
 	}
-	return printable(l)
+	return text.Printable(l)
 }
 
 // refresher is the refresh engine of `refresh`, with --strategy auto and
@@ -308,20 +310,15 @@ func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, key
 	case err != nil:
 		return tui.Plan{}, err
 	}
-	var text bytes.Buffer
-	if err := printPlanTable(&text, planned.Actions); err != nil {
+	var table bytes.Buffer
+	if err := render.PlanTable(&table, planned.Actions, false); err != nil {
 		return tui.Plan{}, err
 	}
-	return tui.Plan{Keys: keys, Actions: planned.Actions, Text: text.String(), Planned: planned}, nil
+	return tui.Plan{Keys: keys, Actions: planned.Actions, Text: table.String(), Planned: planned}, nil
 }
 
 // Apply implements tui.Actions: the patches or evictions and the wait of
 // `refresh`, which verifies what the plan changed.
 func (a *dashboardActions) Apply(ctx context.Context, plan tui.Plan, progress func(refresh.Progress)) []refresh.Result {
 	return a.refresher().Apply(ctx, plan.Planned, progress)
-}
-
-// UseColumns implements tui.Actions: the cells of `status --verify`.
-func (a *dashboardActions) UseColumns(it inspect.Item, now time.Time) []string {
-	return printableCells([]string{orNone(it.Pod.Name), containerColumn(it), modeColumn(it), pathKeys(it), string(it.Verdict), workloadColumn(it), stateColumn(it), syncedColumn(it, now)})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
 // What the dashboard shows of the cluster (the cells of a use, the diff of a
@@ -19,7 +20,7 @@ import (
 func TestDashboardEscapesClusterText(t *testing.T) {
 	o := NewDashboardOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
 	a := &dashboardActions{o: o, hmacKey: []byte("k")}
-	cells := strings.Join(a.UseColumns(hostilePathItem(), time.Now()), "|")
+	cells := strings.Join(render.UseCells(hostilePathItem(), time.Now()), "|") // the consumers screen's cells
 	if strings.ContainsAny(cells, "\x1b\n") || !strings.Contains(cells, `/etc/a\nb\x1b[31m`) {
 		t.Errorf("use cells not escaped: %q", cells)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/lint"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
 var (
@@ -163,7 +164,7 @@ func (o *LintOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if len(items) == 0 {
-		fmt.Fprintf(o.ErrOut, "No ConfigMap or Secret uses in %d objects of %s.\n", len(docs), plural(len(files), "file"))
+		fmt.Fprintf(o.ErrOut, "No ConfigMap or Secret uses in %d objects of %s.\n", len(docs), render.Plural(len(files), "file"))
 	} else if o.Output == "" || o.Output == "table" || o.Output == "wide" {
 		fmt.Fprintln(o.ErrOut, lintSummary(items, len(files), o.Output == "wide"))
 	}
@@ -174,7 +175,7 @@ func (o *LintOptions) Run(ctx context.Context) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	what := plural(len(failed), "error")
+	what := render.Plural(len(failed), "error")
 	if o.Strict {
 		what = fmt.Sprintf("%d errors and warnings", len(failed))
 		if len(failed) == 1 {
@@ -263,12 +264,12 @@ func printLintTable(out io.Writer, items []lint.Item, wide, noHeaders bool) erro
 		fmt.Fprintln(w, strings.Join(head, "\t"))
 	}
 	for _, it := range items {
-		row := []string{it.Source.String(), workloadColumn(it.Item), containerColumn(it.Item), lintObjectColumn(it.Item),
-			modeColumn(it.Item), pathKeys(it.Item), string(it.Verdict), fmt.Sprintf("%s: %s", it.Finding.Severity, it.Finding.Code)}
+		row := []string{it.Source.String(), render.Workload(it.Item), render.Container(it.Item), lintObjectColumn(it.Item),
+			render.Mode(it.Item), render.PathKeys(it.Item), string(it.Verdict), fmt.Sprintf("%s: %s", it.Finding.Severity, it.Finding.Code)}
 		if wide {
-			row = append(row, it.Object.Namespace, orNone(inspect.FormatDelay(it.Delay)), yesNo(it.Optional), it.Finding.Message, orNone(it.Finding.Hint))
+			row = append(row, it.Object.Namespace, render.OrNone(inspect.FormatDelay(it.Delay)), render.YesNo(it.Optional), it.Finding.Message, render.OrNone(it.Finding.Hint))
 		}
-		fmt.Fprintln(w, printableRow(row...))
+		fmt.Fprintln(w, render.Row(row...))
 	}
 	return w.Flush()
 }
@@ -283,19 +284,12 @@ func lintObjectColumn(it inspect.Item) string {
 
 func lintSummary(items []lint.Item, files int, wide bool) string {
 	c := lint.Counts(items)
-	s := fmt.Sprintf("%s in %s: %s, %s, %d info", plural(len(items), "use"), plural(files, "file"),
-		plural(c[lint.SeverityError], "error"), plural(c[lint.SeverityWarning], "warning"), c[lint.SeverityInfo])
+	s := fmt.Sprintf("%s in %s: %s, %s, %d info", render.Plural(len(items), "use"), render.Plural(files, "file"),
+		render.Plural(c[lint.SeverityError], "error"), render.Plural(c[lint.SeverityWarning], "warning"), c[lint.SeverityInfo])
 	if !wide {
 		s += " (-o wide shows each message and hint)"
 	}
 	return s
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", what)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // printGitHub prints a GitHub Actions workflow command per error and

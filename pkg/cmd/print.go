@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 )
 
 type printOptions struct {
@@ -69,7 +68,7 @@ func streamReport(out io.Writer, r inspect.Report) error {
 	w.WriteString(",\n    \"items\": [\n")
 	// one encoder and two buffers for all items: json.MarshalIndent
 	// allocated both per item and indented through the JSON scanner (28%
-	// of a CPU profile of status at 10,000 pods; README: Performance)
+	// of a CPU profile of status at 10,000 pods; docs/performance.md)
 	var compact bytes.Buffer
 	var indented []byte
 	enc := json.NewEncoder(&compact)
@@ -168,14 +167,8 @@ func printStatusTable(out io.Writer, items []inspect.Item, o printOptions) error
 
 // The cells of a use are render's. These names stay for the files of
 // pkg/cmd that print them (lint, dashboard) until they call render.
-func printable(s string) string                          { return text.Printable(s) }
-func printableRow(cells ...string) string                { return render.Row(cells...) }
-func printableCells(cells []string) []string             { return render.Cells(cells) }
-func orNone(s string) string                             { return render.OrNone(s) }
-func yesNo(b bool) string                                { return render.YesNo(b) }
-func containerColumn(it inspect.Item) string             { return render.Container(it) }
-func modeColumn(it inspect.Item) string                  { return render.Mode(it) }
-func pathKeys(it inspect.Item) string                    { return render.PathKeys(it) }
-func workloadColumn(it inspect.Item) string              { return render.Workload(it) }
-func stateColumn(it inspect.Item) string                 { return render.State(it) }
-func syncedColumn(it inspect.Item, now time.Time) string { return render.Synced(it, now) }
+func printableRow(cells ...string) string    { return render.Row(cells...) }
+func orNone(s string) string                 { return render.OrNone(s) }
+func containerColumn(it inspect.Item) string { return render.Container(it) }
+func pathKeys(it inspect.Item) string        { return render.PathKeys(it) }
+func stateColumn(it inspect.Item) string     { return render.State(it) }

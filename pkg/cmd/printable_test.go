@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 )
 
 func TestPrintableEscapesControlCharacters(t *testing.T) {
@@ -18,8 +19,8 @@ func TestPrintableEscapesControlCharacters(t *testing.T) {
 		"c1\u0085":                      `c1\u0085`,
 		"8-bit CSI \x9b2J":              "8-bit CSI \uFFFD2J", // invalid UTF-8: never passed through raw
 	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		if got := text.Printable(in); got != want {
+			t.Errorf("text.Printable(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

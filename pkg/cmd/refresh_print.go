@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -22,12 +21,6 @@ func (o *RefreshOptions) printPlan(plan []refresh.Action) error {
 
 func refreshDoc(kind string, items any) map[string]any {
 	return map[string]any{"apiVersion": inspect.APIVersion, "kind": kind, "items": items}
-}
-
-// printPlanTable is render.PlanTable, for the dashboard's plan screen until
-// it calls render.
-func printPlanTable(out io.Writer, plan []refresh.Action) error {
-	return render.PlanTable(out, plan, false)
 }
 
 // printResults prints what refresh did as a table (-o wide: every consumer)
@@ -118,17 +111,6 @@ func missingPermissionsError(missing []refresh.Permission, items []inspect.Item)
 	}
 	b.WriteString("\nThe ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.")
 	return &ExitError{Code: ExitFailure, Err: errors.New(b.String())}
-}
-
-// outsideSelector lists, per restart, the pods it replaces beyond -l.
-func outsideSelector(plan []refresh.Action) []string {
-	var out []string
-	for _, a := range plan {
-		if a.Action == refresh.ActionRestart && len(a.OutsideSelector) > 0 {
-			out = append(out, fmt.Sprintf("%s replaces %s", a.Target, strings.Join(a.OutsideSelector, ", ")))
-		}
-	}
-	return out
 }
 
 // beyondSelectorError refuses a restart that replaces pods -l does not

@@ -146,7 +146,7 @@ func (o *StatusOptions) Complete(args []string) error {
 		}
 		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
 			// status reads: owners as metadata only, LISTs from the watch
-			// cache, pods streamed (README: Performance)
+			// cache, pods streamed (docs/performance.md)
 			lo.Metadata, lo.FromCache = mc, true
 			// pods decoded one at a time from the response
 			lo.PodREST = o.Client.CoreV1().RESTClient()
@@ -182,7 +182,7 @@ func (o *StatusOptions) Validate() error {
 // status with the pods in memory (--verify, --kubelet-config; about 120
 // MiB live at 10,000 pods) near 210 MiB; statusStreamMemoryLimit holds
 // status whose pods stream into the report (about 50-75 MiB live at 10,000
-// pods) near 135-145 MiB, in the same wall time (README: Performance).
+// pods) near 135-145 MiB, in the same wall time (docs/performance.md).
 const (
 	statusMemoryLimit       = 150 << 20
 	statusStreamMemoryLimit = 90 << 20
@@ -210,7 +210,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		// Nothing after the report reads the pods (--verify execs into
 		// them, --kubelet-config reads their nodes first): each goes into
 		// the report as it streams in and is dropped, so that the pods are
-		// never all in memory (README: Performance).
+		// never all in memory (docs/performance.md).
 		lo.PodSink = func(s *inspect.Snapshot) func(*corev1.Pod) error {
 			bo.Secrets = o.Secrets && s.SecretsListed
 			builder = inspect.NewBuilder(s, bo)

@@ -7,7 +7,6 @@ package tui
 
 import (
 	"context"
-	"time"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -31,10 +30,6 @@ type Actions interface {
 	// consumers it changed are current, reporting each round and each
 	// eviction to progress.
 	Apply(ctx context.Context, plan Plan, progress func(refresh.Progress)) []refresh.Result
-	// UseColumns are the cells of one use in the columns of
-	// `status --verify`: POD, CONTAINER, MODE, PATH/KEYS, HOT-UPDATE,
-	// WORKLOAD, STATE, SYNCED.
-	UseColumns(it inspect.Item, now time.Time) []string
 }
 
 // Plan is a refresh plan with its printed form.
@@ -51,6 +46,3 @@ func (p Plan) Restarts() int {
 	c := refresh.Counts(p.Actions)
 	return c[refresh.ActionRestart] + c[refresh.ActionEvict]
 }
-
-// UseHeaders are the titles of UseColumns.
-var UseHeaders = []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD", "STATE", "SYNCED"}

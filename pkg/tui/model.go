@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
 // Options configure the dashboard.
@@ -661,7 +662,7 @@ func (m *Model) onApply(msg applyMsg) tea.Cmd {
 		return waitApply(msg.ch)
 	}
 	m.applying = false
-	line, bad := ResultLine(msg.results)
+	line, bad := render.ResultLine(msg.results)
 	m.status, m.statusErr = line, bad
 	keys := m.plan.Keys
 	m.plan = nil
@@ -706,66 +707,6 @@ func changedPods(results []refresh.Result) func(inspect.Item) bool {
 		return pods[refresh.PodKey(it.Object.Namespace, it.Pod.Name)] ||
 			workloads[refresh.WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}]
 	}
-}
-
-// ResultLine says in one line what a refresh changed and what it did not;
-// bad is true when something failed or is not current.
-func ResultLine(results []refresh.Result) (line string, bad bool) {
-	count := map[string]int{}
-	var order []string
-	add := func(s string) {
-		if count[s] == 0 {
-			order = append(order, s)
-		}
-		count[s]++
-	}
-	var slowest time.Duration
-	for _, r := range results {
-		switch {
-		case r.Action.Action == refresh.ActionNone && refresh.AnyUnverifiable(r.Consumers):
-			// nothing left to do, but not proven current (refresh exits 3)
-			add("unverifiable (not changed)")
-			bad = true
-		case r.Action.Action == refresh.ActionNone:
-			add("already current")
-		case r.Action.Action == refresh.ActionManual:
-			add("manual (not changed)")
-			bad = true
-		case r.Outcome == refresh.OutcomeCurrent:
-			add(fmt.Sprintf("%s current", pastTense(r.Action.Action)))
-			if r.CurrentAfter != nil && r.CurrentAfter.Duration > slowest {
-				slowest = r.CurrentAfter.Duration
-			}
-		case r.Outcome == refresh.OutcomeFailed:
-			add(fmt.Sprintf("%s failed", r.Action.Action))
-			bad = true
-		default:
-			add(fmt.Sprintf("%s %s", pastTense(r.Action.Action), r.Outcome))
-			bad = bad || r.Outcome != refresh.OutcomeApplied
-		}
-	}
-	if len(results) == 0 {
-		return "refresh: nothing consumes the selected objects: nothing to do", false
-	}
-	var parts []string
-	for _, s := range order {
-		parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
-	}
-	line = "refresh: " + strings.Join(parts, ", ")
-	if slowest > 0 {
-		line += fmt.Sprintf(" (all current after %s)", slowest.Round(10*time.Millisecond))
-	}
-	return line, bad
-}
-
-func pastTense(a refresh.ActionKind) string {
-	switch a {
-	case refresh.ActionAnnotate:
-		return "annotated"
-	case refresh.ActionRestart:
-		return "restarted"
-	}
-	return string(a)
 }
 
 // targetKeys are the objects an action applies to.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
 )
 
@@ -115,18 +116,18 @@ func TestResultLine(t *testing.T) {
 		{Action: refresh.Action{Action: refresh.ActionNone}, Outcome: refresh.OutcomeNotApplied},
 		{Action: refresh.Action{Action: refresh.ActionManual}, Outcome: refresh.OutcomeNotApplied},
 	}
-	line, bad := tui.ResultLine(res)
+	line, bad := render.ResultLine(res)
 	if want := "refresh: 1 annotated current, 1 already current, 1 manual (not changed) (all current after 420ms)"; line != want || !bad {
 		t.Errorf("ResultLine = %q, %v; want %q, true", line, bad, want)
 	}
-	line, bad = tui.ResultLine(res[:2])
+	line, bad = render.ResultLine(res[:2])
 	if bad || line != "refresh: 1 annotated current, 1 already current (all current after 420ms)" {
 		t.Errorf("ResultLine = %q, %v", line, bad)
 	}
 	// nothing left to do, but not proven current: refresh exits 3 for it
 	unverifiable := refresh.Result{Action: refresh.Action{Action: refresh.ActionNone,
 		Consumers: []refresh.Consumer{{State: inspect.StateUnverifiable}}}, Outcome: refresh.OutcomeNotApplied}
-	line, bad = tui.ResultLine([]refresh.Result{res[0], unverifiable})
+	line, bad = render.ResultLine([]refresh.Result{res[0], unverifiable})
 	if !bad || line != "refresh: 1 annotated current, 1 unverifiable (not changed) (all current after 420ms)" {
 		t.Errorf("ResultLine = %q, %v", line, bad)
 	}
