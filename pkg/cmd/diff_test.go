@@ -281,11 +281,11 @@ func TestDiffRendererFingerprintsSecretSources(t *testing.T) {
 	volUse.Mode, volUse.Volume = inspect.ModeProjected, &inspect.VolumeRef{Name: "proj", MountPath: "/etc/proj"}
 	results := []inspect.Result{
 		{Item: envUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StateStale, Env: []inspect.EnvComparison{
-			{Name: "S_PW", Key: "PW", Expected: "cm", ExpectedSet: true, Observed: value, ObservedSet: true},
-			{Name: "OTHER", Key: "OTHER", Expected: "new", ExpectedSet: true, Observed: "old", ObservedSet: true}}}},
+			{Name: "S_PW", Key: "PW", Expected: "cm", ExpectedSet: true, Verified: value, VerifiedSet: true},
+			{Name: "OTHER", Key: "OTHER", Expected: "new", ExpectedSet: true, Verified: "old", VerifiedSet: true}}}},
 		{Item: volUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StatePending, Files: []inspect.FileComparison{
 			{Path: "pw", Key: "pw", Status: inspect.FileDiffers, Expected: &inspect.ExpectedFile{Path: "pw", Key: "pw", Data: []byte("cm")},
-				Observed: &inspect.ObservedFile{Path: "pw", Data: []byte(value), HasData: true, Size: int64(len(value))}}}}},
+				Verified: &inspect.VerifiedFile{Path: "pw", Data: []byte(value), HasData: true, Size: int64(len(value))}}}}},
 	}
 	var out, errOut bytes.Buffer
 	r := diffRenderer{Out: &out, ErrOut: &errOut, HMACKey: []byte("k")}

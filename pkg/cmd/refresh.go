@@ -98,7 +98,7 @@ type RefreshOptions struct {
 	Patcher    refresh.Patcher
 	Evictor    refresh.Evictor
 	Rollouts   refresh.RolloutChecker
-	Observer   refresh.Observer
+	Verifier   refresh.Verifier
 	// Access checks the plan's permissions before anything is sent (nil:
 	// no check).
 	Access refresh.AccessReviewer
@@ -201,8 +201,8 @@ func (o *RefreshOptions) Complete(args []string) error {
 	if o.Access == nil {
 		o.Access = refresh.SelfAccessReviewer{Client: o.Client}
 	}
-	if o.Observer == nil {
-		o.Observer = refresh.ClusterObserver{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
+	if o.Verifier == nil {
+		o.Verifier = refresh.ClusterVerifier{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
 	}
 	o.StdinTerminal = isTerminal(o.In)
 	o.ErrTerminal = isTerminal(o.ErrOut)
@@ -322,7 +322,7 @@ func (o *RefreshOptions) refresher() *refresh.Refresher {
 			MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: o.Yes, Wait: o.Wait,
 			Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now},
 		Cluster: refresh.Cluster{Executor: o.Executor, Workloads: workloads, Patcher: o.Patcher, Evictor: o.Evictor,
-			Rollouts: o.Rollouts, Observer: o.Observer, Access: o.Access},
+			Rollouts: o.Rollouts, Verifier: o.Verifier, Access: o.Access},
 	}
 }
 

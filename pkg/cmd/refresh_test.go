@@ -331,7 +331,7 @@ func (p *signallingPatcher) Patch(ctx context.Context, kind, ns, name string, pt
 // pod as "state not observed before", and the env pod, current, is left
 // alone. Without --yes (a restart may need confirming) nothing is sent
 // before the plan is complete.
-func TestRefreshAnnotatesVolumePodsWhileObservingTheOthers(t *testing.T) {
+func TestRefreshAnnotatesVolumePodsWhileVerifyingTheOthers(t *testing.T) {
 	for _, yes := range []bool{true, false} {
 		t.Run(fmt.Sprintf("yes=%v", yes), func(t *testing.T) {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "v1"}}
@@ -355,7 +355,7 @@ func TestRefreshAnnotatesVolumePodsWhileObservingTheOthers(t *testing.T) {
 			o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
 			client := fake.NewClientset(cm, vol, env)
 			o.Namespace, o.Client, o.Executor, o.Patcher, o.Yes, o.Output = "ns", client, ex, p, yes, "json"
-			o.Observer = refresh.ClusterObserver{Client: client, Executor: inner, Verify: o.verifyOptions()}
+			o.Verifier = refresh.ClusterVerifier{Client: client, Executor: inner, Verify: o.verifyOptions()}
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out.String())
 			}

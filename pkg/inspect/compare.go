@@ -31,7 +31,7 @@ type FileComparison struct {
 	Key      string
 	Status   FileStatus
 	Expected *ExpectedFile
-	Observed *ObservedFile
+	Verified *VerifiedFile
 	// ExpectedMode is the mode the kubelet leaves (fsGroup included);
 	// ModeDiffers is informational: modes come from the pod spec, never
 	// from the object, so they do not make a use stale.
@@ -42,8 +42,8 @@ type FileComparison struct {
 // EnvComparison compares one environment variable of an env or envFrom use.
 type EnvComparison struct {
 	Name, Key                string
-	Expected, Observed       string
-	ExpectedSet, ObservedSet bool
+	Expected, Verified       string
+	ExpectedSet, VerifiedSet bool
 	Equal                    bool
 }
 
@@ -56,8 +56,8 @@ type Comparison struct {
 	SyncedAt *time.Time
 	Files    []FileComparison
 	Env      []EnvComparison
-	// Observed tells whether the container was read.
-	Observed bool
+	// Verified tells whether the container was read.
+	Verified bool
 }
 
 // Differs reports whether the comparison found content that differs.
@@ -99,11 +99,11 @@ type CompareOptions struct {
 // pod is the consuming pod (its spec says which other sources share a
 // projected volume and which env entries override others); obj the object
 // as the API has it now.
-func CompareUse(it Item, pod *corev1.Pod, obj Object, obs *Observation, o CompareOptions) Comparison {
+func CompareUse(it Item, pod *corev1.Pod, obj Object, obs *Verified, o CompareOptions) Comparison {
 	return compareUse(it, pod, inputsFor(it, obj), obs, o)
 }
 
-func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *Observation, o CompareOptions) Comparison {
+func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *Verified, o CompareOptions) Comparison {
 	obj := in.obj
 	if o.Now.IsZero() {
 		o.Now = time.Now()
@@ -136,7 +136,7 @@ func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *Observation, o Comp
 	default:
 		c = Comparison{State: StateNA, Reason: "nothing to check"}
 	}
-	c.Observed = true
+	c.Verified = true
 	return c
 }
 
@@ -144,7 +144,7 @@ func hasFSGroup(pod *corev1.Pod) bool {
 	return pod != nil && pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.FSGroup != nil
 }
 
-func noShellNote(obs *Observation) string {
+func noShellNote(obs *Verified) string {
 	if obs.NoShell {
 		return " (no shell in the container: read file by file)"
 	}
@@ -152,8 +152,8 @@ func noShellNote(obs *Observation) string {
 }
 
 // compareFile compares one expected file with what the container has.
-func compareFile(e *ExpectedFile, of *ObservedFile, fsGroup bool) FileComparison {
-	fc := FileComparison{Expected: e, Observed: of, ExpectedMode: -1}
+func compareFile(e *ExpectedFile, of *VerifiedFile, fsGroup bool) FileComparison {
+	fc := FileComparison{Expected: e, Verified: of, ExpectedMode: -1}
 	if e != nil {
 		fc.Path, fc.Key = e.Path, e.Key
 		fc.ExpectedMode = FSGroupMode(e.Mode, fsGroup)

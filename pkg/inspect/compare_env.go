@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *Observation) Comparison {
+func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *Verified) Comparison {
 	if !obs.EnvRead {
 		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + cmp.Or(obs.EnvErr, "unknown reason")}
 	}
@@ -33,7 +33,7 @@ func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *Observation) Comparis
 	}
 	want, wantSet := envValue(obj, key)
 	got, gotSet := obs.Env[name]
-	ec := EnvComparison{Name: name, Key: key, Expected: want, ExpectedSet: wantSet, Observed: got, ObservedSet: gotSet,
+	ec := EnvComparison{Name: name, Key: key, Expected: want, ExpectedSet: wantSet, Verified: got, VerifiedSet: gotSet,
 		Equal: wantSet == gotSet && want == got}
 	c := Comparison{Env: []EnvComparison{ec}}
 	kind := strings.ToLower(it.Object.Kind)
@@ -68,7 +68,7 @@ func serviceLinks(pod *corev1.Pod) bool {
 
 // compareEnvFrom compares an envFrom use: each variable the object sets
 // (with the prefix), and those the container still has from removed keys.
-func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o CompareOptions) Comparison {
+func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Verified, o CompareOptions) Comparison {
 	if !obs.EnvRead {
 		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + cmp.Or(obs.EnvErr, "unknown reason")}
 	}
@@ -98,7 +98,7 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 			unreadBy = unionStrings(unreadBy, maybe)
 			continue
 		}
-		c.Env = append(c.Env, EnvComparison{Name: name, Key: key, Expected: want, ExpectedSet: true, Observed: got, ObservedSet: gotSet, Equal: equal})
+		c.Env = append(c.Env, EnvComparison{Name: name, Key: key, Expected: want, ExpectedSet: true, Verified: got, VerifiedSet: gotSet, Equal: equal})
 	}
 	c.Env = append(c.Env, removedKeyVars(it, pod, obj, obs, es)...)
 	note := ""
@@ -117,7 +117,7 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Observation, o Co
 // them) unless another source sets them, or the kubelet (service links).
 // Removed keys are not detected for envFrom without a prefix: any variable
 // of the container (the image's, the runtime's) would match.
-func removedKeyVars(it Item, pod *corev1.Pod, obj Object, obs *Observation, es envSources) []EnvComparison {
+func removedKeyVars(it Item, pod *corev1.Pod, obj Object, obs *Verified, es envSources) []EnvComparison {
 	if it.EnvPrefix == "" {
 		return nil
 	}
@@ -138,7 +138,7 @@ func removedKeyVars(it Item, pod *corev1.Pod, obj Object, obs *Observation, es e
 		if known || len(maybe) > 0 {
 			continue // another source's (maybe an unread Secret's): not this use's to explain
 		}
-		out = append(out, EnvComparison{Name: name, Key: key, Observed: obs.Env[name], ObservedSet: true})
+		out = append(out, EnvComparison{Name: name, Key: key, Verified: obs.Env[name], VerifiedSet: true})
 	}
 	return out
 }
@@ -153,7 +153,7 @@ func envFromVerdict(c *Comparison, it Item, obj Object, unknown, unreadBy []stri
 		case e.Equal:
 		case !e.ExpectedSet:
 			removed = append(removed, e.Name)
-		case !e.ObservedSet:
+		case !e.VerifiedSet:
 			differ = append(differ, e.Name+" (not set)")
 		default:
 			differ = append(differ, e.Name)

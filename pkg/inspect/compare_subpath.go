@@ -14,7 +14,7 @@ const subPathRestart = "a subPath mount is bound when the container starts and n
 
 // compareSubPath compares a subPath (or subPathExpr) use: a file or a
 // directory of the volume, bound when the container started.
-func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Observation, o CompareOptions) Comparison {
+func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Verified, o CompareOptions) Comparison {
 	op, bad := mountRead(it, obs)
 	if bad != nil {
 		return *bad
@@ -53,7 +53,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 
 // resolveSubPath is the use's subPath as a payload path, subPathExpr
 // expanded with the container's environment.
-func resolveSubPath(it Item, obs *Observation) (string, *Comparison) {
+func resolveSubPath(it Item, obs *Verified) (string, *Comparison) {
 	sub := it.Volume.SubPath
 	if it.Mode == ModeSubPathExpr {
 		if !obs.EnvRead {
@@ -71,8 +71,8 @@ func resolveSubPath(it Item, obs *Observation) (string, *Comparison) {
 // subPathFiles compares one subPath use.
 type subPathFiles struct {
 	it      Item
-	obs     *Observation
-	op      *ObservedPath
+	obs     *Verified
+	op      *VerifiedPath
 	pl      Payload
 	ps      projectedSources
 	sub     string // the subPath, a payload path

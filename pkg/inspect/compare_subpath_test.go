@@ -13,18 +13,18 @@ func TestCompareSubPath(t *testing.T) {
 		it.Items = items
 		return it
 	}
-	fileObs := func(kind PathKind, files map[string]string) *Observation {
-		op := &ObservedPath{Kind: kind, Listed: true, Files: map[string]*ObservedFile{}}
+	fileObs := func(kind PathKind, files map[string]string) *Verified {
+		op := &VerifiedPath{Kind: kind, Listed: true, Files: map[string]*VerifiedFile{}}
 		for p, c := range files {
-			op.Files[p] = &ObservedFile{Path: p, Mode: 0o644, Size: int64(len(c)), Data: []byte(c), HasData: true}
+			op.Files[p] = &VerifiedFile{Path: p, Mode: 0o644, Size: int64(len(c)), Data: []byte(c), HasData: true}
 		}
-		return &Observation{Paths: map[string]*ObservedPath{"/etc/app.conf": op}, EnvRead: true, Env: map[string]string{"POD": "p-1"}}
+		return &Verified{Paths: map[string]*VerifiedPath{"/etc/app.conf": op}, EnvRead: true, Env: map[string]string{"POD": "p-1"}}
 	}
 	obj := cmWith(map[string]string{"app.conf": "v2", "a": "1", "b": "2"}, testNow)
 	cases := []struct {
 		name   string
 		it     Item
-		obs    *Observation
+		obs    *Verified
 		want   State
 		reason string
 	}{

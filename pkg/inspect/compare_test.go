@@ -44,10 +44,10 @@ func cmWith(data map[string]string, changed time.Time) Object {
 	return o
 }
 
-func atomicObs(files map[string]string) *Observation {
-	op := &ObservedPath{Kind: PathAtomic, Target: testTS, Listed: true, Files: map[string]*ObservedFile{}}
+func atomicObs(files map[string]string) *Verified {
+	op := &VerifiedPath{Kind: PathAtomic, Target: testTS, Listed: true, Files: map[string]*VerifiedFile{}}
 	for p, c := range files {
-		op.Files[p] = &ObservedFile{Path: p, Mode: 0o644, Size: int64(len(c)), Data: []byte(c), HasData: true}
+		op.Files[p] = &VerifiedFile{Path: p, Mode: 0o644, Size: int64(len(c)), Data: []byte(c), HasData: true}
 	}
-	return &Observation{Paths: map[string]*ObservedPath{"/etc/cfg": op}}
+	return &Verified{Paths: map[string]*VerifiedPath{"/etc/cfg": op}}
 }

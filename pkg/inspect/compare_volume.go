@@ -14,7 +14,7 @@ import (
 // compareVolume compares a volume use (a whole object, items, or a source
 // of a projected volume): the files of the kubelet's payload against the
 // files under the atomic ..data link at the mountPath.
-func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Observation, o CompareOptions) Comparison {
+func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Verified, o CompareOptions) Comparison {
 	op, bad := mountRead(it, obs)
 	if bad != nil {
 		return *bad
@@ -49,7 +49,7 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 
 // mountRead is what the container showed at the use's mountPath, or the
 // verdict when the read did not reach it.
-func mountRead(it Item, obs *Observation) (*ObservedPath, *Comparison) {
+func mountRead(it Item, obs *Verified) (*VerifiedPath, *Comparison) {
 	op := obs.Paths[it.Volume.MountPath]
 	if op == nil {
 		return nil, &Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
@@ -88,7 +88,7 @@ func (t *fileTally) overriddenNote() string {
 type volumeFiles struct {
 	it      Item
 	pl      Payload
-	op      *ObservedPath
+	op      *VerifiedPath
 	ps      projectedSources
 	fsGroup bool
 	fileTally
@@ -140,11 +140,11 @@ func (v *volumeFiles) compareExtras() {
 		if strings.HasPrefix(n, "..") || seen[n] {
 			continue
 		}
-		v.extra(n, &ObservedFile{Path: n, Mode: -1, Size: -1})
+		v.extra(n, &VerifiedFile{Path: n, Mode: -1, Size: -1})
 	}
 }
 
-func (v *volumeFiles) extra(p string, of *ObservedFile) {
+func (v *volumeFiles) extra(p string, of *VerifiedFile) {
 	if _, ok := v.pl.File(p); ok {
 		return
 	}
@@ -159,7 +159,7 @@ func (v *volumeFiles) extra(p string, of *ObservedFile) {
 
 // volumeVerdict sets the state and reason of a volume comparison from its
 // files.
-func volumeVerdict(c *Comparison, it Item, obj Object, obs *Observation, now time.Time, v *volumeFiles) {
+func volumeVerdict(c *Comparison, it Item, obj Object, obs *Verified, now time.Time, v *volumeFiles) {
 	t := tallyFiles(c.Files)
 	written := ""
 	if c.SyncedAt != nil {

@@ -101,16 +101,16 @@ func (c StateCause) Permanent() bool {
 	return false
 }
 
-// causeOfVerifyError maps an ObserveError reason to a StateCause.
+// causeOfVerifyError maps an VerifyError reason to a StateCause.
 func causeOfVerifyError(reason string) StateCause {
 	switch reason {
-	case ObserveForbidden:
+	case VerifyForbidden:
 		return CauseExecForbidden
-	case ObserveNoShell:
+	case VerifyNoShell:
 		return CauseNoShell
-	case ObserveNotRunning:
+	case VerifyNotRunning:
 		return CauseNotRunning
-	case ObserveTimeout:
+	case VerifyTimeout:
 		return CauseExecTimeout
 	}
 	return CauseExecFailed
@@ -242,11 +242,11 @@ type Item struct {
 	// refresh planner (StateReason is for people).
 	StateCause StateCause   `json:"stateCause,omitempty"`
 	SyncedAt   *metav1.Time `json:"syncedAt,omitempty"`
-	// Observed tells whether State comes from a successful read of the
+	// Verified tells whether State comes from a successful read of the
 	// container (exec), not from the pod's status alone (a container that
 	// is not running, a pod that is terminating): only such a state proves
 	// what the container sees now. Not part of the output.
-	Observed bool `json:"-"`
+	Verified bool `json:"-"`
 }
 
 // ObjectKey identifies a ConfigMap or Secret.

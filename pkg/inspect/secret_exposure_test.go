@@ -36,12 +36,12 @@ func secretSnapshot(listed bool) *Snapshot {
 
 func leaks(c Comparison) bool {
 	for _, e := range c.Env {
-		if strings.Contains(e.Observed, secretValue) {
+		if strings.Contains(e.Verified, secretValue) {
 			return true
 		}
 	}
 	for _, f := range c.Files {
-		if f.Observed != nil && strings.Contains(string(f.Observed.Data), secretValue) {
+		if f.Verified != nil && strings.Contains(string(f.Verified.Data), secretValue) {
 			return true
 		}
 	}
@@ -55,8 +55,8 @@ func leaks(c Comparison) bool {
 // With it read, they are left out and the rest compares.
 func TestCompareSecretOverrides(t *testing.T) {
 	pod := secretOverridePod()
-	envObs := &Observation{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": "cm-shared", "a": "1", "token": secretValue}}
-	volObs := func() *Observation {
+	envObs := &Verified{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": "cm-shared", "a": "1", "token": secretValue}}
+	volObs := func() *Verified {
 		o := atomicObs(map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": secretValue, "a": "1", "token": secretValue})
 		return o
 	}
@@ -67,7 +67,7 @@ func TestCompareSecretOverrides(t *testing.T) {
 		name   string
 		listed bool
 		it     Item
-		obs    *Observation
+		obs    *Verified
 		want   State
 		reason string
 	}{
@@ -91,7 +91,7 @@ func TestCompareSecretOverrides(t *testing.T) {
 	// A definite difference elsewhere is still stale (envFrom) or pending
 	// (volume), without the unknown values.
 	snap := secretSnapshot(false)
-	obs := &Observation{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "old"}}
+	obs := &Verified{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "old"}}
 	secretPrefixed := secretOverridePod()
 	secretPrefixed.Spec.Containers[0].EnvFrom[1].Prefix = "S_"
 	got := CompareUse(envFrom, secretPrefixed, snap.Object(envFrom.Key()), obs, CompareOptions{Now: testNow, Object: snap.Object})

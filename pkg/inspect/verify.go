@@ -13,10 +13,11 @@ package inspect
 //   - compare: what the container shows against what the API holds, one
 //     file per kind of use (compare_volume.go, compare_subpath.go,
 //     compare_env.go), giving a Comparison and its State.
-//   - The exported names of the read still say "observe" (Observe,
-//     Observation, ObservedFile, ObserveError, ...): they are the verify
-//     read and what it returned, nothing else. pkg/refresh's Observer, which
-//     re-reads pods while a refresh waits, is another thing.
+//   - The exported names say the same: ReadContainer reads one container
+//     and returns a Verified (its files as VerifiedFile and VerifiedPath,
+//     a failure as VerifyError); VerifyResults verifies a report's uses.
+//     pkg/refresh's Verifier re-reads pods while a refresh waits, with
+//     these.
 
 import (
 	"context"
@@ -119,10 +120,10 @@ type containerKey struct{ namespace, pod, container string }
 // the paths to read (merged over the uses), the indexes of those uses, and
 // what the read showed.
 type containerRead struct {
-	req   ObserveRequest
+	req   VerifyRequest
 	paths map[string]int // index in req.Paths by path
 	uses  []int
-	obs   *Observation
+	obs   *Verified
 }
 
 // planReads fills each result's item and pod, decides the uses that need no
@@ -153,7 +154,7 @@ func planReads(items []Item, snap *Snapshot, results []Result, inputs []useInput
 		k := containerKey{it.Object.Namespace, it.Pod.Name, it.Container.Name}
 		r := byContainer[k]
 		if r == nil {
-			r = &containerRead{req: ObserveRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{}}
+			r = &containerRead{req: VerifyRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{}}
 			byContainer[k] = r
 			reads = append(reads, r)
 		}
@@ -205,16 +206,16 @@ func readContainers(ctx context.Context, reads []*containerRead, ex Executor, op
 
 // readContainer is one read; a panic in it is that container's failure,
 // not the run's.
-func readContainer(ctx context.Context, req ObserveRequest, ex Executor, opts VerifyOptions) (obs *Observation) {
+func readContainer(ctx context.Context, req VerifyRequest, ex Executor, opts VerifyOptions) (obs *Verified) {
 	defer func() {
 		if r := recover(); r != nil {
-			obs = &Observation{Err: &ObserveError{Reason: ObserveFailed, Message: fmt.Sprint("internal error: ", r)}}
+			obs = &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: fmt.Sprint("internal error: ", r)}}
 		}
 	}()
 	if ctx.Err() != nil {
-		return &Observation{Err: &ObserveError{Reason: ObserveFailed, Message: "interrupted"}}
+		return &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "interrupted"}}
 	}
-	return Observe(ctx, ex, req, ObserveOptions{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
+	return ReadContainer(ctx, ex, req, VerifyReadOptions{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
 }
 
 // progressLine is the "\r"-rewritten "verifying: n/m containers" line,
@@ -285,7 +286,7 @@ func withComparison(it Item, c Comparison) Item {
 	it.State = c.State
 	it.StateReason = c.Reason
 	it.StateCause = c.Cause
-	it.Observed = c.Observed
+	it.Verified = c.Verified
 	if c.SyncedAt != nil {
 		t := metav1.NewTime(c.SyncedAt.UTC())
 		it.SyncedAt = &t
@@ -297,7 +298,7 @@ func withComparison(it Item, c Comparison) Item {
 
 // safeCompare is CompareUse that turns a panic into an unverifiable state:
 // one odd container must not take the whole report down.
-func safeCompare(it Item, pod *corev1.Pod, in useInputs, obs *Observation, o CompareOptions) (c Comparison) {
+func safeCompare(it Item, pod *corev1.Pod, in useInputs, obs *Verified, o CompareOptions) (c Comparison) {
 	defer func() {
 		if r := recover(); r != nil {
 			c = Comparison{State: StateUnverifiable, Reason: fmt.Sprint("internal error while comparing: ", r)}

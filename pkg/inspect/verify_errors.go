@@ -15,15 +15,15 @@ import (
 // Reasons a verify read fails: the words of the contract's unverifiable
 // state.
 const (
-	ObserveForbidden  = "forbidden"
-	ObserveNoShell    = "no shell"
-	ObserveNotRunning = "not running"
-	ObserveTimeout    = "timeout"
-	ObserveFailed     = "error"
+	VerifyForbidden  = "forbidden"
+	VerifyNoShell    = "no shell"
+	VerifyNotRunning = "not running"
+	VerifyTimeout    = "timeout"
+	VerifyFailed     = "error"
 )
 
-// ObserveError says why a container could not be read, with a hint.
-type ObserveError struct {
+// VerifyError says why a container could not be read, with a hint.
+type VerifyError struct {
 	Reason  string
 	Message string
 	Hint    string
@@ -34,7 +34,7 @@ type ObserveError struct {
 }
 
 // reasonFor is Error for a use of an object of this kind.
-func (e *ObserveError) reasonFor(kind string) string {
+func (e *VerifyError) reasonFor(kind string) string {
 	if kind == KindSecret && e.redacted != "" {
 		r := *e
 		r.Message, r.redacted = e.redacted, ""
@@ -45,7 +45,7 @@ func (e *ObserveError) reasonFor(kind string) string {
 
 // parseError is malformed output of the verify script. field is the
 // raw text that did not parse, output of the container: it is quoted only
-// a few bytes long, and left out for Secret uses (see ObserveError).
+// a few bytes long, and left out for Secret uses (see VerifyError).
 type parseError struct{ msg, field string }
 
 // parseErrorQuote bounds how much container output an error quotes.
@@ -66,7 +66,7 @@ func redactedError(err error) string {
 	return err.Error()
 }
 
-func (e *ObserveError) Error() string {
+func (e *VerifyError) Error() string {
 	s := e.Reason
 	if e.Message != "" {
 		s += ": " + e.Message
@@ -93,33 +93,33 @@ func stderrSuffix(b []byte) string {
 }
 
 // ClassifyExecError turns an exec failure into the contract's reasons.
-func ClassifyExecError(ctx context.Context, err error, stderr []byte) *ObserveError {
+func ClassifyExecError(ctx context.Context, err error, stderr []byte) *VerifyError {
 	msg := err.Error()
 	low := strings.ToLower(msg)
 	var code utilexec.ExitError
 	hasCode := errors.As(err, &code)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &ObserveError{Reason: ObserveTimeout, Message: "the exec did not finish in time", Hint: "raise --exec-timeout"}
+		return &VerifyError{Reason: VerifyTimeout, Message: "the exec did not finish in time", Hint: "raise --exec-timeout"}
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
-		return &ObserveError{Reason: ObserveFailed, Message: "interrupted"}
+		return &VerifyError{Reason: VerifyFailed, Message: "interrupted"}
 	case apierrors.IsForbidden(err) || strings.Contains(low, "forbidden"):
 		return forbiddenExec(msg)
 	case NotFoundBinary(err, stderr):
-		return &ObserveError{Reason: ObserveNoShell, Message: "the container has no sh"}
+		return &VerifyError{Reason: VerifyNoShell, Message: "the container has no sh"}
 	case apierrors.IsNotFound(err) || podNotFound.MatchString(msg):
 		// deleted while it was read (the upgrade answers 404)
-		return &ObserveError{Reason: ObserveNotRunning, Message: "the pod was deleted: " + firstLine(msg)}
+		return &VerifyError{Reason: VerifyNotRunning, Message: "the pod was deleted: " + firstLine(msg)}
 	case strings.Contains(low, "container not found") || strings.Contains(low, "not running") ||
 		strings.Contains(low, "stopped state") || strings.Contains(low, "container_exited") ||
 		strings.Contains(low, "is terminated") || strings.Contains(low, "not created") ||
 		// containerd, when the container exits while an exec starts in it
 		strings.Contains(low, "no running task found") || strings.Contains(low, "ttrpc: closed"):
-		return &ObserveError{Reason: ObserveNotRunning, Message: firstLine(msg)}
+		return &VerifyError{Reason: VerifyNotRunning, Message: firstLine(msg)}
 	case hasCode:
-		return &ObserveError{Reason: ObserveFailed, Message: fmt.Sprintf("exit code %d%s", code.ExitStatus(), stderrSuffix(stderr))}
+		return &VerifyError{Reason: VerifyFailed, Message: fmt.Sprintf("exit code %d%s", code.ExitStatus(), stderrSuffix(stderr))}
 	}
-	return &ObserveError{Reason: ObserveFailed, Message: firstLine(msg)}
+	return &VerifyError{Reason: VerifyFailed, Message: firstLine(msg)}
 }
 
 // deniedVerb finds the verb an RBAC denial names: `User "u" cannot create
@@ -133,7 +133,7 @@ const execRoleRule = `{apiGroups: [""], resources: ["pods/exec"], verbs: ["get",
 // forbiddenExec is the verify error of an exec RBAC denies. Its
 // reason leads with the missing permission ("forbidden: create pods/exec"),
 // then the API server's words and the rule that grants it.
-func forbiddenExec(msg string) *ObserveError {
+func forbiddenExec(msg string) *VerifyError {
 	verb := "create"
 	if m := deniedVerb.FindStringSubmatch(msg); m != nil {
 		verb = m[1]
@@ -141,7 +141,7 @@ func forbiddenExec(msg string) *ObserveError {
 	server := firstLine(msg)
 	// client-go prefixes the API server's message with its own words
 	server = strings.TrimPrefix(server, "unable to upgrade connection: ")
-	return &ObserveError{Reason: ObserveForbidden, Message: verb + " pods/exec",
+	return &VerifyError{Reason: VerifyForbidden, Message: verb + " pods/exec",
 		Hint: server + "; verify needs get and create on pods/exec: a Role with " + execRoleRule + " grants them"}
 }
 

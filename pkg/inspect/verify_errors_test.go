@@ -11,12 +11,12 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 )
 
-// TestObserveErrorRedacted: malformed output is quoted a few bytes long,
+// TestVerifyErrorRedacted: malformed output is quoted a few bytes long,
 // and not at all for a Secret use.
-func TestObserveErrorRedacted(t *testing.T) {
+func TestVerifyErrorRedacted(t *testing.T) {
 	long := "AAAAAAAA" + secretValue
 	ex := &rawExecutor{out: "P\x000\x00K\x00f\x00F\x00\x00-rw-r--r--\x00" + long + "\x00"}
-	obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: "/f"}}}, ObserveOptions{MaxBytes: 10})
+	obs := ReadContainer(context.Background(), ex, VerifyRequest{Paths: []PathRequest{{Path: "/f"}}}, VerifyReadOptions{MaxBytes: 10})
 	if obs.Err == nil {
 		t.Fatal("malformed output accepted")
 	}
@@ -45,16 +45,16 @@ func TestClassifyExecError(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), ObserveTimeout},
-		{errors.New(`pods "p" is forbidden: User "u" cannot create resource "pods/exec"`), ObserveForbidden},
-		{errors.New(`OCI runtime exec failed: exec failed: unable to start container process: exec: "sh": executable file not found in $PATH: unknown`), ObserveNoShell},
-		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 127"), Code: 127}, ObserveNoShell},
-		{errors.New(`unable to upgrade connection: container not found ("c")`), ObserveNotRunning},
-		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}, ObserveFailed},
+		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), VerifyTimeout},
+		{errors.New(`pods "p" is forbidden: User "u" cannot create resource "pods/exec"`), VerifyForbidden},
+		{errors.New(`OCI runtime exec failed: exec failed: unable to start container process: exec: "sh": executable file not found in $PATH: unknown`), VerifyNoShell},
+		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 127"), Code: 127}, VerifyNoShell},
+		{errors.New(`unable to upgrade connection: container not found ("c")`), VerifyNotRunning},
+		{utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}, VerifyFailed},
 		// seen on the e2e cluster: a pod deleted and a container that exited while they were observed
-		{errors.New(`unable to upgrade connection: pods "deleted" not found`), ObserveNotRunning},
-		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "36960a": ttrpc: closed: unknown`), ObserveNotRunning},
-		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task bf2b not found: not found`), ObserveNotRunning},
+		{errors.New(`unable to upgrade connection: pods "deleted" not found`), VerifyNotRunning},
+		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "36960a": ttrpc: closed: unknown`), VerifyNotRunning},
+		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task bf2b not found: not found`), VerifyNotRunning},
 	}
 	for _, c := range cases {
 		if got := ClassifyExecError(ctx, c.err, nil); got.Reason != c.want {
@@ -86,7 +86,7 @@ func TestForbiddenExecReason(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := ClassifyExecError(context.Background(), errors.New(c.msg), nil)
-		if got.Reason != ObserveForbidden || got.Error() != c.want {
+		if got.Reason != VerifyForbidden || got.Error() != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got.Error(), c.want)
 		}
 		if c := causeOfVerifyError(got.Reason); c != CauseExecForbidden {

@@ -8,14 +8,14 @@ import (
 )
 
 // verifyWithoutShell is the fallback for containers without sh.
-func verifyWithoutShell(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOptions, limit int64) *Observation {
+func verifyWithoutShell(ctx context.Context, ex Executor, req VerifyRequest, o VerifyReadOptions, limit int64) *Verified {
 	r := &noShellRead{ctx: ctx, ex: ex, req: req, o: o, limit: limit,
-		obs: &Observation{NoShell: true, Paths: map[string]*ObservedPath{}}}
+		obs: &Verified{NoShell: true, Paths: map[string]*VerifiedPath{}}}
 	if req.Env && r.readEnv() {
 		return r.obs
 	}
 	for _, pr := range req.Paths {
-		op := &ObservedPath{Kind: PathUnknown, Files: map[string]*ObservedFile{}}
+		op := &VerifiedPath{Kind: PathUnknown, Files: map[string]*VerifiedFile{}}
 		r.obs.Paths[pr.Path] = op
 		if r.noCat {
 			op.Err = "the container has neither sh nor cat"
@@ -34,7 +34,7 @@ func verifyWithoutShell(ctx context.Context, ex Executor, req ObserveRequest, o 
 		}
 	}
 	if r.noCat && !r.obs.EnvRead {
-		r.obs.Err = &ObserveError{Reason: ObserveNoShell, Message: "the container has neither sh nor cat",
+		r.obs.Err = &VerifyError{Reason: VerifyNoShell, Message: "the container has neither sh nor cat",
 			Hint: "use an image with a shell, or check by hand with kubectl debug"}
 	}
 	return r.obs
@@ -46,10 +46,10 @@ func verifyWithoutShell(ctx context.Context, ex Executor, req ObserveRequest, o 
 type noShellRead struct {
 	ctx   context.Context
 	ex    Executor
-	req   ObserveRequest
-	o     ObserveOptions
+	req   VerifyRequest
+	o     VerifyReadOptions
 	limit int64
-	obs   *Observation
+	obs   *Verified
 	// noCat: the container has no cat either.
 	noCat bool
 }
@@ -64,7 +64,7 @@ func (r *noShellRead) run(argv ...string) ([]byte, []byte, error) {
 func (r *noShellRead) fatal(err error, stderr []byte) bool {
 	oe := ClassifyExecError(r.ctx, err, stderr)
 	switch oe.Reason {
-	case ObserveForbidden, ObserveNotRunning, ObserveTimeout:
+	case VerifyForbidden, VerifyNotRunning, VerifyTimeout:
 		r.obs.Err = oe
 		return true
 	}
@@ -102,7 +102,7 @@ func (r *noShellRead) readEnv() (fatal bool) {
 
 // listNames lists the top-level names of a volume with `ls -1a`; a
 // timestamped data directory among them makes it atomic.
-func (r *noShellRead) listNames(op *ObservedPath, dir string) (fatal bool) {
+func (r *noShellRead) listNames(op *VerifiedPath, dir string) (fatal bool) {
 	out, se, err := r.run("ls", "-1a", dir)
 	switch {
 	case err == nil:
@@ -131,7 +131,7 @@ func (r *noShellRead) listNames(op *ObservedPath, dir string) (fatal bool) {
 }
 
 // readFile reads one expected file with `cat`.
-func (r *noShellRead) readFile(op *ObservedPath, dir, rel string) (fatal bool) {
+func (r *noShellRead) readFile(op *VerifiedPath, dir, rel string) (fatal bool) {
 	p := dir
 	if rel != "" {
 		p = path.Join(dir, rel)
@@ -139,7 +139,7 @@ func (r *noShellRead) readFile(op *ObservedPath, dir, rel string) (fatal bool) {
 	out, se, err := r.run("cat", p)
 	switch {
 	case err == nil:
-		f := &ObservedFile{Path: rel, Mode: -1, Size: int64(len(out))}
+		f := &VerifiedFile{Path: rel, Mode: -1, Size: int64(len(out))}
 		if int64(len(out)) > r.o.MaxBytes && r.o.MaxBytes > 0 {
 			// The whole file came anyway: compare its hash like the script would.
 			f.SHA256 = sha256Hex(out)
@@ -161,7 +161,7 @@ func (r *noShellRead) readFile(op *ObservedPath, dir, rel string) (fatal bool) {
 			op.Dirs = append(op.Dirs, rel)
 			return false
 		}
-		op.Files[rel] = &ObservedFile{Path: rel, Mode: -1, Size: -1, Unread: "cat failed" + stderrSuffix(se)}
+		op.Files[rel] = &VerifiedFile{Path: rel, Mode: -1, Size: -1, Unread: "cat failed" + stderrSuffix(se)}
 	}
 	return false
 }

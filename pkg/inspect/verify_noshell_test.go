@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestObserveNoShellFallback(t *testing.T) {
+func TestVerifyNoShellFallback(t *testing.T) {
 	cat, err := exec.LookPath("cat")
 	if err != nil {
 		t.Skip("no cat")
@@ -20,8 +20,8 @@ func TestObserveNoShellFallback(t *testing.T) {
 
 	t.Run("cat and ls", func(t *testing.T) {
 		ex := &localExecutor{binDir: toolDir(t, map[string]string{"cat": cat, "ls": ls}), env: []string{"with-dash=x"}}
-		req := ObserveRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a", "b"}, List: true}}, Env: true}
-		obs := Observe(context.Background(), ex, req, ObserveOptions{MaxBytes: 1 << 20})
+		req := VerifyRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a", "b"}, List: true}}, Env: true}
+		obs := ReadContainer(context.Background(), ex, req, VerifyReadOptions{MaxBytes: 1 << 20})
 		if obs.Err != nil || !obs.NoShell {
 			t.Fatalf("obs = %+v", obs)
 		}
@@ -38,8 +38,8 @@ func TestObserveNoShellFallback(t *testing.T) {
 	})
 	t.Run("nothing", func(t *testing.T) {
 		ex := &localExecutor{binDir: t.TempDir()}
-		obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a"}}}}, ObserveOptions{})
-		if obs.Err == nil || obs.Err.Reason != ObserveNoShell {
+		obs := ReadContainer(context.Background(), ex, VerifyRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a"}}}}, VerifyReadOptions{})
+		if obs.Err == nil || obs.Err.Reason != VerifyNoShell {
 			t.Fatalf("err = %v", obs.Err)
 		}
 	})

@@ -9,13 +9,13 @@ import (
 	"strings"
 )
 
-// ErrTruncated is returned by ParseObservation when the output ends before
+// ErrTruncated is returned by ParseVerified when the output ends before
 // the final record (the exec was cut short).
 var ErrTruncated = errors.New("output ended early")
 
-// ParseObservation parses the output of the verify script for the
+// ParseVerified parses the output of the verify script for the
 // given paths (in argument order).
-func ParseObservation(out []byte, nonce string, paths []string) (*Observation, error) {
+func ParseVerified(out []byte, nonce string, paths []string) (*Verified, error) {
 	if nonce == "" {
 		return nil, errors.New("empty nonce")
 	}
@@ -23,9 +23,9 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 		p:        &recordParser{b: out, nonce: []byte(nonce)},
 		nonce:    nonce,
 		paths:    paths,
-		obs:      &Observation{Paths: map[string]*ObservedPath{}},
+		obs:      &Verified{Paths: map[string]*VerifiedPath{}},
 		curIdx:   -1,
-		attempts: map[int]*ObservedPath{},
+		attempts: map[int]*VerifiedPath{},
 	}
 	for {
 		tag, err := s.p.field()
@@ -42,16 +42,16 @@ func ParseObservation(out []byte, nonce string, paths []string) (*Observation, e
 	}
 }
 
-// scriptOutput is the state of ParseObservation: the path being read
+// scriptOutput is the state of ParseVerified: the path being read
 // (cur, between its P and Q records) and, per path, the attempt kept.
 type scriptOutput struct {
 	p        *recordParser
 	nonce    string
 	paths    []string
-	obs      *Observation
-	cur      *ObservedPath
+	obs      *Verified
+	cur      *VerifiedPath
 	curIdx   int
-	attempts map[int]*ObservedPath
+	attempts map[int]*VerifiedPath
 }
 
 // record reads the fields of one record after its tag; done at the final
@@ -99,7 +99,7 @@ func (s *scriptOutput) pathStart() error {
 	if err != nil || idx < 0 || idx >= len(s.paths) {
 		return badRecord("bad path index", f)
 	}
-	s.cur = &ObservedPath{Files: map[string]*ObservedFile{}, Listed: true}
+	s.cur = &VerifiedPath{Files: map[string]*VerifiedFile{}, Listed: true}
 	s.curIdx = idx
 	return nil
 }
@@ -167,7 +167,7 @@ func (s *scriptOutput) file() error {
 	if err != nil || size < -1 {
 		return badRecord("bad size", sz)
 	}
-	f := &ObservedFile{Path: rel, Mode: ParseLsMode(perm), Size: size}
+	f := &VerifiedFile{Path: rel, Mode: ParseLsMode(perm), Size: size}
 	s.cur.Files[rel] = f
 	kind, err := s.p.field()
 	if err != nil {
@@ -285,7 +285,7 @@ func (p *recordParser) fields(n int) ([]string, error) {
 // names, a mode and a size for each, "C", then the contents back to back
 // and the nonce. When the contents do not add up (a file changed or
 // vanished between stat and cat) every file of the batch is unread.
-func (p *recordParser) batch(cur *ObservedPath) error {
+func (p *recordParser) batch(cur *VerifiedPath) error {
 	head, err := p.fields(2)
 	if err != nil {
 		return err
@@ -296,13 +296,13 @@ func (p *recordParser) batch(cur *ObservedPath) error {
 	if err != nil || n < 1 || n > (len(p.b)-p.pos)/4 {
 		return badRecord("bad file count", cs)
 	}
-	files := make([]*ObservedFile, n)
+	files := make([]*VerifiedFile, n)
 	for i := range files {
 		name, err := p.field()
 		if err != nil {
 			return err
 		}
-		files[i] = &ObservedFile{Path: prefix + name}
+		files[i] = &VerifiedFile{Path: prefix + name}
 	}
 	var total int64
 	for _, f := range files {

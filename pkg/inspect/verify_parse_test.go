@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestParseObservation(t *testing.T) {
+func TestParseVerified(t *testing.T) {
 	n := "cmsync-test"
 	rec := func(fields ...string) string { return strings.Join(fields, "\x00") + "\x00" }
 	paths := []string{"/a", "/b"}
@@ -15,7 +15,7 @@ func TestParseObservation(t *testing.T) {
 		rec("Q", testTS) +
 		rec("P", "1", "K", "f", "F", "", "-rwsr-sr-t", "0", "C") + rec(n) + rec("Q", "") +
 		"V\x00HOME=/root\x00A=b=c\x00" + rec(n) + rec("Z", n)
-	obs, err := ParseObservation([]byte(ok), n, paths)
+	obs, err := ParseVerified([]byte(ok), n, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,17 +35,17 @@ func TestParseObservation(t *testing.T) {
 
 	// Truncated anywhere: an error, never a partial success.
 	for i := 0; i < len(ok)-1; i++ {
-		if _, err := ParseObservation([]byte(ok[:i]), n, paths); err == nil {
+		if _, err := ParseVerified([]byte(ok[:i]), n, paths); err == nil {
 			t.Fatalf("truncated at %d parsed", i)
 		}
 	}
 	// Wrong nonce at the end.
-	if _, err := ParseObservation([]byte(strings.Replace(ok, rec("Z", n), rec("Z", "other"), 1)), n, paths); err == nil {
+	if _, err := ParseVerified([]byte(strings.Replace(ok, rec("Z", n), rec("Z", "other"), 1)), n, paths); err == nil {
 		t.Error("bad final nonce accepted")
 	}
 	// A file that changed size while read: resynchronised, marked unread.
 	short := rec("P", "0", "A", testTS, "F", "f", "-rw-r--r--", "10", "C") + "abc" + rec(n) + rec("F", "g", "-rw-r--r--", "1", "C") + "g" + rec(n) + rec("Q", testTS, "Z", n)
-	obs, err = ParseObservation([]byte(short), n, paths)
+	obs, err = ParseVerified([]byte(short), n, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +57,12 @@ func TestParseObservation(t *testing.T) {
 	}
 	// ..data moved during every attempt: unstable; a stable retry wins.
 	moved := rec("P", "0", "A", testTS, "Q", "..2024_05_06_07_08_10.1", "P", "0", "A", "..2024_05_06_07_08_10.1", "Q", "..2024_05_06_07_08_10.1", "Z", n)
-	obs, err = ParseObservation([]byte(moved), n, paths)
+	obs, err = ParseVerified([]byte(moved), n, paths)
 	if err != nil || obs.Paths["/a"].Unstable || obs.Paths["/a"].Target != "..2024_05_06_07_08_10.1" {
 		t.Errorf("moved: %v %+v", err, obs.Paths["/a"])
 	}
 	unstable := rec("P", "0", "A", testTS, "Q", "..x", "Z", n)
-	obs, err = ParseObservation([]byte(unstable), n, paths)
+	obs, err = ParseVerified([]byte(unstable), n, paths)
 	if err != nil || !obs.Paths["/a"].Unstable {
 		t.Errorf("unstable: %v %+v", err, obs.Paths["/a"])
 	}
@@ -73,7 +73,7 @@ func TestParseObservation(t *testing.T) {
 		rec("P", "0", "Z", n),                    // unterminated path
 		rec("?"),
 	} {
-		if _, err := ParseObservation([]byte(bad), n, paths); err == nil {
+		if _, err := ParseVerified([]byte(bad), n, paths); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
 	}
@@ -105,16 +105,16 @@ func TestParseEnvLines(t *testing.T) {
 	}
 }
 
-// FuzzParseObservation: the parser must never panic or loop, whatever the
+// FuzzParseVerified: the parser must never panic or loop, whatever the
 // container prints.
-func FuzzParseObservation(f *testing.F) {
+func FuzzParseVerified(f *testing.F) {
 	n := "cmsync-f"
 	f.Add([]byte("P\x000\x00A\x00..2024_05_06_07_08_09.1\x00F\x00a\x00-rw-r--r--\x001\x00C\x00x" + n + "\x00Q\x00..2024_05_06_07_08_09.1\x00Z\x00" + n + "\x00"))
 	f.Add([]byte("P\x001\x00K\x00f\x00F\x00\x00?\x00-1\x00U\x00Q\x00\x00V\x00A=1\x00" + n + "\x00Z\x00" + n + "\x00"))
 	f.Add([]byte("P\x000\x00K\x00d\x00D\x00x\x00L\x00y\x00O\x00z\x00F\x00x/a\x00-rw-------\x0099999999999\x00C\x00"))
 	f.Add([]byte("Z\x00" + n + "\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		obs, err := ParseObservation(data, n, []string{"/a", "/b"})
+		obs, err := ParseVerified(data, n, []string{"/a", "/b"})
 		if err == nil && obs == nil {
 			t.Fatal("nil observation without error")
 		}
@@ -140,7 +140,7 @@ func TestParseBatchThatChangedWhileRead(t *testing.T) {
 	n := "cmsync-abc"
 	rec := func(fields ...string) string { return strings.Join(fields, "\x00") + "\x00" }
 	ok := rec("P", "0", "K", "d", "G", "", "2", "a", "b", "-rw-r--r--", "2", "-rw-------", "3", "C") + "xxyyy" + rec(n, "Q", "", "Z", n)
-	obs, err := ParseObservation([]byte(ok), n, []string{"/v"})
+	obs, err := ParseVerified([]byte(ok), n, []string{"/v"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestParseBatchThatChangedWhileRead(t *testing.T) {
 		t.Errorf("batch = %+v %+v", a, b)
 	}
 	short := rec("P", "0", "K", "d", "G", "p/", "2", "a", "b", "-rw-r--r--", "2", "-rw-------", "3", "C") + "xxyy" + rec(n, "Q", "", "Z", n)
-	obs, err = ParseObservation([]byte(short), n, []string{"/v"})
+	obs, err = ParseVerified([]byte(short), n, []string{"/v"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestParseBatchThatChangedWhileRead(t *testing.T) {
 		rec("P", "0", "G", "", "1", "a", "-rw-r--r--", "-5", "C") + rec(n, "Q", "", "Z", n),
 		rec("P", "0", "G", "", "1", "a", "-rw-r--r--", "1", "X") + rec(n, "Q", "", "Z", n),
 	} {
-		if _, err := ParseObservation([]byte(bad), n, []string{"/v"}); err == nil {
+		if _, err := ParseVerified([]byte(bad), n, []string{"/v"}); err == nil {
 			t.Errorf("%q parsed, want an error", bad)
 		}
 	}

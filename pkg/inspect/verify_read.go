@@ -21,16 +21,16 @@ type PathRequest struct {
 	List bool
 }
 
-// ObserveRequest is everything read from one container in one exec.
-type ObserveRequest struct {
+// VerifyRequest is everything read from one container in one exec.
+type VerifyRequest struct {
 	Namespace, Pod, Container string
 	Paths                     []PathRequest
 	// Env reads the container's environment.
 	Env bool
 }
 
-// ObserveOptions bound one verify read.
-type ObserveOptions struct {
+// VerifyReadOptions bound one verify read.
+type VerifyReadOptions struct {
 	// MaxBytes: larger files are compared by size and sha256 only.
 	MaxBytes int64
 	// Timeout of one exec (0: none).
@@ -53,8 +53,8 @@ const (
 	PathUnknown PathKind = "unknown"
 )
 
-// ObservedFile is one file as the container shows it.
-type ObservedFile struct {
+// VerifiedFile is one file as the container shows it.
+type VerifiedFile struct {
 	// Path is relative to the observed path ("" for a path that is a file).
 	Path string
 	// Mode holds the permission bits (07777), -1 when unknown.
@@ -71,15 +71,15 @@ type ObservedFile struct {
 	Unread string
 }
 
-// ObservedPath is one requested path as the container shows it.
-type ObservedPath struct {
+// VerifiedPath is one requested path as the container shows it.
+type VerifiedPath struct {
 	Kind PathKind
 	// Target is the name ..data points to (atomic volumes).
 	Target string
 	// Unstable: ..data moved while it was read, on every attempt.
 	Unstable bool
 	// Files by relative path.
-	Files map[string]*ObservedFile
+	Files map[string]*VerifiedFile
 	// Dirs and Others (symlinks, special files) by relative path.
 	Dirs, Others []string
 	// Listed: Files is the complete list of files under the path.
@@ -91,9 +91,9 @@ type ObservedPath struct {
 	Err string
 }
 
-// Observation is what one exec into a container showed.
-type Observation struct {
-	Paths map[string]*ObservedPath
+// Verified is what one exec into a container showed.
+type Verified struct {
+	Paths map[string]*VerifiedPath
 	// Env is the container's environment, when EnvRead.
 	Env     map[string]string
 	EnvRead bool
@@ -102,7 +102,7 @@ type Observation struct {
 	// NoShell: the container has no sh; the fallback read what it could.
 	NoShell bool
 	// Err is set when nothing could be read.
-	Err *ObserveError
+	Err *VerifyError
 	// Execs counts the execs made.
 	Execs int
 }
@@ -116,12 +116,12 @@ func NewNonce() string {
 	return "cmsync-" + hex.EncodeToString(b[:])
 }
 
-// Observe reads what the container shows for the requested paths (and its
+// ReadContainer reads what the container shows for the requested paths (and its
 // environment) with one exec of the verify script. A container without
 // sh gets a fallback: one `cat` per expected file, `ls -1a` for listings,
 // `cat /proc/self/environ` (else `env`) for the environment. It never fails:
-// what could not be read is said in the Observation.
-func Observe(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOptions) *Observation {
+// what could not be read is said in the Verified.
+func ReadContainer(ctx context.Context, ex Executor, req VerifyRequest, o VerifyReadOptions) *Verified {
 	if o.MaxBytes < 0 {
 		o.MaxBytes = 0
 	}
@@ -138,28 +138,28 @@ func Observe(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOpti
 		nonce := NewNonce()
 		stdout, stderr, err := runExec(ctx, ex, req, ScriptArgv(o.MaxBytes, nonce, req.Env, paths), o.Timeout, limit)
 		if err != nil && stdout.overflow {
-			return &Observation{Execs: attempt + 1, Err: &ObserveError{Reason: ObserveFailed,
+			return &Verified{Execs: attempt + 1, Err: &VerifyError{Reason: VerifyFailed,
 				Message: fmt.Sprintf("the container printed more than %d bytes", limit), Hint: "lower --max-bytes"}}
 		}
 		if err != nil {
 			oe := ClassifyExecError(ctx, err, stderr.buf.Bytes())
-			if oe.Reason == ObserveNoShell {
+			if oe.Reason == VerifyNoShell {
 				obs := verifyWithoutShell(ctx, ex, req, o, limit)
 				obs.Execs += attempt + 1
 				return obs
 			}
 			// A script error after complete output still counts.
-			if obs, perr := ParseObservation(stdout.buf.Bytes(), nonce, paths); perr == nil {
+			if obs, perr := ParseVerified(stdout.buf.Bytes(), nonce, paths); perr == nil {
 				obs.Execs = attempt + 1
 				return obs
 			}
-			if oe.Reason != ObserveFailed || attempt == 1 {
-				return &Observation{Execs: attempt + 1, Err: oe}
+			if oe.Reason != VerifyFailed || attempt == 1 {
+				return &Verified{Execs: attempt + 1, Err: oe}
 			}
 			lastErr, lastRedacted = oe.Error(), ""
 			continue
 		}
-		obs, perr := ParseObservation(stdout.buf.Bytes(), nonce, paths)
+		obs, perr := ParseVerified(stdout.buf.Bytes(), nonce, paths)
 		if perr == nil {
 			obs.Execs = attempt + 1
 			return obs
@@ -167,5 +167,5 @@ func Observe(ctx context.Context, ex Executor, req ObserveRequest, o ObserveOpti
 		lastErr = fmt.Sprintf("unexpected output (%v)%s", perr, stderrSuffix(stderr.buf.Bytes()))
 		lastRedacted = fmt.Sprintf("unexpected output (%s)%s", redactedError(perr), stderrSuffix(stderr.buf.Bytes()))
 	}
-	return &Observation{Execs: 2, Err: &ObserveError{Reason: ObserveFailed, Message: lastErr, redacted: lastRedacted}}
+	return &Verified{Execs: 2, Err: &VerifyError{Reason: VerifyFailed, Message: lastErr, redacted: lastRedacted}}
 }

@@ -184,8 +184,8 @@ func TestScriptReadsVolumes(t *testing.T) {
 			}
 			missing := filepath.Join(root, "nope")
 			ex := &localExecutor{binDir: toolDir(t, tools), env: []string{"with-dash=1", "with.dot=2", "9lives=3", "MULTI=a\nb=c", "EMPTY="}}
-			req := ObserveRequest{Paths: []PathRequest{{Path: vol}, {Path: sub}, {Path: emptyDir}, {Path: missing}}, Env: true}
-			obs := Observe(context.Background(), ex, req, ObserveOptions{MaxBytes: 4096, Timeout: 10 * time.Second})
+			req := VerifyRequest{Paths: []PathRequest{{Path: vol}, {Path: sub}, {Path: emptyDir}, {Path: missing}}, Env: true}
+			obs := ReadContainer(context.Background(), ex, req, VerifyReadOptions{MaxBytes: 4096, Timeout: 10 * time.Second})
 			if obs.Err != nil {
 				t.Fatalf("observe: %v", obs.Err)
 			}
@@ -258,7 +258,7 @@ func TestScriptWithoutSha256sum(t *testing.T) {
 			vol := filepath.Join(root, "v")
 			atomicVolume(t, vol, testTS, map[string][]byte{"big": bytes.Repeat([]byte("q"), 100), "small": []byte("s")}, nil)
 			ex := &localExecutor{binDir: toolDir(t, tools)}
-			obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: vol}}}, ObserveOptions{MaxBytes: 10})
+			obs := ReadContainer(context.Background(), ex, VerifyRequest{Paths: []PathRequest{{Path: vol}}}, VerifyReadOptions{MaxBytes: 10})
 			if obs.Err != nil {
 				t.Fatal(obs.Err)
 			}
@@ -307,7 +307,7 @@ func TestScriptBatchesManyFiles(t *testing.T) {
 				tools["cat"] = wrapper
 			}
 			ex := &localExecutor{binDir: toolDir(t, tools)}
-			obs := Observe(context.Background(), ex, ObserveRequest{Paths: []PathRequest{{Path: vol}}}, ObserveOptions{MaxBytes: 4096, Timeout: time.Minute})
+			obs := ReadContainer(context.Background(), ex, VerifyRequest{Paths: []PathRequest{{Path: vol}}}, VerifyReadOptions{MaxBytes: 4096, Timeout: time.Minute})
 			if obs.Err != nil {
 				t.Fatal(obs.Err)
 			}

@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ClusterObserver re-reads one namespace and verifies the uses of the given
+// ClusterVerifier re-reads one namespace and verifies the uses of the given
 // objects by running pods (terminating pods are left out).
-type ClusterObserver struct {
+type ClusterVerifier struct {
 	Client   kubernetes.Interface
 	Executor inspect.Executor
 	Verify   inspect.VerifyOptions
@@ -23,8 +23,8 @@ type ClusterObserver struct {
 	PodSelector string
 }
 
-// Observe implements Observer.
-func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+// VerifyPods implements Verifier.
+func (c ClusterVerifier) VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
 	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || inspect.NamesSecret(objects)})
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func (c ClusterObserver) Observe(ctx context.Context, namespace string, objects 
 }
 
 // verify reads by exec the uses of objects in snap that want picks.
-func (c ClusterObserver) verify(ctx context.Context, snap *inspect.Snapshot, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+func (c ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: objects, Secrets: true, IncludeSystem: true})
 	if err != nil {
 		return nil, err
@@ -54,10 +54,10 @@ func (c ClusterObserver) verify(ctx context.Context, snap *inspect.Snapshot, obj
 	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
 }
 
-// ObservePod implements Observer: one GET of the pod and one of each
+// VerifyPod implements Verifier: one GET of the pod and one of each
 // object, then one exec per consuming container. A pod that no longer
 // exists (or left -l) yields no items: the wait says its uses are gone.
-func (c ClusterObserver) ObservePod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+func (c ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
 	p, err := c.Client.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

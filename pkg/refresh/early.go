@@ -30,12 +30,12 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 		}
 	}
 	var now, rest []inspect.Item
-	notObserved := map[string]bool{}
+	notVerified := map[string]bool{}
 	for _, it := range items {
 		k := PodKey(it.Object.Namespace, it.Pod.Name)
 		if it.Pod.Name != "" && !need[k] && !busy[WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] {
 			now = append(now, it)
-			notObserved[k] = true
+			notVerified[k] = true
 		} else {
 			rest = append(rest, it)
 		}
@@ -43,7 +43,7 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 	if len(now) == 0 {
 		return items, nil
 	}
-	plan := Plan(PlanInput{Items: redactor.Items(now), Pods: pods, Strategy: r.Strategy, Observed: true, NotObserved: notObserved, Selector: sel})
+	plan := Plan(PlanInput{Items: redactor.Items(now), Pods: pods, Strategy: r.Strategy, Verified: true, NotVerified: notVerified, Selector: sel})
 	if r.Access != nil && len(Missing(ctx, r.Access, Permissions(r.worstCase(plan, rest), DryRunNone))) > 0 {
 		return items, nil // planned after the observation, and refused then if it must be
 	}
@@ -52,7 +52,7 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 	go func() {
 		results := Apply(ctx, r.Patcher, plan, DryRunNone, r.Now)
 		if r.Wait {
-			results = Wait(ctx, results, r.Observer, r.Rollouts, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency})
+			results = Wait(ctx, results, r.Verifier, r.Rollouts, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency})
 		}
 		done <- results
 	}()

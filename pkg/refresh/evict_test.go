@@ -270,7 +270,7 @@ func TestPlanEvict(t *testing.T) {
 		{"custom controller", []inspect.Item{envStale("r-1", "Rollout", "r")}, "manual rollout/r"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(PlanInput{Items: tt.items, Pods: pods, Workload: wl, Strategy: StrategyAuto, Observed: true, RestartVia: RestartViaEvict})
+			got := Plan(PlanInput{Items: tt.items, Pods: pods, Workload: wl, Strategy: StrategyAuto, Verified: true, RestartVia: RestartViaEvict})
 			if s := summary(got); s != tt.want {
 				t.Fatalf("plan %q, want %q (%v)", s, tt.want, reasons(got))
 			}
@@ -288,7 +288,7 @@ func TestPlanEvict(t *testing.T) {
 		})
 	}
 	got := Plan(PlanInput{Items: []inspect.Item{envStale("web-a", "Deployment", "web"), envStale("web-b", "Deployment", "web"), envStale("web-c", "Deployment", "web")},
-		Workload: wl, Strategy: StrategyAuto, Observed: true, RestartVia: RestartViaEvict, MaxUnavailable: 2})
+		Workload: wl, Strategy: StrategyAuto, Verified: true, RestartVia: RestartViaEvict, MaxUnavailable: 2})
 	if !strings.Contains(got[0].Reason, "web-a + web-b, then web-c (2 at a time") {
 		t.Errorf("batches not in the reason: %q", got[0].Reason)
 	}
@@ -306,7 +306,7 @@ func TestWaitEvictConvergesOnReplacements(t *testing.T) {
 	fresh.Pod.UID = "new-1"
 	pending := fresh
 	pending.State = inspect.StateStale
-	obs := &scriptedObserver{rounds: [][]inspect.Item{{other}, {other, pending}, {other, fresh}}}
+	obs := &scriptedVerifier{rounds: [][]inspect.Item{{other}, {other, pending}, {other, fresh}}}
 	clock := &fakeClock{t: time.Unix(1000, 0), step: 100 * time.Millisecond}
 	res := Wait(context.Background(), []Result{a}, obs, &rolloutAfter{}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now})
 	if res[0].Outcome != OutcomeCurrent || obs.calls != 3 || obs.skipped != 3 {

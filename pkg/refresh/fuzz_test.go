@@ -32,7 +32,7 @@ func FuzzPlan(f *testing.F) {
 		if len(data) < 1 {
 			return
 		}
-		in := PlanInput{Strategy: strategies[int(data[0])%3], Observed: data[0]&4 != 0,
+		in := PlanInput{Strategy: strategies[int(data[0])%3], Verified: data[0]&4 != 0,
 			Pods: map[string]*corev1.Pod{}, Workload: map[WorkloadKey]WorkloadInfo{}}
 		if data[0]&8 != 0 {
 			in.Selector = labels.SelectorFromSet(labels.Set{"app": "p0"})

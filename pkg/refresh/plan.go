@@ -7,7 +7,7 @@
 // changed is verified current (wait.go). The cluster is behind one small
 // interface per concern, each with its client-go adapter in a client_*.go
 // file: workload reads and the one workload-pod listing, patches,
-// evictions, rollout status, the verifying Observer and access reviews.
+// evictions, rollout status, the verifying Verifier and access reviews.
 package refresh
 
 import (
@@ -168,13 +168,13 @@ type PlanInput struct {
 	Pods     map[string]*corev1.Pod // by namespace/name
 	Workload map[WorkloadKey]WorkloadInfo
 	Strategy Strategy
-	// Observed tells whether the items carry --verify states; without them
+	// Verified tells whether the items carry --verify states; without them
 	// restart-needed uses cannot be told stale from current.
-	Observed bool
-	// NotObserved are the pods (by PodKey) whose uses were left unobserved
-	// on purpose although Observed is true (see ObservationNeeded): their
+	Verified bool
+	// NotVerified are the pods (by PodKey) whose uses were left unobserved
+	// on purpose although Verified is true (see NeedsVerify): their
 	// hot-updating mounts are annotated without a prior exec.
-	NotObserved map[string]bool
+	NotVerified map[string]bool
 	// Selector is the user's -l (nil: every pod): a restart that replaces
 	// pods outside it says so.
 	Selector labels.Selector
@@ -188,7 +188,7 @@ type PlanInput struct {
 
 // observed tells whether the use carries an observed state.
 func (in PlanInput) observed(it inspect.Item) bool {
-	return in.Observed && !in.NotObserved[PodKey(it.Object.Namespace, it.Pod.Name)]
+	return in.Verified && !in.NotVerified[PodKey(it.Object.Namespace, it.Pod.Name)]
 }
 
 // PodKey is the key of PlanInput.Pods.
@@ -214,9 +214,9 @@ type decision struct {
 	onPod bool
 }
 
-// notObservedReason is the reason of an annotation planned without a prior
+// notVerifiedReason is the reason of an annotation planned without a prior
 // observation: the plan does not claim a state it did not see.
-const notObservedReason = "hot-updating mount, state not observed: an annotation makes the kubelet rewrite it now, and is harmless where it is already current (nothing restarts); the wait verifies it"
+const notVerifiedReason = "hot-updating mount, state not observed: an annotation makes the kubelet rewrite it now, and is harmless where it is already current (nothing restarts); the wait verifies it"
 
 // decide applies the contract's rules to one use; pod is its pod, when known.
 func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decision {
@@ -278,7 +278,7 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 				return decision{need: needNothing, reason: "already " + string(it.State)}
 			}
 			if !observed {
-				return decision{need: needAnnotate, reason: notObservedReason}
+				return decision{need: needAnnotate, reason: notVerifiedReason}
 			}
 			return decision{need: needAnnotate, reason: "mount is " + string(it.State) + ": an annotation makes the kubelet rewrite it now"}
 		}
@@ -293,7 +293,7 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 	// auto
 	if !observed {
 		if hot {
-			return decision{need: needAnnotate, reason: notObservedReason}
+			return decision{need: needAnnotate, reason: notVerifiedReason}
 		}
 		return decision{need: needManual, reason: "cannot tell whether stale; use --strategy restart"}
 	}
@@ -311,7 +311,7 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 	return decision{need: needNothing, reason: "state " + string(it.State)}
 }
 
-// ObservationNeeded returns the pods (by PodKey) that --strategy auto or
+// NeedsVerify returns the pods (by PodKey) that --strategy auto or
 // annotate must observe before planning: those with a use whose action
 // depends on its state (restart-needed, breaks-on-change, never-changes: a
 // stale one is restarted or manual, a current one left alone). A pod whose
@@ -320,7 +320,7 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 // prior exec: an annotation bump is harmless where the volume is already
 // current (the kubelet does not rewrite identical payloads, and nothing
 // restarts), and the wait verifies it afterwards.
-func ObservationNeeded(items []inspect.Item) map[string]bool {
+func NeedsVerify(items []inspect.Item) map[string]bool {
 	need := map[string]bool{}
 	for _, it := range items {
 		if it.Pod.Name == "" {

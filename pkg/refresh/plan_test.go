@@ -92,7 +92,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(PlanInput{Items: tt.items, Workload: deploy, Strategy: tt.strategy, Observed: tt.observed})
+			got := Plan(PlanInput{Items: tt.items, Workload: deploy, Strategy: tt.strategy, Verified: tt.observed})
 			if s := summary(got); s != tt.want {
 				t.Errorf("plan = %q, want %q", s, tt.want)
 			}
@@ -106,7 +106,7 @@ func TestPlanRestartCollectsPodsAndConsumers(t *testing.T) {
 		use("web-2", "Deployment", "web", inspect.ModeEnvFrom, inspect.VerdictRestartNeeded, inspect.StateStale),
 		use("web-2", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending),
 	}
-	got := Plan(PlanInput{Items: items, Workload: map[WorkloadKey]WorkloadInfo{{"Deployment", "ns", "web"}: {Exists: true}}, Strategy: StrategyAuto, Observed: true})
+	got := Plan(PlanInput{Items: items, Workload: map[WorkloadKey]WorkloadInfo{{"Deployment", "ns", "web"}: {Exists: true}}, Strategy: StrategyAuto, Verified: true})
 	if len(got) != 1 {
 		t.Fatalf("want one action, got %s", summary(got))
 	}
@@ -119,7 +119,7 @@ func TestPlanWarnsAboutDownwardAPIAnnotations(t *testing.T) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "podinfo", VolumeSource: corev1.VolumeSource{
 		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}}}}}}}}
 	items := []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)}
-	got := Plan(PlanInput{Items: items, Pods: map[string]*corev1.Pod{PodKey("ns", "web-1"): pod}, Strategy: StrategyAuto, Observed: true})
+	got := Plan(PlanInput{Items: items, Pods: map[string]*corev1.Pod{PodKey("ns", "web-1"): pod}, Strategy: StrategyAuto, Verified: true})
 	if len(got) != 1 || len(got[0].Warnings) != 1 || !strings.Contains(got[0].Warnings[0], `volume "podinfo" projects metadata.annotations`) {
 		t.Fatalf("want a downwardAPI warning, got %+v", got)
 	}
@@ -148,7 +148,7 @@ func TestPlanConsumersCarryIdentity(t *testing.T) {
 		it.Volume = &inspect.VolumeRef{Name: "v" + path, MountPath: path}
 		return it
 	}
-	got := Plan(PlanInput{Items: []inspect.Item{mk("prod", "u1", "/etc/a"), mk("prod", "u1", "/etc/b"), mk("staging", "u2", "/etc/a")}, Strategy: StrategyAuto, Observed: true})
+	got := Plan(PlanInput{Items: []inspect.Item{mk("prod", "u1", "/etc/a"), mk("prod", "u1", "/etc/b"), mk("staging", "u2", "/etc/a")}, Strategy: StrategyAuto, Verified: true})
 	if len(got) != 2 || got[0].Target.Namespace != "prod" || got[1].Target.Namespace != "staging" {
 		t.Fatalf("want one annotate per namespace, got %+v", got)
 	}
@@ -192,7 +192,7 @@ func TestPlanDoesNotAnnotateAnUnverifiableMountTwice(t *testing.T) {
 			it := it
 			it.StateCause = tt.cause
 			for _, s := range []Strategy{StrategyAuto, StrategyAnnotate} {
-				got := Plan(PlanInput{Items: []inspect.Item{it}, Pods: pod(tt.annotated), Strategy: s, Observed: true})
+				got := Plan(PlanInput{Items: []inspect.Item{it}, Pods: pod(tt.annotated), Strategy: s, Verified: true})
 				if summary(got) != tt.want {
 					t.Errorf("--strategy %s: plan %q, want %q", s, summary(got), tt.want)
 				}
@@ -223,7 +223,7 @@ func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
 	}
 	stale := use("db-2", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
 	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Pods: dbPods(3)}}
-	got := Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Observed: true, Selector: sel})
+	got := Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Verified: true, Selector: sel})
 	if summary(got) != "restart statefulset/db" {
 		t.Fatalf("plan %q", summary(got))
 	}
@@ -235,7 +235,7 @@ func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
 		t.Errorf("warnings %q", a.Warnings)
 	}
 	// without -l nothing is outside it
-	got = Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Observed: true, Selector: labels.Everything()})
+	got = Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Verified: true, Selector: labels.Everything()})
 	if len(got[0].OutsideSelector) != 0 || len(got[0].Warnings) != 0 {
 		t.Errorf("no -l: outside %v warnings %v", got[0].OutsideSelector, got[0].Warnings)
 	}
@@ -251,7 +251,7 @@ func TestPlanPartitionedStatefulSet(t *testing.T) {
 		use("db-2", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
 		use("db-0", "StatefulSet", "db", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending),
 	}
-	got := Plan(PlanInput{Items: items, Workload: wl, Strategy: StrategyAuto, Observed: true})
+	got := Plan(PlanInput{Items: items, Workload: wl, Strategy: StrategyAuto, Verified: true})
 	if summary(got) != "restart statefulset/db; annotate pod/db-0" {
 		t.Fatalf("plan %q, want the restart and an annotation of the spared pod", summary(got))
 	}
@@ -286,7 +286,7 @@ func TestPlanInitContainerVolumeIsNotAnnotated(t *testing.T) {
 		{"stale, auto", initUse(inspect.StateStale), StrategyAuto, true, "restart deployment/web"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(PlanInput{Items: []inspect.Item{tt.it}, Workload: wl, Strategy: tt.strategy, Observed: tt.observed})
+			got := Plan(PlanInput{Items: []inspect.Item{tt.it}, Workload: wl, Strategy: tt.strategy, Verified: tt.observed})
 			if s := summary(got); s != tt.want {
 				t.Errorf("plan %q, want %q (reasons: %v)", s, tt.want, reasons(got))
 			}
@@ -320,7 +320,7 @@ func TestPlanJobReasonsPerMode(t *testing.T) {
 	} {
 		t.Run(tt.kind+" "+string(tt.mode), func(t *testing.T) {
 			it := use("p-1", tt.kind, tt.name, tt.mode, tt.verdict, inspect.StateInSync)
-			got := Plan(PlanInput{Items: []inspect.Item{it}, Strategy: StrategyRestart, Observed: true})
+			got := Plan(PlanInput{Items: []inspect.Item{it}, Strategy: StrategyRestart, Verified: true})
 			if len(got) != 1 || got[0].Action != ActionManual {
 				t.Fatalf("plan %q, want one manual action", summary(got))
 			}
@@ -335,7 +335,7 @@ func TestPlanJobReasonsPerMode(t *testing.T) {
 // annotated without a prior exec (their reason says the state was not
 // observed); a pod with an env or subPath use, or a re-creatable immutable
 // object, is observed first, and planned from what was seen.
-func TestObservationNeededAndPlanWithoutObserving(t *testing.T) {
+func TestNeedsVerifyAndPlanWithoutVerifying(t *testing.T) {
 	vol := use("vol-1", "Deployment", "vol", inspect.ModeVolume, inspect.VerdictHotUpdate, "")
 	items := use("items-1", "Deployment", "items", inspect.ModeItems, inspect.VerdictHotUpdate, "")
 	proj := use("proj-1", "Deployment", "proj", inspect.ModeProjected, inspect.VerdictHotUpdate, "")
@@ -348,7 +348,7 @@ func TestObservationNeededAndPlanWithoutObserving(t *testing.T) {
 	initVol.Container = &inspect.ContainerRef{Name: "setup", Type: inspect.ContainerInit}
 	immutable := use("imm-1", "Deployment", "imm", inspect.ModeVolume, inspect.VerdictNeverChanges, inspect.StateInSync)
 	all := []inspect.Item{vol, items, proj, missing, mixedVol, mixedEnv, sub, subDir, initVol, immutable}
-	need := ObservationNeeded(all)
+	need := NeedsVerify(all)
 	for _, pod := range []string{"mixed-1", "sub-1", "subdir-1", "init-1", "imm-1"} {
 		if !need[PodKey("ns", pod)] {
 			t.Errorf("pod %s must be observed before planning", pod)
@@ -359,10 +359,10 @@ func TestObservationNeededAndPlanWithoutObserving(t *testing.T) {
 			t.Errorf("pod %s needs no observation before planning", pod)
 		}
 	}
-	notObserved := map[string]bool{}
+	notVerified := map[string]bool{}
 	for _, it := range all {
 		if k := PodKey("ns", it.Pod.Name); !need[k] {
-			notObserved[k] = true
+			notVerified[k] = true
 		}
 	}
 	workloads := map[WorkloadKey]WorkloadInfo{}
@@ -373,8 +373,8 @@ func TestObservationNeededAndPlanWithoutObserving(t *testing.T) {
 		gone := use("gone-1", "Deployment", "vol", inspect.ModeVolume, inspect.VerdictHotUpdate, "")
 		now := metav1.Now()
 		pods := map[string]*corev1.Pod{PodKey("ns", "gone-1"): {ObjectMeta: metav1.ObjectMeta{Name: "gone-1", Namespace: "ns", DeletionTimestamp: &now}}}
-		notObserved[PodKey("ns", "gone-1")] = true
-		plan := Plan(PlanInput{Items: append(all, gone), Pods: pods, Strategy: s, Observed: true, NotObserved: notObserved, Workload: workloads})
+		notVerified[PodKey("ns", "gone-1")] = true
+		plan := Plan(PlanInput{Items: append(all, gone), Pods: pods, Strategy: s, Verified: true, NotVerified: notVerified, Workload: workloads})
 		byTarget := map[string]Action{}
 		for _, a := range plan {
 			if _, seen := byTarget[a.Target.String()]; !seen { // annotate before none

@@ -51,7 +51,7 @@ type Cluster struct {
 	Patcher   Patcher
 	Evictor   Evictor
 	Rollouts  RolloutChecker
-	Observer  Observer
+	Verifier  Verifier
 	// Access checks the plan's permissions before anything is sent (nil:
 	// no check).
 	Access AccessReviewer
@@ -62,7 +62,7 @@ type Cluster struct {
 func ClientCluster(c kubernetes.Interface, ex inspect.Executor, vo inspect.VerifyOptions, secrets bool, selector string) Cluster {
 	return Cluster{Executor: ex, Workloads: ClientWorkloads{Client: c}, Patcher: ClientPatcher{Client: c},
 		Evictor: ClientEvictor{Client: c}, Rollouts: ClusterRollout{Client: c}, Access: SelfAccessReviewer{Client: c},
-		Observer: ClusterObserver{Client: c, Executor: ex, Verify: vo, Secrets: secrets, PodSelector: selector}}
+		Verifier: ClusterVerifier{Client: c, Executor: ex, Verify: vo, Secrets: secrets, PodSelector: selector}}
 }
 
 // Refresher runs one refresh: Plan (observe, read the workloads, plan,
@@ -165,7 +165,7 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 			return p, err
 		}
 	}
-	p.Actions = Plan(PlanInput{Items: p.Items, Pods: pods, Workload: workloads, Strategy: r.Strategy, Observed: obs.observed, NotObserved: obs.notObserved,
+	p.Actions = Plan(PlanInput{Items: p.Items, Pods: pods, Workload: workloads, Strategy: r.Strategy, Verified: obs.observed, NotVerified: obs.notVerified,
 		Selector: sel, RestartVia: r.RestartVia, MaxUnavailable: r.MaxUnavailable})
 	counts := Counts(p.Actions)
 	p.Restarts = counts[ActionRestart] + counts[ActionEvict] // an eviction restarts a workload's pods too
@@ -206,9 +206,9 @@ func BeyondSelector(plan []Action) []string {
 // observation is what the plan knows of the uses' states.
 type observation struct {
 	items []inspect.Item
-	// observed: the items carry states (see PlanInput.Observed)
+	// observed: the items carry states (see PlanInput.Verified)
 	observed    bool
-	notObserved map[string]bool
+	notVerified map[string]bool
 	// restartable are the items whose workloads a restart may concern
 	restartable []inspect.Item
 }
@@ -216,7 +216,7 @@ type observation struct {
 // observe reads by exec the uses whose action depends on their state. A
 // client dry run of --strategy restart reads nothing (no exec at all);
 // --strategy restart reads every use; otherwise only the pods
-// ObservationNeeded picks are read, and (a real run, see annotateEarly)
+// NeedsVerify picks are read, and (a real run, see annotateEarly)
 // the others may be annotated meanwhile.
 func (r *Refresher) observe(ctx context.Context, p *Planned, snap *inspect.Snapshot, items []inspect.Item, sel labels.Selector, pods map[string]*corev1.Pod) observation {
 	switch {
@@ -226,11 +226,11 @@ func (r *Refresher) observe(ctx context.Context, p *Planned, snap *inspect.Snaps
 		items = inspect.Verify(ctx, items, snap, r.Executor, r.Verify)
 		return observation{items: items, observed: true, restartable: items}
 	}
-	need := ObservationNeeded(items)
+	need := NeedsVerify(items)
 	if r.DryRun == DryRunNone {
 		items, p.early = r.annotateEarly(ctx, items, need, sel, pods, p.redactor)
 	}
-	items, notObserved := verifyPods(ctx, items, need, snap, r.Executor, r.Verify)
+	items, notVerified := verifyPods(ctx, items, need, snap, r.Executor, r.Verify)
 	// pods annotated without observing are never restarted: their
 	// workloads need not be read
 	var restartable []inspect.Item
@@ -239,7 +239,7 @@ func (r *Refresher) observe(ctx context.Context, p *Planned, snap *inspect.Snaps
 			restartable = append(restartable, it)
 		}
 	}
-	return observation{items: items, observed: true, notObserved: notObserved, restartable: restartable}
+	return observation{items: items, observed: true, notVerified: notVerified, restartable: restartable}
 }
 
 // Apply sends the plan: patches, then the evictions, then (Wait, a real
@@ -260,7 +260,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Planned, progress func(Progres
 	if r.DryRun == DryRunNone && r.Wait {
 		// Timeout bounds the evictions and the wait together
 		wo := WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency, Progress: progress}
-		results = Wait(ctx, results, r.Observer, r.Rollouts, wo)
+		results = Wait(ctx, results, r.Verifier, r.Rollouts, wo)
 	}
 	if p.early != nil {
 		results = append(results, <-p.early...)
@@ -296,13 +296,13 @@ func (p *Planned) redact(results []Result) []Result {
 func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot, ex inspect.Executor, vo inspect.VerifyOptions) ([]inspect.Item, map[string]bool) {
 	var picked []inspect.Item
 	var at []int
-	notObserved := map[string]bool{}
+	notVerified := map[string]bool{}
 	for i, it := range items {
 		k := PodKey(it.Object.Namespace, it.Pod.Name)
 		if need[k] {
 			picked, at = append(picked, it), append(at, i)
 		} else if it.Pod.Name != "" {
-			notObserved[k] = true
+			notVerified[k] = true
 		}
 	}
 	if len(picked) > 0 {
@@ -310,7 +310,7 @@ func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool,
 			items[at[j]] = it
 		}
 	}
-	return items, notObserved
+	return items, notVerified
 }
 
 // podsByKey indexes the snapshot's pods by PodKey, as the planner reads

@@ -130,13 +130,13 @@ func TestPermissionErrorNamesThePermission(t *testing.T) {
 	}
 }
 
-// currentObserver observes nothing: these tests do not wait.
-type currentObserver struct{}
+// currentVerifier observes nothing: these tests do not wait.
+type currentVerifier struct{}
 
-func (currentObserver) Observe(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+func (currentVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
 	return nil, nil
 }
-func (currentObserver) ObservePod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Item, error) {
+func (currentVerifier) VerifyPod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Item, error) {
 	return nil, nil
 }
 
@@ -145,7 +145,7 @@ func (currentObserver) ObservePod(context.Context, string, string, []inspect.Obj
 func TestRefresherApplyEvictsAndReports(t *testing.T) {
 	r, snap, items, patches := staleEnvRefresher(t, Config{MaxRestarts: -1, RestartVia: RestartViaEvict, MaxUnavailable: 1, Timeout: 10 * time.Second})
 	ev := newFakeEvictor("web-1-a")
-	r.Evictor, r.Observer = ev, currentObserver{}
+	r.Evictor, r.Verifier = ev, currentVerifier{}
 	p, err := r.Plan(context.Background(), snap, items)
 	if err != nil || p.Restarts != 1 || p.Actions[0].Action != ActionEvict {
 		t.Fatalf("Plan() = %+v, %v; want one evict action", p, err)

@@ -12,18 +12,18 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
-// Observer re-reads and re-verifies the uses of some objects in one
+// Verifier re-reads and re-verifies the uses of some objects in one
 // namespace: the wait loop's view of the cluster.
-type Observer interface {
-	// Observe verifies only the uses for which want is true (the others
+type Verifier interface {
+	// VerifyPods verifies only the uses for which want is true (the others
 	// are returned without a state): the wait loop execs into the pods of
 	// open actions only.
-	Observe(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error)
-	// ObservePod verifies the uses of the objects by one pod, read afresh
+	VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error)
+	// VerifyPod verifies the uses of the objects by one pod, read afresh
 	// (the pod and the objects, not the namespace): the wait of an
 	// annotate action, one pod at a time as soon as its patch is
 	// acknowledged.
-	ObservePod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error)
+	VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error)
 }
 
 // RolloutChecker says whether a workload's rollout has finished, the way
@@ -77,7 +77,7 @@ func settled(it inspect.Item) bool {
 	case inspect.StateInSync, inspect.StateCurrent:
 		return true
 	case inspect.StateNA:
-		return it.Observed || it.Container == nil || it.Container.Type == inspect.ContainerInit || it.Mode == inspect.ModeUnmounted
+		return it.Verified || it.Container == nil || it.Container.Type == inspect.ContainerInit || it.Mode == inspect.ModeUnmounted
 	}
 	return false
 }
@@ -108,7 +108,7 @@ const (
 // their new pods must be in-sync or current; evicted pods' replacements
 // likewise; these are re-observed in rounds. Results are updated in place
 // and returned.
-func Wait(ctx context.Context, results []Result, obs Observer, rc RolloutChecker, o WaitOptions) []Result {
+func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker, o WaitOptions) []Result {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -188,7 +188,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // successful read after the patch makes it current; nothing observed
 // before the patch counts. It reports whether the action is settled
 // (current or unverifiable).
-func waitPod(ctx context.Context, r *Result, obs Observer, sem chan struct{}, deadline time.Time, o WaitOptions) bool {
+func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, deadline time.Time, o WaitOptions) bool {
 	if o.PodDelay > 0 && r.AppliedAt != nil {
 		sleep(ctx, r.AppliedAt.Add(o.PodDelay).Sub(o.Now()))
 	}
@@ -199,7 +199,7 @@ func waitPod(ctx context.Context, r *Result, obs Observer, sem chan struct{}, de
 		var err error
 		select {
 		case sem <- struct{}{}:
-			items, err = obs.ObservePod(ctx, r.Target.Namespace, r.Target.Name, objects)
+			items, err = obs.VerifyPod(ctx, r.Target.Namespace, r.Target.Name, objects)
 			<-sem
 		case <-ctx.Done():
 			err = ctx.Err()
@@ -262,7 +262,7 @@ func objectsOf(cs []Consumer) []inspect.ObjectKey {
 // waitRounds re-observes the restarts and evictions among results (open)
 // in rounds: a rollout's new pods have new names, so the namespace is read
 // again each round.
-func waitRounds(ctx context.Context, results []Result, open []int, obs Observer, rc RolloutChecker, deadline time.Time, o WaitOptions, report func(int)) {
+func waitRounds(ctx context.Context, results []Result, open []int, obs Verifier, rc RolloutChecker, deadline time.Time, o WaitOptions, report func(int)) {
 	interval := o.Interval
 	rolled := map[int]bool{}
 	if o.FirstDelay > 0 {
@@ -281,7 +281,7 @@ func waitRounds(ctx context.Context, results []Result, open []int, obs Observer,
 		}
 		var items []inspect.Item
 		var obsErr error
-		needObserve := false
+		needVerify := false
 		for _, i := range open {
 			r := &results[i]
 			if r.Action.Action == ActionRestart && !rolled[i] {
@@ -296,16 +296,16 @@ func waitRounds(ctx context.Context, results []Result, open []int, obs Observer,
 				}
 			}
 			if r.Action.Action == ActionEvict || rolled[i] {
-				needObserve = true
+				needVerify = true
 			}
 		}
-		if needObserve {
+		if needVerify {
 			for ns, set := range byNS {
 				keys := make([]inspect.ObjectKey, 0, len(set))
 				for k := range set {
 					keys = append(keys, k)
 				}
-				got, err := obs.Observe(ctx, ns, keys, func(it inspect.Item) bool { return wanted(results, open, rolled, it) })
+				got, err := obs.VerifyPods(ctx, ns, keys, func(it inspect.Item) bool { return wanted(results, open, rolled, it) })
 				if err != nil {
 					obsErr = err
 					continue

@@ -13,15 +13,15 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
-// scriptedObserver returns one set of items per call (the last repeats).
-type scriptedObserver struct {
+// scriptedVerifier returns one set of items per call (the last repeats).
+type scriptedVerifier struct {
 	mu      sync.Mutex
 	rounds  [][]inspect.Item
 	calls   int
 	skipped int // uses the wait loop did not ask to verify
 }
 
-func (s *scriptedObserver) Observe(_ context.Context, _ string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+func (s *scriptedVerifier) VerifyPods(_ context.Context, _ string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := s.calls
@@ -40,8 +40,8 @@ func (s *scriptedObserver) Observe(_ context.Context, _ string, _ []inspect.Obje
 	return out, nil
 }
 
-func (s *scriptedObserver) ObservePod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
-	return s.Observe(ctx, ns, objects, func(it inspect.Item) bool { return it.Object.Namespace == ns && it.Pod.Name == pod })
+func (s *scriptedVerifier) VerifyPod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	return s.VerifyPods(ctx, ns, objects, func(it inspect.Item) bool { return it.Object.Namespace == ns && it.Pod.Name == pod })
 }
 
 type rolloutAfter struct{ n, calls int }
@@ -81,7 +81,7 @@ func TestWaitConverges(t *testing.T) {
 	syncedVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)
 	newEnv := use("web-new", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)
 	bystander := use("other-1", "Deployment", "other", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)
-	obs := &scriptedObserver{rounds: [][]inspect.Item{{pendingVol, bystander}, {syncedVol, newEnv, bystander}}}
+	obs := &scriptedVerifier{rounds: [][]inspect.Item{{pendingVol, bystander}, {syncedVol, newEnv, bystander}}}
 	results := []Result{applied(annotate, clock.t), applied(restart, clock.t), {Action: Action{Action: ActionManual}, Outcome: OutcomeNotApplied}}
 	var last Progress
 	got := Wait(context.Background(), results, obs, &rolloutAfter{n: 1}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now, Progress: func(p Progress) { last = p }})
@@ -107,7 +107,7 @@ func TestWaitTimesOut(t *testing.T) {
 	annotate := Action{Action: ActionAnnotate, Target: Target{"Pod", "ns", "api-1"},
 		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "api-1", Container: "c", Mode: inspect.ModeVolume}}}
 	pendingVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
-	obs := &scriptedObserver{rounds: [][]inspect.Item{{pendingVol}}}
+	obs := &scriptedVerifier{rounds: [][]inspect.Item{{pendingVol}}}
 	got := Wait(context.Background(), []Result{applied(annotate, clock.t)}, obs, &rolloutAfter{}, WaitOptions{Timeout: 5 * time.Second, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now})
 	if got[0].Outcome != OutcomeTimeout {
 		t.Fatalf("outcome %s, want timeout", got[0].Outcome)
@@ -117,10 +117,10 @@ func TestWaitTimesOut(t *testing.T) {
 	}
 }
 
-// nsObserver returns, per call, the items of the namespace asked for.
-type nsObserver struct{ items []inspect.Item }
+// nsVerifier returns, per call, the items of the namespace asked for.
+type nsVerifier struct{ items []inspect.Item }
 
-func (s *nsObserver) Observe(_ context.Context, ns string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+func (s *nsVerifier) VerifyPods(_ context.Context, ns string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
 	var out []inspect.Item
 	for _, it := range s.items {
 		if it.Object.Namespace == ns && want(it) {
@@ -130,8 +130,8 @@ func (s *nsObserver) Observe(_ context.Context, ns string, _ []inspect.ObjectKey
 	return out, nil
 }
 
-func (s *nsObserver) ObservePod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
-	return s.Observe(ctx, ns, objects, func(it inspect.Item) bool { return it.Pod.Name == pod })
+func (s *nsVerifier) VerifyPod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	return s.VerifyPods(ctx, ns, objects, func(it inspect.Item) bool { return it.Pod.Name == pod })
 }
 
 // mountUse is a volume use of cm in namespace ns by pod (uid) container c at path.
@@ -150,7 +150,7 @@ func annotateOf(items ...inspect.Item) Action {
 	return a
 }
 
-func waitOnce(t *testing.T, results []Result, obs Observer) []Result {
+func waitOnce(t *testing.T, results []Result, obs Verifier) []Result {
 	t.Helper()
 	clock := &fakeClock{t: time.Unix(1000, 0), step: time.Second}
 	return Wait(context.Background(), results, obs, &rolloutAfter{}, WaitOptions{Timeout: 3 * time.Second, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now})
@@ -162,7 +162,7 @@ func TestWaitTellsNamespacesApart(t *testing.T) {
 	prodPending := mountUse("prod", "redis-0", "u-prod", "/etc/redis", inspect.StatePending)
 	stagingSynced := mountUse("staging", "redis-0", "u-staging", "/etc/redis", inspect.StateInSync)
 	results := []Result{applied(annotateOf(prodPending), time.Unix(1000, 0)), applied(annotateOf(stagingSynced), time.Unix(1000, 0))}
-	got := waitOnce(t, results, &nsObserver{items: []inspect.Item{stagingSynced, prodPending}})
+	got := waitOnce(t, results, &nsVerifier{items: []inspect.Item{stagingSynced, prodPending}})
 	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "pending") {
 		t.Errorf("prod/redis-0: outcome %s (%s), want timeout: it is still pending", got[0].Outcome, got[0].Detail)
 	}
@@ -181,7 +181,7 @@ func TestWaitTellsTwoMountsApart(t *testing.T) {
 	}
 	aSynced, bPending := a, b
 	aSynced.State = inspect.StateInSync
-	got := waitOnce(t, []Result{applied(annotateOf(a, b), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{aSynced, bPending}})
+	got := waitOnce(t, []Result{applied(annotateOf(a, b), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{aSynced, bPending}})
 	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "/etc/b") {
 		t.Errorf("outcome %s (%s), want timeout naming the pending mount /etc/b", got[0].Outcome, got[0].Detail)
 	}
@@ -193,7 +193,7 @@ func TestWaitTellsTwoMountsApart(t *testing.T) {
 func TestWaitTellsARecreatedPod(t *testing.T) {
 	old := mountUse("ns", "redis-0", "u-old", "/etc/redis", inspect.StatePending)
 	renewed := mountUse("ns", "redis-0", "u-new", "/etc/redis", inspect.StateInSync)
-	got := waitOnce(t, []Result{applied(annotateOf(old), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{renewed}})
+	got := waitOnce(t, []Result{applied(annotateOf(old), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{renewed}})
 	r := got[0]
 	if r.Outcome != OutcomeCurrent || r.CurrentAfter != nil || !strings.Contains(r.Detail, "re-created") {
 		t.Errorf("outcome %s after %v (%s), want current, no time-to-current, and the detail saying the pod was re-created", r.Outcome, r.CurrentAfter, r.Detail)
@@ -209,7 +209,7 @@ func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 			it := mountUse("ns", "api-1", "u1", "/etc/app", inspect.StateUnverifiable)
 			it.Mode, it.StateCause = inspect.ModeProjected, cause
 			it.StateReason = "the files of the configmap that could be compared match (1 file), but token may come from Secret \"s\", which was not read (add --secrets)"
-			obs := &nsObserver{items: []inspect.Item{it}}
+			obs := &nsVerifier{items: []inspect.Item{it}}
 			got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, obs)
 			if got[0].Outcome != OutcomeUnverifiable || !strings.Contains(got[0].Detail, "cannot be verified") {
 				t.Errorf("outcome %s (%s), want unverifiable at once", got[0].Outcome, got[0].Detail)
@@ -219,7 +219,7 @@ func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 	// a passing cause is waited for
 	it := mountUse("ns", "api-1", "u1", "/etc/app", inspect.StateUnverifiable)
 	it.StateCause, it.StateReason = inspect.CauseNotRunning, "not running: the container is waiting (ContainerCreating)"
-	if got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{it}}); got[0].Outcome != OutcomeTimeout {
+	if got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{it}}); got[0].Outcome != OutcomeTimeout {
 		t.Errorf("not-running: outcome %s, want timeout", got[0].Outcome)
 	}
 }
@@ -234,18 +234,18 @@ func TestWaitPartitionedRestartConvergesOnPlannedPods(t *testing.T) {
 		it.Pod.UID = uid
 		return it
 	}
-	plan := Plan(PlanInput{Items: []inspect.Item{stale("db-2", "u-db-2")}, Workload: wl, Strategy: StrategyAuto, Observed: true})
+	plan := Plan(PlanInput{Items: []inspect.Item{stale("db-2", "u-db-2")}, Workload: wl, Strategy: StrategyAuto, Verified: true})
 	if summary(plan) != "restart statefulset/db" {
 		t.Fatalf("plan %q", summary(plan))
 	}
 	spared := stale("db-0", "u-db-0") // below the partition: never replaced
 	renewed := stale("db-2", "u-db-2-new")
 	renewed.State = inspect.StateCurrent
-	got := waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{spared, renewed}})
+	got := waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{spared, renewed}})
 	if got[0].Outcome != OutcomeCurrent {
 		t.Errorf("outcome %s (%s), want current: db-2 was replaced and is current", got[0].Outcome, got[0].Detail)
 	}
-	got = waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{spared, func() inspect.Item { it := stale("db-2", "u-db-2"); it.State = inspect.StateCurrent; return it }()}})
+	got = waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{spared, func() inspect.Item { it := stale("db-2", "u-db-2"); it.State = inspect.StateCurrent; return it }()}})
 	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "db-2 has not been replaced") {
 		t.Errorf("old db-2: outcome %s (%s), want timeout: it was not replaced yet", got[0].Outcome, got[0].Detail)
 	}
@@ -262,7 +262,7 @@ func TestWaitNeverCurrentWithoutARead(t *testing.T) {
 	planned.StateCause, planned.StateReason = inspect.CauseNotRunning, "not running: the container exited during the observation"
 	terminated := mountUse("ns", "exits", "u1", "/etc/cfg", inspect.StateNA)
 	terminated.StateReason = "the container has terminated (Completed): nothing to check"
-	got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{terminated}})
+	got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{terminated}})
 	if got[0].Outcome == OutcomeCurrent || got[0].CurrentAfter != nil {
 		t.Fatalf("outcome %s after %v (%s): a terminated container was taken for a current one", got[0].Outcome, got[0].CurrentAfter, got[0].Detail)
 	}
@@ -271,8 +271,8 @@ func TestWaitNeverCurrentWithoutARead(t *testing.T) {
 	}
 	// the same n/a from a successful read (nothing to compare) is settled
 	read := terminated
-	read.Observed = true
-	if got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsObserver{items: []inspect.Item{read}}); got[0].Outcome != OutcomeCurrent {
+	read.Verified = true
+	if got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{read}}); got[0].Outcome != OutcomeCurrent {
 		t.Errorf("n/a after a read: outcome %s (%s), want current", got[0].Outcome, got[0].Detail)
 	}
 	// an init container that has not run yet reads the current data when it starts
@@ -283,34 +283,34 @@ func TestWaitNeverCurrentWithoutARead(t *testing.T) {
 	}
 	// a failed read never makes it current, whatever the plan observed before
 	was := mountUse("ns", "api-1", "u3", "/etc/app", inspect.StateInSync)
-	if got := waitOnce(t, []Result{applied(annotateOf(was), time.Unix(1000, 0))}, failingObserver{}); got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "observe: ") {
+	if got := waitOnce(t, []Result{applied(annotateOf(was), time.Unix(1000, 0))}, failingVerifier{}); got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "observe: ") {
 		t.Errorf("failed reads: outcome %s (%s), want timeout with the error", got[0].Outcome, got[0].Detail)
 	}
 }
 
-type failingObserver struct{}
+type failingVerifier struct{}
 
-func (failingObserver) Observe(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+func (failingVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
 	return nil, errors.New("connection refused")
 }
 
-func (failingObserver) ObservePod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Item, error) {
+func (failingVerifier) VerifyPod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Item, error) {
 	return nil, errors.New("connection refused")
 }
 
-// timedObserver records when each pod was read and answers in-sync from
+// timedVerifier records when each pod was read and answers in-sync from
 // the second read of a pod on (the first is still pending).
-type timedObserver struct {
+type timedVerifier struct {
 	mu    sync.Mutex
 	reads map[string][]time.Time
 	items map[string]inspect.Item
 }
 
-func (o *timedObserver) Observe(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+func (o *timedVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
 	return nil, errors.New("annotate actions must be verified pod by pod, not in rounds")
 }
 
-func (o *timedObserver) ObservePod(_ context.Context, _, pod string, _ []inspect.ObjectKey) ([]inspect.Item, error) {
+func (o *timedVerifier) VerifyPod(_ context.Context, _, pod string, _ []inspect.ObjectKey) ([]inspect.Item, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.reads[pod] = append(o.reads[pod], time.Now())
@@ -326,7 +326,7 @@ func (o *timedObserver) ObservePod(_ context.Context, _, pod string, _ []inspect
 // its CurrentAfter runs from its patch to the read that proved it.
 func TestWaitVerifiesEachPodAfterItsPatch(t *testing.T) {
 	base := time.Now()
-	obs := &timedObserver{reads: map[string][]time.Time{}, items: map[string]inspect.Item{}}
+	obs := &timedVerifier{reads: map[string][]time.Time{}, items: map[string]inspect.Item{}}
 	var results []Result
 	for i, pod := range []string{"a", "b"} {
 		it := mountUse("ns", pod, "u-"+pod, "/etc/app", inspect.StatePending)

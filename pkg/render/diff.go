@@ -169,7 +169,7 @@ func (r *Diff) Render(results []inspect.Result) DiffSummary {
 			if f.Status == inspect.FileEqual || f.Status == inspect.FileNotCompared {
 				continue
 			}
-			r.renderFile(it, f, obj, secret || (f.Observed != nil && exposure.File(f.Path)))
+			r.renderFile(it, f, obj, secret || (f.Verified != nil && exposure.File(f.Path)))
 		}
 	}
 	return sum
@@ -195,8 +195,8 @@ func (r *Diff) renderFile(it inspect.Item, f inspect.FileComparison, obj string,
 	to := text.Printable(fmt.Sprintf("%s key %s", obj, key))
 	var old, new []byte
 	oldOK, newOK := false, false
-	if f.Observed != nil && f.Observed.HasData {
-		old, oldOK = f.Observed.Data, true
+	if f.Verified != nil && f.Verified.HasData {
+		old, oldOK = f.Verified.Data, true
 	}
 	if f.Expected != nil {
 		new, newOK = f.Expected.Data, true
@@ -212,7 +212,7 @@ func (r *Diff) renderFile(it inspect.Item, f inspect.FileComparison, obj string,
 		return
 	}
 	// Only one side's hash is known (a large file): say so.
-	if (f.Observed != nil && !f.Observed.HasData && f.Status != inspect.FileMissing) || (oldOK && newOK && (!isText(old) || !isText(new))) ||
+	if (f.Verified != nil && !f.Verified.HasData && f.Status != inspect.FileMissing) || (oldOK && newOK && (!isText(old) || !isText(new))) ||
 		(oldOK && !newOK && !isText(old)) || (newOK && !oldOK && !isText(new)) {
 		fmt.Fprintf(r.Out, "Files %s and %s differ (%s)\n", from, to, sizeNote(f))
 		return
@@ -237,9 +237,9 @@ func (r *Diff) renderFile(it inspect.Item, f inspect.FileComparison, obj string,
 
 func sizeNote(f inspect.FileComparison) string {
 	var parts []string
-	if f.Observed != nil {
-		if f.Observed.Size >= 0 {
-			parts = append(parts, fmt.Sprintf("container %d bytes", f.Observed.Size))
+	if f.Verified != nil {
+		if f.Verified.Size >= 0 {
+			parts = append(parts, fmt.Sprintf("container %d bytes", f.Verified.Size))
 		}
 	} else {
 		parts = append(parts, "not in the container")
@@ -254,7 +254,7 @@ func sizeNote(f inspect.FileComparison) string {
 
 // renderSecretFile prints "key: differs" and the fingerprints of both sides.
 func (r *Diff) renderSecretFile(it inspect.Item, f inspect.FileComparison, key string) {
-	side := func(of *inspect.ObservedFile) string {
+	side := func(of *inspect.VerifiedFile) string {
 		switch {
 		case of == nil:
 			return "absent"
@@ -266,10 +266,10 @@ func (r *Diff) renderSecretFile(it inspect.Item, f inspect.FileComparison, key s
 		}
 		return "unread"
 	}
-	container := side(f.Observed)
+	container := side(f.Verified)
 	api := "absent"
 	if f.Expected != nil {
-		if f.Observed != nil && !f.Observed.HasData && f.Observed.SHA256 != "" {
+		if f.Verified != nil && !f.Verified.HasData && f.Verified.SHA256 != "" {
 			s := sha256.Sum256(f.Expected.Data)
 			api = r.fingerprint("sha256", s[:])
 		} else {
@@ -284,7 +284,7 @@ func envLines(env []inspect.EnvComparison, observed bool) string {
 	for _, e := range env {
 		v, set := e.Expected, e.ExpectedSet
 		if observed {
-			v, set = e.Observed, e.ObservedSet
+			v, set = e.Verified, e.VerifiedSet
 		}
 		if set {
 			fmt.Fprintf(&b, "%s=%s\n", e.Name, envDisplay(v))
@@ -313,12 +313,12 @@ func (r *Diff) renderEnv(it inspect.Item, c inspect.Comparison, obj string, secr
 	// disk.
 	exposed := false
 	for i, e := range env {
-		if secret || !e.ObservedSet || !exposure.Env(e.Name) {
+		if secret || !e.VerifiedSet || !exposure.Env(e.Name) {
 			continue
 		}
 		exposed = true
 		if !r.ShowSecretValues {
-			env[i].Observed = r.fingerprint("content", []byte(e.Observed))
+			env[i].Verified = r.fingerprint("content", []byte(e.Verified))
 			if e.ExpectedSet {
 				env[i].Expected = r.fingerprint("content", []byte(e.Expected))
 			}
@@ -336,7 +336,7 @@ func (r *Diff) renderEnv(it inspect.Item, c inspect.Comparison, obj string, secr
 				return r.fingerprint("content", []byte(v))
 			}
 			fmt.Fprintf(r.Out, "%s (key %s): differs (container %s, API %s)\n", e.Name, e.Key,
-				r.paint(ansiRed, side(e.Observed, e.ObservedSet)), r.paint(ansiGreen, side(e.Expected, e.ExpectedSet)))
+				r.paint(ansiRed, side(e.Verified, e.VerifiedSet)), r.paint(ansiGreen, side(e.Expected, e.ExpectedSet)))
 		}
 		return
 	}

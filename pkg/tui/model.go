@@ -363,8 +363,8 @@ func lastChangeOf(it inspect.Item) time.Time {
 	return it.Object.LastChange.Time
 }
 
-// withObservation is the item with what the dashboard last observed.
-func (m *Model) withObservation(it inspect.Item) inspect.Item {
+// withVerified is the item with what the dashboard last observed.
+func (m *Model) withVerified(it inspect.Item) inspect.Item {
 	o, ok := m.observed[it.ID()]
 	if !ok {
 		return it

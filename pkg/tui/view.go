@@ -57,7 +57,7 @@ func (m *Model) objectRows() []objectRow {
 	index := map[inspect.ObjectKey]int{}
 	pods := map[inspect.ObjectKey]map[string]bool{}
 	for _, raw := range m.items {
-		it := m.withObservation(raw)
+		it := m.withVerified(raw)
 		k := it.Key()
 		i, ok := index[k]
 		if !ok {
@@ -161,7 +161,7 @@ func (m *Model) refreshTables() {
 		if raw.Key() != m.current || raw.Verdict == inspect.VerdictUnused || raw.Verdict == inspect.VerdictNoPods {
 			continue
 		}
-		it := m.withObservation(raw)
+		it := m.withVerified(raw)
 		m.uses = append(m.uses, it)
 		urows = append(urows, table.Row(render.UseCells(it, m.now)))
 	}

@@ -144,7 +144,7 @@ func TestRefreshAnnotatesPendingVolume(t *testing.T) {
 // current, is left alone (none, no restart; were it annotated, its row
 // would say what was seen), the volume-only pod is annotated "state not
 // observed before".
-func TestRefreshObservesOnlyPodsWhoseActionDependsOnIt(t *testing.T) {
+func TestRefreshVerifiesOnlyPodsWhoseActionDependsOnIt(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))

@@ -40,9 +40,9 @@ func (s slowExecutor) Exec(ctx context.Context, ns, pod, container string, argv 
 	return s.inner.Exec(ctx, ns, pod, container, argv, stdout, stderr)
 }
 
-// TestObserveFakeRoundTrip: what a Container holds comes back through
-// Observe unchanged, whatever bytes the files hold.
-func TestObserveFakeRoundTrip(t *testing.T) {
+// TestVerifyFakeRoundTrip: what a Container holds comes back through
+// ReadContainer unchanged, whatever bytes the files hold.
+func TestVerifyFakeRoundTrip(t *testing.T) {
 	files := map[string][]byte{
 		"plain":        []byte("x"),
 		"framing":      []byte("Z\x00cmsync-\x00Q\x00\x00P\x000\x00"),
@@ -58,9 +58,9 @@ func TestObserveFakeRoundTrip(t *testing.T) {
 		Dirs:    map[string]map[string][]byte{"/d": {}},
 		Env:     map[string]string{"A": "1", "with-dash": "2"},
 	}}}
-	req := inspect.ObserveRequest{Namespace: "ns", Pod: "p", Container: "c", Env: true,
+	req := inspect.VerifyRequest{Namespace: "ns", Pod: "p", Container: "c", Env: true,
 		Paths: []inspect.PathRequest{{Path: "/v"}, {Path: "/f"}, {Path: "/d"}, {Path: "/nope"}}}
-	obs := inspect.Observe(context.Background(), ex, req, inspect.ObserveOptions{MaxBytes: 100})
+	obs := inspect.ReadContainer(context.Background(), ex, req, inspect.VerifyReadOptions{MaxBytes: 100})
 	if obs.Err != nil || obs.Execs != 1 {
 		t.Fatalf("err %v, execs %d", obs.Err, obs.Execs)
 	}
