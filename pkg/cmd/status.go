@@ -230,6 +230,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	for _, n := range deniedNotes(snap) {
 		fmt.Fprintln(o.ErrOut, n)
 	}
+	warnServerVersion(ctx, o.Client, o.ErrOut)
 	if o.KubeletConfig && o.Client != nil {
 		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
 	}

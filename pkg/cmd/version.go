@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
@@ -150,4 +152,22 @@ func (o *VersionOptions) askServer(ctx context.Context) (*apimachineryversion.In
 		return nil, fmt.Errorf("the API server at %s sent an unreadable version: %v", cfg.Host, err)
 	}
 	return &info, nil
+}
+
+// warnServerVersion prints one warning when the API server is outside the
+// versions this client is tested against; a server that does not say its
+// version gets none (the command's own requests report a cluster that is
+// down).
+func warnServerVersion(ctx context.Context, c kubernetes.Interface, errOut io.Writer) {
+	if c == nil || c.Discovery().RESTClient() == nil {
+		return
+	}
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	var info apimachineryversion.Info
+	if err != nil || json.Unmarshal(body, &info) != nil {
+		return
+	}
+	if w := version.ServerWarning(info.GitVersion); w != "" {
+		fmt.Fprintf(errOut, "Warning: %s\n", w)
+	}
 }

@@ -175,3 +175,34 @@ func TestVersionWarnsOutsideTheTestedRange(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusWarnsOnceOutsideTheTestedRange: status says once, on stderr,
+// that the server is outside the tested range, and nothing inside it.
+func TestStatusWarnsOnceOutsideTheTestedRange(t *testing.T) {
+	for server, warn := range map[string]bool{"v1.29.15": true, "v1.37.2": false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			switch r.URL.Path {
+			case "/version":
+				_, _ = w.Write([]byte(`{"major":"1","minor":"x","gitVersion":"` + server + `"}`))
+			default: // every LIST is empty
+				_, _ = w.Write([]byte(`{"kind":"List","apiVersion":"v1","metadata":{},"items":[]}`))
+			}
+		}))
+		kubeconfig := filepath.Join(t.TempDir(), "config")
+		cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + srv.URL + "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u, namespace: ns}}]\ncurrent-context: c\n"
+		if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		root := NewCmdRoot(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		root.SetArgs([]string{"status", "--kubeconfig", kubeconfig})
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%s: %v\n%s", server, err, errOut.String())
+		}
+		if got := strings.Count(errOut.String(), "outside the versions kubectl-cmsync is tested against"); got != map[bool]int{true: 1, false: 0}[warn] {
+			t.Errorf("%s: %d warnings on stderr:\n%s", server, got, errOut.String())
+		}
+		srv.Close()
+	}
+}
