@@ -113,7 +113,9 @@ mkkc system:kube-scheduler "$PKI/scheduler.crt" "$PKI/scheduler.key" "$ETC/sched
 # no CAP_SYS_RESOURCE on these machines: runc cannot set a negative oom_score_adj (-998 for pause), hence
 # restrict_oom_score_adj
 if [ "$CONTAINER_RUNTIME" = built ]; then
-# containerd 2.x: configuration version 3 (the CRI plugin is split into images, runtime and the gRPC server)
+# containerd 2.x: configuration version 3 (the CRI plugin is split into images, runtime and the gRPC server),
+# read by every 2.x; 2.4 migrates it to its version 4 at start (one warning in its log). containerd 2.2+ warns
+# that its cgroup v1 support is deprecated (kept until 2029 at the latest).
 cat > "$ETC/containerd/config.toml" <<CT
 version = 3
 root = "$VAR/containerd/root"
@@ -123,6 +125,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   address = "$CTRD_SOCK"
 [ttrpc]
   address = "$RUN/containerd/containerd.sock.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$VAR/containerd/opt"
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
