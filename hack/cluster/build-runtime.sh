@@ -51,5 +51,5 @@ if ! have_runc; then
 fi
 have_containerd || die "containerd in $CONTAINERD_BIN does not report v$CONTAINERD_VERSION: $("$CONTAINERD_BIN/containerd" --version 2>&1)"
 have_runc || die "runc in $RUNC_BIN does not report $RUNC_VERSION: $("$RUNC_BIN/runc" --version 2>&1 | head -1)"
-"$RUNC_BIN/runc" --version | grep -q '^seccomp:' || die "runc in $RUNC_BIN was built without seccomp"
+"$RUNC_BIN/runc" --version | grep -q '^libseccomp:' || die "runc in $RUNC_BIN was built without seccomp"
 echo "build-runtime: done"
