@@ -12,9 +12,10 @@ set -euo pipefail
 have_containerd() {
   local b
   for b in containerd containerd-shim-runc-v2 ctr; do [ -x "$CONTAINERD_BIN/$b" ] || return 1; done
-  "$CONTAINERD_BIN/containerd" --version 2>/dev/null | grep -qF " v$CONTAINERD_VERSION "
+  local v; v=$("$CONTAINERD_BIN/containerd" --version 2>/dev/null) && [[ $v == *" v$CONTAINERD_VERSION "* ]]
 }
-have_runc() { [ -x "$RUNC_BIN/runc" ] && "$RUNC_BIN/runc" --version 2>/dev/null | grep -qx "runc version $RUNC_VERSION"; }
+# the whole output first: grep -q would close the pipe early, and pipefail would count runc's SIGPIPE
+have_runc() { local v; [ -x "$RUNC_BIN/runc" ] && v=$("$RUNC_BIN/runc" --version 2>/dev/null) && grep -qx "runc version $RUNC_VERSION" <<< "$v"; }
 if have_containerd && have_runc; then echo "build-runtime: containerd v$CONTAINERD_VERSION and runc v$RUNC_VERSION present"; exit 0; fi
 command -v go >/dev/null || die "go not found (need Go >= 1.26 on PATH or in /usr/local/go/bin)"
 mkdir -p "$RUNTIME_CACHE"
@@ -51,5 +52,5 @@ if ! have_runc; then
 fi
 have_containerd || die "containerd in $CONTAINERD_BIN does not report v$CONTAINERD_VERSION: $("$CONTAINERD_BIN/containerd" --version 2>&1)"
 have_runc || die "runc in $RUNC_BIN does not report $RUNC_VERSION: $("$RUNC_BIN/runc" --version 2>&1 | head -1)"
-"$RUNC_BIN/runc" --version | grep -q '^libseccomp:' || die "runc in $RUNC_BIN was built without seccomp"
+grep -q '^libseccomp:' <<< "$("$RUNC_BIN/runc" --version)" || die "runc in $RUNC_BIN was built without seccomp"
 echo "build-runtime: done"
