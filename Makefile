@@ -31,8 +31,8 @@ help:
 	@echo "                like test; a cluster of another version must be down first)"
 	@echo "cluster-up      start the local single-node cluster (root; builds Kubernetes, containerd and runc the first"
 	@echo "                time, ~12 min). K8S_VERSION=1.37.2 (or v1.37.2): any release from 1.30 to 1.37; default"
-	@echo "                $$(sed -n 's/^K8S_DEFAULT_VERSION=//p' hack/cluster/lib.sh). CONTAINER_RUNTIME=built (default: containerd and runc built"
-	@echo "                from the module proxy, every version) or debian (Debian's containerd 1.6, Kubernetes <= 1.34)"
+	@echo "                $$(sed -n 's/^K8S_DEFAULT_VERSION=//p' hack/cluster/lib.sh). CONTAINER_RUNTIME=built (containerd 2 and runc built from"
+	@echo "                the module proxy; default from 1.35) or debian (Debian's containerd 1.6; default up to 1.34)"
 	@echo "cluster-down    stop it and clean the machine (whatever version runs)"
 	@echo "cluster-status  is it up, and which version?"
 

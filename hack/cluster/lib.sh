@@ -31,10 +31,13 @@ K8S_VERSION=${K8S_VERSION#v}
 K8S_MINOR=${BASH_REMATCH[1]}
 K8S_ROOT=${K8S_ROOT:-$CMSYNC_CACHE/k8s/v$K8S_VERSION}
 BIN=$K8S_ROOT/bin
-# The container runtime: "built" (default, every version) = containerd $CONTAINERD_VERSION and runc $RUNC_VERSION
-# built by build-runtime.sh into $RUNTIME_CACHE; "debian" = Debian's containerd 1.6 and runc packages (past
-# their end of life; Kubernetes 1.30 to 1.34 only: containerd 1.6 has no support row for 1.35+).
-CONTAINER_RUNTIME=${CONTAINER_RUNTIME:-built}
+# The container runtime: "built" = containerd $CONTAINERD_VERSION and runc $RUNC_VERSION built by build-runtime.sh
+# into $RUNTIME_CACHE; "debian" = Debian's containerd 1.6 and runc packages (past their end of life; Kubernetes
+# 1.30 to 1.34 only: containerd 1.6 has no support row for 1.35+). Default: debian up to 1.34 (what the e2e
+# suite has passed on), built from 1.35.
+if [ -z "${CONTAINER_RUNTIME:-}" ]; then
+  if [ "$K8S_MINOR" -le 34 ]; then CONTAINER_RUNTIME=debian; else CONTAINER_RUNTIME=built; fi
+fi
 CONTAINERD_VERSION=2.4.2
 RUNC_VERSION=1.5.2
 RUNTIME_CACHE=${RUNTIME_CACHE:-$CMSYNC_CACHE/runtime}
