@@ -186,38 +186,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     max_conf_num = 1
 CT
 fi
-version = 2
-root = "$VAR/containerd/root"
-state = "$VAR/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-[grpc]
-  address = "$CTRD_SOCK"
-[ttrpc]
-  address = "$RUN/containerd/containerd.sock.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$VAR/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$IMAGE_PAUSE"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  enable_selinux = false
-  disable_hugetlb_controller = true
-  # no CAP_SYS_RESOURCE on these machines: runc cannot set a negative oom_score_adj (-998 for pause)
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "$(command -v runc)"
-        Root = "$RUN/runc"
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$ETC/cni/net.d"
-    max_conf_num = 1
-CT
 
 # ---- CNI: a bridge + host-local IPAM (+ loopback, added by containerd). No gateway, no masquerade, no
 # default route: pods have no egress at all ----
