@@ -9,20 +9,32 @@ CLUSTER := hack/cluster
 CLUSTER_KUBECONFIG = $(shell $(CLUSTER)/kubeconfig.sh)
 E2E_FLAGS ?=
 
-.PHONY: help build unit fuzz e2e release-check test demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
+# The oldest Kubernetes version the e2e suite runs on (make test-oldest); the default version is
+# hack/cluster/lib.sh's K8S_DEFAULT_VERSION. K8S_VERSION=1.33.5 make cluster-up (with or without the v) picks
+# any release from 1.30 to 1.37.
+K8S_OLDEST := 1.30.14
+
+.PHONY: help build unit fuzz e2e release-check test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
 	@echo "unit            gofmt check, go vet, go test -race ./..., the fuzz targets 10 s each on Go 1.27 (no cluster)"
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s, on Go FUZZ_TOOLCHAIN; FUZZTIME=5m make fuzz)"
-	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install"
+	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install, of all"
+	@echo "                five platforms (RELEASE_PLATFORMS=host: this machine's platform only)"
 	@echo "e2e             the e2e suite against the running local cluster (make cluster-up first)"
-	@echo "test            unit, release-check beside the cluster prerequisites and build, start the cluster if it is not up, e2e, and take"
+	@echo "test            unit, release-check beside the cluster prerequisites and build, start the cluster of"
+	@echo "                K8S_VERSION (default below) if it is not up, e2e, and take"
 	@echo "                down the cluster if this run started it (KEEP_CLUSTER=1 keeps it)"
 	@echo "demo            cluster up, build, deploy hack/demo, edit a ConfigMap, kubectl cmsync status -A"
-	@echo "cluster-up      start the local single-node cluster (root; builds Kubernetes the first time, ~8 min)"
-	@echo "cluster-down    stop it and clean the machine"
-	@echo "cluster-status  is it up?"
+	@echo "test-oldest     the e2e suite on Kubernetes $(K8S_OLDEST), the oldest supported (starts and stops that cluster"
+	@echo "                like test; a cluster of another version must be down first)"
+	@echo "cluster-up      start the local single-node cluster (root; builds Kubernetes, containerd and runc the first"
+	@echo "                time, ~12 min). K8S_VERSION=1.37.2 (or v1.37.2): any release from 1.30 to 1.37; default"
+	@echo "                $$(sed -n 's/^K8S_DEFAULT_VERSION=//p' hack/cluster/lib.sh). CONTAINER_RUNTIME=built (containerd 2 and runc built from"
+	@echo "                the module proxy; default from 1.35) or debian (Debian's containerd 1.6; default up to 1.34)"
+	@echo "cluster-down    stop it and clean the machine (whatever version runs)"
+	@echo "cluster-status  is it up, and which version?"
 
 build:
 	$(GO) build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync
@@ -68,6 +80,10 @@ test: unit
 	$(MAKE) --no-print-directory -j2 --output-sync=target release-check cluster-build
 	$(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
 
+test-oldest:
+	K8S_VERSION=$(K8S_OLDEST) $(MAKE) --no-print-directory cluster-build
+	K8S_VERSION=$(K8S_OLDEST) $(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
+
 demo: cluster-up build
 	hack/demo/run.sh
 
@@ -75,6 +91,7 @@ cluster-prereqs:
 	$(CLUSTER)/prereqs.sh
 
 cluster-build: cluster-prereqs
+	$(CLUSTER)/build-runtime.sh
 	$(CLUSTER)/build.sh
 
 cluster-up: cluster-build

@@ -14,7 +14,7 @@ have_all() {
   "$BIN/kubectl" version --client -o json 2>/dev/null | grep -q "\"gitVersion\": \"v$V\""
 }
 if have_all; then echo "build: k8s v$V binaries present in $BIN"; exit 0; fi
-command -v go >/dev/null || die "go not found (need Go >= 1.24 on PATH or in /usr/local/go/bin)"
+command -v go >/dev/null || die "go not found (need Go >= 1.26 on PATH or in /usr/local/go/bin)"
 mkdir -p "$K8S_ROOT/bin" "$K8S_ROOT/build"
 exec 9> "$K8S_ROOT/.build.lock"
 flock -n 9 || { echo "build: another build holds $K8S_ROOT/.build.lock, waiting"; flock 9; }

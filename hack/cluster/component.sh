@@ -9,7 +9,7 @@
 # timeout while the kubelet and controllers are connected: after GRACE seconds (default 20) it gets SIGKILL.
 # `start` and `restart` wait until the component is healthy again (TIMEOUT seconds, default 120).
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+CMSYNC_FOLLOW_RUNNING=1 . "$(dirname "$0")/lib.sh"
 . "$HACK_CLUSTER/components.sh"
 need_root
 [ $# = 2 ] || die "usage: $0 stop|start|restart|kill COMPONENT   (one of: $DAEMONS)"

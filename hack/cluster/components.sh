@@ -59,9 +59,11 @@ start_component() { # name
     # the kubelet writes pod logs to the hard-coded /var/log/pods: remember what was there before (once),
     # down.sh removes what appeared since
     [ -f "$VAR/var-log-pods.before" ] || { ls -A /var/log/pods 2>/dev/null || true; } > "$VAR/var-log-pods.before"
+    # --pod-infra-container-image (only kept the image from garbage collection) was removed in 1.35: the
+    # runtime names the sandbox image, and containerd pins it
+    local pause=(); [ "$K8S_MINOR" -ge 35 ] || pause=(--pod-infra-container-image="$IMAGE_PAUSE")
     start kubelet kubelet --config="$ETC/kubelet-config.yaml" --kubeconfig="$ETC/kubelet.kubeconfig" \
-      --hostname-override="$NODE_NAME" --node-ip="$(node_ip)" --root-dir="$VAR/kubelet" \
-      --pod-infra-container-image=$IMAGE_PAUSE ;;
+      --hostname-override="$NODE_NAME" --node-ip="$(node_ip)" --root-dir="$VAR/kubelet" "${pause[@]}" ;;
   *) die "unknown component $1 (one of: $DAEMONS)" ;;
   esac
 }

@@ -9,7 +9,7 @@
 # /var/log/containers, the kubelet's device-plugin socket, libcni's result cache, the node IP on lo (only if
 # up.sh had to add it). Empty directories that the kubelet and containerd hard-code stay.
 set -uo pipefail
-. "$(dirname "$0")/lib.sh"
+CMSYNC_FOLLOW_RUNNING=1 . "$(dirname "$0")/lib.sh"
 . "$HACK_CLUSTER/components.sh"
 need_root
 if [ -z "${CMSYNC_CLUSTER_LOCKED:-}" ] && [ -d "$CLUSTER_ROOT" ]; then

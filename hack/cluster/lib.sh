@@ -1,19 +1,55 @@
 # shellcheck shell=bash
 # Common settings and helpers of the hack/cluster scripts (sourced, not run).
 #
-# Two places on disk:
+# Three places on disk:
 #   K8S_ROOT      $HOME/.cache/kubectl-cmsync/k8s/v$K8S_VERSION  {bin,gopath,gocache,build}: the build cache,
 #                 keyed by version, kept across clusters (~5 GB; the build takes ~8 min on 2 cores).
+#   RUNTIME_CACHE $HOME/.cache/kubectl-cmsync/runtime  {containerd,runc}/vX.Y.Z/bin, gopath, gocache: the
+#                 containerd and runc builds (build-runtime.sh), keyed by version.
 #   CLUSTER_ROOT  $HOME/.cache/kubectl-cmsync/cluster  {pki,etc,images,var}: the cluster. var/ (etcd data,
 #                 kubelet and containerd state, pid files, logs) is wiped by down.sh; the last run's logs
 #                 are kept in last-logs/.
 # Every connection between components stays on 127.0.0.1 or a unix socket (see up.sh).
 
-K8S_VERSION=${K8S_VERSION:-1.30.14}
 CMSYNC_CACHE=${CMSYNC_CACHE:-$HOME/.cache/kubectl-cmsync}
+CLUSTER_ROOT=${CLUSTER_ROOT:-$CMSYNC_CACHE/cluster}
+# The scripts that act on the cluster that runs (down.sh, status.sh, component.sh) set CMSYNC_FOLLOW_RUNNING=1:
+# they take its version and runtime from what up.sh recorded, whatever K8S_VERSION says.
+if [ "${CMSYNC_FOLLOW_RUNNING:-0}" = 1 ] && [ -f "$CLUSTER_ROOT/var/cluster.env" ]; then
+  K8S_VERSION=$(sed -n 's/^K8S_VERSION=//p' "$CLUSTER_ROOT/var/cluster.env")
+  CONTAINER_RUNTIME=$(sed -n 's/^CONTAINER_RUNTIME=//p' "$CLUSTER_ROOT/var/cluster.env")
+elif [ "${CMSYNC_FOLLOW_RUNNING:-0}" = 1 ] && [ -d "$CLUSTER_ROOT/var/pids" ]; then
+  # started by scripts older than that record: v1.30.14 on Debian's containerd
+  K8S_VERSION=1.30.14 CONTAINER_RUNTIME=debian
+fi
+# The Kubernetes version, with or without the leading v (1.37.2 or v1.37.2); v1.30.x to v1.37.x are supported.
+K8S_DEFAULT_VERSION=1.30.14
+K8S_VERSION=${K8S_VERSION:-$K8S_DEFAULT_VERSION}
+K8S_VERSION=${K8S_VERSION#v}
+[[ $K8S_VERSION =~ ^1\.(3[0-7])\.(0|[1-9][0-9]*)$ ]] ||
+  { echo "ERROR: K8S_VERSION=$K8S_VERSION: expected a release from 1.30.0 to 1.37.x, such as 1.37.2 or v1.30.14" >&2; exit 1; }
+K8S_MINOR=${BASH_REMATCH[1]}
 K8S_ROOT=${K8S_ROOT:-$CMSYNC_CACHE/k8s/v$K8S_VERSION}
 BIN=$K8S_ROOT/bin
-CLUSTER_ROOT=${CLUSTER_ROOT:-$CMSYNC_CACHE/cluster}
+# The container runtime: "built" = containerd $CONTAINERD_VERSION and runc $RUNC_VERSION built by build-runtime.sh
+# into $RUNTIME_CACHE; "debian" = Debian's containerd 1.6 and runc packages (past their end of life; Kubernetes
+# 1.30 to 1.34 only: containerd 1.6 has no support row for 1.35+). Default: debian up to 1.34 (what the e2e
+# suite has passed on), built from 1.35.
+if [ -z "${CONTAINER_RUNTIME:-}" ]; then
+  if [ "$K8S_MINOR" -le 34 ]; then CONTAINER_RUNTIME=debian; else CONTAINER_RUNTIME=built; fi
+fi
+CONTAINERD_VERSION=2.4.2
+RUNC_VERSION=1.5.2
+RUNTIME_CACHE=${RUNTIME_CACHE:-$CMSYNC_CACHE/runtime}
+CONTAINERD_BIN=$RUNTIME_CACHE/containerd/v$CONTAINERD_VERSION/bin
+RUNC_BIN=$RUNTIME_CACHE/runc/v$RUNC_VERSION/bin
+case $CONTAINER_RUNTIME in
+built) RUNTIME_PATH=$CONTAINERD_BIN: ;;
+debian)
+  [ "$K8S_MINOR" -le 34 ] || { echo "ERROR: CONTAINER_RUNTIME=debian (containerd 1.6) does not support Kubernetes 1.35+ (K8S_VERSION=$K8S_VERSION): use CONTAINER_RUNTIME=built" >&2; exit 1; }
+  RUNTIME_PATH="" ;;
+*) echo "ERROR: CONTAINER_RUNTIME=$CONTAINER_RUNTIME: one of built (containerd $CONTAINERD_VERSION + runc $RUNC_VERSION, built here) or debian (the Debian packages, Kubernetes <= 1.34)" >&2; exit 1 ;;
+esac
 PKI=$CLUSTER_ROOT/pki
 ETC=$CLUSTER_ROOT/etc
 IMAGES=$CLUSTER_ROOT/images
@@ -39,10 +75,15 @@ PORTS="2379 2380 6443 10248 10250 10257 10259"
 SYSCTLS="vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes net/ipv4/ip_forward"
 IMAGE_BUSYBOX=localhost/busybox:probe
 IMAGE_PAUSE=localhost/pause:probe
-APT_PACKAGES="etcd-server containerd runc containernetworking-plugins busybox-static socat gcc libc6-dev jq bc curl openssl iproute2 util-linux procps tmux"
+# containerd and runc: CONTAINER_RUNTIME=debian (and ctr for down.sh's cleanup either way); gcc, libc6-dev,
+# pkg-config and libseccomp-dev: the pause image and runc with seccomp
+APT_PACKAGES="etcd-server containerd runc containernetworking-plugins busybox-static socat gcc libc6-dev pkg-config libseccomp-dev jq bc curl openssl iproute2 util-linux procps tmux"
 
 HACK_CLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export PATH=$BIN:/usr/local/go/bin:$PATH
+# containerd finds its shim (containerd-shim-runc-v2) on PATH
+export PATH=$RUNTIME_PATH$BIN:/usr/local/go/bin:$PATH
+# the runc containerd runs (containerd's config names it)
+runc_path() { if [ "$CONTAINER_RUNTIME" = built ]; then echo "$RUNC_BIN/runc"; else command -v runc; fi; }
 
 T0=${T0:-$(date +%s.%N)}
 ts() { printf '[%6.1fs] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
@@ -61,6 +102,8 @@ missing_packages() {
     case " $miss " in *" $p "*) ;; *) miss="$miss $p" ;; esac
   done
   [ -f /usr/include/stdio.h ] || case " $miss " in *" libc6-dev "*) ;; *) miss="$miss libc6-dev" ;; esac
+  command -v pkg-config >/dev/null 2>&1 || miss="$miss pkg-config"
+  [ -f /usr/include/seccomp.h ] || miss="$miss libseccomp-dev"
   echo "${miss# }"
 }
 need_packages() {
@@ -69,7 +112,12 @@ need_packages() {
 }
 need_binaries() {
   local b
-  for b in $K8S_BINARIES; do [ -x "$BIN/$b" ] || die "missing $BIN/$b (run hack/cluster/build.sh: ~8 min the first time)"; done
+  for b in $K8S_BINARIES; do [ -x "$BIN/$b" ] || die "missing $BIN/$b (run K8S_VERSION=$K8S_VERSION hack/cluster/build.sh: ~8 min the first time)"; done
+  if [ "$CONTAINER_RUNTIME" = built ]; then
+    for b in "$CONTAINERD_BIN/containerd" "$CONTAINERD_BIN/containerd-shim-runc-v2" "$CONTAINERD_BIN/ctr" "$RUNC_BIN/runc"; do
+      [ -x "$b" ] || die "missing $b (run hack/cluster/build-runtime.sh: ~4 min the first time)"
+    done
+  fi
 }
 
 # ---- processes: a pid file holds "PID STARTTIME" (STARTTIME from /proc/PID/stat), so that a recycled PID
@@ -137,6 +185,14 @@ waitfor() { # desc component timeout cmd...
   done
   ts "$d ok"
 }
+
+# the version and runtime of the cluster in $VAR (recorded by the up.sh that started it; no record: an older
+# up.sh, v1.30.14 on Debian's containerd), and those this run asks for
+running_env() {
+  if [ -f "$VAR/cluster.env" ]; then tr '\n' ' ' < "$VAR/cluster.env"; else echo "K8S_VERSION=1.30.14 CONTAINER_RUNTIME=debian "; fi
+}
+want_env() { echo "K8S_VERSION=$K8S_VERSION CONTAINER_RUNTIME=$CONTAINER_RUNTIME "; }
+same_cluster() { [ "$(running_env)" = "$(want_env)" ]; }
 
 kubectl_admin() { "$BIN/kubectl" --kubeconfig="$KUBECONFIG_FILE" "$@"; }
 node_ready() { kubectl_admin --request-timeout=5s get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True; }

@@ -24,9 +24,10 @@ say_kubeconfig() {
   echo "  export KUBECONFIG=$KUBECONFIG_FILE PATH=$BIN:\$PATH   # kubectl v$K8S_VERSION"
 }
 
-# ---- a live, healthy cluster: reuse it ----
+# ---- a live, healthy cluster: reuse it if it is the version and runtime asked for ----
 if [ -n "$(ls "$PIDS"/*.pid 2>/dev/null)" ] && cluster_healthy; then
-  echo "up: cluster already up and healthy (node $NODE_NAME); reusing it"
+  same_cluster || die "a cluster with $(running_env)is up, and $(want_env)was asked for: take it down first (make cluster-down)"
+  echo "up: cluster already up and healthy (node $NODE_NAME, Kubernetes v$K8S_VERSION, runtime $CONTAINER_RUNTIME); reusing it"
   restore_sysctls   # in case an earlier up was killed between the kubelet's start and the restore
   waitfor "default ServiceAccount and kube-root-ca.crt" kube-controller-manager 60 \
     bash -c "$BIN/kubectl --kubeconfig=$KUBECONFIG_FILE -n default get sa default && $BIN/kubectl --kubeconfig=$KUBECONFIG_FILE -n default get cm kube-root-ca.crt" >/dev/null
@@ -76,6 +77,7 @@ NODE_IP=${NODE_IP:-$FALLBACK_NODE_IP}
 NODE_NAME=$NODE_NAME NODE_IP=$NODE_IP "$HACK_CLUSTER/pki.sh" >/dev/null
 
 mkdir -p "$ETC/cni/net.d" "$ETC/containerd" "$PIDS" "$LOG" "$RUN/containerd" "$VAR/etcd" "$VAR/kubelet" "$VAR/cni/networks" "$VAR/containerd"
+printf 'K8S_VERSION=%s\nCONTAINER_RUNTIME=%s\n' "$K8S_VERSION" "$CONTAINER_RUNTIME" > "$VAR/cluster.env"
 echo "$NODE_IP" > "$VAR/node-ip"
 # the kubelet insists the node IP sits on an interface: only if none has it, add it to lo (down.sh removes it)
 if ! ip -4 -o addr show | grep -qF " $NODE_IP/"; then ip addr add "$NODE_IP/32" dev lo; echo "$NODE_IP" > "$VAR/node-ip-on-lo"; fi
@@ -108,6 +110,49 @@ mkkc system:kube-controller-manager "$PKI/kcm.crt" "$PKI/kcm.key" "$ETC/kcm.kube
 mkkc system:kube-scheduler "$PKI/scheduler.crt" "$PKI/scheduler.key" "$ETC/scheduler.kubeconfig"
 
 # ---- containerd: CRI plugin, local pause image, cgroupfs, CNI, stream server on loopback ----
+# no CAP_SYS_RESOURCE on these machines: runc cannot set a negative oom_score_adj (-998 for pause), hence
+# restrict_oom_score_adj
+if [ "$CONTAINER_RUNTIME" = built ]; then
+# containerd 2.x: configuration version 3 (the CRI plugin is split into images, runtime and the gRPC server),
+# read by every 2.x; 2.4 migrates it to its version 4 at start (one warning in its log). containerd 2.2+ warns
+# that its cgroup v1 support is deprecated (kept until 2029 at the latest).
+cat > "$ETC/containerd/config.toml" <<CT
+version = 3
+root = "$VAR/containerd/root"
+state = "$VAR/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "$CTRD_SOCK"
+[ttrpc]
+  address = "$RUN/containerd/containerd.sock.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$VAR/containerd/opt"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$IMAGE_PAUSE"
+[plugins."io.containerd.cri.v1.runtime"]
+  enable_selinux = false
+  disable_hugetlb_controller = true
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        BinaryName = "$(runc_path)"
+        Root = "$RUN/runc"
+        SystemdCgroup = false
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$ETC/cni/net.d"
+    max_conf_num = 1
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+CT
+else
+# Debian's containerd 1.6: configuration version 2
 cat > "$ETC/containerd/config.toml" <<CT
 version = 2
 root = "$VAR/containerd/root"
@@ -125,7 +170,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   stream_server_port = "0"
   enable_selinux = false
   disable_hugetlb_controller = true
-  # no CAP_SYS_RESOURCE on these machines: runc cannot set a negative oom_score_adj (-998 for pause)
   restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
@@ -133,7 +177,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "$(command -v runc)"
+        BinaryName = "$(runc_path)"
         Root = "$RUN/runc"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
@@ -141,6 +185,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "$ETC/cni/net.d"
     max_conf_num = 1
 CT
+fi
 
 # ---- CNI: a bridge + host-local IPAM (+ loopback, added by containerd). No gateway, no masquerade, no
 # default route: pods have no egress at all ----
@@ -203,6 +248,11 @@ imageGCLowThresholdPercent: 99
 # syncFrequency (1m) and configMapAndSecretChangeDetectionStrategy (Watch) stay at their defaults on purpose:
 # they are what the plugin models.
 KL
+# this machine has cgroup v1: from 1.35 the kubelet refuses to start on it unless told not to (the field
+# exists since 1.31)
+if [ "$K8S_MINOR" -ge 31 ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
+  echo "failCgroupV1: false" >> "$ETC/kubelet-config.yaml"
+fi
 
 # ---- API server egress: all "cluster" traffic (to the kubelet, nodes/pods/services proxy) via the tunnel ----
 cat > "$ETC/egress-selector.yaml" <<EG

@@ -12,6 +12,10 @@
 #      completion helper installed; then, for this machine's platform, `kubectl cmsync version` through
 #      kubectl from $KREW_ROOT/bin, and the completion helper from the installed archive.
 # kubectl is the cached v$K8S_VERSION of hack/cluster/build.sh (KUBECTL=/path/to/kubectl overrides it).
+# RELEASE_PLATFORMS=all (default, `make release-check`): the five platforms of .goreleaser.yaml.
+# RELEASE_PLATFORMS=host (`make test`): `goreleaser check` of the whole file, but the snapshot release, the
+# manifest comparison and the krew install of this machine's platform only (hack/release/oneplatform narrows
+# the configuration and the checked-in manifest): one cross build instead of five.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -67,17 +71,29 @@ if ! git ls-remote --get-url >/dev/null 2>&1; then
   export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/kubectl-cmsync/kubectl-cmsync.git
 fi
 "$GORELEASER" check
+this_os=$(go env GOOS) this_arch=$(go env GOARCH)
+PLATFORMS="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64"
+CONFIG=.goreleaser.yaml CHECKED_IN=plugins/krew.yaml
+case ${RELEASE_PLATFORMS:-all} in
+all) ;;
+host)
+  PLATFORMS=$this_os/$this_arch CONFIG=$tmp/goreleaser-$this_os-$this_arch.yaml CHECKED_IN=$tmp/krew-$this_os-$this_arch.yaml
+  go run ./hack/release/oneplatform config "$PLATFORMS" < .goreleaser.yaml > "$CONFIG"
+  go run ./hack/release/oneplatform manifest "$PLATFORMS" < plugins/krew.yaml > "$CHECKED_IN"
+  step "RELEASE_PLATFORMS=host: $PLATFORMS only (make release-check builds all five)" ;;
+*) fail "RELEASE_PLATFORMS=${RELEASE_PLATFORMS}: all or host" ;;
+esac
 t0=$(date +%s)
-"$GORELEASER" release --snapshot --clean --skip=publish >"$tmp/goreleaser.log" 2>&1 ||
+"$GORELEASER" release --config "$CONFIG" --snapshot --clean --skip=publish >"$tmp/goreleaser.log" 2>&1 ||
   { cat "$tmp/goreleaser.log"; fail "goreleaser release --snapshot"; }
-step "snapshot release of 5 platforms in $(( $(date +%s) - t0 )) s"
+step "snapshot release of $(echo $PLATFORMS | wc -w) platform(s) in $(( $(date +%s) - t0 )) s"
 MANIFEST=dist/krew/cmsync.yaml
 [ -f "$MANIFEST" ] || { cat "$tmp/goreleaser.log"; fail "goreleaser wrote no $MANIFEST"; }
 grep -q "krew plugin manifest" "$tmp/goreleaser.log" || fail "goreleaser did not run its krew step"
 (cd dist && sha256sum --quiet -c checksums.txt) || fail "dist/checksums.txt does not match the archives"
 
 # 3. generated vs checked-in manifest
-go run ./hack/krewmanifest "$MANIFEST" plugins/krew.yaml
+go run ./hack/krewmanifest "$MANIFEST" "$CHECKED_IN"
 
 # 4. krew's validator, on copies named after the plugin (it takes the name from the file name)
 mkdir -p "$tmp/generated" "$tmp/checked-in"
@@ -97,8 +113,7 @@ if [ -z "${KUBECTL:-}" ]; then
 fi
 step "kubectl $("$KUBECTL" version --client -o json | awk -F'"' '/gitVersion/ {print $4}')"
 VERSION=$(awk '/^  version:/ {print $2}' "$MANIFEST")
-this_os=$(go env GOOS) this_arch=$(go env GOARCH)
-for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64; do
+for platform in $PLATFORMS; do
   os=${platform%/*} arch=${platform#*/} ext=tar.gz exe="" helper=kubectl_complete-cmsync
   [ "$os" = windows ] && { ext=zip exe=.exe helper=kubectl_complete-cmsync.cmd; }
   archive=$ROOT/dist/kubectl-cmsync_${VERSION#v}_${os}_${arch}.$ext
@@ -119,7 +134,7 @@ for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64;
     here=$kr
   fi
 done
-step "kubectl krew install --manifest --archive: all 5 platforms, each with LICENSE, README.md and $helper"
+step "kubectl krew install --manifest --archive: $PLATFORMS, each with LICENSE, README.md and $helper"
 
 [ -n "${here:-}" ] || fail "no archive for this machine ($this_os/$this_arch)"
 # kubectl cmsync version through kubectl, with only $KREW_ROOT/bin and the system on PATH; no cluster

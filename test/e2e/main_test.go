@@ -26,7 +26,6 @@ import (
 const (
 	imageBusybox = "localhost/busybox:probe"
 	imageNoShell = "localhost/pause:probe" // one static binary, /pause: no shell, no cat
-	k8sVersion   = "v1.30.14"
 )
 
 // Set up once by TestMain.
@@ -39,6 +38,8 @@ var (
 	repoRoot       string
 	// binDir holds the plugin binary built for this run (removed at the end)
 	binDir string
+	// k8sVersion is the cluster's version (v1.37.2): the cached kubectl of that version is used
+	k8sVersion string
 )
 
 func TestMain(m *testing.M) {
@@ -86,9 +87,11 @@ func setup() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := cs.Discovery().ServerVersion(); err != nil {
+	sv, err := cs.Discovery().ServerVersion()
+	if err != nil {
 		return fmt.Errorf("cluster of KUBECONFIG=%s unreachable: %v (is it up? make cluster-up)", kc, err)
 	}
+	k8sVersion = sv.GitVersion
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing nodes: %v", err)
@@ -148,7 +151,7 @@ func setup() error {
 }
 
 // kubectlBinDir is the directory of the cached Kubernetes binaries
-// (hack/cluster/build.sh), which holds kubectl v1.30.14.
+// (hack/cluster/build.sh) of the cluster's version, which hold its kubectl.
 func kubectlBinDir() (string, error) {
 	dir := os.Getenv("CMSYNC_K8S_BIN")
 	if dir == "" {
