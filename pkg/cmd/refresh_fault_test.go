@@ -24,8 +24,8 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// The API server goes away in the middle of `refresh --wait` (issue 11,
-// faults): the patch of api-1 went through, the one of api-2 did not, and
+// The API server goes away in the middle of `refresh --wait` (a fault
+// test): the patch of api-1 went through, the one of api-2 did not, and
 // nothing can be observed any more. The run fails (exit 1) with a
 // per-consumer summary: stderr says which target was changed and which
 // failed, the result document gives each action's outcome with its

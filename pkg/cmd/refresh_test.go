@@ -133,11 +133,9 @@ func TestRefreshClientDryRunSendsNothing(t *testing.T) {
 }
 
 // Plan consumers name the mount path or the variable: three subPath mounts
-// of one ConfigMap in one container are three distinct entries (issue 8,
-// item 12).
+// of one ConfigMap in one container are three distinct entries.
 // A client dry run of --strategy restart reads nothing from the containers;
-// with --strategy auto it observes (execs) but changes nothing (issue 8,
-// item 11).
+// with --strategy auto it observes (execs) but changes nothing.
 func TestRefreshClientDryRunExecsOnlyWhenThePlanNeedsIt(t *testing.T) {
 	for _, tt := range []struct {
 		strategy  string
@@ -208,7 +206,7 @@ func staleStatefulSetFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *
 
 // -l narrows what is observed, not what a restart replaces: a restart that
 // replaces pods beyond -l is refused without --yes (exit 4, nothing sent),
-// and sent with a warning with --yes (issue 8, item 2).
+// and sent with a warning with --yes.
 func TestRefreshRefusesRestartsBeyondTheSelector(t *testing.T) {
 	o, p, out, _ := staleStatefulSetFixture(t)
 	o.StdinTerminal = true // even a person at a terminal must say --yes

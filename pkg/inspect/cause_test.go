@@ -8,7 +8,7 @@ import (
 
 // Every unverifiable state that cannot pass by waiting carries a typed
 // cause (the refresh wait ends at once on them), one that may pass carries
-// a passing cause, and no other state has one (issue 8, item 4).
+// a passing cause, and no other state has one.
 func TestStateCauses(t *testing.T) {
 	pod := secretOverridePod()
 	unread := secretSnapshot(false)

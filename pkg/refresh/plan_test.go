@@ -162,8 +162,7 @@ func TestPlanConsumersCarryIdentity(t *testing.T) {
 }
 
 // A hot mount that can never be verified is annotated once; a second run,
-// finding the pod annotated after the object's last change, does nothing
-// (issue 8, item 4).
+// finding the pod annotated after the object's last change, does nothing.
 func TestPlanDoesNotAnnotateAnUnverifiableMountTwice(t *testing.T) {
 	last := metav1.NewTime(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
 	it := use("web-1", "Deployment", "web", inspect.ModeProjected, inspect.VerdictHotUpdate, inspect.StateUnverifiable)
@@ -214,8 +213,7 @@ func dbPods(n int) []WorkloadPod {
 }
 
 // -l narrows what is observed, not what a restart replaces: the plan names
-// every pod the rollout replaces and those -l does not select (issue 8,
-// item 2).
+// every pod the rollout replaces and those -l does not select.
 func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
 	sel, err := labels.Parse("statefulset.kubernetes.io/pod-name=db-2")
 	if err != nil {
@@ -244,7 +242,7 @@ func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
 // A partitioned StatefulSet: the restart replaces only the ordinals at or
 // above the partition, says which pods it spares, and a pending mount of a
 // spared pod is annotated instead of waiting for a restart that never
-// replaces it (issue 8, item 3).
+// replaces it.
 func TestPlanPartitionedStatefulSet(t *testing.T) {
 	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Partition: 2, Pods: dbPods(3)}}
 	items := []inspect.Item{
@@ -265,7 +263,7 @@ func TestPlanPartitionedStatefulSet(t *testing.T) {
 
 // A consumer is hot (annotated) only when its verdict is hot-update: an init
 // container's volume use is restart-needed (it read once), so an annotation
-// cannot refresh it (issue 12; it was taken for hot by its mode).
+// cannot refresh it (it was taken for hot by its mode).
 func TestPlanInitContainerVolumeIsNotAnnotated(t *testing.T) {
 	wl := map[WorkloadKey]WorkloadInfo{{"Deployment", "ns", "web"}: {Exists: true}}
 	initUse := func(state inspect.State) inspect.Item {
@@ -304,7 +302,7 @@ func reasons(actions []Action) []string {
 
 // Job and CronJob reasons say what is true per use: a hot-updating mount of
 // a running Job's pod follows the change by itself; env and subPath keep
-// what they read (issue 8, item 12).
+// what they read.
 func TestPlanJobReasonsPerMode(t *testing.T) {
 	for _, tt := range []struct {
 		kind, name string

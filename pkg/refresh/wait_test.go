@@ -157,7 +157,7 @@ func waitOnce(t *testing.T, results []Result, obs Verifier) []Result {
 }
 
 // With -A, redis-0 in staging being in-sync must not mark redis-0 in prod
-// current (issue 8, item 1).
+// current.
 func TestWaitTellsNamespacesApart(t *testing.T) {
 	prodPending := mountUse("prod", "redis-0", "u-prod", "/etc/redis", inspect.StatePending)
 	stagingSynced := mountUse("staging", "redis-0", "u-staging", "/etc/redis", inspect.StateInSync)
@@ -202,7 +202,7 @@ func TestWaitTellsARecreatedPod(t *testing.T) {
 
 // A consumer that can never be verified (here a projected volume with a
 // Secret source while Secrets are not read) ends at once as unverifiable,
-// whatever words its reason uses (issue 8, item 4).
+// whatever words its reason uses.
 func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 	for _, cause := range []inspect.StateCause{inspect.CauseSecretsNotRead, inspect.CauseVolumeNotWritable, inspect.CauseNoShell, inspect.CauseExecForbidden} {
 		t.Run(string(cause), func(t *testing.T) {
@@ -226,7 +226,7 @@ func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 
 // A partitioned StatefulSet restart converges on the pods it replaces: a
 // spared pod below the partition, still stale, does not hold it back; a
-// planned pod still running under its old UID does (issue 8, item 3).
+// planned pod still running under its old UID does.
 func TestWaitPartitionedRestartConvergesOnPlannedPods(t *testing.T) {
 	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Partition: 2, Pods: dbPods(3)}}
 	stale := func(pod, uid string) inspect.Item {

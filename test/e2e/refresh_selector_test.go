@@ -60,8 +60,7 @@ func (f *fx) settledStatefulSetVersions(name string, replicas int32) map[string]
 
 // -l narrows what is observed, not what a restart replaces: with -l naming
 // db-2 only, a restart of StatefulSet db would roll db-0 and db-1 too. The
-// plan says so and is refused without --yes; nothing changes (issue 8,
-// item 2).
+// plan says so and is refused without --yes; nothing changes.
 func TestRefreshRefusesRestartBeyondSelector(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
@@ -97,7 +96,7 @@ func TestRefreshRefusesRestartBeyondSelector(t *testing.T) {
 
 // A StatefulSet with partition 1: a restart replaces db-1 and db-2 only. The
 // plan says so (db-0 is manual), and the wait converges on the replaced pods
-// instead of timing out on db-0, which keeps its old env (issue 8, item 3).
+// instead of timing out on db-0, which keeps its old env.
 func TestRefreshPartitionedStatefulSetConverges(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
