@@ -112,21 +112,26 @@ mkkc system:kube-scheduler "$PKI/scheduler.crt" "$PKI/scheduler.key" "$ETC/sched
 # ---- containerd: CRI plugin, local pause image, cgroupfs, CNI, stream server on loopback ----
 # no CAP_SYS_RESOURCE on these machines: runc cannot set a negative oom_score_adj (-998 for pause), hence
 # restrict_oom_score_adj
-if [ "$CONTAINER_RUNTIME" = built ]; then
-# containerd 2.x: configuration version 3 (the CRI plugin is split into images, runtime and the gRPC server),
-# read by every 2.x; 2.4 migrates it to its version 4 at start (one warning in its log). containerd 2.2+ warns
-# that its cgroup v1 support is deprecated (kept until 2029 at the latest).
-cat > "$ETC/containerd/config.toml" <<CT
-version = 3
+# containerd_common EXTRA: the lines both configuration versions share (EXTRA: one more plugin to disable)
+containerd_common() {
+  cat <<CT
 root = "$VAR/containerd/root"
 state = "$VAR/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+disabled_plugins = [$1, "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 [grpc]
   address = "$CTRD_SOCK"
 [ttrpc]
   address = "$RUN/containerd/containerd.sock.ttrpc"
 [plugins."io.containerd.internal.v1.opt"]
   path = "$VAR/containerd/opt"
+CT
+}
+if [ "$CONTAINER_RUNTIME" = built ]; then
+# containerd 2.x: configuration version 3 (the CRI plugin is split into images, runtime and the gRPC server),
+# read by every 2.x; 2.4 migrates it to its version 4 at start (one warning in its log). containerd 2.2+ warns
+# that its cgroup v1 support is deprecated (kept until 2029 at the latest).
+{ echo "version = 3"; containerd_common '"io.containerd.snapshotter.v1.erofs"'
+cat <<CT
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
@@ -151,19 +156,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 CT
+} > "$ETC/containerd/config.toml"
 else
 # Debian's containerd 1.6: configuration version 2
-cat > "$ETC/containerd/config.toml" <<CT
-version = 2
-root = "$VAR/containerd/root"
-state = "$VAR/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-[grpc]
-  address = "$CTRD_SOCK"
-[ttrpc]
-  address = "$RUN/containerd/containerd.sock.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$VAR/containerd/opt"
+{ echo "version = 2"; containerd_common '"io.containerd.snapshotter.v1.aufs"'
+cat <<CT
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$IMAGE_PAUSE"
   stream_server_address = "127.0.0.1"
@@ -185,6 +182,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "$ETC/cni/net.d"
     max_conf_num = 1
 CT
+} > "$ETC/containerd/config.toml"
 fi
 
 # ---- CNI: a bridge + host-local IPAM (+ loopback, added by containerd). No gateway, no masquerade, no
