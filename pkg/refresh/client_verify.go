@@ -7,9 +7,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"k8s.io/client-go/kubernetes"
 )
 
 // ClusterVerifier re-reads one namespace and verifies the uses of the given
