@@ -23,7 +23,7 @@ help:
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install, of all"
 	@echo "                five platforms (RELEASE_PLATFORMS=host: this machine's platform only)"
 	@echo "e2e             the e2e suite against the running local cluster (make cluster-up first)"
-	@echo "test            unit, release-check beside the cluster prerequisites and build, start the cluster of"
+	@echo "test            unit, release-check (this platform) beside the cluster prerequisites and build, start the cluster of"
 	@echo "                K8S_VERSION (default below) if it is not up, e2e, and take"
 	@echo "                down the cluster if this run started it (KEEP_CLUSTER=1 keeps it)"
 	@echo "demo            cluster up, build, deploy hack/demo, edit a ConfigMap, kubectl cmsync status -A"
@@ -74,10 +74,11 @@ e2e:
 release-check:
 	hack/release/check.sh
 
-# release-check and the Kubernetes build (the first time) compile side by side; the e2e suite runs alone
-# afterwards: beside a compiler, execs into containers took over their 10 s timeout on 2 cores
+# release-check of this machine's platform and the Kubernetes build (the first time) compile side by side
+# (make release-check builds all five platforms); the e2e suite runs alone afterwards: beside a compiler,
+# execs into containers took over their 10 s timeout on 2 cores
 test: unit
-	$(MAKE) --no-print-directory -j2 --output-sync=target release-check cluster-build
+	RELEASE_PLATFORMS=host $(MAKE) --no-print-directory -j2 --output-sync=target release-check cluster-build
 	$(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
 
 test-oldest:

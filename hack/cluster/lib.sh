@@ -23,7 +23,7 @@ elif [ "${CMSYNC_FOLLOW_RUNNING:-0}" = 1 ] && [ -d "$CLUSTER_ROOT/var/pids" ]; t
   K8S_VERSION=1.30.14 CONTAINER_RUNTIME=debian
 fi
 # The Kubernetes version, with or without the leading v (1.37.2 or v1.37.2); v1.30.x to v1.37.x are supported.
-K8S_DEFAULT_VERSION=1.30.14
+K8S_DEFAULT_VERSION=1.37.2
 K8S_VERSION=${K8S_VERSION:-$K8S_DEFAULT_VERSION}
 K8S_VERSION=${K8S_VERSION#v}
 [[ $K8S_VERSION =~ ^1\.(3[0-7])\.(0|[1-9][0-9]*)$ ]] ||
