@@ -26,14 +26,14 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 	busy := map[WorkloadKey]bool{} // workloads with a pod observed first
 	for _, it := range items {
 		if need[PodKey(it.Object.Namespace, it.Pod.Name)] {
-			busy[WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] = true
+			busy[workloadKey(it)] = true
 		}
 	}
 	var now, rest []inspect.Item
 	notVerified := map[string]bool{}
 	for _, it := range items {
 		k := PodKey(it.Object.Namespace, it.Pod.Name)
-		if it.Pod.Name != "" && !need[k] && !busy[WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] {
+		if it.Pod.Name != "" && !need[k] && !busy[workloadKey(it)] {
 			now = append(now, it)
 			notVerified[k] = true
 		} else {

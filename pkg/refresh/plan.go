@@ -361,8 +361,7 @@ func Plan(in PlanInput) []Action {
 		podTarget := Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}
 		switch d.need {
 		case needRestart:
-			wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
-			wt := Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
+			wk, wt := workloadKey(it), workloadTarget(it)
 			kind, why := ActionRestart, ""
 			if in.RestartVia == RestartViaEvict {
 				kind, why = ActionEvict, notEvictable(it, in)
@@ -382,8 +381,8 @@ func Plan(in PlanInput) []Action {
 			a.addPod(it.Pod.Name, it.Pod.UID)
 		case needManual:
 			t := podTarget
-			if Restartable[it.Workload.Kind] && !d.onPod {
-				t = Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
+			if Restartable[it.Workload.GroupKind()] && !d.onPod {
+				t = workloadTarget(it)
 			}
 			manualFor(t, d.reason, it)
 		default:
@@ -394,7 +393,7 @@ func Plan(in PlanInput) []Action {
 		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.observed(it))
 		ns := it.Object.Namespace
 		pk := PodKey(ns, it.Pod.Name)
-		wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
+		wk := workloadKey(it)
 		restart := restarts[wk]
 		if restart != nil && restart.Action == ActionRestart && spared(in.Workload[wk], wk, it.Pod.Name) {
 			restart = nil // below the partition: the restart leaves this pod alone
@@ -550,6 +549,9 @@ func listPods(names []string) string {
 func notRestartable(it inspect.Item, in PlanInput) string {
 	w := it.Workload
 	ns := it.Object.Namespace
+	if !w.Builtin() {
+		return foreignOwnerReason(it)
+	}
 	switch w.Kind {
 	case "Pod":
 		return fmt.Sprintf("bare pod: nothing would re-create it, so it is not deleted; re-create it yourself (kubectl replace --force -f <its manifest>)")
@@ -562,7 +564,7 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 	if !Restartable[w.Kind] {
 		return fmt.Sprintf("%s %q is not a Deployment, StatefulSet or DaemonSet: restart it with its own controller's tooling", w.Kind, w.Name)
 	}
-	info, ok := in.Workload[WorkloadKey{w.Kind, ns, w.Name}]
+	info, ok := in.Workload[workloadKey(it)]
 	if !ok || !info.Exists {
 		return fmt.Sprintf("%s %q was not found; restart the pod's owner by hand", w.Kind, w.Name)
 	}
