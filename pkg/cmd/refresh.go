@@ -276,7 +276,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err := o.printResults(results); err != nil {
 		return err
 	}
-	return resultError(results, r.DryRun)
+	return resultError(results, o.runInfo())
 }
 
 // selection reads the snapshot and builds the uses of the selected
@@ -324,6 +324,21 @@ func (o *RefreshOptions) refresher() *refresh.Refresher {
 		Cluster: refresh.Cluster{Executor: o.Executor, Workloads: workloads, Patcher: o.Patcher, Evictor: o.Evictor,
 			Rollouts: o.Rollouts, Verifier: o.Verifier, Access: o.Access},
 	}
+}
+
+// runInfo is what the message of a run that failed part way needs.
+func (o *RefreshOptions) runInfo() runInfo {
+	run := runInfo{DryRun: refresh.DryRun(o.DryRun), Strategy: refresh.Strategy(o.Strategy), RestartVia: refresh.RestartVia(o.RestartVia),
+		MaxUnavailable: o.MaxUnavailable, Selector: o.Selector, Now: o.Now()}
+	if f := o.ConfigFlags; f != nil {
+		if f.Context != nil {
+			run.Context = *f.Context
+		}
+		if f.KubeConfig != nil {
+			run.Kubeconfig = *f.KubeConfig
+		}
+	}
+	return run
 }
 
 // refused prints what a refused plan would have done and the results of
