@@ -103,3 +103,43 @@ func TestRefreshRestartsEnvOfRemovedOptionalKeyOrObject(t *testing.T) {
 		}
 	}
 }
+
+// The planner's rule for a use read at container start whose optional
+// object or key is missing: stale (observed) is restarted (auto, restart)
+// or manual (annotate), with the removal in the reason; current,
+// unobserved, or a hot-updating mount needs nothing.
+func TestPlanOptionalRemovedByStrategy(t *testing.T) {
+	missing := func(mode inspect.Mode, state inspect.State, exists bool) inspect.Item {
+		it := use("web-1", "Deployment", "web", mode, inspect.VerdictMissing, state)
+		it.Optional, it.Object.Exists, it.Keys = true, exists, []string{"K"}
+		return it
+	}
+	workloads := map[WorkloadKey]WorkloadInfo{{Kind: "Deployment", Namespace: "ns", Name: "web"}: {Exists: true}}
+	for _, c := range []struct {
+		name     string
+		it       inspect.Item
+		strategy Strategy
+		observed bool
+		want     string
+		why      string
+	}{
+		{"env key, auto", missing(inspect.ModeEnv, inspect.StateStale, true), StrategyAuto, true, "restart deployment/web", `optional key "K" is no longer in configmap "cm"`},
+		{"env key, restart", missing(inspect.ModeEnv, inspect.StateStale, true), StrategyRestart, true, "restart deployment/web", ""},
+		{"env key, annotate", missing(inspect.ModeEnv, inspect.StateStale, true), StrategyAnnotate, true, "manual deployment/web", `optional key "K" is no longer in configmap "cm"`},
+		{"envFrom object, auto", missing(inspect.ModeEnvFrom, inspect.StateStale, false), StrategyAuto, true, "restart deployment/web", `optional configmap "cm" no longer exists`},
+		{"subPath key, auto", missing(inspect.ModeSubPath, inspect.StateStale, true), StrategyAuto, true, "restart deployment/web", `optional key "K"`},
+		{"env key current", missing(inspect.ModeEnv, inspect.StateCurrent, true), StrategyAuto, true, "none pod/web-1", "optional and absent"},
+		{"env key not observed", missing(inspect.ModeEnv, "", true), StrategyAuto, false, "none pod/web-1", "optional and absent"},
+		{"volume object, pending", missing(inspect.ModeVolume, inspect.StatePending, false), StrategyAuto, true, "none pod/web-1", "optional and absent"},
+	} {
+		plan := Plan(PlanInput{Items: []inspect.Item{c.it}, Workload: workloads, Strategy: c.strategy, Verified: c.observed})
+		if got := summary(plan); got != c.want || !strings.Contains(plan[0].Reason, c.why) {
+			t.Errorf("%s: plan %q (%s), want %q saying %q", c.name, got, plan[0].Reason, c.want, c.why)
+		}
+	}
+	// only those read at container start are observed first
+	need := NeedsVerify([]inspect.Item{missing(inspect.ModeEnv, "", true)})
+	if !need["ns/web-1"] || len(NeedsVerify([]inspect.Item{missing(inspect.ModeVolume, "", false)})) != 0 {
+		t.Errorf("NeedsVerify: env %v, want the env use's pod observed and the volume's not", need)
+	}
+}
