@@ -38,8 +38,10 @@ var (
 		subPath use is observed via exec first: its pending volumes are annotated, and
 		a workload with a stale env or subPath consumer is restarted the way 'kubectl
 		rollout restart' does, once however many of its pods or ConfigMaps need it.
-		Bare pods, Jobs, OnDelete workloads and re-created immutable ConfigMaps are
-		reported as manual, with what to do. With --wait (the default) the result is
+		Bare pods, Jobs, OnDelete workloads, re-created immutable ConfigMaps and
+		controllers other than the built-in ones (matched by API group and kind: an
+		apps.kruise.io StatefulSet is not an apps/v1 one) are reported as manual,
+		with what to do. With --wait (the default) the result is
 		verified by exec, each annotated pod as soon as its patch is acknowledged.
 
 		With --restart-via=evict the pods of stale consumers are evicted through the
