@@ -38,8 +38,10 @@ var (
 		subPath use is observed via exec first: its pending volumes are annotated, and
 		a workload with a stale env or subPath consumer is restarted the way 'kubectl
 		rollout restart' does, once however many of its pods or ConfigMaps need it.
-		Bare pods, Jobs, OnDelete workloads and re-created immutable ConfigMaps are
-		reported as manual, with what to do. With --wait (the default) the result is
+		Bare pods, Jobs, OnDelete workloads, re-created immutable ConfigMaps and
+		controllers other than the built-in ones (matched by API group and kind: an
+		apps.kruise.io StatefulSet is not an apps/v1 one) are reported as manual,
+		with what to do. With --wait (the default) the result is
 		verified by exec, each annotated pod as soon as its patch is acknowledged.
 
 		With --restart-via=evict the pods of stale consumers are evicted through the
@@ -276,7 +278,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if err := o.printResults(results); err != nil {
 		return err
 	}
-	return resultError(results, r.DryRun)
+	return resultError(results, o.runInfo())
 }
 
 // selection reads the snapshot and builds the uses of the selected
@@ -324,6 +326,21 @@ func (o *RefreshOptions) refresher() *refresh.Refresher {
 		Cluster: refresh.Cluster{Executor: o.Executor, Workloads: workloads, Patcher: o.Patcher, Evictor: o.Evictor,
 			Rollouts: o.Rollouts, Verifier: o.Verifier, Access: o.Access},
 	}
+}
+
+// runInfo is what the message of a run that failed part way needs.
+func (o *RefreshOptions) runInfo() runInfo {
+	run := runInfo{DryRun: refresh.DryRun(o.DryRun), Strategy: refresh.Strategy(o.Strategy), RestartVia: refresh.RestartVia(o.RestartVia),
+		MaxUnavailable: o.MaxUnavailable, Selector: o.Selector, Now: o.Now()}
+	if f := o.ConfigFlags; f != nil {
+		if f.Context != nil {
+			run.Context = *f.Context
+		}
+		if f.KubeConfig != nil {
+			run.Kubeconfig = *f.KubeConfig
+		}
+	}
+	return run
 }
 
 // refused prints what a refused plan would have done and the results of

@@ -93,7 +93,8 @@ func TestRefreshWaitLosesTheAPIServerSaysWhatChanged(t *testing.T) {
 	for _, want := range []string{
 		"error: 1 actions failed: pod/api-2 (" + refused + ")\n",
 		"\nchanged: pod/api-1\n",
-		"\nRunning the same command again is safe: it only acts on consumers that are still not current.\n",
+		"\nRunning the same command again observes the consumers first and acts only on those still not current (pods are annotated again, which is harmless).\n",
+		"\nTo finish only what was not done:\n  kubectl annotate pod api-2 -n ns --overwrite kubectl-cmsync.io/refreshed-at=",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

@@ -34,7 +34,8 @@ func (o *RefreshOptions) printResults(results []refresh.Result) error {
 
 // resultError maps results to the exit code: 1 when a patch failed (with
 // what was and was not changed), 3 when consumers are not current.
-func resultError(results []refresh.Result, dry refresh.DryRun) error {
+func resultError(results []refresh.Result, run runInfo) error {
+	dry := run.DryRun
 	var changed, failed, notSent, notCurrent []string
 	for _, r := range results {
 		if r.Outcome == refresh.OutcomeNotApplied && r.Error != "" && r.Action.Action != refresh.ActionEvict {
@@ -83,7 +84,7 @@ func resultError(results []refresh.Result, dry refresh.DryRun) error {
 		} else {
 			msg += "\nnothing was changed"
 		}
-		msg += "\nRunning the same command again is safe: it only acts on consumers that are still not current."
+		msg += finishText(results, run)
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s", msg)}
 	}
 	if len(notCurrent) > 0 {

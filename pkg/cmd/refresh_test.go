@@ -167,12 +167,12 @@ func TestRefreshResultUnverifiableNoneIsNotCurrent(t *testing.T) {
 	r := refresh.Result{Action: refresh.Action{Action: refresh.ActionNone, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "p"},
 		Reason:    "cannot be verified (no-shell: no shell: the container has no sh), and the pod was annotated at ...",
 		Consumers: []refresh.Consumer{{Pod: "p", Mode: inspect.ModeVolume, State: inspect.StateUnverifiable}}}, Outcome: refresh.OutcomeNotApplied}
-	err := resultError([]refresh.Result{r}, refresh.DryRunNone)
+	err := resultError([]refresh.Result{r}, runInfo{DryRun: refresh.DryRunNone})
 	if ExitCode(err) != ExitCheck || !strings.Contains(err.Error(), "pod/p: unverifiable: cannot be verified") {
 		t.Fatalf("resultError = %v (exit %d), want exit 3 naming the unverifiable pod", err, ExitCode(err))
 	}
 	r.Consumers[0].State = inspect.StateInSync
-	if err := resultError([]refresh.Result{r}, refresh.DryRunNone); err != nil {
+	if err := resultError([]refresh.Result{r}, runInfo{DryRun: refresh.DryRunNone}); err != nil {
 		t.Errorf("in-sync none: %v", err)
 	}
 }

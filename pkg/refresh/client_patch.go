@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
@@ -13,24 +13,31 @@ import (
 // ClientPatcher patches through client-go.
 type ClientPatcher struct{ Client kubernetes.Interface }
 
-// Patch implements Patcher.
+// Patch implements Patcher. The object is matched by API group and kind:
+// a kind the plan qualifies with another group (a StatefulSet of
+// apps.kruise.io) is refused, never sent to the built-in resource of the
+// same name.
 func (p ClientPatcher) Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, patch []byte, dryRun bool) error {
 	o := metav1.PatchOptions{FieldManager: "kubectl-cmsync"}
 	if dryRun {
 		o.DryRun = []string{metav1.DryRunAll}
 	}
+	gk, ok := BuiltinKind(kind)
+	if !ok {
+		return fmt.Errorf("cannot patch a %s: not a built-in kind", gk)
+	}
 	var err error
-	switch kind {
-	case "Pod":
+	switch gk {
+	case schema.GroupKind{Kind: "Pod"}:
 		_, err = p.Client.CoreV1().Pods(namespace).Patch(ctx, name, pt, patch, o)
-	case "Deployment":
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		_, err = p.Client.AppsV1().Deployments(namespace).Patch(ctx, name, pt, patch, o)
-	case "StatefulSet":
+	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
 		_, err = p.Client.AppsV1().StatefulSets(namespace).Patch(ctx, name, pt, patch, o)
-	case "DaemonSet":
+	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
 		_, err = p.Client.AppsV1().DaemonSets(namespace).Patch(ctx, name, pt, patch, o)
 	default:
-		err = fmt.Errorf("cannot patch a %s", kind)
+		err = fmt.Errorf("cannot patch a %s", gk)
 	}
 	return err
 }

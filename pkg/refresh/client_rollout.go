@@ -20,15 +20,16 @@ type ClusterRollout struct{ Client kubernetes.Interface }
 func (c ClusterRollout) RolloutDone(ctx context.Context, kind, namespace, name string) (bool, string, error) {
 	var obj runtime.Object
 	var err error
-	switch kind {
-	case "Deployment":
+	gk, _ := BuiltinKind(kind) // by group and kind: another group's StatefulSet has no status here
+	switch gk {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		obj, err = c.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-	case "StatefulSet":
+	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
 		obj, err = c.Client.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
-	case "DaemonSet":
+	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
 		obj, err = c.Client.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
 	default:
-		return false, "", fmt.Errorf("no rollout status for a %s", kind)
+		return false, "", fmt.Errorf("no rollout status for a %s", gk)
 	}
 	if err != nil {
 		return false, "", err
@@ -37,7 +38,7 @@ func (c ClusterRollout) RolloutDone(ctx context.Context, kind, namespace, name s
 	if err != nil {
 		return false, "", err
 	}
-	viewer, err := polymorphichelpers.StatusViewerFor(schema.GroupKind{Group: "apps", Kind: kind})
+	viewer, err := polymorphichelpers.StatusViewerFor(gk)
 	if err != nil {
 		return false, "", err
 	}

@@ -58,7 +58,11 @@ func (c ClientWorkloads) get(ctx context.Context, kind, namespace, name string) 
 	var w workload
 	var err error
 	apps := c.Client.AppsV1()
-	switch kind {
+	gk, ok := BuiltinKind(kind) // by group and kind: another group's StatefulSet is not read as apps/v1's
+	if !ok || gk.Group != "apps" {
+		return w, fmt.Errorf("cannot list the pods of a %s", gk)
+	}
+	switch gk.Kind {
 	case "Deployment":
 		d, e := apps.Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err = e; e == nil {
@@ -163,7 +167,7 @@ func (c ClientWorkloads) pods(ctx context.Context, kind, namespace, name string,
 func LoadWorkloads(ctx context.Context, w Workloads, items []inspect.Item) (map[WorkloadKey]WorkloadInfo, error) {
 	out := map[WorkloadKey]WorkloadInfo{}
 	for _, it := range items {
-		k := WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}
+		k := workloadKey(it)
 		if !Restartable[k.Kind] {
 			continue
 		}

@@ -26,14 +26,14 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 	busy := map[WorkloadKey]bool{} // workloads with a pod observed first
 	for _, it := range items {
 		if need[PodKey(it.Object.Namespace, it.Pod.Name)] {
-			busy[WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] = true
+			busy[workloadKey(it)] = true
 		}
 	}
 	var now, rest []inspect.Item
 	notVerified := map[string]bool{}
 	for _, it := range items {
 		k := PodKey(it.Object.Namespace, it.Pod.Name)
-		if it.Pod.Name != "" && !need[k] && !busy[WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}] {
+		if it.Pod.Name != "" && !need[k] && !busy[workloadKey(it)] {
 			now = append(now, it)
 			notVerified[k] = true
 		} else {
@@ -44,7 +44,7 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 		return items, nil
 	}
 	plan := Plan(PlanInput{Items: redactor.Items(now), Pods: pods, Strategy: r.Strategy, Verified: true, NotVerified: notVerified, Selector: sel})
-	if r.Access != nil && len(Missing(ctx, r.Access, Permissions(r.worstCase(plan, rest), DryRunNone))) > 0 {
+	if r.Access != nil && len(Missing(ctx, r.Access, Permissions(r.worstCase(plan, rest, pods), DryRunNone))) > 0 {
 		return items, nil // planned after the observation, and refused then if it must be
 	}
 	deadline := r.Now().Add(r.Timeout)
@@ -59,19 +59,24 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 	return rest, done
 }
 
-// worstCase is plan plus the most the rest may need: every pod annotated,
-// every workload restarted (or its pods evicted).
-func (r *Refresher) worstCase(plan []Action, rest []inspect.Item) []Action {
+// worstCase is plan plus the most the rest may need, as the planner
+// itself decides it (so that no owner shape is missed: a bare ReplicaSet
+// is evicted under --restart-via=evict but not restarted): every pod
+// annotated, and every use stale, each workload taken to exist, so that
+// each is restarted or its pods evicted wherever the planner would.
+func (r *Refresher) worstCase(plan []Action, rest []inspect.Item, pods map[string]*corev1.Pod) []Action {
 	worst := append([]Action{}, plan...)
+	stale := make([]inspect.Item, 0, len(rest))
+	workloads := map[WorkloadKey]WorkloadInfo{}
 	for _, it := range rest {
-		worst = append(worst, Action{Action: ActionAnnotate, Target: Target{Kind: "Pod", Namespace: it.Object.Namespace, Name: it.Pod.Name}})
-		if Restartable[it.Workload.Kind] && r.Strategy == StrategyAuto {
-			kind := ActionRestart
-			if r.RestartVia == RestartViaEvict {
-				kind = ActionEvict
-			}
-			worst = append(worst, Action{Action: kind, Target: Target{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}})
+		if it.Pod.Name == "" {
+			continue
 		}
+		worst = append(worst, Action{Action: ActionAnnotate, Target: Target{Kind: "Pod", Namespace: it.Object.Namespace, Name: it.Pod.Name}})
+		it.State = inspect.StateStale
+		stale = append(stale, it)
+		workloads[workloadKey(it)] = WorkloadInfo{Exists: true}
 	}
-	return worst
+	return append(worst, Plan(PlanInput{Items: stale, Pods: pods, Workload: workloads, Strategy: r.Strategy, Verified: true,
+		RestartVia: r.RestartVia, MaxUnavailable: r.MaxUnavailable})...)
 }

@@ -43,6 +43,9 @@ var Evictable = map[string]bool{"Deployment": true, "StatefulSet": true, "Daemon
 // or "" when it would.
 func notEvictable(it inspect.Item, in PlanInput) string {
 	w := it.Workload
+	if !w.Builtin() {
+		return foreignOwnerReason(it)
+	}
 	switch w.Kind {
 	case "Pod":
 		return notRestartable(it, in) // the bare pod's manual hint
@@ -52,7 +55,7 @@ func notEvictable(it inspect.Item, in PlanInput) string {
 	if !Evictable[w.Kind] {
 		return fmt.Sprintf("%s %q is not a Deployment, StatefulSet, DaemonSet or ReplicaSet: restart it with its own controller's tooling", w.Kind, w.Name)
 	}
-	info, ok := in.Workload[WorkloadKey{w.Kind, it.Object.Namespace, w.Name}]
+	info, ok := in.Workload[workloadKey(it)]
 	if ok && !info.Exists {
 		return fmt.Sprintf("%s %q was not found; restart the pod's owner by hand", w.Kind, w.Name)
 	}

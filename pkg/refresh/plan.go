@@ -227,10 +227,14 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 	case inspect.VerdictNotMounted, inspect.VerdictUnused, inspect.VerdictNoPods, "":
 		return decision{need: needNothing, reason: "nothing consumes it"}
 	case inspect.VerdictMissing:
-		if it.Optional {
+		if !it.Optional {
+			return decision{need: needManual, reason: fmt.Sprintf("create the missing %s or key: %s", strings.ToLower(it.Object.Kind), it.Reason), onPod: true}
+		}
+		if !(observed && readAtStart(it) && (it.State == inspect.StateStale || it.State == inspect.StateBroken)) {
 			return decision{need: needNothing, reason: "optional and absent: " + it.Reason}
 		}
-		return decision{need: needManual, reason: fmt.Sprintf("create the missing %s or key: %s", strings.ToLower(it.Object.Kind), it.Reason), onPod: true}
+		// removed after the container read it: it keeps the old value, and
+		// is planned as any other stale use below
 	}
 	if it.Container != nil && it.Container.Type == inspect.ContainerEphemeral && !hot {
 		// not in the pod template: a rollout restart would replace the pod
@@ -283,7 +287,7 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 			return decision{need: needAnnotate, reason: "mount is " + string(it.State) + ": an annotation makes the kubelet rewrite it now"}
 		}
 		if observed && (it.State == inspect.StateStale || it.State == inspect.StateBroken) {
-			return decision{need: needManual, reason: fmt.Sprintf("%s use is %s and stays so with --strategy annotate: restart the workload (--strategy auto or restart)", it.Mode, it.State)}
+			return decision{need: needManual, reason: fmt.Sprintf("%s use is %s%s and stays so with --strategy annotate: restart the workload (--strategy auto or restart)", it.Mode, it.State, removed(it))}
 		}
 		if !observed {
 			return decision{need: needManual, reason: "cannot tell whether stale without exec; use --strategy restart"}
@@ -306,15 +310,54 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 		}
 		return decision{need: needManual, reason: "cannot tell whether stale (" + it.StateReason + "); use --strategy restart"}
 	case inspect.StateStale, inspect.StateBroken:
-		return decision{need: needRestart, reason: fmt.Sprintf("%s use is %s: only new containers read it again", it.Mode, it.State)}
+		return decision{need: needRestart, reason: fmt.Sprintf("%s use is %s%s: only new containers read it again", it.Mode, it.State, removed(it))}
 	}
 	return decision{need: needNothing, reason: "state " + string(it.State)}
 }
 
+// readAtStart tells whether the use is read once, when its container
+// starts, and kept for the container's life: env, envFrom, subPath and
+// subPathExpr, and any use of an init container.
+func readAtStart(it inspect.Item) bool {
+	if it.Container != nil && it.Container.Type == inspect.ContainerInit {
+		return true
+	}
+	return it.Mode != inspect.ModeUnmounted && !it.Mode.HotUpdating()
+}
+
+// removed says, for a use whose optional object or key is absent now, what
+// was removed while the container kept what it read ("" for any other use).
+func removed(it inspect.Item) string {
+	if it.Verdict != inspect.VerdictMissing {
+		return ""
+	}
+	kind := strings.ToLower(it.Object.Kind)
+	what := fmt.Sprintf("optional %s %q no longer exists", kind, it.Object.Name)
+	switch {
+	case it.Object.Exists && len(it.Keys) == 1:
+		what = fmt.Sprintf("optional key %q is no longer in %s %q", it.Keys[0], kind, it.Object.Name)
+	case it.Object.Exists && len(it.Keys) > 1:
+		what = fmt.Sprintf("optional keys %s are no longer in %s %q", strings.Join(quoted(it.Keys), ", "), kind, it.Object.Name)
+	case it.Object.Exists:
+		what = fmt.Sprintf("optional data of %s %q was removed", kind, it.Object.Name)
+	}
+	return " (" + what + ", but the container still has what it read when it started)"
+}
+
+func quoted(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("%q", v)
+	}
+	return out
+}
+
 // NeedsVerify returns the pods (by PodKey) that --strategy auto or
 // annotate must observe before planning: those with a use whose action
-// depends on its state (restart-needed, breaks-on-change, never-changes: a
-// stale one is restarted or manual, a current one left alone). A pod whose
+// depends on its state (restart-needed, breaks-on-change, never-changes,
+// and a use read at container start whose optional object or key is
+// missing, as it may have been removed after the read: a stale one is
+// restarted or manual, a current one left alone). A pod whose
 // every use is a hot-updating mount (volume, items, projected of a running
 // container) or needs nothing whatever its state is annotated without a
 // prior exec: an annotation bump is harmless where the volume is already
@@ -327,7 +370,13 @@ func NeedsVerify(items []inspect.Item) map[string]bool {
 			continue
 		}
 		switch it.Verdict {
-		case inspect.VerdictHotUpdate, inspect.VerdictMissing, inspect.VerdictNotMounted, inspect.VerdictUnused, inspect.VerdictNoPods, "":
+		case inspect.VerdictMissing:
+			if !it.Optional || !readAtStart(it) {
+				continue // decided by the verdict
+			}
+			// an optional object or key removed after the container read
+			// it: the container may keep the old value (stale)
+		case inspect.VerdictHotUpdate, inspect.VerdictNotMounted, inspect.VerdictUnused, inspect.VerdictNoPods, "":
 			continue // decided by the verdict, or annotated whatever the state
 		}
 		need[PodKey(it.Object.Namespace, it.Pod.Name)] = true
@@ -361,8 +410,7 @@ func Plan(in PlanInput) []Action {
 		podTarget := Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}
 		switch d.need {
 		case needRestart:
-			wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
-			wt := Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
+			wk, wt := workloadKey(it), workloadTarget(it)
 			kind, why := ActionRestart, ""
 			if in.RestartVia == RestartViaEvict {
 				kind, why = ActionEvict, notEvictable(it, in)
@@ -382,8 +430,8 @@ func Plan(in PlanInput) []Action {
 			a.addPod(it.Pod.Name, it.Pod.UID)
 		case needManual:
 			t := podTarget
-			if Restartable[it.Workload.Kind] && !d.onPod {
-				t = Target{Kind: it.Workload.Kind, Namespace: ns, Name: it.Workload.Name}
+			if Restartable[it.Workload.GroupKind()] && !d.onPod {
+				t = workloadTarget(it)
 			}
 			manualFor(t, d.reason, it)
 		default:
@@ -394,7 +442,7 @@ func Plan(in PlanInput) []Action {
 		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.observed(it))
 		ns := it.Object.Namespace
 		pk := PodKey(ns, it.Pod.Name)
-		wk := WorkloadKey{it.Workload.Kind, ns, it.Workload.Name}
+		wk := workloadKey(it)
 		restart := restarts[wk]
 		if restart != nil && restart.Action == ActionRestart && spared(in.Workload[wk], wk, it.Pod.Name) {
 			restart = nil // below the partition: the restart leaves this pod alone
@@ -550,6 +598,9 @@ func listPods(names []string) string {
 func notRestartable(it inspect.Item, in PlanInput) string {
 	w := it.Workload
 	ns := it.Object.Namespace
+	if !w.Builtin() {
+		return foreignOwnerReason(it)
+	}
 	switch w.Kind {
 	case "Pod":
 		return fmt.Sprintf("bare pod: nothing would re-create it, so it is not deleted; re-create it yourself (kubectl replace --force -f <its manifest>)")
@@ -562,7 +613,7 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 	if !Restartable[w.Kind] {
 		return fmt.Sprintf("%s %q is not a Deployment, StatefulSet or DaemonSet: restart it with its own controller's tooling", w.Kind, w.Name)
 	}
-	info, ok := in.Workload[WorkloadKey{w.Kind, ns, w.Name}]
+	info, ok := in.Workload[workloadKey(it)]
 	if !ok || !info.Exists {
 		return fmt.Sprintf("%s %q was not found; restart the pod's owner by hand", w.Kind, w.Name)
 	}

@@ -371,7 +371,7 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) 
 		}
 		switch r.Action.Action {
 		case ActionRestart:
-			if rolled[i] && it.Workload.Kind == r.Target.Kind && it.Workload.Name == r.Target.Name && r.Action.verified(it.Pod.Name) {
+			if rolled[i] && it.Workload.GroupKind() == r.Target.Kind && it.Workload.Name == r.Target.Name && r.Action.verified(it.Pod.Name) {
 				return true
 			}
 		case ActionEvict:
@@ -412,7 +412,7 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 	case ActionRestart:
 		seen := map[string]bool{}
 		for _, it := range items {
-			if it.Workload.Kind != r.Target.Kind || it.Workload.Name != r.Target.Name || it.Object.Namespace != r.Target.Namespace {
+			if it.Workload.GroupKind() != r.Target.Kind || it.Workload.Name != r.Target.Name || it.Object.Namespace != r.Target.Namespace {
 				continue
 			}
 			if !coversObject(r.Consumers, it) || !r.Action.verified(it.Pod.Name) {

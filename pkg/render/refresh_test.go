@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -71,5 +72,23 @@ func TestResultLine(t *testing.T) {
 	}
 	if line, bad = ResultLine(nil); bad || line != "refresh: nothing consumes the selected objects: nothing to do" {
 		t.Errorf("ResultLine(nil) = %q, %v", line, bad)
+	}
+}
+
+// A manual action for a controller of another API group names it with its
+// group, in TARGET and in the CONSUMERS summary.
+func TestPlanTableNamesForeignOwnerWithItsGroup(t *testing.T) {
+	cm := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}
+	target := refresh.Target{Kind: "StatefulSet.apps.kruise.io", Namespace: "ns", Name: "db"}
+	a := refresh.Action{Action: refresh.ActionManual, Target: target, Reason: "owner apps.kruise.io/v1beta1 StatefulSet \"db\" is not a built-in workload",
+		Consumers: []refresh.Consumer{{Object: cm, Pod: "db-0", Container: "app", Mode: inspect.ModeEnv}, {Object: cm, Pod: "db-1", Container: "app", Mode: inspect.ModeEnv}}}
+	var out strings.Builder
+	if err := PlanTable(&out, []refresh.Action{a}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"statefulset.apps.kruise.io/db (2 pods)", "apps.kruise.io/v1beta1 StatefulSet"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan table lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -120,7 +120,7 @@ func workloadRows(items []inspect.Item) []workloadRow {
 		if it.Pod.Name == "" {
 			continue
 		}
-		w := wl{it.Object.Namespace, it.Workload.Kind, it.Workload.Name}
+		w := wl{it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}
 		if podsOf[w] == nil {
 			podsOf[w] = map[string]bool{}
 		}
@@ -134,12 +134,12 @@ func workloadRows(items []inspect.Item) []workloadRow {
 	index := map[key]int{}
 	var rows []workloadRow
 	for _, it := range items {
-		k := key{it.Key(), it.Workload.Kind, it.Workload.Name, Container(it), Mode(it), PathKeys(it), Verdict(it), State(it)}
+		k := key{it.Key(), it.Workload.GroupKind(), it.Workload.Name, Container(it), Mode(it), PathKeys(it), Verdict(it), State(it)}
 		i, ok := index[k]
 		if !ok {
 			i = len(rows)
 			index[k] = i
-			rows = append(rows, workloadRow{first: it, total: len(podsOf[wl{it.Object.Namespace, it.Workload.Kind, it.Workload.Name}])})
+			rows = append(rows, workloadRow{first: it, total: len(podsOf[wl{it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}])})
 		}
 		if it.Pod.Name != "" {
 			rows[i].pods++

@@ -98,12 +98,14 @@ func PathKeys(it inspect.Item) string {
 	return None
 }
 
-// Workload is kind/name of the pod's top-level owner.
+// Workload is kind/name of the pod's top-level owner, the kind qualified
+// by its group for a controller that is not a built-in one
+// (statefulset.apps.kruise.io/db).
 func Workload(it inspect.Item) string {
 	if it.Workload.Kind == "" {
 		return None
 	}
-	return strings.ToLower(it.Workload.Kind) + "/" + it.Workload.Name
+	return it.Workload.String()
 }
 
 // State is the STATE cell: the state; "terminating" for an n/a use of a

@@ -67,7 +67,8 @@ func TestUseColumns(t *testing.T) {
 	}{
 		{inspect.WorkloadRef{}, "<none>"},
 		{inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, "deployment/web"},
-		{inspect.WorkloadRef{Kind: "Rollout", Name: "canary", APIVersion: "argoproj.io/v1alpha1"}, "rollout/canary"},
+		{inspect.WorkloadRef{Kind: "Rollout", Name: "canary", APIVersion: "argoproj.io/v1alpha1"}, "rollout.argoproj.io/canary"},
+		{inspect.WorkloadRef{Kind: "StatefulSet", Name: "db", APIVersion: "apps.kruise.io/v1beta1"}, "statefulset.apps.kruise.io/db"},
 		{inspect.WorkloadRef{Kind: "Pod", Name: "debug"}, "pod/debug"},
 	} {
 		if got := Workload(inspect.Item{Workload: c.w}); got != c.want {

@@ -705,7 +705,7 @@ func changedPods(results []refresh.Result) func(inspect.Item) bool {
 	}
 	return func(it inspect.Item) bool {
 		return pods[refresh.PodKey(it.Object.Namespace, it.Pod.Name)] ||
-			workloads[refresh.WorkloadKey{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name}]
+			workloads[refresh.WorkloadKey{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name}]
 	}
 }
 
