@@ -67,7 +67,7 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	}
 	if obj.Immutable {
 		it.Verdict = VerdictNeverChanges
-		it.Reason = fmt.Sprintf("immutable %s: it never changes, and a deleted and re-created one is not picked up by running pods; roll out a new name instead", kind) + skipped
+		it.Reason = fmt.Sprintf("immutable %s: %s", kind, recreatedImmutable(it, snap)) + skipped
 		return
 	}
 	if it.Container != nil && it.Container.Type == ContainerInit {
@@ -77,6 +77,11 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		// whether it read a hot-updating volume or not.
 		it.Verdict = VerdictRestartNeeded
 		it.Reason = fmt.Sprintf("read by init container %s, which runs once when the pod starts: what it read (and whatever it copied or rendered from it) is fixed for the pod's life; only a new pod reads it again", it.Container.Name) + skipped
+		return
+	}
+	if why := projectionBlocker(it, pod, snap); why != "" {
+		it.Verdict = VerdictMissing
+		it.Reason = why
 		return
 	}
 	switch it.Mode {
@@ -108,7 +113,15 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		expanded, err := ExpandSubPathExpr(it.Volume.SubPathExpr, specEnv(pod, it.ContainerName(), lookup))
 		if err != nil {
 			it.Verdict = VerdictRestartNeeded
-			it.Reason = fmt.Sprintf("subPathExpr %q cannot be resolved from the pod spec (%v); it is a bind mount made at container start and never updates until the container restarts", it.Volume.SubPathExpr, err)
+			note, empty := fileEnvNote(it.Volume.SubPathExpr, pod, it.ContainerName(), snap, it.Pod.Node)
+			if empty {
+				it.Reason = fmt.Sprintf("subPathExpr %q: %s", it.Volume.SubPathExpr, note)
+				return
+			}
+			if note != "" {
+				note = "; " + note
+			}
+			it.Reason = fmt.Sprintf("subPathExpr %q cannot be resolved from the pod spec (%v%s); it is a bind mount made at container start and never updates until the container restarts", it.Volume.SubPathExpr, err, note)
 			return
 		}
 		sub = expanded
