@@ -131,7 +131,9 @@ func TestFileKeyRefEnvIsShownAsAFileRead(t *testing.T) {
 	f := newFx(t)
 	f.createConfigMap(configMap("app", map[string]string{"a": "v1"}))
 	init := busybox("writer")
-	init.Command = []string{"sh", "-c", "printf 'DIR=sub\\n' > /scratch/vars.env"}
+	// the kubelet's env file format: KEY='value' (an unquoted value fails
+	// the container with "couldn't parse env file")
+	init.Command = []string{"sh", "-c", "echo \"DIR='sub'\" > /scratch/vars.env"}
 	init.VolumeMounts = []corev1.VolumeMount{mount("scratch", "/scratch")}
 	c := withEnv(busybox("c"), corev1.EnvVar{Name: "DIR", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{
 		VolumeName: "scratch", Path: "vars.env", Key: "DIR"}}})
