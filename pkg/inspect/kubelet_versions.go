@@ -202,6 +202,24 @@ func recreatedImmutable(it *Item, snap *Snapshot) string {
 	return fmt.Sprintf("it never changes, and with %s a deleted and re-created one is not picked up by running pods, nor by new pods on a node where another pod still uses it; roll out a new name instead%s", basis, k.checkedNote())
 }
 
+// kubeletWithout decides a use that the node's kubelet cannot serve at all
+// for lack of a feature the pod needs: a sidecar container where sidecars
+// are off (the pod is rejected), a projected volume with a source the
+// kubelet fails the whole volume on (the pod does not start). "" when the
+// kubelet has what the use needs.
+func kubeletWithout(it *Item, pod *corev1.Pod, snap *Snapshot) (Verdict, string) {
+	if it.Container != nil && it.Container.Type == ContainerSidecar {
+		if fs := nodeKubelet(it.Pod.Node, snap).Feature(FeatureSidecarContainers); !fs.On {
+			return VerdictRestartNeeded, fmt.Sprintf("sidecar container %s (an init container with restartPolicy Always) on a kubelet without sidecar support (%s): it %s; nothing runs to read this %s",
+				it.Container.Name, fs.Basis, fs.Without, strings.ToLower(it.Object.Kind))
+		}
+	}
+	if why := projectionBlocker(it, pod, snap); why != "" {
+		return VerdictMissing, why
+	}
+	return "", ""
+}
+
 // projectionBlocker names the source of the use's projected volume that
 // the node's kubelet fails the whole volume on (a clusterTrustBundle or
 // podCertificate source it has not enabled), and why; "" when none.

@@ -179,3 +179,29 @@ func TestRecreatedImmutableByStrategy(t *testing.T) {
 		}
 	}
 }
+
+// TestSidecarOnAKubeletWithoutSidecars: a sidecar's use is predicted as a
+// regular container's where the kubelet runs sidecars (every checked
+// version by default), and as a pod the kubelet rejects where its
+// configuration turns the gate off (v1.29 to v1.32 only).
+func TestSidecarOnAKubeletWithoutSidecars(t *testing.T) {
+	snap := &Snapshot{
+		Nodes: map[string]*corev1.Node{
+			"on":  {ObjectMeta: metav1.ObjectMeta{Name: "on"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.30.14"}}},
+			"off": {ObjectMeta: metav1.ObjectMeta{Name: "off"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.30.14"}}},
+		},
+		KubeletConfigs: map[string]KubeletTiming{"off": {Strategy: StrategyWatch, FeatureGates: map[string]bool{"SidecarContainers": false}}},
+	}
+	obj := Object{Kind: KindConfigMap, Namespace: "ns", Name: "cm", Exists: true, Data: map[string][]byte{"k": []byte("v")}}
+	for node, want := range map[string]string{
+		"on":  "mounted volume: the kubelet rewrites it",
+		"off": `sidecar container proxy (an init container with restartPolicy Always) on a kubelet without sidecar support (kubelet v1.30.14 on node "off": feature gate SidecarContainers=false in its configuration): it rejects the pod at admission`,
+	} {
+		it := Item{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cm"}, Pod: PodRef{Name: "p", Node: node},
+			Container: &ContainerRef{Name: "proxy", Type: ContainerSidecar}, Mode: ModeVolume, Volume: &VolumeRef{Name: "v", MountPath: "/etc/v"}}
+		Predict(&it, nil, obj, snap)
+		if !strings.Contains(it.Reason, want) {
+			t.Errorf("node %s: %s %q\nwant %q", node, it.Verdict, it.Reason, want)
+		}
+	}
+}

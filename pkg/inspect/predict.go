@@ -70,6 +70,10 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		it.Reason = fmt.Sprintf("immutable %s: %s", kind, recreatedImmutable(it, snap)) + skipped
 		return
 	}
+	if v, why := kubeletWithout(it, pod, snap); why != "" {
+		it.Verdict, it.Reason = v, why
+		return
+	}
 	if it.Container != nil && it.Container.Type == ContainerInit {
 		// An init container runs once, to completion, before the others:
 		// whatever it read (and copied into an emptyDir or rendered, as the
@@ -77,11 +81,6 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		// whether it read a hot-updating volume or not.
 		it.Verdict = VerdictRestartNeeded
 		it.Reason = fmt.Sprintf("read by init container %s, which runs once when the pod starts: what it read (and whatever it copied or rendered from it) is fixed for the pod's life; only a new pod reads it again", it.Container.Name) + skipped
-		return
-	}
-	if why := projectionBlocker(it, pod, snap); why != "" {
-		it.Verdict = VerdictMissing
-		it.Reason = why
 		return
 	}
 	switch it.Mode {
