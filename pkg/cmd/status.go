@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -374,46 +373,25 @@ func validateOutput(format string, allowed []string) error {
 
 // readKubeletConfigs fills snap.KubeletConfigs from each node's /configz
 // (--kubelet-config). A node that cannot be read keeps the defaults, with a
-// warning that says why.
+// warning that says why and which defaults were assumed.
 func readKubeletConfigs(ctx context.Context, c kubernetes.Interface, snap *inspect.Snapshot, warn io.Writer) {
-	snap.KubeletConfigs = map[string]inspect.KubeletTiming{}
-	seen := map[string]bool{}
+	var nodes []string
 	for _, p := range snap.Pods {
-		n := p.Spec.NodeName
-		if n == "" || seen[n] {
+		nodes = append(nodes, p.Spec.NodeName)
+	}
+	configs, errs := inspect.ReadKubeletConfigs(ctx, inspect.ClientKubeletConfig{Client: c}, nodes)
+	snap.KubeletConfigs = configs
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		err := errs[n]
+		if err == nil || seen[n] {
 			continue
 		}
 		seen[n] = true
-		res := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n, "proxy", "configz").Do(ctx)
-		raw, err := res.Raw()
-		if err != nil {
-			// Result.Error reads the API server's Status message, which
-			// DoRaw and Raw leave out ("unknown").
-			err = res.Error()
-			why := rootCause(err)
-			if apierrors.IsForbidden(err) {
-				why = "needs get on nodes/proxy: " + why
-			}
-			fmt.Fprintf(warn, "warning: cannot read the kubelet configuration of node %q (%s); assuming the defaults\n", n, why)
-			continue
+		why := rootCause(err)
+		if apierrors.IsForbidden(err) {
+			why = "needs get on nodes/proxy: " + why
 		}
-		var cz struct {
-			KubeletConfig struct {
-				SyncFrequency string `json:"syncFrequency"`
-				Strategy      string `json:"configMapAndSecretChangeDetectionStrategy"`
-			} `json:"kubeletconfig"`
-		}
-		if err := json.Unmarshal(raw, &cz); err != nil {
-			fmt.Fprintf(warn, "warning: node %q: unreadable /configz (%v); assuming the defaults\n", n, err)
-			continue
-		}
-		t := inspect.KubeletTiming{Strategy: cz.KubeletConfig.Strategy}
-		if d, err := time.ParseDuration(cz.KubeletConfig.SyncFrequency); err == nil {
-			t.SyncFrequency = d
-		}
-		if t.Strategy == "" {
-			t.Strategy = inspect.StrategyWatch
-		}
-		snap.KubeletConfigs[n] = t
+		fmt.Fprintf(warn, "warning: cannot read the kubelet configuration of node %q (%s); assuming %s\n", n, why, inspect.KubeletDefaultsAssumed)
 	}
 }

@@ -360,7 +360,7 @@ func TestReadKubeletConfigs(t *testing.T) {
 	if !reflect.DeepEqual(snap.KubeletConfigs, want) {
 		t.Errorf("KubeletConfigs = %+v, want %+v", snap.KubeletConfigs, want)
 	}
-	wantWarn := `warning: cannot read the kubelet configuration of node "node-2" (needs get on nodes/proxy: nodes "node-2" is forbidden: User "dev" cannot get resource "nodes/proxy" in API group "" at the cluster scope); assuming the defaults` + "\n"
+	wantWarn := `warning: cannot read the kubelet configuration of node "node-2" (needs get on nodes/proxy: nodes "node-2" is forbidden: User "dev" cannot get resource "nodes/proxy" in API group "" at the cluster scope); assuming the kubelet defaults: syncFrequency 1m, the Watch strategy, the feature gates of its version` + "\n"
 	if warn.String() != wantWarn {
 		t.Errorf("warnings = %q\nwant       %q", warn.String(), wantWarn)
 	}

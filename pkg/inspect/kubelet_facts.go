@@ -49,10 +49,14 @@ const (
 	StrategyGet   = "Get"
 )
 
-// KubeletTiming is what the kubelet's /configz says about update timing.
+// KubeletTiming is what the kubelet's /configz says about update timing
+// and the feature gates it sets explicitly.
 type KubeletTiming struct {
 	SyncFrequency time.Duration
 	Strategy      string
+	// FeatureGates are the gates the configuration sets (nil: none, every
+	// gate at its default for the kubelet's version).
+	FeatureGates map[string]bool
 }
 
 // EstimateDelay returns how long a hot-updating use on node may take to see

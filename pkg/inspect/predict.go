@@ -67,7 +67,11 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	}
 	if obj.Immutable {
 		it.Verdict = VerdictNeverChanges
-		it.Reason = fmt.Sprintf("immutable %s: it never changes, and a deleted and re-created one is not picked up by running pods; roll out a new name instead", kind) + skipped
+		it.Reason = fmt.Sprintf("immutable %s: %s", kind, recreatedImmutable(it, snap)) + skipped
+		return
+	}
+	if v, why := kubeletWithout(it, pod, snap); why != "" {
+		it.Verdict, it.Reason = v, why
 		return
 	}
 	if it.Container != nil && it.Container.Type == ContainerInit {
@@ -108,7 +112,15 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		expanded, err := ExpandSubPathExpr(it.Volume.SubPathExpr, specEnv(pod, it.ContainerName(), lookup))
 		if err != nil {
 			it.Verdict = VerdictRestartNeeded
-			it.Reason = fmt.Sprintf("subPathExpr %q cannot be resolved from the pod spec (%v); it is a bind mount made at container start and never updates until the container restarts", it.Volume.SubPathExpr, err)
+			note, empty := fileEnvNote(it.Volume.SubPathExpr, pod, it.ContainerName(), snap, it.Pod.Node)
+			if empty {
+				it.Reason = fmt.Sprintf("subPathExpr %q: %s", it.Volume.SubPathExpr, note)
+				return
+			}
+			if note != "" {
+				note = "; " + note
+			}
+			it.Reason = fmt.Sprintf("subPathExpr %q cannot be resolved from the pod spec (%v%s); it is a bind mount made at container start and never updates until the container restarts", it.Volume.SubPathExpr, err, note)
 			return
 		}
 		sub = expanded

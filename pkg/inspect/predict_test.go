@@ -132,7 +132,7 @@ func TestPredict(t *testing.T) {
 
 		// never-changes: immutable, whatever the mode.
 		{"frozen-pod", "configmap/frozen app /etc/frozen", never, false, "",
-			"immutable configmap: it never changes, and a deleted and re-created one is not picked up by running pods; roll out a new name instead", ""},
+			"immutable configmap: it never changes, and with the Watch strategy assumed (the kubelet default; --kubelet-config reads the node's) a deleted and re-created one is not picked up by running pods", ""},
 		{"frozen-pod", "configmap/frozen app /etc/k", never, false, "", "immutable configmap", ""},
 		{"frozen-pod", "configmap/frozen app $K", never, false, "", "immutable configmap", ""},
 

@@ -75,6 +75,9 @@ func (c ClientWorkloads) get(ctx context.Context, kind, namespace, name string) 
 			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 				w.info.Partition = *ru.Partition
 			}
+			if s.Spec.Ordinals != nil {
+				w.info.OrdinalsStart = s.Spec.Ordinals.Start
+			}
 		}
 	case "DaemonSet":
 		d, e := apps.DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})

@@ -157,6 +157,9 @@ type WorkloadInfo struct {
 	OnDelete bool
 	// Partition is a StatefulSet's rolling update partition.
 	Partition int32
+	// OrdinalsStart is a StatefulSet's spec.ordinals.start (its first
+	// ordinal; the partition counts from it).
+	OrdinalsStart int32
 }
 
 // WorkloadKey names a workload.
@@ -553,15 +556,13 @@ func (a *Action) addPod(name, uid string) {
 // StatefulSet with a partition, those below it, which the plan names in a
 // warning. Pods outside sel are listed in OutsideSelector, with a warning.
 func (a *Action) replacedPods(info WorkloadInfo, sel labels.Selector) {
-	partitioned := a.Target.Kind == "StatefulSet" && info.Partition > 0
-	var spared []string
+	wk := WorkloadKey{a.Target.Kind, a.Target.Namespace, a.Target.Name}
+	var sparedPods []string
 	if info.Pods != nil {
 		for _, p := range info.Pods {
-			if partitioned {
-				if ord, ok := ordinal(p.Name, a.Target.Name); ok && ord < int(info.Partition) {
-					spared = append(spared, p.Name)
-					continue
-				}
+			if spared(info, wk, p.Name) {
+				sparedPods = append(sparedPods, p.Name)
+				continue
 			}
 			a.addPod(p.Name, p.UID)
 			if sel != nil && !sel.Empty() && !sel.Matches(labels.Set(p.Labels)) && !contains(a.OutsideSelector, p.Name) {
@@ -571,10 +572,10 @@ func (a *Action) replacedPods(info WorkloadInfo, sel labels.Selector) {
 	}
 	sort.Strings(a.Pods)
 	sort.Strings(a.OutsideSelector)
-	sort.Strings(spared)
-	if len(spared) > 0 {
+	sort.Strings(sparedPods)
+	if len(sparedPods) > 0 {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("partition %d: the restart replaces only ordinals %d and up; %s %s not replaced (delete a pod to replace it)",
-			info.Partition, info.Partition, listPods(spared), map[bool]string{true: "is", false: "are"}[len(spared) == 1]))
+			info.Partition, info.OrdinalsStart+info.Partition, listPods(sparedPods), map[bool]string{true: "is", false: "are"}[len(sparedPods) == 1]))
 	}
 	if len(a.OutsideSelector) > 0 {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("the restart also replaces %s, which -l does not select", listPods(a.OutsideSelector)))
@@ -624,6 +625,10 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 		return fmt.Sprintf("%s %q uses the OnDelete update strategy: a restart replaces no pods; delete pod %s to replace it", w.Kind, w.Name, it.Pod.Name)
 	case spared(info, WorkloadKey{w.Kind, ns, w.Name}, it.Pod.Name):
 		ord, _ := ordinal(it.Pod.Name, w.Name)
+		if info.OrdinalsStart != 0 {
+			return fmt.Sprintf("StatefulSet %q has partition %d and ordinals from %d: a restart spares pod %s (ordinal %d, index %d); delete it to replace it",
+				w.Name, info.Partition, info.OrdinalsStart, it.Pod.Name, ord, ord-int(info.OrdinalsStart))
+		}
 		return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
 	}
 	return ""
@@ -646,13 +651,16 @@ func jobReason(it inspect.Item) string {
 }
 
 // spared reports whether a restart of the workload leaves the pod alone: a
-// StatefulSet pod below the partition.
+// StatefulSet pod below the partition. The StatefulSet controller compares
+// the partition with the pod's index in the set, its ordinal minus
+// spec.ordinals.start (updateStatefulSet: replicas[ordinal-start], updated
+// from the last index down to the partition), not with the ordinal.
 func spared(info WorkloadInfo, wk WorkloadKey, pod string) bool {
 	if wk.Kind != "StatefulSet" || info.Partition <= 0 {
 		return false
 	}
 	ord, ok := ordinal(pod, wk.Name)
-	return ok && ord < int(info.Partition)
+	return ok && ord-int(info.OrdinalsStart) < int(info.Partition)
 }
 
 // ordinal parses the ordinal of a StatefulSet pod name "<set>-<n>".
