@@ -81,6 +81,10 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	}
 	switch it.Mode {
 	case ModeVolume, ModeItems, ModeProjected:
+		if b := blockingSource(*it, pod, snapLookup(snap)); b != "" && it.Pod.Name != "" {
+			it.Verdict, it.Reason = VerdictMissing, blockedReason(it.Object.Kind, b)
+			return
+		}
 		d := EstimateDelay(it.Pod.Node, snap)
 		it.Delay = &d
 		it.Verdict = VerdictHotUpdate
