@@ -140,7 +140,11 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		it.Reason = fmt.Sprintf("subPath %s is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts", shown)
 	case shownBy():
 		it.Verdict = VerdictNotMounted
-		it.Reason = fmt.Sprintf("subPath %s shows another source of projected volume %q: this container does not see this %s through this mount", shown, it.Volume.Name, strings.ToLower(it.Object.Kind))
+		which := ""
+		if w := ps.writer(sub); w != "" {
+			which = " (" + w + ")"
+		}
+		it.Reason = fmt.Sprintf("subPath %s shows another source of projected volume %q%s: this container does not see this %s through this mount", shown, it.Volume.Name, which, strings.ToLower(it.Object.Kind))
 		files = nil
 	case len(files) == 0:
 		it.Verdict = VerdictRestartNeeded

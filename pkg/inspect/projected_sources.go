@@ -41,6 +41,8 @@ type projectedSources struct {
 	laterFixed  map[string]bool
 	laterWhole  []Object
 	laterUnread []string
+	// writers says which source writes each fixed path (sourceDescription)
+	writers map[string]string
 	// unknown counts the sources of a kind this client does not know
 	// (fields of a newer API): what they write is unknown.
 	unknown int
@@ -112,7 +114,7 @@ func otherSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) proje
 		if kind != "" && len(items) == 0 {
 			ps.addWhole(ObjectKey{Kind: kind, Namespace: it.Object.Namespace, Name: name}, lookup, later)
 		}
-		ps.claim(fixed, later)
+		ps.claim(fixed, later, sourceDescription(s))
 	}
 	return ps
 }
@@ -164,13 +166,17 @@ func (ps *projectedSources) addWhole(k ObjectKey, lookup func(ObjectKey) Object,
 
 // claim records paths a source writes at fixed places, and the directories
 // above them.
-func (ps *projectedSources) claim(fixed []string, later bool) {
+func (ps *projectedSources) claim(fixed []string, later bool, desc string) {
 	for _, f := range fixed {
 		if f == "" {
 			continue
 		}
 		c := path.Clean(f)
 		ps.claimed[c] = true
+		if ps.writers == nil {
+			ps.writers = map[string]string{}
+		}
+		ps.writers[c] = desc
 		if later {
 			ps.laterFixed[c] = true
 		}
@@ -278,4 +284,38 @@ func snapLookup(snap *Snapshot) func(ObjectKey) Object {
 		return nil
 	}
 	return snap.Object
+}
+
+// sourceDescription names a source of a projected volume as what it is.
+func sourceDescription(s corev1.VolumeProjection) string {
+	switch {
+	case s.ConfigMap != nil:
+		return fmt.Sprintf("ConfigMap %q", s.ConfigMap.Name)
+	case s.Secret != nil:
+		return fmt.Sprintf("Secret %q", s.Secret.Name)
+	case s.DownwardAPI != nil:
+		return "the downwardAPI source"
+	case s.ServiceAccountToken != nil:
+		return "the serviceAccountToken source"
+	case s.ClusterTrustBundle != nil:
+		b := s.ClusterTrustBundle
+		switch {
+		case b.Name != nil:
+			return fmt.Sprintf("ClusterTrustBundle %q", *b.Name)
+		case b.SignerName != nil:
+			return fmt.Sprintf("the ClusterTrustBundles of signer %q", *b.SignerName)
+		}
+		return "the clusterTrustBundle source"
+	case s.PodCertificate != nil:
+		if s.PodCertificate.SignerName == "" {
+			return "the podCertificate source"
+		}
+		return fmt.Sprintf("the pod certificate of signer %q", s.PodCertificate.SignerName)
+	}
+	return "a source of a kind this client does not know"
+}
+
+// writer names the source that writes the fixed path p, "" when none does.
+func (ps projectedSources) writer(p string) string {
+	return ps.writers[p]
 }

@@ -166,6 +166,18 @@ func TestProjectedCertificateAndUnknownSources(t *testing.T) {
 		t.Errorf("expected files %+v, want only the ConfigMap's", prs)
 	}
 
+	// shown as what they are: a subPath onto the trust bundle names it
+	sub := volItem(ModeSubPath, "/etc/ca.pem")
+	sub.Volume.SubPath = "ca.pem"
+	Predict(&sub, pod, cmWith(map[string]string{"a": "1"}, testNow), nil)
+	if sub.Verdict != VerdictNotMounted || !strings.Contains(sub.Reason, `(the ClusterTrustBundles of signer "example.com/signer")`) {
+		t.Errorf("subPath onto the trust bundle: %s (%s), want not-mounted naming the ClusterTrustBundle source", sub.Verdict, sub.Reason)
+	}
+	// the pod certificate's private key is treated as Secret data
+	if e := SecretExposureOf(it, pod); !e.File("tls.key") || !e.File("bundle.pem") || e.File("a") {
+		t.Errorf("secret exposure: key %v bundle %v a %v, want the key files only", e.File("tls.key"), e.File("bundle.pem"), e.File("a"))
+	}
+
 	// a pod from a newer server: the source's field is unknown to this client
 	var decoded corev1.Pod
 	raw := `{"metadata":{"name":"p","namespace":"ns","uid":"u"},"spec":{"nodeName":"n","containers":[{"name":"c","volumeMounts":[{"name":"v","mountPath":"/etc/cfg"}]}],
@@ -218,4 +230,3 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
