@@ -121,13 +121,14 @@ type containerKey struct{ namespace, pod, container string }
 // the paths to read (merged over the uses), the indexes of those uses, and
 // what the read showed.
 type containerRead struct {
-	req VerifyRequest
+	req   VerifyRequest
+	paths map[string]int // index in req.Paths by path
+	uses  []int
+	obs   *Verified
+
 	// pod and container: their status explains a failed read
 	pod       *corev1.Pod
 	container *ContainerRef
-	paths     map[string]int // index in req.Paths by path
-	uses      []int
-	obs       *Verified
 }
 
 // planReads fills each result's item and pod, decides the uses that need no
