@@ -174,3 +174,44 @@ func TestStatusNamesTheSourceThatBlocksAVolume(t *testing.T) {
 
 // sleepSettle waits past the kubelet's answer to an annotation bump.
 func sleepSettle() { time.Sleep(settle) }
+
+// The same ConfigMap twice in one projected volume, with different items:
+// two uses with two identities (volume.source) in status, in the refresh
+// plan and in its wait, each verified against its own items.
+func TestRepeatedConfigMapInOneProjectedVolume(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"a": "a0", "b": "b0"}))
+	f.createPod(pod("web", withVolumes(podSpec(withMounts(busybox("c"), mount("all", "/etc/all"))),
+		projectedVolume("all", cmProjection("app", corev1.KeyToPath{Key: "a", Path: "a.txt"}),
+			cmProjection("app", corev1.KeyToPath{Key: "b", Path: "b.txt"})))))
+	f.waitPodReady("web")
+	f.patchConfigMapData("app", map[string]string{"a": "a1", "b": "b1"})
+	doc, errOut, code := f.refreshJSON("app", "--timeout", "90s")
+	if code != 0 || len(doc.Items) != 1 || doc.Items[0].Outcome != refresh.OutcomeCurrent {
+		t.Fatalf("refresh: exit %d, want 0 and one annotate current: %+v\nstderr: %s", code, doc.Items, errOut)
+	}
+	cs := doc.Items[0].Consumers
+	if len(cs) != 2 || cs[0].ID() == cs[1].ID() || cs[0].Source+cs[1].Source != 3 {
+		t.Errorf("consumers %+v, want two with sources 1 and 2", cs)
+	}
+	rep, ok := f.status("--verify")
+	if !ok {
+		return
+	}
+	sources := 0
+	for _, it := range rep.Items {
+		if it.Object.Name != "app" {
+			continue
+		}
+		sources += it.Volume.Source
+		if it.State != inspect.StateInSync {
+			t.Errorf("source %d: %s (%s), want in-sync", it.Volume.Source, it.State, it.StateReason)
+		}
+	}
+	if sources != 3 {
+		t.Errorf("status items of app: volume.source sum %d, want two items with sources 1 and 2: %+v", sources, rep.Items)
+	}
+	f.expectFile("web", "c", "/etc/all/a.txt", "a1")
+	f.expectFile("web", "c", "/etc/all/b.txt", "b1")
+}
