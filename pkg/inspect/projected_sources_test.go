@@ -221,6 +221,14 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 	if !done || c.Cause != CauseNotRunning || !strings.HasPrefix(c.Reason, "not running: the container is restarting (waiting: CrashLoopBackOff; restart count 3; last exit: Error, code 1)") {
 		t.Errorf("waiting: %s %s (%s), want not running with the restart state", c.State, c.Cause, c.Reason)
 	}
+	// killed as the container stops: the same answer; a read that failed
+	// by itself keeps its own
+	for code, want := range map[string]string{"exit code 137": VerifyNotRunning, "exit code 2: sh: bad": VerifyFailed} {
+		obs := explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: code}}, pod, it.Container)
+		if obs.Err.Reason != want {
+			t.Errorf("%s: %v, want %s", code, obs.Err, want)
+		}
+	}
 	// a container that never restarted keeps the exec's own answer
 	fresh := configMapVolumePod()
 	obs := explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "exit code 2"}}, fresh, it.Container)

@@ -216,6 +216,11 @@ func explainRestart(obs *Verified, pod *corev1.Pod, c *ContainerRef) *Verified {
 	if obs.Err.Reason != VerifyFailed && obs.Err.Reason != VerifyNotRunning {
 		return obs
 	}
+	if m := exitCodeMessage.FindStringSubmatch(obs.Err.Message); m != nil && m[1] != "137" && m[1] != "143" {
+		// the read ran and failed by itself; 137 and 143 are the kill
+		// and the stop of a container that goes down
+		return obs
+	}
 	st, found := containerStatus(pod, c.Name, c.Type)
 	if !found {
 		return obs
@@ -228,3 +233,6 @@ func explainRestart(obs *Verified, pod *corev1.Pod, c *ContainerRef) *Verified {
 	out.Err = &VerifyError{Reason: VerifyNotRunning, Message: msg, Hint: "verify again once it runs"}
 	return &out
 }
+
+// exitCodeMessage matches the message of a read that exited non-zero.
+var exitCodeMessage = regexp.MustCompile(`^exit code (\d+)`)
