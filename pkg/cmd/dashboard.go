@@ -85,7 +85,7 @@ type DashboardOptions struct {
 
 // NewDashboardOptions returns options with defaults.
 func NewDashboardOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DashboardOptions {
-	o := &DashboardOptions{ConfigFlags: flags, IOStreams: streams, Timeout: 5 * time.Minute, Now: time.Now,
+	o := &DashboardOptions{ConfigFlags: flags, IOStreams: streams, Timeout: 5 * time.Minute, Now: apiClock.Now,
 		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, MaxRestarts: -1}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o

@@ -114,7 +114,7 @@ type RefreshOptions struct {
 // NewRefreshOptions returns options with defaults.
 func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RefreshOptions {
 	o := &RefreshOptions{ConfigFlags: flags, IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
-		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute, Now: time.Now,
+		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute, Now: apiClock.Now,
 		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1}
 	// the verify flags' defaults, from the one place that declares them
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)

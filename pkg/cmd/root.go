@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
 // Exit codes (design.md, the contract).
@@ -141,6 +144,13 @@ const (
 	clientBurst = 100
 )
 
+// apiClock is the API server's time, learnt from the Date header of its
+// answers (every client newClient builds feeds it): the commands compare
+// ages and deadlines with times the cluster wrote (managedFields, the
+// refresh annotation, the kubelet's ..data directory) on the server's
+// clock, not the client's.
+var apiClock = inspect.NewServerClock(time.Now)
+
 // newClient builds the REST config and clientset from the kubeconfig flags.
 func newClient(flags *genericclioptions.ConfigFlags) (*rest.Config, kubernetes.Interface, error) {
 	cfg, err := flags.ToRESTConfig()
@@ -150,6 +160,7 @@ func newClient(flags *genericclioptions.ConfigFlags) (*rest.Config, kubernetes.I
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	timeout := cfg.Timeout
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newThrottleTransport(rt, timeout) })
+	cfg.Wrap(apiClock.Wrap)
 	cs, err := kubernetes.NewForConfig(protobufConfig(cfg))
 	if err != nil {
 		return nil, nil, err

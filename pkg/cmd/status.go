@@ -85,7 +85,7 @@ type StatusOptions struct {
 
 // NewStatusOptions returns options with defaults.
 func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
-	o := &StatusOptions{ConfigFlags: flags, IOStreams: streams, Now: time.Now}
+	o := &StatusOptions{ConfigFlags: flags, IOStreams: streams, Now: apiClock.Now}
 	// The verify flags' defaults, from the one place that declares them.
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), true)
 	return o

@@ -38,7 +38,8 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 	// A projected volume shares its directory with other sources: a later
 	// source that writes the same path wins it, and a file this payload
 	// lacks may be another source's.
-	v := &volumeFiles{it: it, pl: pl, op: op, fsGroup: hasFSGroup(pod), ps: otherSources(it, pod, o.Object)}
+	v := &volumeFiles{it: it, pl: pl, op: op, fsGroup: hasFSGroup(pod), ps: otherSources(it, pod, o.Object),
+		blocked: blockingSource(it, pod, o.Object)}
 	v.compareExpected()
 	v.compareExtras()
 	c.Files = v.files
@@ -95,6 +96,12 @@ type volumeFiles struct {
 	// extrasUnknown: without a shell, the names in the volume could not be
 	// listed, so a removed key's file would go unseen.
 	extrasUnknown bool
+	// foreign counts the files left to a source of the projected volume
+	// this client does not know.
+	foreign int
+	// blocked names another source that makes the kubelet fail the
+	// volume's update (blockingSource).
+	blocked string
 }
 
 // compareExpected compares each file of the payload that the container
@@ -149,6 +156,11 @@ func (v *volumeFiles) extra(p string, of *VerifiedFile) {
 		return
 	}
 	mine, maybe := ownsExtra(v.it, v.ps, p)
+	if mine && v.ps.unknown > 0 && len(v.it.Items) == 0 {
+		// it may be the file of a source this client does not know
+		v.foreign++
+		return
+	}
 	if len(maybe) > 0 {
 		v.mayBeUnread(displayPath(p), maybe)
 	}
@@ -169,6 +181,10 @@ func volumeVerdict(c *Comparison, it Item, obj Object, obs *Verified, now time.T
 	note := v.overriddenNote()
 	if len(v.unknown) > 0 {
 		note += "; not compared: " + unreadNote(listNames(v.unknown, 3), v.unreadBy)
+	}
+	if v.foreign > 0 {
+		note += fmt.Sprintf("; %s of the volume not compared: %s may come from a source of projected volume %q of a kind this client does not know",
+			plural(v.foreign, "other file"), pluralVerb(v.foreign, "it", "they"), it.Volume.Name)
 	}
 	switch {
 	case t.differ == 0 && t.notCompared == 0 && !v.extrasUnknown && len(v.unknown) == 0:
@@ -191,6 +207,10 @@ func volumeVerdict(c *Comparison, it Item, obj Object, obs *Verified, now time.T
 		c.State = StateStale
 		c.Reason = fmt.Sprintf("differs from the API (%s), and the %s is immutable: it was deleted and re-created, and the kubelet keeps serving its old copy (even to new pods on this node while any pod there uses it); roll out a new name",
 			listNames(t.names, 3), kind)
+	case v.blocked != "":
+		c.State = StateStale
+		c.Reason = fmt.Sprintf("differs from the API (%s); blocked by another source: %s, and the kubelet fails the whole volume's update, so the container keeps the old content until that is fixed%s%s",
+			listNames(t.names, 3), v.blocked, written, note)
 	default:
 		c.State = StatePending
 		c.Reason = fmt.Sprintf("differs from the API (%s); %s%s%s", listNames(t.names, 3), pendingTiming(it, obj, now), written, note)

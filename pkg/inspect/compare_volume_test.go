@@ -20,9 +20,13 @@ func TestCompareVolume(t *testing.T) {
 			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "labels"}}}},
 		}}}}}})
 	other := cmObject(map[string]string{"o": "x"}, nil)
+	third := cmObject(map[string]string{"k": "k"}, nil)
 	lookup := func(k ObjectKey) Object {
-		if k.Name == "other" {
+		switch k.Name {
+		case "other":
 			return other
+		case "third":
+			return third
 		}
 		return Object{Kind: k.Kind, Name: k.Name}
 	}

@@ -81,6 +81,9 @@ func precheckContainer(it Item, pod *corev1.Pod, obj Object) (Comparison, bool) 
 		if it.Container.Type == ContainerInit {
 			return Comparison{State: StateNA, Reason: fmt.Sprintf("the init container has not run yet (%s): it reads the current content when it starts", r)}, true
 		}
+		if msg, ok := restartingReason(st); ok {
+			return Comparison{State: StateUnverifiable, Reason: VerifyNotRunning + ": " + msg, Cause: CauseNotRunning}, true
+		}
 		if st.LastTerminationState.Terminated == nil && st.RestartCount == 0 {
 			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container never started (waiting: %s)", r), Cause: CauseNotRunning}, true
 		}

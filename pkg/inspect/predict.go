@@ -85,6 +85,10 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	}
 	switch it.Mode {
 	case ModeVolume, ModeItems, ModeProjected:
+		if b := blockingSource(*it, pod, snapLookup(snap)); b != "" && it.Pod.Name != "" {
+			it.Verdict, it.Reason = VerdictMissing, blockedReason(it.Object.Kind, b)
+			return
+		}
 		d := EstimateDelay(it.Pod.Node, snap)
 		it.Delay = &d
 		it.Verdict = VerdictHotUpdate
@@ -148,7 +152,11 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 		it.Reason = fmt.Sprintf("subPath %s is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts", shown)
 	case shownBy():
 		it.Verdict = VerdictNotMounted
-		it.Reason = fmt.Sprintf("subPath %s shows another source of projected volume %q: this container does not see this %s through this mount", shown, it.Volume.Name, strings.ToLower(it.Object.Kind))
+		which := ""
+		if w := ps.writer(sub); w != "" {
+			which = " (" + w + ")"
+		}
+		it.Reason = fmt.Sprintf("subPath %s shows another source of projected volume %q%s: this container does not see this %s through this mount", shown, it.Volume.Name, which, strings.ToLower(it.Object.Kind))
 		files = nil
 	case len(files) == 0:
 		it.Verdict = VerdictRestartNeeded

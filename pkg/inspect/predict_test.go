@@ -168,7 +168,7 @@ func TestPredict(t *testing.T) {
 		{"secret-pod", "configmap/app-config  unmounted:spare", notMounted, false, "", `volume "spare" is declared`, ""},
 		{"secret-pod", "secret/db-creds  unmounted:spare", notMounted, true, "", `volume "spare" is declared`, ""},
 		{"projected-subpath-pod", "secret/db-creds app /etc/app.yaml", notMounted, false, "",
-			`subPath "config/app.yaml" shows another source of projected volume "bundle": this container does not see this secret through this mount`, ""},
+			`subPath "config/app.yaml" shows another source of projected volume "bundle" (ConfigMap "app-config"): this container does not see this secret through this mount`, ""},
 		{"projected-subpath-pod", "configmap/app-config app /etc/secrets", notMounted, false, "", `subPath "secrets" shows another source`, ""},
 		{"projected-subpath-pod", "configmap/app-config app /etc/token", notMounted, false, "", `subPath "token" shows another source`, ""}, // the serviceAccountToken
 		{"projected-subpath-pod", "secret/db-creds app /etc/token", notMounted, false, "", `subPath "token" shows another source`, ""},

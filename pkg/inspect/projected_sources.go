@@ -41,6 +41,47 @@ type projectedSources struct {
 	laterFixed  map[string]bool
 	laterWhole  []Object
 	laterUnread []string
+	// writers says which source writes each fixed path (sourceDescription)
+	writers map[string]string
+	// unknown counts the sources of a kind this client does not know
+	// (fields of a newer API): what they write is unknown.
+	unknown int
+}
+
+// isOwnSource tells whether the i-th source of the projected volume is the
+// use's own: by its position when the volume names the object more than
+// once, else by kind, name and items.
+func isOwnSource(it Item, i int, kind, name string, items []corev1.KeyToPath) bool {
+	if kind != it.Object.Kind || name != it.Object.Name {
+		return false
+	}
+	if it.Volume != nil && it.Volume.Source > 0 {
+		return it.Volume.Source == i+1
+	}
+	return sameItems(items, it.Items)
+}
+
+// keepRepeatedPositions keeps the position of the sources whose object the
+// volume names more than once, and clears the others': only repeated
+// objects need it to tell their uses apart.
+func keepRepeatedPositions(srcs []source) []source {
+	n := map[[2]string]int{}
+	for _, s := range srcs {
+		n[[2]string{s.kind, s.name}]++
+	}
+	for i := range srcs {
+		if n[[2]string{srcs[i].kind, srcs[i].name}] < 2 {
+			srcs[i].position = 0
+		}
+	}
+	return srcs
+}
+
+// knownProjection tells whether the source sets a field this client
+// knows (an empty one is a field of a newer API, dropped when decoding).
+func knownProjection(s corev1.VolumeProjection) bool {
+	return s.ConfigMap != nil || s.Secret != nil || s.DownwardAPI != nil || s.ServiceAccountToken != nil ||
+		s.ClusterTrustBundle != nil || s.PodCertificate != nil
 }
 
 // otherSources describes the other sources of the use's projected volume:
@@ -56,11 +97,16 @@ func otherSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) proje
 	}
 	ps := projectedSources{projected: true, claimed: map[string]bool{}, laterFixed: map[string]bool{}}
 	self, later := false, false
-	for _, s := range v.Projected.Sources {
+	for i, s := range v.Projected.Sources {
 		kind, name, items, fixed := projectedSource(s)
-		if kind == it.Object.Kind && name == it.Object.Name && !self && sameItems(items, it.Items) {
+		if !self && isOwnSource(it, i, kind, name, items) {
 			self, later = true, true
 			continue
+		}
+		if kind == "" && len(fixed) == 0 && !knownProjection(s) {
+			// a source this client does not know (a newer API field):
+			// any top-level name may be its
+			ps.unknown++
 		}
 		for _, kp := range items {
 			fixed = append(fixed, kp.Path)
@@ -68,7 +114,7 @@ func otherSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) proje
 		if kind != "" && len(items) == 0 {
 			ps.addWhole(ObjectKey{Kind: kind, Namespace: it.Object.Namespace, Name: name}, lookup, later)
 		}
-		ps.claim(fixed, later)
+		ps.claim(fixed, later, sourceDescription(s))
 	}
 	return ps
 }
@@ -120,13 +166,17 @@ func (ps *projectedSources) addWhole(k ObjectKey, lookup func(ObjectKey) Object,
 
 // claim records paths a source writes at fixed places, and the directories
 // above them.
-func (ps *projectedSources) claim(fixed []string, later bool) {
+func (ps *projectedSources) claim(fixed []string, later bool, desc string) {
 	for _, f := range fixed {
 		if f == "" {
 			continue
 		}
 		c := path.Clean(f)
 		ps.claimed[c] = true
+		if ps.writers == nil {
+			ps.writers = map[string]string{}
+		}
+		ps.writers[c] = desc
 		if later {
 			ps.laterFixed[c] = true
 		}
@@ -175,4 +225,97 @@ func sourcesWrite(p string, fixed map[string]bool, whole []Object, unread []stri
 
 func sameItems(a []corev1.KeyToPath, b []KeyPath) bool {
 	return slices.EqualFunc(a, b, func(x corev1.KeyToPath, y KeyPath) bool { return x.Key == y.Key && x.Path == y.Path })
+}
+
+// blockingSource names a required source of the use's projected volume,
+// other than the use's own, whose object or listed key is missing: the
+// kubelet then fails the whole volume's update, and every source of the
+// volume keeps its old content (observed). "" when none is known to be
+// (a source that was not read is not counted).
+func blockingSource(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) string {
+	if it.Volume == nil || it.Mode != ModeProjected || lookup == nil {
+		return ""
+	}
+	v := podVolume(pod, it.Volume.Name)
+	if v == nil || v.Projected == nil {
+		return ""
+	}
+	for i, s := range v.Projected.Sources {
+		kind, name, items, _ := projectedSource(s)
+		if kind == "" || isOwnSource(it, i, kind, name, items) || projectionOptional(s) {
+			continue
+		}
+		obj := lookup(ObjectKey{Kind: kind, Namespace: it.Object.Namespace, Name: name})
+		if obj.Unread {
+			continue
+		}
+		what := fmt.Sprintf("%s %q", kind, name)
+		if !obj.Exists {
+			return fmt.Sprintf("%s, a required source of projected volume %q, does not exist", what, v.Name)
+		}
+		for _, kp := range items {
+			if _, ok := obj.Data[kp.Key]; !ok {
+				return fmt.Sprintf("required key %q is not in %s, a source of projected volume %q", kp.Key, what, v.Name)
+			}
+		}
+	}
+	return ""
+}
+
+func projectionOptional(s corev1.VolumeProjection) bool {
+	switch {
+	case s.ConfigMap != nil:
+		return isTrue(s.ConfigMap.Optional)
+	case s.Secret != nil:
+		return isTrue(s.Secret.Optional)
+	}
+	return false
+}
+
+// blockedReason is the reason of a use whose volume another source blocks.
+func blockedReason(kind, blocker string) string {
+	return fmt.Sprintf("blocked by another source: %s; the kubelet fails the whole volume's update, so this %s's files keep the content they had (and a new pod cannot start) until that is fixed",
+		blocker, strings.ToLower(kind))
+}
+
+// snapLookup is the snapshot's object lookup, nil without a snapshot.
+func snapLookup(snap *Snapshot) func(ObjectKey) Object {
+	if snap == nil {
+		return nil
+	}
+	return snap.Object
+}
+
+// sourceDescription names a source of a projected volume as what it is.
+func sourceDescription(s corev1.VolumeProjection) string {
+	switch {
+	case s.ConfigMap != nil:
+		return fmt.Sprintf("ConfigMap %q", s.ConfigMap.Name)
+	case s.Secret != nil:
+		return fmt.Sprintf("Secret %q", s.Secret.Name)
+	case s.DownwardAPI != nil:
+		return "the downwardAPI source"
+	case s.ServiceAccountToken != nil:
+		return "the serviceAccountToken source"
+	case s.ClusterTrustBundle != nil:
+		b := s.ClusterTrustBundle
+		switch {
+		case b.Name != nil:
+			return fmt.Sprintf("ClusterTrustBundle %q", *b.Name)
+		case b.SignerName != nil:
+			return fmt.Sprintf("the ClusterTrustBundles of signer %q", *b.SignerName)
+		}
+		return "the clusterTrustBundle source"
+	case s.PodCertificate != nil:
+		if s.PodCertificate.SignerName == "" {
+			return "the podCertificate source"
+		}
+		return fmt.Sprintf("the pod certificate of signer %q", s.PodCertificate.SignerName)
+	}
+	return "a source of a kind this client does not know"
+}
+
+// writer names the source that writes the fixed path p, "" when none does.
+func (ps projectedSources) writer(p string) string {
+	return ps.writers[p]
 }

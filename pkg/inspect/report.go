@@ -193,6 +193,10 @@ type VolumeRef struct {
 	SubPath     string `json:"subPath,omitempty"`
 	SubPathExpr string `json:"subPathExpr,omitempty"`
 	ReadOnly    bool   `json:"readOnly,omitempty"`
+	// Source is the place (from 1) of the use's source in a projected
+	// volume that lists the same object more than once (e.g. with
+	// different items): it tells those uses apart. 0 otherwise.
+	Source int `json:"source,omitempty"`
 }
 
 // KeyPath is one item of a volume's `items`: a key written at a path.
@@ -290,6 +294,9 @@ type UseID struct {
 	Volume    string `json:"volume,omitempty"`
 	MountPath string `json:"mountPath,omitempty"`
 	Env       string `json:"env,omitempty"`
+	// Source tells apart two sources of one projected volume that name
+	// the same object (VolumeRef.Source).
+	Source int `json:"source,omitempty"`
 }
 
 // ID returns the use's identity.
@@ -300,7 +307,7 @@ func (it Item) ID() UseID {
 		ObjectKind: it.Object.Kind, ObjectName: it.Object.Name,
 	}
 	if it.Volume != nil {
-		id.Volume, id.MountPath = it.Volume.Name, it.Volume.MountPath
+		id.Volume, id.MountPath, id.Source = it.Volume.Name, it.Volume.MountPath, it.Volume.Source
 	}
 	switch it.Mode {
 	case ModeEnv:

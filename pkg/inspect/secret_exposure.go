@@ -46,6 +46,18 @@ func SecretExposureOf(it Item, pod *corev1.Pod) SecretExposure {
 	}
 	if v := podVolume(pod, it.Volume.Name); v != nil && v.Projected != nil {
 		for _, s := range v.Projected.Sources {
+			if pc := s.PodCertificate; pc != nil {
+				// the private key is as secret as a Secret's data
+				for _, p := range []string{pc.KeyPath, pc.CredentialBundlePath} {
+					if p != "" {
+						e.filePaths[path.Clean(p)] = true
+					}
+				}
+			}
+			if !knownProjection(s) {
+				// a source this client does not know may write anything
+				e.topLevel = true
+			}
 			if s.Secret == nil {
 				continue
 			}

@@ -35,6 +35,10 @@ type Snapshot struct {
 	KubeletConfigs map[string]KubeletTiming
 	// SecretsListed tells whether Secrets were loaded (--secrets).
 	SecretsListed bool
+	// Unread marks objects known not to have been read, whatever
+	// SecretsListed says (a Secret a per-pod snapshot did not fetch): what
+	// they hold is unknown, never absent.
+	Unread map[ObjectKey]bool
 	// Templates are the pod templates of the workloads (LoadOptions.Workloads):
 	// who will consume an object when no pod of theirs runs now.
 	Templates []WorkloadTemplate
@@ -105,6 +109,10 @@ func (s *Snapshot) Object(k ObjectKey) Object {
 
 func (s *Snapshot) convert(k ObjectKey) Object {
 	o := Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
+	if s.Unread[k] {
+		o.Unread = true
+		return o
+	}
 	switch k.Kind {
 	case KindConfigMap:
 		if cm, ok := s.ConfigMaps[k]; ok {

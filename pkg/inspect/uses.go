@@ -13,6 +13,10 @@ type source struct {
 	optional    bool
 	defaultMode *int32
 	projected   bool
+	// position is the place (from 1) of a projected source in its volume
+	// when the volume lists the same object more than once: it tells the
+	// uses apart (see VolumeRef.Source); 0 otherwise.
+	position int
 }
 
 // volumeSources returns the ConfigMap and Secret sources of a pod volume.
@@ -26,17 +30,17 @@ func volumeSources(v corev1.Volume) []source {
 			optional: isTrue(v.Secret.Optional), defaultMode: v.Secret.DefaultMode}}
 	case v.Projected != nil:
 		var out []source
-		for _, p := range v.Projected.Sources {
+		for i, p := range v.Projected.Sources {
 			switch {
 			case p.ConfigMap != nil:
 				out = append(out, source{kind: KindConfigMap, name: p.ConfigMap.Name, items: p.ConfigMap.Items,
-					optional: isTrue(p.ConfigMap.Optional), defaultMode: v.Projected.DefaultMode, projected: true})
+					optional: isTrue(p.ConfigMap.Optional), defaultMode: v.Projected.DefaultMode, projected: true, position: i + 1})
 			case p.Secret != nil:
 				out = append(out, source{kind: KindSecret, name: p.Secret.Name, items: p.Secret.Items,
-					optional: isTrue(p.Secret.Optional), defaultMode: v.Projected.DefaultMode, projected: true})
+					optional: isTrue(p.Secret.Optional), defaultMode: v.Projected.DefaultMode, projected: true, position: i + 1})
 			}
 		}
-		return out
+		return keepRepeatedPositions(out)
 	}
 	return nil
 }
@@ -120,7 +124,7 @@ func appendUses(out []Item, pod *corev1.Pod) []Item {
 			for _, s := range volumeSources(v) {
 				it := newItem(s.kind, s.name, c.ref)
 				fillSource(&it, s)
-				it.Volume = &VolumeRef{Name: m.Name, MountPath: m.MountPath, SubPath: m.SubPath, SubPathExpr: m.SubPathExpr, ReadOnly: m.ReadOnly}
+				it.Volume = &VolumeRef{Name: m.Name, MountPath: m.MountPath, SubPath: m.SubPath, SubPathExpr: m.SubPathExpr, ReadOnly: m.ReadOnly, Source: s.position}
 				switch {
 				case m.SubPath != "":
 					it.Mode = ModeSubPath
@@ -175,7 +179,7 @@ func appendUses(out []Item, pod *corev1.Pod) []Item {
 			it.Object = ObjectRef{Kind: s.kind, Namespace: pod.Namespace, Name: s.name}
 			fillSource(&it, s)
 			it.Mode = ModeUnmounted
-			it.Volume = &VolumeRef{Name: v.Name}
+			it.Volume = &VolumeRef{Name: v.Name, Source: s.position}
 			out = append(out, it)
 		}
 	}

@@ -103,6 +103,7 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 	readContainers(ctx, reads, ex, opts)
 	co := CompareOptions{Now: opts.Now(), Object: snap.Object}
 	for _, r := range reads {
+		r.obs = explainRestart(r.obs, r.pod, r.container)
 		for _, i := range r.uses {
 			results[i].Comparison = safeCompare(items[i], results[i].Pod, inputs[i], r.obs, co)
 		}
@@ -124,6 +125,10 @@ type containerRead struct {
 	paths map[string]int // index in req.Paths by path
 	uses  []int
 	obs   *Verified
+
+	// pod and container: their status explains a failed read
+	pod       *corev1.Pod
+	container *ContainerRef
 }
 
 // planReads fills each result's item and pod, decides the uses that need no
@@ -154,7 +159,8 @@ func planReads(items []Item, snap *Snapshot, results []Result, inputs []useInput
 		k := containerKey{it.Object.Namespace, it.Pod.Name, it.Container.Name}
 		r := byContainer[k]
 		if r == nil {
-			r = &containerRead{req: VerifyRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{}}
+			r = &containerRead{req: VerifyRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{},
+				pod: pod, container: it.Container}
 			byContainer[k] = r
 			reads = append(reads, r)
 		}

@@ -2,12 +2,14 @@ package inspect
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilexec "k8s.io/client-go/util/exec"
 )
@@ -177,3 +179,60 @@ var podNotFound = regexp.MustCompile(`\bpods "[^"]*" not found\b`)
 // message: the query of an exec request is the whole verify script,
 // which would hide the cause at the end of the message.
 var requestURL = regexp.MustCompile(`\b(GET|POST|Get|Post) "([^"?]*)\?[^"]*"`)
+
+// restartingReason says that a container is restarting, with what its
+// status tells: the reason it waits (CrashLoopBackOff, ...), its restart
+// count and how it last ended. ok is false when the status shows no restart.
+// A read that fails while a container restarts and a container seen waiting
+// between two runs get this one answer (not running), whichever the read
+// happened to meet.
+func restartingReason(st corev1.ContainerStatus) (string, bool) {
+	last := st.LastTerminationState.Terminated
+	if st.RestartCount == 0 && last == nil {
+		return "", false
+	}
+	var parts []string
+	switch {
+	case st.State.Waiting != nil:
+		parts = append(parts, "waiting: "+cmp.Or(st.State.Waiting.Reason, "Waiting"))
+	case st.State.Terminated != nil:
+		parts = append(parts, "terminated: "+cmp.Or(st.State.Terminated.Reason, "Terminated"))
+	}
+	parts = append(parts, fmt.Sprintf("restart count %d", st.RestartCount))
+	if last != nil {
+		parts = append(parts, fmt.Sprintf("last exit: %s, code %d", cmp.Or(last.Reason, "Terminated"), last.ExitCode))
+	}
+	return "the container is restarting (" + strings.Join(parts, "; ") + ")", true
+}
+
+// explainRestart turns a failed read of a container that the pod's status
+// shows restarting into "not running" with its restart state: whether the
+// exec met the container stopping, gone or not yet started, the answer is
+// the same.
+func explainRestart(obs *Verified, pod *corev1.Pod, c *ContainerRef) *Verified {
+	if obs == nil || obs.Err == nil || pod == nil || c == nil {
+		return obs
+	}
+	if obs.Err.Reason != VerifyFailed && obs.Err.Reason != VerifyNotRunning {
+		return obs
+	}
+	if m := exitCodeMessage.FindStringSubmatch(obs.Err.Message); m != nil && m[1] != "137" && m[1] != "143" {
+		// the read ran and failed by itself; 137 and 143 are the kill
+		// and the stop of a container that goes down
+		return obs
+	}
+	st, found := containerStatus(pod, c.Name, c.Type)
+	if !found {
+		return obs
+	}
+	msg, ok := restartingReason(st)
+	if !ok {
+		return obs
+	}
+	out := *obs
+	out.Err = &VerifyError{Reason: VerifyNotRunning, Message: msg, Hint: "verify again once it runs"}
+	return &out
+}
+
+// exitCodeMessage matches the message of a read that exited non-zero.
+var exitCodeMessage = regexp.MustCompile(`^exit code (\d+)`)

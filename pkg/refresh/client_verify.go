@@ -74,9 +74,35 @@ func (c ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, o
 			return nil, nil
 		}
 	}
+	snap, err := c.podSnapshot(ctx, p, objects)
+	if err != nil {
+		return nil, err
+	}
+	return c.verify(ctx, snap, objects, func(it inspect.Item) bool { return it.Pod.Name == pod && it.Object.Namespace == namespace })
+}
+
+// podSnapshot is the snapshot of one pod: the pod, the objects asked for,
+// and every other ConfigMap and Secret its spec references (the sibling
+// sources of a projected volume, the other envFrom sources): without them
+// a sibling's files would look removed from the API. A Secret is read only
+// when Secrets may be (--secrets, or one of the objects is a Secret it
+// names); otherwise it is marked unread, never taken for absent.
+func (c ClusterVerifier) podSnapshot(ctx context.Context, p *corev1.Pod, objects []inspect.ObjectKey) (*inspect.Snapshot, error) {
 	snap := &inspect.Snapshot{Pods: []corev1.Pod{*p}, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{},
-		Secrets: map[inspect.ObjectKey]*corev1.Secret{}, SecretsListed: true}
+		Secrets: map[inspect.ObjectKey]*corev1.Secret{}, SecretsListed: true, Unread: map[inspect.ObjectKey]bool{}}
+	asked := map[inspect.ObjectKey]bool{}
+	keys := append([]inspect.ObjectKey{}, objects...)
 	for _, k := range objects {
+		asked[k] = true
+	}
+	for _, it := range inspect.Uses(p) {
+		if k := it.Key(); !asked[k] {
+			asked[k] = true
+			keys = append(keys, k)
+		}
+	}
+	readSecrets := c.Secrets || inspect.NamesSecret(objects)
+	for _, k := range keys {
 		switch k.Kind {
 		case inspect.KindConfigMap:
 			cm, err := c.Client.CoreV1().ConfigMaps(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
@@ -88,11 +114,15 @@ func (c ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, o
 				snap.ConfigMaps[k] = cm
 			}
 		case inspect.KindSecret:
+			if !readSecrets {
+				snap.Unread[k] = true
+				continue
+			}
 			sec, err := c.Client.CoreV1().Secrets(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 			case apierrors.IsForbidden(err):
-				snap.SecretsListed = false // the uses say the Secret was not read
+				snap.Unread[k] = true // the uses say the Secret was not read
 			case err != nil:
 				return nil, err
 			default:
@@ -100,5 +130,5 @@ func (c ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, o
 			}
 		}
 	}
-	return c.verify(ctx, snap, objects, func(it inspect.Item) bool { return it.Pod.Name == pod && it.Object.Namespace == namespace })
+	return snap, nil
 }

@@ -80,7 +80,10 @@ type Consumer struct {
 	Volume    string `json:"volume,omitempty"`
 	MountPath string `json:"mountPath,omitempty"`
 	// Env is the variable of an env use or the prefix of an envFrom use.
-	Env     string          `json:"env,omitempty"`
+	Env string `json:"env,omitempty"`
+	// Source is the place of the use's source in a projected volume that
+	// names the same object more than once (inspect.VolumeRef.Source).
+	Source  int             `json:"source,omitempty"`
 	Verdict inspect.Verdict `json:"verdict"`
 	State   inspect.State   `json:"state,omitempty"`
 }
@@ -89,13 +92,13 @@ type Consumer struct {
 func ConsumerOf(it inspect.Item) Consumer {
 	id := it.ID()
 	return Consumer{Object: it.Object, Pod: it.Pod.Name, PodUID: it.Pod.UID, Container: id.Container, Mode: it.Mode,
-		Volume: id.Volume, MountPath: id.MountPath, Env: id.Env, Verdict: it.Verdict, State: it.State}
+		Volume: id.Volume, MountPath: id.MountPath, Env: id.Env, Source: id.Source, Verdict: it.Verdict, State: it.State}
 }
 
 // ID is the identity of the consumer's use.
 func (c Consumer) ID() inspect.UseID {
 	return inspect.UseID{Namespace: c.Object.Namespace, PodUID: c.PodUID, Pod: c.Pod, Container: c.Container, Mode: c.Mode,
-		ObjectKind: c.Object.Kind, ObjectName: c.Object.Name, Volume: c.Volume, MountPath: c.MountPath, Env: c.Env}
+		ObjectKind: c.Object.Kind, ObjectName: c.Object.Name, Volume: c.Volume, MountPath: c.MountPath, Env: c.Env, Source: c.Source}
 }
 
 // Where names the use inside its container: the mount path of a volume

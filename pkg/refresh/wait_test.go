@@ -355,3 +355,21 @@ func TestWaitVerifiesEachPodAfterItsPatch(t *testing.T) {
 		t.Errorf("pod b (patched first) was read after pod a")
 	}
 }
+
+// The same ConfigMap twice in one projected volume (different items) is
+// two consumers: one in-sync must not make the other, still pending,
+// current.
+func TestWaitTellsRepeatedProjectedSourcesApart(t *testing.T) {
+	first := mountUse("ns", "redis-0", "u0", "/etc/all", inspect.StateInSync)
+	first.Mode, first.Volume.Source = inspect.ModeProjected, 1
+	second := first
+	second.Volume = &inspect.VolumeRef{Name: first.Volume.Name, MountPath: first.Volume.MountPath, Source: 3}
+	second.State = inspect.StatePending
+	if ConsumerOf(first).ID() == ConsumerOf(second).ID() {
+		t.Fatalf("the two consumers share the ID %+v", ConsumerOf(first).ID())
+	}
+	got := waitOnce(t, []Result{applied(annotateOf(first, second), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{first, second}})
+	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "pending") {
+		t.Errorf("outcome %s (%s), want timeout on the pending second source", got[0].Outcome, got[0].Detail)
+	}
+}
