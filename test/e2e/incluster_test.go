@@ -3,9 +3,14 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,4 +74,70 @@ func TestInClusterClientReachesTheAPIServer(t *testing.T) {
 	if !strings.Contains(version, `"gitVersion": "`+k8sVersion+`"`) {
 		t.Fatalf("GET /version through the endpoint %s:6443: %s", ep, version)
 	}
+}
+
+// The container image (hack/image: the static binary, no registry, no
+// daemon), imported into the node's containerd (hack/cluster/load-image.sh),
+// runs as a non-root, read-only pod and reaches the API server with its
+// ServiceAccount: the in-cluster path of the controller.
+func TestImageRunsInTheCluster(t *testing.T) {
+	f := newFx(t)
+	dir := t.TempDir()
+	bin, tarball := filepath.Join(dir, "kubectl-cmsync"), filepath.Join(dir, "image.tar")
+	const tag = "localhost/kubectl-cmsync:e2e"
+	for _, c := range [][]string{
+		{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/kubectl-cmsync"},
+		{"go", "run", "./hack/image", "-binary", bin, "-tag", tag, "-o", tarball},
+		{"hack/cluster/load-image.sh", tarball},
+	} {
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	f.createPod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "cmsync"},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr[int64](1),
+			DNSPolicy:                     corev1.DNSDefault,
+			Containers: []corev1.Container{{
+				Name: "cmsync", Image: tag, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"version", "-o", "json"},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot: ptr(true), ReadOnlyRootFilesystem: ptr(true), AllowPrivilegeEscalation: ptr(false),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	})
+	f.poll("pod cmsync Succeeded", 60*time.Second, func() (bool, error) {
+		p := f.getPod("cmsync")
+		if p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("pod cmsync failed: %s", f.logs("cmsync", "cmsync"))
+		}
+		return p.Status.Phase == corev1.PodSucceeded, nil
+	})
+	out := f.logs("cmsync", "cmsync")
+	var v struct {
+		ServerVersion *struct{ GitVersion string } `json:"serverVersion"`
+		ServerError   string                       `json:"serverError"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("version -o json in the pod: %v\n%s", err, out)
+	}
+	if v.ServerVersion == nil || v.ServerVersion.GitVersion != k8sVersion {
+		t.Fatalf("version in the pod reached no %s API server: %s", k8sVersion, out)
+	}
+}
+
+// logs returns a container's log (or the error reading it).
+func (f *fx) logs(pod, container string) string {
+	b, err := f.cs.CoreV1().Pods(f.ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(f.ctx)
+	if err != nil {
+		return fmt.Sprintf("(log of %s/%s: %v)", pod, container, err)
+	}
+	return string(b)
 }
