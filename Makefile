@@ -14,7 +14,7 @@ E2E_FLAGS ?=
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build unit fuzz e2e release-check test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
+.PHONY: help build unit fuzz e2e release-check image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
@@ -22,6 +22,7 @@ help:
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s, on Go FUZZ_TOOLCHAIN; FUZZTIME=5m make fuzz)"
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install, of all"
 	@echo "                five platforms (RELEASE_PLATFORMS=host: this machine's platform only)"
+	@echo "image           dist/image/kubectl-cmsync.tar: the container image, built without a registry or a daemon"
 	@echo "e2e             the e2e suite against the running local cluster (make cluster-up first)"
 	@echo "test            unit, release-check (this platform) beside the cluster prerequisites and build, start the cluster of"
 	@echo "                K8S_VERSION (default below) if it is not up, e2e, and take"
@@ -73,6 +74,14 @@ e2e:
 # goreleaser, krew's validator and an offline krew install (hack/release/check.sh); tools cached by version
 release-check:
 	hack/release/check.sh
+
+# the container image (the static binary in one layer, non-root; no registry, no daemon) as a tarball;
+# hack/cluster/load-image.sh dist/image/kubectl-cmsync.tar imports it into the local cluster
+IMAGE_TAG ?= localhost/kubectl-cmsync:dev
+image:
+	mkdir -p dist/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o dist/image/kubectl-cmsync ./cmd/kubectl-cmsync
+	$(GO) run ./hack/image -binary dist/image/kubectl-cmsync -tag $(IMAGE_TAG) -o dist/image/kubectl-cmsync.tar
 
 # release-check of this machine's platform and the Kubernetes build (the first time) compile side by side
 # (make release-check builds all five platforms); the e2e suite runs alone afterwards: beside a compiler,

@@ -23,11 +23,11 @@ start_component() { # name
   kubelet-tunnel)
     start kubelet-tunnel "$HACK_CLUSTER/kubelet-tunnel.sh" listen "$RUN/kubelet-tunnel.sock" "$(node_ip)" ;;
   kube-apiserver)
-    # --advertise-address only fills the endpoints of the `kubernetes` Service (unreachable anyway: no
-    # kube-proxy, pods have no route). The kubelet is dialled as <InternalIP>:10250 through the egress selector.
+    # --advertise-address fills the endpoints of the `kubernetes` Service: the bridge's address, where
+    # apiserver-relay.sh listens. The kubelet is dialled as <InternalIP>:10250 through the egress selector.
     start kube-apiserver kube-apiserver \
       --etcd-servers=http://127.0.0.1:2379 \
-      --bind-address=127.0.0.1 --secure-port=6443 --advertise-address="$(node_ip)" \
+      --bind-address=127.0.0.1 --secure-port=6443 --advertise-address="$BRIDGE_IP" \
       --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
       --client-ca-file="$PKI/ca.crt" \
       --authorization-mode=Node,RBAC \
@@ -43,6 +43,8 @@ start_component() { # name
       --requestheader-extra-headers-prefix=X-Remote-Extra- \
       --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
       --allow-privileged=true --profiling=false ;;
+  apiserver-relay)
+    start apiserver-relay "$HACK_CLUSTER/apiserver-relay.sh" "$KUBE_SVC_IP" "$BRIDGE_IP" ;;
   kube-controller-manager)
     start kube-controller-manager kube-controller-manager \
       --kubeconfig="$ETC/kcm.kubeconfig" --authentication-kubeconfig="$ETC/kcm.kubeconfig" --authorization-kubeconfig="$ETC/kcm.kubeconfig" \
@@ -83,6 +85,8 @@ wait_component() { # name [timeout]
   containerd) waitfor "containerd socket" containerd "$t" ctr --address "$CTRD_SOCK" version ;;
   kubelet-tunnel) waitfor "kubelet tunnel socket" kubelet-tunnel "$t" test -S "$RUN/kubelet-tunnel.sock" ;;
   kube-apiserver) waitfor "kube-apiserver /readyz" kube-apiserver "$t" apiserver_ready ;;
+  apiserver-relay) waitfor "the API server through the kubernetes Service (https://$KUBE_SVC_IP/livez)" apiserver-relay "$t" \
+    curl -fsS --max-time 2 --cacert "$PKI/ca.crt" "https://$KUBE_SVC_IP/livez" ;;
   kube-controller-manager) waitfor "kube-controller-manager /healthz" kube-controller-manager "$t" curl -ksf --max-time 2 https://127.0.0.1:10257/healthz ;;
   kube-scheduler) waitfor "kube-scheduler /healthz" kube-scheduler "$t" curl -ksf --max-time 2 https://127.0.0.1:10259/healthz ;;
   kubelet)

@@ -53,6 +53,7 @@ if alive containerd; then
     $CTR containers rm "$c" >/dev/null 2>&1
   done
 fi
+stop apiserver-relay group   # its two socat listeners and their relays: one process group
 stop kube-apiserver
 stop kubelet-tunnel group   # the socat listener and its per-connection relays: one process group (setsid)
 stop etcd
@@ -80,6 +81,7 @@ for ns in $NETNS; do
 done
 rm -f /var/lib/cni/results/cmsync-net-*   # libcni's result cache of our network (the kubelet's CNI DEL removes it)
 [ -f "$VAR/node-ip-on-lo" ] && ip addr del "$(cat "$VAR/node-ip-on-lo")/32" dev lo 2>/dev/null
+[ -f "$VAR/svc-ip-on-lo" ] && ip addr del "$(cat "$VAR/svc-ip-on-lo")/32" dev lo 2>/dev/null
 
 # 5. cgroups the kubelet created (cgroupfs driver, cgroup v1): remove the kubepods trees bottom-up
 for d in /sys/fs/cgroup/*/kubepods; do [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null; done

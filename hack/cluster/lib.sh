@@ -63,11 +63,17 @@ NODE_NAME=${NODE_NAME:-localhost}
 POD_SUBNET=${POD_SUBNET:-10.244.0.0/24}
 SVC_CIDR=10.96.0.0/24
 BRIDGE=cmsync0
+# In-cluster clients (pods with a ServiceAccount token, such as the controller) reach the API server through
+# the `kubernetes` Service: the host holds its ClusterIP $KUBE_SVC_IP (on lo: there is no kube-proxy) and the
+# bridge's address $BRIDGE_IP (the Service's endpoint, --advertise-address); pods route the Service range, and
+# nothing else beyond their subnet, through the bridge; apiserver-relay.sh relays both to 127.0.0.1:6443.
+KUBE_SVC_IP=10.96.0.1
+BRIDGE_IP=${POD_SUBNET%.0/*}.1
 # fallback node IP (a label only, see up.sh), put on lo when the machine has no default route
 FALLBACK_NODE_IP=10.245.0.1
 K8S_BINARIES="kube-apiserver kubelet kube-controller-manager kube-scheduler kubectl"
 # daemons in start order; down.sh stops them in reverse dependency order
-DAEMONS="etcd containerd kubelet-tunnel kube-apiserver kube-controller-manager kube-scheduler kubelet"
+DAEMONS="etcd containerd kubelet-tunnel kube-apiserver apiserver-relay kube-controller-manager kube-scheduler kubelet"
 # ports the cluster listens on (all on 127.0.0.1); up.sh refuses to start if another process holds one
 PORTS="2379 2380 6443 10248 10250 10257 10259"
 # kernel tunables the kubelet rewrites at start (setupKernelTunables) and the CNI bridge may touch:

@@ -27,8 +27,13 @@ leaf() { # name subject eku [san] [ca]
 }
 mkca ca kubectl-cmsync-local-ca
 mkca front-proxy-ca kubectl-cmsync-local-front-proxy-ca
+# the API server's names: loopback (every local client), the `kubernetes` Service's ClusterIP and its
+# endpoint on the bridge (in-cluster clients); a certificate without the current ones is re-issued
+APISERVER_SAN="IP:127.0.0.1,IP:$KUBE_SVC_IP,IP:$BRIDGE_IP"
+if [ -f apiserver.crt ] && ! openssl x509 -in apiserver.crt -noout -ext subjectAltName 2>/dev/null | tr -d ' ' |
+    grep -q "IPAddress:$KUBE_SVC_IP,IPAddress:$BRIDGE_IP,"; then rm -f apiserver.crt apiserver.key; fi
 leaf apiserver "/CN=kube-apiserver" serverAuth \
-  "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  "$APISERVER_SAN,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 leaf apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 leaf admin "/O=system:masters/CN=cmsync-admin" clientAuth
 leaf kcm "/CN=system:kube-controller-manager" clientAuth

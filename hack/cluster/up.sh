@@ -81,6 +81,10 @@ printf 'K8S_VERSION=%s\nCONTAINER_RUNTIME=%s\n' "$K8S_VERSION" "$CONTAINER_RUNTI
 echo "$NODE_IP" > "$VAR/node-ip"
 # the kubelet insists the node IP sits on an interface: only if none has it, add it to lo (down.sh removes it)
 if ! ip -4 -o addr show | grep -qF " $NODE_IP/"; then ip addr add "$NODE_IP/32" dev lo; echo "$NODE_IP" > "$VAR/node-ip-on-lo"; fi
+# the way in-cluster clients reach the API server (lib.sh): the bridge with its address (the CNI plugin finds it
+# as it wants it), and the `kubernetes` Service's ClusterIP on lo (down.sh removes both)
+ip link add "$BRIDGE" type bridge && ip addr add "$BRIDGE_IP/${POD_SUBNET#*/}" dev "$BRIDGE" && ip link set "$BRIDGE" up
+if ! ip -4 -o addr show | grep -qF " $KUBE_SVC_IP/"; then ip addr add "$KUBE_SVC_IP/32" dev lo; echo "$KUBE_SVC_IP" > "$VAR/svc-ip-on-lo"; fi
 
 # ---- kubeconfigs ----
 mkkc() { # user cert key out
@@ -185,8 +189,9 @@ CT
 } > "$ETC/containerd/config.toml"
 fi
 
-# ---- CNI: a bridge + host-local IPAM (+ loopback, added by containerd). No gateway, no masquerade, no
-# default route: pods have no egress at all ----
+# ---- CNI: a bridge + host-local IPAM (+ loopback, added by containerd). No masquerade, no default route:
+# the bridge's address is the gateway of the Service range only, so pods reach the API server through the
+# `kubernetes` Service (lib.sh) and nothing else beyond their subnet ----
 cat > "$ETC/cni/net.d/10-cmsync-bridge.conflist" <<CNI
 {
   "cniVersion": "1.0.0",
@@ -195,12 +200,14 @@ cat > "$ETC/cni/net.d/10-cmsync-bridge.conflist" <<CNI
     {
       "type": "bridge",
       "bridge": "$BRIDGE",
-      "isGateway": false,
+      "isGateway": true,
+      "isDefaultGateway": false,
       "ipMasq": false,
       "hairpinMode": false,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "$POD_SUBNET"}]],
+        "ranges": [[{"subnet": "$POD_SUBNET", "gateway": "$BRIDGE_IP"}]],
+        "routes": [{"dst": "$SVC_CIDR", "gw": "$BRIDGE_IP"}],
         "dataDir": "$VAR/cni/networks"
       }
     }
@@ -284,6 +291,7 @@ done
 ts "images imported: $IMAGE_PAUSE $IMAGE_BUSYBOX"
 wait_component kubelet-tunnel 10
 wait_component kube-apiserver 120
+start_component apiserver-relay
 start_component kube-controller-manager
 start_component kube-scheduler
 start_component kubelet
@@ -291,6 +299,7 @@ wait_component kubelet 120
 waitfor "default ServiceAccount and kube-root-ca.crt" kube-controller-manager 60 \
   bash -c "$BIN/kubectl --kubeconfig=$KUBECONFIG_FILE -n default get sa default && $BIN/kubectl --kubeconfig=$KUBECONFIG_FILE -n default get cm kube-root-ca.crt"
 wait_component kube-scheduler 30
+wait_component apiserver-relay 10
 restore_sysctls
 ok=1
 ts "cluster up. PIDs: $(for n in $DAEMONS; do echo -n "$n=$(pid_of $n) "; done)"

@@ -1,0 +1,69 @@
+package watch
+
+import (
+	"time"
+)
+
+// Debouncer coalesces events by key, trailing with a maximum wait: a key is
+// due Quiet after its last event, or MaxWait after its first, whichever
+// comes first. Ten edits in five seconds with Quiet 2 s make one action,
+// 2 s after the last edit; a stream of edits that never pauses is still
+// acted on every MaxWait. It holds no timer: the caller asks Due with the
+// time now and sleeps until the time it returns. Not safe for concurrent
+// use.
+type Debouncer[K comparable] struct {
+	Quiet, MaxWait time.Duration
+	pending        map[K]*burst
+}
+
+type burst struct {
+	first, last time.Time
+	events      int
+}
+
+// Add records an event of key at now.
+func (d *Debouncer[K]) Add(key K, now time.Time) {
+	if d.pending == nil {
+		d.pending = map[K]*burst{}
+	}
+	b := d.pending[key]
+	if b == nil {
+		b = &burst{first: now}
+		d.pending[key] = b
+	}
+	b.last, b.events = now, b.events+1
+}
+
+// Due removes and returns the keys due at now, with the number of events
+// each coalesced, and returns the time the next pending key falls due
+// (zero when none is pending).
+func (d *Debouncer[K]) Due(now time.Time) (due map[K]int, next time.Time) {
+	for k, b := range d.pending {
+		at := d.dueAt(b)
+		if !at.After(now) {
+			if due == nil {
+				due = map[K]int{}
+			}
+			due[k] = b.events
+			delete(d.pending, k)
+			continue
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return due, next
+}
+
+// Pending returns the number of keys waiting.
+func (d *Debouncer[K]) Pending() int { return len(d.pending) }
+
+func (d *Debouncer[K]) dueAt(b *burst) time.Time {
+	at := b.last.Add(d.Quiet)
+	if d.MaxWait > 0 {
+		if limit := b.first.Add(d.MaxWait); limit.Before(at) {
+			return limit
+		}
+	}
+	return at
+}
