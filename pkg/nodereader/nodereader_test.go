@@ -3,11 +3,13 @@ package nodereader
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,5 +282,52 @@ func TestSweepLeavesLiveRuns(t *testing.T) {
 	left, _ = cs.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
 	if len(left.Items) != 1 || left.Items[0].Name != "live" {
 		t.Fatalf("after Close = %v", left.Items)
+	}
+}
+
+func TestVerifyScriptAdapted(t *testing.T) {
+	if s := verifyScriptText(); s == "" || !strings.Contains(s, targetByReadlink) {
+		t.Fatal("the exec reader's script no longer finds the ..data target with the line the node reader replaces: update targetByCd")
+	}
+}
+
+// TestQueueMerges: reads of one node asked while one runs are merged into
+// the next, and every caller gets its answer.
+func TestQueueMerges(t *testing.T) {
+	q := &nodeQueue{}
+	var mu sync.Mutex
+	runs, served := 0, 0
+	run := func(_ context.Context, merged *nodeRead, jobs []*job) {
+		time.Sleep(30 * time.Millisecond)
+		mu.Lock()
+		runs++
+		mu.Unlock()
+		for _, j := range jobs {
+			for _, c := range j.nr.containers {
+				j.out[c.req] = &inspect.Verified{}
+			}
+		}
+		if len(jobs) > 1 && len(merged.containers) != len(jobs) {
+			t.Errorf("merged %d containers of %d jobs", len(merged.containers), len(jobs))
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := make([]*inspect.Verified, 1)
+			q.read(context.Background(), &job{ctx: context.Background(), nr: &nodeRead{node: "n", containers: []containerPlan{{id: fmt.Sprint(i)}}}, out: out}, run)
+			if out[0] == nil {
+				t.Error("a caller got no result")
+			}
+			mu.Lock()
+			served++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if served != 20 || runs >= 20 {
+		t.Fatalf("served %d callers in %d reads, want 20 in fewer reads", served, runs)
 	}
 }

@@ -62,12 +62,13 @@ type Reader struct {
 	created atomic.Bool // a create was sent: Close lists what is left
 	mu      sync.Mutex
 	pods    map[string]*readerPod // by node
+	reads   map[string]*nodeQueue // by node
 }
 
 // New returns a Reader; ex runs the reads in the reader pods (the exec
 // reader's Executor).
 func New(client kubernetes.Interface, ex inspect.Executor, o Options) *Reader {
-	return &Reader{client: client, exec: ex, opts: o.withDefaults(), runID: NewRunID(), pods: map[string]*readerPod{}}
+	return &Reader{client: client, exec: ex, opts: o.withDefaults(), runID: NewRunID(), pods: map[string]*readerPod{}, reads: map[string]*nodeQueue{}}
 }
 
 // RunID is the value of this run's LabelRun.
@@ -76,7 +77,8 @@ func (r *Reader) RunID() string { return r.runID }
 // ReadContainers implements inspect.ContainerReader: one exec per node.
 func (r *Reader) ReadContainers(ctx context.Context, reqs []inspect.ContainerRequest, o inspect.VerifyReadOptions) []*inspect.Verified {
 	out := make([]*inspect.Verified, len(reqs))
-	dir := scratchDir + "/" + inspect.NewNonce()
+	// one read runs per node at a time (batch.go): one directory serves
+	dir := scratchDir + "/read"
 	nodes, failed := planNodes(reqs, dir)
 	for i, err := range failed {
 		out[i] = &inspect.Verified{Err: err}
@@ -89,19 +91,23 @@ func (r *Reader) ReadContainers(ctx context.Context, reqs []inspect.ContainerReq
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r.readNode(ctx, nr, dir, o, out)
+			r.queue(nr.node).read(ctx, &job{ctx: ctx, nr: nr, out: out}, func(ctx context.Context, merged *nodeRead, jobs []*job) {
+				r.readNode(ctx, merged, dir, o, jobs)
+			})
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-// readNode reads one node's containers into out; a failure is every one
-// of its containers' failure.
-func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspect.VerifyReadOptions, out []*inspect.Verified) {
+// readNode reads the containers of the jobs, merged into one read of the
+// node, into each job's out; a failure is every one of their containers'.
+func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspect.VerifyReadOptions, jobs []*job) {
 	fail := func(err *inspect.VerifyError) {
-		for _, c := range nr.containers {
-			out[c.req] = &inspect.Verified{Err: err, Execs: 1}
+		for _, j := range jobs {
+			for _, c := range j.nr.containers {
+				j.out[c.req] = &inspect.Verified{Err: err, Execs: 1}
+			}
 		}
 	}
 	defer func() {
@@ -122,8 +128,10 @@ func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspe
 		fail(verr)
 		return
 	}
-	for _, c := range nr.containers {
-		out[c.req] = containerVerified(c, got, nr.node)
+	for _, j := range jobs {
+		for _, c := range j.nr.containers {
+			j.out[c.req] = containerVerified(c, got, nr.node)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -97,10 +98,24 @@ rm -rf "$d"
 exit $x
 `
 
-// verifyScriptArgv0 is how the exec reader's script is called; the node
-// script needs its text (argv[2]).
+// The exec reader's script finds the ..data target with cd -P and pwd -P.
+// Seen from the reader pod the volume lies in another mount namespace,
+// where getcwd fails: the node reader reads the link itself (the kubelet
+// writes it relative, ..data -> ..TIMESTAMP).
+const (
+	targetByCd       = `t() { [ -L "$1/..data" ] && (cd -P "$1/..data" 2>/dev/null && pwd -P); }`
+	targetByReadlink = `t() { [ -L "$1/..data" ] && readlink "$1/..data"; }`
+)
+
+// verifyScriptText is the exec reader's script (argv[2] of its exec) with
+// the ..data target read by readlink; "" when the script no longer has the
+// line to replace (a unit test fails then).
 func verifyScriptText() string {
-	return inspect.ScriptArgv(0, "n", false, nil)[2]
+	s := inspect.ScriptArgv(0, "n", false, nil)[2]
+	if strings.Count(s, targetByCd) != 1 {
+		return ""
+	}
+	return strings.Replace(s, targetByCd, targetByReadlink, 1)
 }
 
 // nodeArgv is the argv of one node read.
