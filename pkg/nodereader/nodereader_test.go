@@ -14,8 +14,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -329,5 +332,38 @@ func TestQueueMerges(t *testing.T) {
 	wg.Wait()
 	if served != 20 || runs >= 20 {
 		t.Fatalf("served %d callers in %d reads, want 20 in fewer reads", served, runs)
+	}
+}
+
+// TestCreateErrors: a reader pod the API refuses makes every container of
+// its node unverifiable with what to do: the Pod Security label or another
+// namespace, or the RBAC verbs.
+func TestCreateErrors(t *testing.T) {
+	cases := map[string]struct {
+		err     error
+		reason  string
+		mustSay []string
+	}{
+		"pod security": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`violates PodSecurity "baseline:latest": host namespaces (hostPID=true)`)),
+			inspect.VerifyFailed, []string{"Pod Security", "pod-security.kubernetes.io/enforce=privileged", "--reader-namespace"}},
+		"rbac": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`User "alice" cannot create resource "pods"`)),
+			inspect.VerifyForbidden, []string{"create pods", "create, get, list and delete on pods", "pods/exec"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+			r := New(cs, nil, Options{Namespace: "ns"})
+			defer r.Close()
+			got := r.ReadContainers(context.Background(), []inspect.ContainerRequest{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, inspect.VerifyReadOptions{})
+			if got[0] == nil || got[0].Err == nil || got[0].Err.Reason != tc.reason {
+				t.Fatalf("got %+v, want reason %s", got[0], tc.reason)
+			}
+			for _, s := range tc.mustSay {
+				if !strings.Contains(got[0].Err.Error(), s) {
+					t.Errorf("%q does not say %q", got[0].Err.Error(), s)
+				}
+			}
+		})
 	}
 }

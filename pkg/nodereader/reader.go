@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -122,7 +125,7 @@ func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspe
 	}
 	got, verr := r.execNode(ctx, pod, nr, dir, o)
 	if verr != nil {
-		if verr.Reason == inspect.VerifyNotRunning {
+		if !r.running(pod) {
 			r.forget(nr.node, pod) // ended (deadline, eviction): the next read makes a new one
 		}
 		fail(verr)
@@ -202,4 +205,16 @@ func containerVerified(c containerPlan, got *nodeRead2, node string) *inspect.Ve
 		}
 	}
 	return v
+}
+
+// running tells whether the reader pod still runs (a failed read of an
+// ended pod is not retried on it: the next read makes a new one).
+func (r *Reader) running(name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := r.client.CoreV1().Pods(r.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return !apierrors.IsNotFound(err) // unknown: keep it, the next read tells
+	}
+	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
 }
