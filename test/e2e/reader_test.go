@@ -316,3 +316,24 @@ func (f *fx) killWhenReaderStarts(sig syscall.Signal, lifetime string) {
 	}
 	f.t.Logf("run ended by %s; stderr: %s", sig, stderr.String())
 }
+
+// TestNodeReaderImagePullError: a reader image the node cannot pull makes
+// the node's uses unverifiable with the kubelet's reason, within the start
+// timeout, and leaves no reader pod.
+func TestNodeReaderImagePullError(t *testing.T) {
+	f := newFx(t)
+	f.createConfigMap(configMap("cfg", map[string]string{"a": "1", "app.conf": "x=1\n"}))
+	f.createPod(pod("noshell", consumerSpec(noShell("c"))))
+	f.waitPodReady("noshell")
+	// localhost is the registry: the pull fails at once on loopback
+	args := []string{"cfg", "--verify", "--reader=node", "--reader-image=localhost/cmsync-no-such-image:0", "--reader-namespace=" + f.ns}
+	rep, ok := f.status(args...)
+	if !ok {
+		t.FailNow()
+	}
+	it := stateOf(t, rep, "noshell", inspect.ModeVolume)
+	if it.State != inspect.StateUnverifiable || !strings.Contains(it.StateReason, "cannot start") || !strings.Contains(it.StateReason, "--reader-image") {
+		t.Errorf("state %s (%s), want unverifiable naming the pull failure and --reader-image", it.State, it.StateReason)
+	}
+	f.expectNoReaderPods("a reader whose image cannot be pulled")
+}
