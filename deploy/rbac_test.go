@@ -120,7 +120,7 @@ func TestREADMETableIsRBACFile(t *testing.T) {
 	if missing := diff(file, readme); len(missing) > 0 {
 		t.Errorf("rbac.yaml has rules README.md's table does not name:\n  %s", strings.Join(missing, "\n  "))
 	}
-	want := []string{"cmsync-status", "cmsync-verify", "cmsync-refresh", "cmsync-secrets", "cmsync-nodes", "cmsync-lint"}
+	want := []string{"cmsync-status", "cmsync-verify", "cmsync-refresh", "cmsync-secrets", "cmsync-nodes", "cmsync-lint", "cmsync-node-reader"}
 	if strings.Join(roles, " ") != strings.Join(want, " ") {
 		t.Errorf("ClusterRoles %v, want %v", roles, want)
 	}
@@ -130,6 +130,8 @@ func TestREADMETableIsRBACFile(t *testing.T) {
 		"cmsync-verify":  {{"", "", "pods", "list"}, {"", "", "pods/exec", "get"}, {"", "", "pods/exec", "create"}},
 		"cmsync-refresh": {{"", "", "pods", "list"}, {"", "", "pods/exec", "create"}, {"", "", "pods", "patch"}, {"", "apps", "deployments", "get"}, {"", "apps", "deployments", "patch"}, {"", "apps", "statefulsets", "patch"}, {"", "apps", "daemonsets", "patch"}},
 		"cmsync-lint":    {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
+		"cmsync-node-reader": {{"", "", "pods", "create"}, {"", "", "pods", "get"}, {"", "", "pods", "list"}, {"", "", "pods", "delete"},
+			{"", "", "pods/exec", "get"}, {"", "", "pods/exec", "create"}},
 	}
 	for role, rs := range needs {
 		for _, r := range rs {

@@ -169,6 +169,7 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	defer o.Verify.Close(o.ErrOut) // the node reader's pods, kept while the dashboard is open
 	// client-go logs reflector errors through klog, and main prints the API
 	// server's warnings on stderr: on a full-screen program they would tear
 	// the screen. The status line shows the errors.

@@ -199,6 +199,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer o.Verify.Close(o.ErrOut)
 	var progress io.Writer
 	if isTerminal(o.ErrOut) {
 		progress = o.ErrOut

@@ -253,6 +253,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	defer o.Verify.Close(o.ErrOut)
 	snap, items, err := o.selection(ctx)
 	if err != nil {
 		return err

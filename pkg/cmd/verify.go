@@ -3,13 +3,19 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/nodereader"
 )
 
 // VerifyFlags are the flags of --verify, shared by status, diff and refresh.
@@ -18,6 +24,18 @@ type VerifyFlags struct {
 	MaxBytes    int64
 	Concurrency int
 	ExecTimeout time.Duration
+
+	// Reader is how containers are read: readerExec (one exec per
+	// container) or readerNode (one reader pod and one exec per node).
+	Reader          string
+	ReaderImage     string
+	ReaderNamespace string
+	ReaderLifetime  time.Duration
+	KubeletRootDir  string
+
+	// node is the node reader of this run, made by executor and closed by
+	// Close.
+	node *nodereader.Reader
 
 	// Executor replaces the API server exec (tests).
 	Executor inspect.Executor
@@ -34,7 +52,17 @@ func (v *VerifyFlags) AddFlags(fs *pflag.FlagSet, withSwitch bool) {
 	fs.Int64Var(&v.MaxBytes, "max-bytes", 1<<20, "Files larger than this are compared by size and sha256 only.")
 	fs.IntVar(&v.Concurrency, "concurrency", 16, "How many execs run at once.")
 	fs.DurationVar(&v.ExecTimeout, "exec-timeout", 10*time.Second, "Timeout of one exec.")
+	fs.StringVar(&v.Reader, "reader", readerExec, "How containers are read: exec (one exec per container; needs a shell in it) or node (one short-lived reader pod per node reads every container of that node, shell or not; needs create/delete pods and pods/exec in --reader-namespace).")
+	fs.StringVar(&v.ReaderImage, "reader-image", nodereader.DefaultImage, "Image of the node reader pods (needs sh, cat, ls, stat, sha256sum, sort, tr and sleep).")
+	fs.StringVar(&v.ReaderNamespace, "reader-namespace", nodereader.DefaultNamespace, "Namespace of the node reader pods (its Pod Security level must allow hostPID and the capabilities SYS_PTRACE and DAC_READ_SEARCH).")
+	fs.DurationVar(&v.ReaderLifetime, "reader-lifetime", nodereader.DefaultLifetime, "Upper bound of a node reader pod's life (activeDeadlineSeconds); the pods are deleted when the command ends.")
+	fs.StringVar(&v.KubeletRootDir, "kubelet-root-dir", "", "The kubelet's --root-dir on the nodes, for --reader=node (default: read from the kubelet's command line, else /var/lib/kubelet).")
 }
+
+const (
+	readerExec = "exec"
+	readerNode = "node"
+)
 
 // Validate checks the flag values.
 func (v *VerifyFlags) Validate() error {
@@ -47,6 +75,22 @@ func (v *VerifyFlags) Validate() error {
 	if v.ExecTimeout <= 0 {
 		return usageError("--exec-timeout must be positive, got %s", v.ExecTimeout)
 	}
+	switch v.Reader {
+	case "", readerExec:
+		return nil // the node reader's flags do not apply
+	case readerNode:
+	default:
+		return usageError("invalid --reader %q: must be exec or node", v.Reader)
+	}
+	if v.KubeletRootDir != "" && (!path.IsAbs(v.KubeletRootDir) || path.Clean(v.KubeletRootDir) != v.KubeletRootDir) {
+		return usageError("--kubelet-root-dir must be a clean absolute path, got %q", v.KubeletRootDir)
+	}
+	if errs := validation.IsDNS1123Label(v.ReaderNamespace); v.ReaderNamespace != "" && len(errs) > 0 {
+		return usageError("invalid --reader-namespace %q: %s", v.ReaderNamespace, strings.Join(errs, "; "))
+	}
+	if v.ReaderLifetime != 0 && v.ReaderLifetime < time.Second {
+		return usageError("--reader-lifetime must be at least 1s, got %s", v.ReaderLifetime)
+	}
 	return nil
 }
 
@@ -57,18 +101,52 @@ func (v *VerifyFlags) Options(progress io.Writer) inspect.VerifyOptions {
 	if maxBytes == 0 {
 		maxBytes = -1 // hash everything: VerifyOptions treats 0 as "default"
 	}
-	return inspect.VerifyOptions{MaxBytes: maxBytes, Concurrency: v.Concurrency, ExecTimeout: v.ExecTimeout, Now: v.Now, Progress: progress}
+	vo := inspect.VerifyOptions{MaxBytes: maxBytes, Concurrency: v.Concurrency, ExecTimeout: v.ExecTimeout, Now: v.Now, Progress: progress}
+	if v.node != nil {
+		vo.Reader = v.node
+	}
+	return vo
 }
 
 // executor returns the configured executor, or one through the API server.
+// With --reader=node it also makes the node reader (Options hands it to
+// the reads; Close deletes its pods).
 func (v *VerifyFlags) executor(cfg *rest.Config) (inspect.Executor, error) {
-	if v.Executor != nil {
-		return v.Executor, nil
+	ex := v.Executor
+	if ex == nil {
+		if cfg == nil {
+			return nil, errors.New("--verify needs a connection to the cluster")
+		}
+		var err error
+		if ex, err = inspect.NewRemoteExecutor(cfg); err != nil {
+			return nil, err
+		}
 	}
-	if cfg == nil {
-		return nil, errors.New("--verify needs a connection to the cluster")
+	if v.Reader == readerNode && v.node == nil {
+		if cfg == nil {
+			return nil, errors.New("--reader=node needs a connection to the cluster")
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		v.node = nodereader.New(cs, ex, nodereader.Options{Namespace: v.ReaderNamespace, Image: v.ReaderImage,
+			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, Concurrency: v.Concurrency})
 	}
-	return inspect.NewRemoteExecutor(cfg)
+	return ex, nil
+}
+
+// Close deletes the node reader's pods, if any; a failure is a warning on
+// errOut (the pods end by their deadline anyway).
+func (v *VerifyFlags) Close(errOut io.Writer) {
+	if v.node == nil {
+		return
+	}
+	if err := v.node.Close(); err != nil && errOut != nil {
+		fmt.Fprintf(errOut, "warning: could not delete the node reader pods (label %s=%s in namespace %s; they end within --reader-lifetime): %v\n",
+			nodereader.LabelRun, v.node.RunID(), v.ReaderNamespace, err)
+	}
+	v.node = nil
 }
 
 // Run observes every consumer of items (one exec per container) and fills
@@ -79,6 +157,7 @@ func (v *VerifyFlags) Run(ctx context.Context, cfg *rest.Config, snap *inspect.S
 	if err != nil {
 		return items, err
 	}
+	defer v.Close(errOut)
 	var progress io.Writer
 	if isTerminal(errOut) {
 		progress = errOut

@@ -46,6 +46,36 @@ type VerifyOptions struct {
 	// passes stderr only when it is a terminal.
 	Progress      io.Writer
 	ProgressAfter time.Duration
+	// Reader reads the containers; nil: one exec per container through the
+	// Executor given to VerifyResults (ExecReader).
+	Reader ContainerReader
+}
+
+// ContainerReader reads what containers show, all the containers of one
+// VerifyResults at once: VerifyResults decides what to read in each
+// container and compares what was read, the reader only reads. Every
+// reader returns the same Verified, so the comparisons cannot tell them
+// apart. ReadContainers returns one Verified per request, in order; what
+// could not be read is a Verified with Err.
+type ContainerReader interface {
+	ReadContainers(ctx context.Context, reqs []ContainerRequest, o VerifyReadOptions) []*Verified
+}
+
+// ContainerRequest is one container to read and its pod (nil when the
+// pod is not in the snapshot): a reader outside the container finds the
+// container, its volumes and its mounts through the pod.
+type ContainerRequest struct {
+	VerifyRequest
+	Pod *corev1.Pod
+}
+
+// ExecReader is the ContainerReader of one exec per container
+// (ReadContainer), at most Concurrency at once, with the progress line.
+type ExecReader struct {
+	Executor      Executor
+	Concurrency   int
+	Progress      io.Writer
+	ProgressAfter time.Duration
 }
 
 func (o VerifyOptions) withDefaults() VerifyOptions {
@@ -100,7 +130,11 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 	// Each use's object and payload, computed once.
 	inputs := make([]useInputs, len(items))
 	reads := planReads(items, snap, results, inputs)
-	readContainers(ctx, reads, ex, opts)
+	reader := opts.Reader
+	if reader == nil {
+		reader = ExecReader{Executor: ex, Concurrency: opts.Concurrency, Progress: opts.Progress, ProgressAfter: opts.ProgressAfter}
+	}
+	readAll(ctx, reads, reader, VerifyReadOptions{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
 	co := CompareOptions{Now: opts.Now(), Object: snap.Object}
 	for _, r := range reads {
 		r.obs = explainRestart(r.obs, r.pod, r.container)
@@ -126,7 +160,8 @@ type containerRead struct {
 	uses  []int
 	obs   *Verified
 
-	// pod and container: their status explains a failed read
+	// pod and container: the reader reads by the pod (its node, its
+	// containers' IDs), and their status explains a failed read
 	pod       *corev1.Pod
 	container *ContainerRef
 }
@@ -187,32 +222,70 @@ func (r *containerRead) add(prs []PathRequest, env bool) {
 	}
 }
 
-// readContainers runs the reads, at most opts.Concurrency at once, with a
-// progress line on opts.Progress once they take longer than
-// opts.ProgressAfter.
-func readContainers(ctx context.Context, reads []*containerRead, ex Executor, opts VerifyOptions) {
+// readAll hands every read to the reader and keeps what each showed; a
+// reader that panics or answers for fewer containers leaves the others
+// failed, not the run.
+func readAll(ctx context.Context, reads []*containerRead, reader ContainerReader, o VerifyReadOptions) {
+	reqs := make([]ContainerRequest, len(reads))
+	for i, r := range reads {
+		reqs[i] = ContainerRequest{VerifyRequest: r.req, Pod: r.pod}
+	}
+	var got []*Verified
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				got = nil
+				for _, r := range reads {
+					r.obs = &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: fmt.Sprint("internal error: ", p)}}
+				}
+			}
+		}()
+		got = reader.ReadContainers(ctx, reqs, o)
+	}()
+	for i, r := range reads {
+		switch {
+		case i < len(got) && got[i] != nil:
+			r.obs = got[i]
+		case r.obs == nil:
+			r.obs = &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "internal error: the reader returned no result"}}
+		}
+	}
+}
+
+// ReadContainers implements ContainerReader: one exec per container, at
+// most Concurrency at once, with a progress line on Progress once they
+// take longer than ProgressAfter.
+func (e ExecReader) ReadContainers(ctx context.Context, reqs []ContainerRequest, o VerifyReadOptions) []*Verified {
+	if e.Concurrency <= 0 {
+		e.Concurrency = 16
+	}
+	if e.ProgressAfter <= 0 {
+		e.ProgressAfter = 2 * time.Second
+	}
+	out := make([]*Verified, len(reqs))
 	var wg sync.WaitGroup
-	pr := &progressLine{w: opts.Progress, total: len(reads), after: opts.ProgressAfter, start: time.Now()}
-	sem := make(chan struct{}, opts.Concurrency)
+	pr := &progressLine{w: e.Progress, total: len(reqs), after: e.ProgressAfter, start: time.Now()}
+	sem := make(chan struct{}, e.Concurrency)
 	stop := pr.tick(200 * time.Millisecond)
-	for _, r := range reads {
+	for i, req := range reqs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			defer pr.step()
-			r.obs = readContainer(ctx, r.req, ex, opts)
+			out[i] = readContainer(ctx, req.VerifyRequest, e.Executor, o)
 		}()
 	}
 	wg.Wait()
 	stop()
 	pr.clear()
+	return out
 }
 
 // readContainer is one read; a panic in it is that container's failure,
 // not the run's.
-func readContainer(ctx context.Context, req VerifyRequest, ex Executor, opts VerifyOptions) (obs *Verified) {
+func readContainer(ctx context.Context, req VerifyRequest, ex Executor, o VerifyReadOptions) (obs *Verified) {
 	defer func() {
 		if r := recover(); r != nil {
 			obs = &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: fmt.Sprint("internal error: ", r)}}
@@ -221,7 +294,7 @@ func readContainer(ctx context.Context, req VerifyRequest, ex Executor, opts Ver
 	if ctx.Err() != nil {
 		return &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "interrupted"}}
 	}
-	return ReadContainer(ctx, ex, req, VerifyReadOptions{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
+	return ReadContainer(ctx, ex, req, o)
 }
 
 // progressLine is the "\r"-rewritten "verifying: n/m containers" line,

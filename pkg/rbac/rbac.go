@@ -34,6 +34,9 @@ const (
 	RoleSecrets = "cmsync-secrets"
 	RoleNodes   = "cmsync-nodes"
 	RoleLint    = "cmsync-lint"
+	// RoleNodeReader: --reader=node, bound in --reader-namespace only, next
+	// to the command's own role.
+	RoleNodeReader = "cmsync-node-reader"
 )
 
 // read is what every command that reads consumers needs: pods and
@@ -64,6 +67,10 @@ var Roles = []Role{
 		{"", []string{"nodes"}, []string{"get", "list"}},
 		{"", []string{"nodes/proxy"}, []string{"get"}}}},
 	{Name: RoleLint, For: "lint --cluster", Rules: []Rule{{"", []string{"configmaps", "secrets"}, []string{"get"}}}},
+	{Name: RoleNodeReader, For: "--reader=node, in --reader-namespace (with the command's role)", Rules: []Rule{
+		{"", []string{"pods"}, []string{"create", "get", "list", "delete"}},
+		{"", []string{"pods/exec"}, []string{"get", "create"}},
+		{"", []string{"events"}, []string{"list"}}}},
 }
 
 // groups is the API group of every resource the table names.

@@ -1,0 +1,66 @@
+package inspect
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// recordingReader answers from a table by container and records what it
+// was asked.
+type recordingReader struct {
+	got  []ContainerRequest
+	obs  map[string]*Verified
+	skip bool // answer for no container
+}
+
+func (r *recordingReader) ReadContainers(_ context.Context, reqs []ContainerRequest, _ VerifyReadOptions) []*Verified {
+	r.got = append(r.got, reqs...)
+	if r.skip {
+		return nil
+	}
+	out := make([]*Verified, len(reqs))
+	for i, q := range reqs {
+		out[i] = r.obs[q.Pod.Name+"/"+q.Container]
+	}
+	return out
+}
+
+// TestVerifyResultsThroughReader: a reader set in VerifyOptions gets one
+// request per container with the pod and every path its uses need, and
+// what it returns goes through the same comparisons.
+func TestVerifyResultsThroughReader(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", CreationTimestamp: metav1.NewTime(testNow.Add(-time.Minute))},
+		Data: map[string]string{"a": "1"}}
+	pod := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
+		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}})
+	vol := volItem(ModeVolume, "/etc/cfg")
+	env := volItem(ModeEnvFrom, "")
+	env.Volume = nil
+	snap := &Snapshot{Pods: []corev1.Pod{*pod}, ConfigMaps: map[ObjectKey]*corev1.ConfigMap{{KindConfigMap, "ns", "cm"}: cm}}
+	r := &recordingReader{obs: map[string]*Verified{"p/c": {
+		Paths: map[string]*VerifiedPath{"/etc/cfg": {Kind: PathAtomic, Target: testTS, Listed: true,
+			Files: map[string]*VerifiedFile{"a": {Path: "a", Mode: 0o644, Size: 1, Data: []byte("0"), HasData: true}}}},
+		Env: map[string]string{"a": "1"}, EnvRead: true}}}
+	res := VerifyResults(context.Background(), []Item{vol, env}, snap, nil, VerifyOptions{Reader: r, Now: func() time.Time { return testNow }})
+	if len(r.got) != 1 {
+		t.Fatalf("requests = %d, want one for the one container", len(r.got))
+	}
+	q := r.got[0]
+	if q.Pod == nil || q.Pod.Name != "p" || q.Container != "c" || !q.Env || len(q.Paths) != 1 || q.Paths[0].Path != "/etc/cfg" {
+		t.Fatalf("request = %+v", q)
+	}
+	if res[0].Item.State != StatePending || res[1].Item.State != StateCurrent && res[1].Item.State != StateInSync {
+		t.Fatalf("states = %s (%s), %s (%s)", res[0].Item.State, res[0].Item.StateReason, res[1].Item.State, res[1].Item.StateReason)
+	}
+
+	// a reader that answers for nobody leaves every use unverifiable
+	none := &recordingReader{skip: true}
+	res = VerifyResults(context.Background(), []Item{vol}, snap, nil, VerifyOptions{Reader: none, Now: func() time.Time { return testNow }})
+	if res[0].Item.State != StateUnverifiable {
+		t.Fatalf("state with no answer = %s, want unverifiable", res[0].Item.State)
+	}
+}

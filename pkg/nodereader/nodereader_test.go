@@ -1,0 +1,369 @@
+package nodereader
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+func TestReaderPodLeastPrivilege(t *testing.T) {
+	p := ReaderPod("ns", "node-1", "img", "run1", 90*time.Second)
+	s := p.Spec
+	if s.NodeName != "node-1" || !s.HostPID || s.HostNetwork || s.HostIPC {
+		t.Fatalf("node/host namespaces: %+v", s)
+	}
+	if s.ActiveDeadlineSeconds == nil || *s.ActiveDeadlineSeconds != 90 {
+		t.Fatalf("activeDeadlineSeconds = %v", s.ActiveDeadlineSeconds)
+	}
+	if len(s.Tolerations) != 1 || s.Tolerations[0].Operator != corev1.TolerationOpExists || s.Tolerations[0].Key != "" {
+		t.Fatalf("tolerations = %+v", s.Tolerations)
+	}
+	if *s.AutomountServiceAccountToken {
+		t.Fatal("a service account token is mounted")
+	}
+	for _, v := range s.Volumes {
+		if v.HostPath != nil {
+			t.Fatalf("host path volume %q", v.Name)
+		}
+	}
+	sc := s.Containers[0].SecurityContext
+	if sc.Privileged != nil && *sc.Privileged || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem {
+		t.Fatalf("security context = %+v", sc)
+	}
+	if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_PTRACE", "DAC_READ_SEARCH"}) {
+		t.Fatalf("capabilities = %+v", sc.Capabilities)
+	}
+	want := map[string]string{LabelManagedBy: ManagedBy, LabelComponent: Component, LabelRun: "run1"}
+	for k, v := range want {
+		if p.Labels[k] != v {
+			t.Fatalf("label %s = %q, want %q", k, p.Labels[k], v)
+		}
+	}
+}
+
+const cid = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func consumer(node, containerID string, running bool) *corev1.Pod {
+	st := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	if !running {
+		st = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "8e1b2c3d-0000-4000-8000-000000000001"},
+		Spec: corev1.PodSpec{NodeName: node,
+			Containers: []corev1.Container{{Name: "c", VolumeMounts: []corev1.VolumeMount{
+				{Name: "cfg", MountPath: "/etc/cfg"},
+				{Name: "cfg", MountPath: "/etc/app.conf", SubPath: "app.conf"},
+				{Name: "sec", MountPath: "/etc/sec"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}}}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "c", State: st, ContainerID: containerID}}},
+	}
+}
+
+func request(p *corev1.Pod, env bool, paths ...string) inspect.ContainerRequest {
+	q := inspect.ContainerRequest{VerifyRequest: inspect.VerifyRequest{Namespace: p.Namespace, Pod: p.Name, Container: "c", Env: env}, Pod: p}
+	for _, pth := range paths {
+		q.Paths = append(q.Paths, inspect.PathRequest{Path: pth})
+	}
+	return q
+}
+
+func TestPlanNodes(t *testing.T) {
+	good := consumer("n1", "containerd://"+cid, true)
+	other := consumer("n2", "containerd://"+strings.Repeat("f", 64), true)
+	reqs := []inspect.ContainerRequest{
+		request(good, true, "/etc/cfg", "/etc/app.conf", "/etc/sec"),
+		request(consumer("n1", "", false), false, "/etc/cfg"),
+		request(consumer("n1", "containerd://$(reboot)", true), false, "/etc/cfg"),
+		request(other, false, "/etc/cfg"),
+		{VerifyRequest: inspect.VerifyRequest{Container: "c"}},
+	}
+	nodes, failed := planNodes(reqs, "/d")
+	if len(nodes) != 2 || nodes[0].node != "n1" || nodes[1].node != "n2" {
+		t.Fatalf("nodes = %+v", nodes)
+	}
+	if failed[1] == nil || failed[1].Reason != inspect.VerifyNotRunning || failed[2] == nil || failed[4] == nil || len(failed) != 3 {
+		t.Fatalf("failed = %v", failed)
+	}
+	c := nodes[0].containers[0]
+	uid := string(good.UID)
+	want := map[string]string{
+		"/etc/cfg":      "/d/k/pods/" + uid + "/volumes/kubernetes.io~configmap/cfg",
+		"/etc/sec":      "/d/k/pods/" + uid + "/volumes/kubernetes.io~secret/sec",
+		"/etc/app.conf": "/d/c/" + cid + "/etc/app.conf",
+	}
+	if c.id != cid || !c.env || len(c.view) != 3 {
+		t.Fatalf("container = %+v", c)
+	}
+	for k, v := range want {
+		if c.view[k] != v {
+			t.Errorf("%s seen at %q, want %q", k, c.view[k], v)
+		}
+	}
+	if len(nodes[0].paths) != 3 {
+		t.Fatalf("paths = %v", nodes[0].paths)
+	}
+}
+
+func busybox(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Fatal("busybox is needed to run the node script (Debian package busybox or busybox-static): ", err)
+	}
+	return p
+}
+
+// runNodeScript runs the node script with busybox sh and parses both
+// sections.
+func runNodeScript(t *testing.T, nr *nodeRead, dir, rootDir string) (*nodeOutput, *inspect.Verified) {
+	t.Helper()
+	n1, n2 := inspect.NewNonce(), inspect.NewNonce()
+	argv := nodeArgv(nr, dir, rootDir, 1<<20, n1, n2)
+	cmd := exec.Command(busybox(t), append([]string{"sh"}, argv[1:]...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node script: %v: %s", err, errb.String())
+	}
+	no, err := parseNodeOutput(out.Bytes(), n2)
+	if err != nil {
+		t.Fatalf("node records: %v (%q)", err, out.String())
+	}
+	obs, err := inspect.ParseVerified(no.rest, n1, nr.paths)
+	if err != nil {
+		t.Fatalf("verify records: %v", err)
+	}
+	return no, obs
+}
+
+// atomicVolume lays out a volume as the kubelet's atomic writer does.
+func atomicVolume(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	ts := "..2024_05_06_07_08_09.123456789"
+	if err := os.MkdirAll(filepath.Join(dir, ts), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range files {
+		if err := os.WriteFile(filepath.Join(dir, ts, k), []byte(v), 0o400); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..data", k), filepath.Join(dir, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(ts, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeScriptReadsKubeletDir runs the real node script: the kubelet
+// root directory given (as --kubelet-root-dir does), a volume read through
+// dir/k, a container that is not on this machine reported as not found,
+// and cluster strings that would break a shell string kept as data.
+func TestNodeScriptReadsKubeletDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the node script reads through /proc/1/root, which needs root")
+	}
+	fakeKubelet(t)
+	root := t.TempDir()
+	p := consumer("n1", "containerd://"+cid, true)
+	p.UID = "8e1b2c3d-0000-4000-8000-000000000001"
+	vol := filepath.Join(root, "pods", string(p.UID), "volumes", "kubernetes.io~configmap", "cfg")
+	atomicVolume(t, vol, map[string]string{"a": "1", "evil;$(touch x)": "Z\x00cmsync-0\x00"})
+	dir := filepath.Join(t.TempDir(), "scratch")
+	nodes, failed := planNodes([]inspect.ContainerRequest{request(p, true, "/etc/cfg", "/etc/app.conf")}, dir)
+	if len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	no, obs := runNodeScript(t, nodes[0], dir, root)
+	if no.rootDir != root || no.source != "flag" {
+		t.Fatalf("root dir = %q from %q", no.rootDir, no.source)
+	}
+	if _, ok := no.pids[cid]; ok {
+		t.Fatal("a container that does not run here was found")
+	}
+	got := containerVerified(nodes[0].containers[0], &nodeRead2{no: no, obs: obs}, "n1")
+	if got.Err == nil || got.Err.Reason != inspect.VerifyNotRunning {
+		t.Fatalf("err = %v, want not running", got.Err)
+	}
+	vp := obs.Paths[nodes[0].containers[0].view["/etc/cfg"]]
+	if vp == nil || vp.Kind != inspect.PathAtomic || vp.Target != "..2024_05_06_07_08_09.123456789" {
+		t.Fatalf("volume = %+v", vp)
+	}
+	if f := vp.Files["a"]; f == nil || string(f.Data) != "1" || f.Mode != 0o400 {
+		t.Fatalf("file a = %+v", f)
+	}
+	if f := vp.Files["evil;$(touch x)"]; f == nil || string(f.Data) != "Z\x00cmsync-0\x00" {
+		t.Fatalf("hostile file = %+v", f)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("scratch directory left behind: %v", err)
+	}
+}
+
+// fakeKubelet runs sleep under the name kubelet, so that the script finds
+// a kubelet sharing this test's mount namespace even where no kubelet
+// runs (a real one, when there is one, shares it too).
+func fakeKubelet(t *testing.T) {
+	t.Helper()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "kubelet")
+	if err := os.Symlink(sleep, link); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(link, "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+}
+
+func TestEnded(t *testing.T) {
+	now := time.Now()
+	secs := int64(60)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
+		Spec: corev1.PodSpec{ActiveDeadlineSeconds: &secs}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if Ended(p, now) {
+		t.Fatal("a running pod within its deadline has ended")
+	}
+	if !Ended(p, now.Add(2*time.Minute)) {
+		t.Fatal("a pod past its deadline has not ended")
+	}
+	p.Status.Phase = corev1.PodFailed
+	if !Ended(p, now) {
+		t.Fatal("a failed pod has not ended")
+	}
+}
+
+// TestSweepLeavesLiveRuns: a run removes other runs' ended readers and
+// never a live one; Close removes its own.
+func TestSweepLeavesLiveRuns(t *testing.T) {
+	ctx := context.Background()
+	secs := int64(600)
+	mk := func(name, run string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.Now(),
+			Labels: map[string]string{LabelManagedBy: ManagedBy, LabelComponent: Component, LabelRun: run}},
+			Spec: corev1.PodSpec{ActiveDeadlineSeconds: &secs}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	cs := fake.NewClientset(mk("live", "other", corev1.PodRunning), mk("ended", "killed", corev1.PodFailed))
+	r := New(cs, nil, Options{Namespace: "ns"})
+	r.removeEnded(ctx)
+	left, _ := cs.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+	if len(left.Items) != 1 || left.Items[0].Name != "live" {
+		t.Fatalf("left = %v", left.Items)
+	}
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, mk("mine", r.RunID(), corev1.PodPending), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.created.Store(true)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left, _ = cs.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+	if len(left.Items) != 1 || left.Items[0].Name != "live" {
+		t.Fatalf("after Close = %v", left.Items)
+	}
+}
+
+func TestVerifyScriptAdapted(t *testing.T) {
+	if s := verifyScriptText(); s == "" || !strings.Contains(s, targetByReadlink) {
+		t.Fatal("the exec reader's script no longer finds the ..data target with the line the node reader replaces: update targetByCd")
+	}
+}
+
+// TestQueueMerges: reads of one node asked while one runs are merged into
+// the next, and every caller gets its answer.
+func TestQueueMerges(t *testing.T) {
+	q := &nodeQueue{}
+	var mu sync.Mutex
+	runs, served := 0, 0
+	run := func(_ context.Context, merged *nodeRead, jobs []*job) {
+		time.Sleep(30 * time.Millisecond)
+		mu.Lock()
+		runs++
+		mu.Unlock()
+		for _, j := range jobs {
+			for _, c := range j.nr.containers {
+				j.out[c.req] = &inspect.Verified{}
+			}
+		}
+		if len(jobs) > 1 && len(merged.containers) != len(jobs) {
+			t.Errorf("merged %d containers of %d jobs", len(merged.containers), len(jobs))
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := make([]*inspect.Verified, 1)
+			q.read(context.Background(), &job{ctx: context.Background(), nr: &nodeRead{node: "n", containers: []containerPlan{{id: fmt.Sprint(i)}}}, out: out}, run)
+			if out[0] == nil {
+				t.Error("a caller got no result")
+			}
+			mu.Lock()
+			served++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if served != 20 || runs >= 20 {
+		t.Fatalf("served %d callers in %d reads, want 20 in fewer reads", served, runs)
+	}
+}
+
+// TestCreateErrors: a reader pod the API refuses makes every container of
+// its node unverifiable with what to do: the Pod Security label or another
+// namespace, or the RBAC verbs.
+func TestCreateErrors(t *testing.T) {
+	cases := map[string]struct {
+		err     error
+		reason  string
+		mustSay []string
+	}{
+		"pod security": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`violates PodSecurity "baseline:latest": host namespaces (hostPID=true)`)),
+			inspect.VerifyFailed, []string{"Pod Security", "pod-security.kubernetes.io/enforce=privileged", "--reader-namespace"}},
+		"rbac": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`User "alice" cannot create resource "pods"`)),
+			inspect.VerifyForbidden, []string{"create pods", "create, get, list and delete on pods", "pods/exec"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+			r := New(cs, nil, Options{Namespace: "ns"})
+			defer r.Close()
+			got := r.ReadContainers(context.Background(), []inspect.ContainerRequest{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, inspect.VerifyReadOptions{})
+			if got[0] == nil || got[0].Err == nil || got[0].Err.Reason != tc.reason {
+				t.Fatalf("got %+v, want reason %s", got[0], tc.reason)
+			}
+			for _, s := range tc.mustSay {
+				if !strings.Contains(got[0].Err.Error(), s) {
+					t.Errorf("%q does not say %q", got[0].Err.Error(), s)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,220 @@
+package nodereader
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// Options configure a Reader.
+type Options struct {
+	// Namespace of the reader pods (default DefaultNamespace).
+	Namespace string
+	// Image of the reader pods (default DefaultImage).
+	Image string
+	// KubeletRootDir is the kubelet's --root-dir; "" finds it on the node.
+	KubeletRootDir string
+	// Lifetime bounds each reader pod (activeDeadlineSeconds; default
+	// DefaultLifetime).
+	Lifetime time.Duration
+	// StartTimeout bounds the wait for a reader pod to run (default 60s).
+	StartTimeout time.Duration
+	// Concurrency bounds the nodes read at once (default 16).
+	Concurrency int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.Lifetime <= 0 {
+		o.Lifetime = DefaultLifetime
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	return o
+}
+
+// Reader is an inspect.ContainerReader with one reader pod per node, made
+// when a node is first read and kept until Close (a wait reads the same
+// nodes again and again). Close must be called: it deletes the pods.
+type Reader struct {
+	client kubernetes.Interface
+	exec   inspect.Executor
+	opts   Options
+	runID  string
+
+	sweep   sync.Once
+	created atomic.Bool // a create was sent: Close lists what is left
+	mu      sync.Mutex
+	pods    map[string]*readerPod // by node
+	reads   map[string]*nodeQueue // by node
+}
+
+// New returns a Reader; ex runs the reads in the reader pods (the exec
+// reader's Executor).
+func New(client kubernetes.Interface, ex inspect.Executor, o Options) *Reader {
+	return &Reader{client: client, exec: ex, opts: o.withDefaults(), runID: NewRunID(), pods: map[string]*readerPod{}, reads: map[string]*nodeQueue{}}
+}
+
+// RunID is the value of this run's LabelRun.
+func (r *Reader) RunID() string { return r.runID }
+
+// ReadContainers implements inspect.ContainerReader: one exec per node.
+func (r *Reader) ReadContainers(ctx context.Context, reqs []inspect.ContainerRequest, o inspect.VerifyReadOptions) []*inspect.Verified {
+	out := make([]*inspect.Verified, len(reqs))
+	// one read runs per node at a time (batch.go): one directory serves
+	dir := scratchDir + "/read"
+	nodes, failed := planNodes(reqs, dir)
+	for i, err := range failed {
+		out[i] = &inspect.Verified{Err: err}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, r.opts.Concurrency)
+	for _, nr := range nodes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.queue(nr.node).read(ctx, &job{ctx: ctx, nr: nr, out: out}, func(ctx context.Context, merged *nodeRead, jobs []*job) {
+				r.readNode(ctx, merged, dir, o, jobs)
+			})
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// readNode reads the containers of the jobs, merged into one read of the
+// node, into each job's out; a failure is every one of their containers'.
+func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspect.VerifyReadOptions, jobs []*job) {
+	fail := func(err *inspect.VerifyError) {
+		for _, j := range jobs {
+			for _, c := range j.nr.containers {
+				j.out[c.req] = &inspect.Verified{Err: err, Execs: 1}
+			}
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			fail(&inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprint("internal error: ", p)})
+		}
+	}()
+	pod, verr := r.podFor(ctx, nr.node)
+	if verr != nil {
+		fail(verr)
+		return
+	}
+	got, verr := r.execNode(ctx, pod, nr, dir, o)
+	if verr != nil {
+		if !r.running(pod) {
+			r.forget(nr.node, pod) // ended (deadline, eviction): the next read makes a new one
+		}
+		fail(verr)
+		return
+	}
+	for _, j := range jobs {
+		for _, c := range j.nr.containers {
+			j.out[c.req] = containerVerified(c, got, nr.node)
+		}
+	}
+}
+
+// execNode runs the node script in the reader pod and parses its output.
+func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir string, o inspect.VerifyReadOptions) (*nodeRead2, *inspect.VerifyError) {
+	maxBytes := o.MaxBytes
+	if maxBytes < 0 {
+		maxBytes = 0
+	}
+	// one read serves many containers: its timeout grows with them
+	timeout := o.Timeout
+	if timeout > 0 {
+		timeout += time.Duration(len(nr.containers)) * 100 * time.Millisecond
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	n1, n2 := inspect.NewNonce(), inspect.NewNonce()
+	var stdout, stderr bytes.Buffer
+	err := r.exec.Exec(cctx, r.opts.Namespace, pod, containerName, nodeArgv(nr, dir, r.opts.KubeletRootDir, maxBytes, n1, n2), &stdout, &stderr)
+	if err == nil && cctx.Err() != nil {
+		err = cctx.Err()
+	}
+	no, perr := parseNodeOutput(stdout.Bytes(), n2)
+	if perr == nil {
+		var obs *inspect.Verified
+		if obs, perr = inspect.ParseVerified(no.rest, n1, nr.paths); perr == nil {
+			return &nodeRead2{no: no, obs: obs}, nil
+		}
+	}
+	if err != nil {
+		ve := inspect.ClassifyExecError(cctx, err, stderr.Bytes())
+		ve.Message = "node reader " + r.opts.Namespace + "/" + pod + ": " + ve.Message
+		return nil, ve
+	}
+	return nil, &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprintf("node reader %s/%s: unexpected output (%v)", r.opts.Namespace, pod, perr)}
+}
+
+// nodeRead2 is what one node read showed.
+type nodeRead2 struct {
+	no  *nodeOutput
+	obs *inspect.Verified
+}
+
+// containerVerified is one container's share of a node read, keyed by the
+// container's own paths as the exec reader keys them.
+func containerVerified(c containerPlan, got *nodeRead2, node string) *inspect.Verified {
+	if _, ok := got.no.pids[c.id]; !ok {
+		return &inspect.Verified{Execs: 1, Err: &inspect.VerifyError{Reason: inspect.VerifyNotRunning,
+			Message: fmt.Sprintf("no process of container %.12s on node %s (it may have just stopped)", c.id, node)}}
+	}
+	v := &inspect.Verified{Paths: map[string]*inspect.VerifiedPath{}, Execs: 1}
+	for own, seen := range c.view {
+		if p, ok := got.obs.Paths[seen]; ok {
+			v.Paths[own] = p
+		}
+	}
+	if c.env {
+		switch env, ok := got.no.env[c.id]; {
+		case ok && len(env) > 0:
+			v.Env, v.EnvRead = env, true
+		case ok:
+			v.EnvErr = "the main process's environment is empty (the process may have rewritten it)"
+		default:
+			v.EnvErr = "the main process's environment (/proc/PID/environ) is not readable from the node reader"
+		}
+	}
+	return v
+}
+
+// running tells whether the reader pod still runs (a failed read of an
+// ended pod is not retried on it: the next read makes a new one).
+func (r *Reader) running(name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := r.client.CoreV1().Pods(r.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return !apierrors.IsNotFound(err) // unknown: keep it, the next read tells
+	}
+	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
+}

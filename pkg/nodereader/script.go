@@ -1,0 +1,229 @@
+package nodereader
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+// nodeScript runs in the reader pod, once per node per read. Everything
+// from the cluster (container IDs, paths) is an argument, never script
+// text; container IDs are checked to be hex before they are passed.
+//
+// It finds, through hostPID, each requested container's main process: the
+// processes whose cgroup ends in the container ID, the earliest started
+// whose parent is not one of them (an exec's process is a child of the
+// runtime's shim, and starts later). It links dir/c/ID to /proc/PID/root
+// and dir/e/ID to /proc/PID/environ. It finds the kubelet (comm
+// "kubelet") and its root directory: $2 when given, else --root-dir on its
+// command line, else /var/lib/kubelet, seen through the kubelet's own mount
+// namespace (/proc/KUBELET/root: Secret and projected volumes are tmpfs
+// mounts the kubelet made after the reader started), linked as dir/k. Then
+// it prints the environments asked for and runs the exec reader's script
+// on the paths.
+//
+// Arguments: $1 dir, $2 kubelet root directory or "", $3 the verify
+// script, $4 max bytes, $5 the verify script's nonce, $6 this script's
+// nonce, $7 the number of containers, then per container its ID and "1"
+// to read its environment, then "--" and the paths.
+//
+// Output (NUL-terminated fields): M ID PID per container found; R rootdir
+// source kubeletPID; per environment asked E ID, the environ, the nonce,
+// or N ID; Y nonce; then the verify script's output.
+const nodeScript = `d=$1 rd=$2 vs=$3 m=$4 n1=$5 n2=$6 nc=$7
+shift 7
+r() { printf '%s\0' "$@"; }
+ids=' ' envs=
+while [ "$nc" -gt 0 ]; do
+  ids="$ids$1 "
+  [ "$2" = 1 ] && envs="$envs $1"
+  shift 2
+  nc=$((nc-1))
+done
+[ "$1" = -- ] || { echo 'bad arguments' >&2; exit 2; }
+shift
+rm -rf "$d" && mkdir -p "$d/c" "$d/e" || exit 1
+sf() { pp=$2 sa=${20}; }
+kp= all=' ' ms=
+for pd in /proc/[0-9]*; do
+  p=${pd#/proc/}
+  if [ -z "$kp" ] && read -r cm <"$pd/comm" 2>/dev/null && [ "$cm" = kubelet ]; then kp=$p; fi
+  l=
+  read -r l <"$pd/cgroup" 2>/dev/null || continue
+  c=${l##*/} c=${c%.scope} c=${c##*-}
+  case $ids in *" $c "*) ;; *) continue;; esac
+  s=
+  read -r s <"$pd/stat" 2>/dev/null || continue
+  set -f
+  sf ${s##*) }
+  set +f
+  all="$all$c:$p "
+  ms="$ms$sa $p $pp $c
+"
+done
+printf '%s' "$ms" | sort -n | while read -r sa p pp c; do
+  case $all in *" $c:$pp "*) continue;; esac
+  [ -L "$d/c/$c" ] && continue
+  ln -s "/proc/$p/root" "$d/c/$c" && ln -s "/proc/$p/environ" "$d/e/$c" && r M "$c" "$p"
+done
+src=flag
+if [ -z "$rd" ]; then
+  src=default rd=/var/lib/kubelet
+  if [ -n "$kp" ]; then
+    x=$(tr '\0' '\n' <"/proc/$kp/cmdline" 2>/dev/null | {
+      f=
+      while IFS= read -r a; do
+        [ -n "$f" ] && { printf '%s' "$a"; break; }
+        case $a in --root-dir=*|-root-dir=*) printf '%s' "${a#*=}"; break;; --root-dir|-root-dir) f=1;; esac
+      done
+    })
+    case $x in /*) rd=$x src=cmdline;; esac
+  fi
+fi
+kr=/proc/1/root
+[ -n "$kp" ] && kr=/proc/$kp/root
+ln -s "$kr$rd" "$d/k"
+r R "$rd" "$src" "${kp:-0}"
+for c in $envs; do
+  if cat "$d/e/$c" >/dev/null 2>&1; then r E "$c"; cat "$d/e/$c"; r "$n2"; else r N "$c"; fi
+done
+r Y "$n2"
+sh -c "$vs" sh "$m" "$n1" 0 "$@"
+x=$?
+rm -rf "$d"
+exit $x
+`
+
+// The exec reader's script finds the ..data target with cd -P and pwd -P.
+// Seen from the reader pod the volume lies in another mount namespace,
+// where getcwd fails: the node reader reads the link itself (the kubelet
+// writes it relative, ..data -> ..TIMESTAMP).
+const (
+	targetByCd       = `t() { [ -L "$1/..data" ] && (cd -P "$1/..data" 2>/dev/null && pwd -P); }`
+	targetByReadlink = `t() { [ -L "$1/..data" ] && readlink "$1/..data"; }`
+)
+
+// verifyScriptText is the exec reader's script (argv[2] of its exec) with
+// the ..data target read by readlink; "" when the script no longer has the
+// line to replace (a unit test fails then).
+func verifyScriptText() string {
+	s := inspect.ScriptArgv(0, "n", false, nil)[2]
+	if strings.Count(s, targetByCd) != 1 {
+		return ""
+	}
+	return strings.Replace(s, targetByCd, targetByReadlink, 1)
+}
+
+// nodeArgv is the argv of one node read.
+func nodeArgv(nr *nodeRead, dir, rootDir string, maxBytes int64, nonce1, nonce2 string) []string {
+	argv := []string{"sh", "-c", nodeScript, "sh", dir, rootDir, verifyScriptText(), strconv.FormatInt(maxBytes, 10), nonce1, nonce2,
+		strconv.Itoa(len(nr.containers))}
+	for _, c := range nr.containers {
+		e := "0"
+		if c.env {
+			e = "1"
+		}
+		argv = append(argv, c.id, e)
+	}
+	argv = append(argv, "--")
+	return append(argv, nr.paths...)
+}
+
+// nodeOutput is what the node script printed before the verify script's
+// output.
+type nodeOutput struct {
+	pids    map[string]string // container ID -> PID
+	env     map[string]map[string]string
+	noEnv   map[string]bool
+	rootDir string
+	source  string // flag, cmdline or default
+	kubelet string // PID, "0" when not found
+	rest    []byte // the verify script's output
+}
+
+// parseNodeOutput reads the records up to Y.
+func parseNodeOutput(out []byte, nonce string) (*nodeOutput, error) {
+	o := &nodeOutput{pids: map[string]string{}, env: map[string]map[string]string{}, noEnv: map[string]bool{}}
+	p := &fieldReader{b: out}
+	trailer := append([]byte(nonce), 0)
+	for {
+		tag, err := p.field()
+		if err != nil {
+			return nil, err
+		}
+		switch tag {
+		case "M":
+			f, err := p.fields(2)
+			if err != nil {
+				return nil, err
+			}
+			o.pids[f[0]] = f[1]
+		case "R":
+			f, err := p.fields(3)
+			if err != nil {
+				return nil, err
+			}
+			o.rootDir, o.source, o.kubelet = f[0], f[1], f[2]
+		case "E":
+			id, err := p.field()
+			if err != nil {
+				return nil, err
+			}
+			i := bytes.Index(p.b[p.pos:], trailer)
+			if i < 0 {
+				return nil, inspect.ErrTruncated
+			}
+			o.env[id] = inspect.ParseEnviron(p.b[p.pos : p.pos+i])
+			p.pos += i + len(trailer)
+		case "N":
+			id, err := p.field()
+			if err != nil {
+				return nil, err
+			}
+			o.noEnv[id] = true
+		case "Y":
+			f, err := p.field()
+			if err != nil {
+				return nil, err
+			}
+			if f != nonce {
+				return nil, errors.New("bad end of the node records")
+			}
+			o.rest = p.b[p.pos:]
+			return o, nil
+		default:
+			return nil, fmt.Errorf("unknown record %.8q", tag)
+		}
+	}
+}
+
+type fieldReader struct {
+	b   []byte
+	pos int
+}
+
+func (p *fieldReader) field() (string, error) {
+	i := bytes.IndexByte(p.b[p.pos:], 0)
+	if i < 0 {
+		return "", inspect.ErrTruncated
+	}
+	s := string(p.b[p.pos : p.pos+i])
+	p.pos += i + 1
+	return s, nil
+}
+
+func (p *fieldReader) fields(n int) ([]string, error) {
+	out := make([]string, n)
+	for i := range out {
+		f, err := p.field()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = f
+	}
+	return out, nil
+}
