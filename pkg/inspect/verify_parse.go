@@ -20,7 +20,7 @@ func ParseVerified(out []byte, nonce string, paths []string) (*Verified, error) 
 		return nil, errors.New("empty nonce")
 	}
 	s := &scriptOutput{
-		p:        &recordParser{b: out, nonce: []byte(nonce)},
+		p:        &recordParser{NULFields: NULFields{B: out}, nonce: []byte(nonce)},
 		nonce:    nonce,
 		paths:    paths,
 		obs:      &Verified{Paths: map[string]*VerifiedPath{}},
@@ -28,7 +28,7 @@ func ParseVerified(out []byte, nonce string, paths []string) (*Verified, error) 
 		attempts: map[int]*VerifiedPath{},
 	}
 	for {
-		tag, err := s.p.field()
+		tag, err := s.p.Field()
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +91,7 @@ func (s *scriptOutput) record(tag string) (done bool, err error) {
 
 // pathStart (P index) begins one attempt at reading a path.
 func (s *scriptOutput) pathStart() error {
-	f, err := s.p.field()
+	f, err := s.p.Field()
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (s *scriptOutput) pathField(tag string) (string, error) {
 	if s.cur == nil {
 		return "", fmt.Errorf("record %s outside a path", tag)
 	}
-	return s.p.field()
+	return s.p.Field()
 }
 
 // entry reads D (a directory) or L and O (a link or special file).
@@ -158,7 +158,7 @@ func (s *scriptOutput) file() error {
 	if s.cur == nil {
 		return errors.New("file record outside a path")
 	}
-	fields, err := s.p.fields(3)
+	fields, err := s.p.Fields(3)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (s *scriptOutput) file() error {
 	}
 	f := &VerifiedFile{Path: rel, Mode: ParseLsMode(perm), Size: size}
 	s.cur.Files[rel] = f
-	kind, err := s.p.field()
+	kind, err := s.p.Field()
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (s *scriptOutput) file() error {
 			f.Unread = "the file changed size while it was read"
 		}
 	case "H":
-		h, err := s.p.field()
+		h, err := s.p.Field()
 		if err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func (s *scriptOutput) pathEnd() error {
 	if s.cur == nil {
 		return errors.New("end record outside a path")
 	}
-	f, err := s.p.field()
+	f, err := s.p.Field()
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (s *scriptOutput) pathEnd() error {
 // final (Z nonce) checks the output is complete and keeps each path's
 // attempt.
 func (s *scriptOutput) final() error {
-	f, err := s.p.field()
+	f, err := s.p.Field()
 	if err != nil {
 		return err
 	}
@@ -249,30 +249,36 @@ func (s *scriptOutput) final() error {
 }
 
 type recordParser struct {
-	b     []byte
-	pos   int
+	NULFields
 	nonce []byte
 }
 
-// field reads up to the next NUL.
-func (p *recordParser) field() (string, error) {
-	if p.pos >= len(p.b) {
+// NULFields reads the NUL-terminated fields the verify scripts write, from
+// B at Pos (the node reader parses its own records with it too).
+type NULFields struct {
+	B   []byte
+	Pos int
+}
+
+// Field reads up to the next NUL.
+func (p *NULFields) Field() (string, error) {
+	if p.Pos >= len(p.B) {
 		return "", ErrTruncated
 	}
-	i := bytes.IndexByte(p.b[p.pos:], 0)
+	i := bytes.IndexByte(p.B[p.Pos:], 0)
 	if i < 0 {
 		return "", ErrTruncated
 	}
-	s := string(p.b[p.pos : p.pos+i])
-	p.pos += i + 1
+	s := string(p.B[p.Pos : p.Pos+i])
+	p.Pos += i + 1
 	return s, nil
 }
 
-// fields reads the next n fields.
-func (p *recordParser) fields(n int) ([]string, error) {
+// Fields reads the next n fields.
+func (p *NULFields) Fields(n int) ([]string, error) {
 	out := make([]string, n)
 	for i := range out {
-		f, err := p.field()
+		f, err := p.Field()
 		if err != nil {
 			return nil, err
 		}
@@ -286,19 +292,19 @@ func (p *recordParser) fields(n int) ([]string, error) {
 // and the nonce. When the contents do not add up (a file changed or
 // vanished between stat and cat) every file of the batch is unread.
 func (p *recordParser) batch(cur *VerifiedPath) error {
-	head, err := p.fields(2)
+	head, err := p.Fields(2)
 	if err != nil {
 		return err
 	}
 	prefix, cs := head[0], head[1]
 	n, err := strconv.Atoi(cs)
 	// every name takes at least 4 bytes of output (name, mode, size, each NUL-terminated)
-	if err != nil || n < 1 || n > (len(p.b)-p.pos)/4 {
+	if err != nil || n < 1 || n > (len(p.B)-p.Pos)/4 {
 		return badRecord("bad file count", cs)
 	}
 	files := make([]*VerifiedFile, n)
 	for i := range files {
-		name, err := p.field()
+		name, err := p.Field()
 		if err != nil {
 			return err
 		}
@@ -306,19 +312,19 @@ func (p *recordParser) batch(cur *VerifiedPath) error {
 	}
 	var total int64
 	for _, f := range files {
-		ms, err := p.fields(2)
+		ms, err := p.Fields(2)
 		if err != nil {
 			return err
 		}
 		perm, sz := ms[0], ms[1]
 		size, err := strconv.ParseInt(sz, 10, 64)
-		if err != nil || size < 0 || size > int64(len(p.b)) {
+		if err != nil || size < 0 || size > int64(len(p.B)) {
 			return badRecord("bad size", sz)
 		}
 		f.Mode, f.Size = ParseLsMode(perm), size
 		total += size
 	}
-	if c, err := p.field(); err != nil {
+	if c, err := p.Field(); err != nil {
 		return err
 	} else if c != "C" {
 		return badRecord("bad file batch", c)
@@ -343,32 +349,32 @@ func (p *recordParser) batch(cur *VerifiedPath) error {
 // it resynchronises on the next nonce and reports ok false.
 func (p *recordParser) content(size int64) ([]byte, bool, error) {
 	trailer := append(append([]byte{}, p.nonce...), 0)
-	rest := int64(len(p.b) - p.pos)
+	rest := int64(len(p.B) - p.Pos)
 	if size <= rest-int64(len(trailer)) {
-		end := p.pos + int(size)
-		if bytes.Equal(p.b[end:end+len(trailer)], trailer) {
-			data := p.b[p.pos:end]
-			p.pos = end + len(trailer)
+		end := p.Pos + int(size)
+		if bytes.Equal(p.B[end:end+len(trailer)], trailer) {
+			data := p.B[p.Pos:end]
+			p.Pos = end + len(trailer)
 			return data, true, nil
 		}
 	}
-	i := bytes.Index(p.b[p.pos:], trailer)
+	i := bytes.Index(p.B[p.Pos:], trailer)
 	if i < 0 {
 		return nil, false, ErrTruncated
 	}
-	p.pos += i + len(trailer)
+	p.Pos += i + len(trailer)
 	return nil, false, nil
 }
 
 // until reads up to the nonce and a NUL.
 func (p *recordParser) until() ([]byte, error) {
 	trailer := append(append([]byte{}, p.nonce...), 0)
-	i := bytes.Index(p.b[p.pos:], trailer)
+	i := bytes.Index(p.B[p.Pos:], trailer)
 	if i < 0 {
 		return nil, ErrTruncated
 	}
-	data := p.b[p.pos : p.pos+i]
-	p.pos += i + len(trailer)
+	data := p.B[p.Pos : p.Pos+i]
+	p.Pos += i + len(trailer)
 	return data, nil
 }
 

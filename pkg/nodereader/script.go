@@ -148,82 +148,55 @@ type nodeOutput struct {
 // parseNodeOutput reads the records up to Y.
 func parseNodeOutput(out []byte, nonce string) (*nodeOutput, error) {
 	o := &nodeOutput{pids: map[string]string{}, env: map[string]map[string]string{}, noEnv: map[string]bool{}}
-	p := &fieldReader{b: out}
+	p := &inspect.NULFields{B: out}
 	trailer := append([]byte(nonce), 0)
 	for {
-		tag, err := p.field()
+		tag, err := p.Field()
 		if err != nil {
 			return nil, err
 		}
 		switch tag {
 		case "M":
-			f, err := p.fields(2)
+			f, err := p.Fields(2)
 			if err != nil {
 				return nil, err
 			}
 			o.pids[f[0]] = f[1]
 		case "R":
-			f, err := p.fields(3)
+			f, err := p.Fields(3)
 			if err != nil {
 				return nil, err
 			}
 			o.rootDir, o.source, o.kubelet = f[0], f[1], f[2]
 		case "E":
-			id, err := p.field()
+			id, err := p.Field()
 			if err != nil {
 				return nil, err
 			}
-			i := bytes.Index(p.b[p.pos:], trailer)
+			i := bytes.Index(p.B[p.Pos:], trailer)
 			if i < 0 {
 				return nil, inspect.ErrTruncated
 			}
-			o.env[id] = inspect.ParseEnviron(p.b[p.pos : p.pos+i])
-			p.pos += i + len(trailer)
+			o.env[id] = inspect.ParseEnviron(p.B[p.Pos : p.Pos+i])
+			p.Pos += i + len(trailer)
 		case "N":
-			id, err := p.field()
+			id, err := p.Field()
 			if err != nil {
 				return nil, err
 			}
 			o.noEnv[id] = true
 		case "Y":
-			f, err := p.field()
+			f, err := p.Field()
 			if err != nil {
 				return nil, err
 			}
 			if f != nonce {
 				return nil, errors.New("bad end of the node records")
 			}
-			o.rest = p.b[p.pos:]
+			o.rest = p.B[p.Pos:]
 			return o, nil
 		default:
 			return nil, fmt.Errorf("unknown record %.8q", tag)
 		}
 	}
-}
-
-type fieldReader struct {
-	b   []byte
-	pos int
-}
-
-func (p *fieldReader) field() (string, error) {
-	i := bytes.IndexByte(p.b[p.pos:], 0)
-	if i < 0 {
-		return "", inspect.ErrTruncated
-	}
-	s := string(p.b[p.pos : p.pos+i])
-	p.pos += i + 1
-	return s, nil
-}
-
-func (p *fieldReader) fields(n int) ([]string, error) {
-	out := make([]string, n)
-	for i := range out {
-		f, err := p.field()
-		if err != nil {
-			return nil, err
-		}
-		out[i] = f
-	}
-	return out, nil
 }
