@@ -116,7 +116,8 @@ func ClassifyExecError(ctx context.Context, err error, stderr []byte) *VerifyErr
 		strings.Contains(low, "stopped state") || strings.Contains(low, "container_exited") ||
 		strings.Contains(low, "is terminated") || strings.Contains(low, "not created") ||
 		// containerd, when the container exits while an exec starts in it
-		strings.Contains(low, "no running task found") || strings.Contains(low, "ttrpc: closed"):
+		strings.Contains(low, "no running task found") || strings.Contains(low, "ttrpc: closed") ||
+		taskNotFound.MatchString(low):
 		return &VerifyError{Reason: VerifyNotRunning, Message: firstLine(msg)}
 	case hasCode:
 		return &VerifyError{Reason: VerifyFailed, Message: fmt.Sprintf("exit code %d%s", code.ExitStatus(), stderrSuffix(stderr))}
@@ -174,6 +175,10 @@ func firstLine(s string) string {
 
 // podNotFound matches the API server's answer for a pod that is gone.
 var podNotFound = regexp.MustCompile(`\bpods "[^"]*" not found\b`)
+
+// taskNotFound is containerd's answer to an exec created in a container
+// whose task has just ended ("failed to create exec ...: task ID not found").
+var taskNotFound = regexp.MustCompile(`\btask [0-9a-f]+ not found\b`)
 
 // requestURL matches a quoted request URL with its query in an error
 // message: the query of an exec request is the whole verify script,

@@ -55,6 +55,8 @@ func TestClassifyExecError(t *testing.T) {
 		{errors.New(`unable to upgrade connection: pods "deleted" not found`), VerifyNotRunning},
 		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "36960a": ttrpc: closed: unknown`), VerifyNotRunning},
 		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task bf2b not found: not found`), VerifyNotRunning},
+		// containerd 1.6 (v1.30.14 cluster), the container's task gone as the exec is created
+		{errors.New(`Internal error occurred: Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "2065b9": task 9e2e00 not found: not found`), VerifyNotRunning},
 	}
 	for _, c := range cases {
 		if got := ClassifyExecError(ctx, c.err, nil); got.Reason != c.want {
