@@ -101,7 +101,11 @@ func (v *VerifyFlags) Options(progress io.Writer) inspect.VerifyOptions {
 	if maxBytes == 0 {
 		maxBytes = -1 // hash everything: VerifyOptions treats 0 as "default"
 	}
-	vo := inspect.VerifyOptions{MaxBytes: maxBytes, Concurrency: v.Concurrency, ExecTimeout: v.ExecTimeout, Now: v.Now, Progress: progress}
+	now := v.Now
+	if now == nil {
+		now = apiClock.Now // ages compared with times the cluster wrote, on its clock
+	}
+	vo := inspect.VerifyOptions{MaxBytes: maxBytes, Concurrency: v.Concurrency, ExecTimeout: v.ExecTimeout, Now: now, Progress: progress}
 	if v.node != nil {
 		vo.Reader = v.node
 	}
@@ -131,7 +135,7 @@ func (v *VerifyFlags) executor(cfg *rest.Config) (inspect.Executor, error) {
 			return nil, err
 		}
 		v.node = nodereader.New(cs, ex, nodereader.Options{Namespace: v.ReaderNamespace, Image: v.ReaderImage,
-			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, Concurrency: v.Concurrency})
+			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, Concurrency: v.Concurrency, Now: apiClock.Now})
 	}
 	return ex, nil
 }

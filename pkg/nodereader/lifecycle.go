@@ -39,6 +39,16 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 	if creator {
 		rp.name, rp.err = r.start(ctx, node)
 		close(rp.ready)
+		if rp.err != nil {
+			// this read fails; the next one tries to start a reader again
+			// (a passing failure must not make the node unreadable for the
+			// rest of the run or of the dashboard)
+			r.mu.Lock()
+			if r.pods[node] == rp {
+				delete(r.pods, node)
+			}
+			r.mu.Unlock()
+		}
 	}
 	select {
 	case <-rp.ready:
@@ -131,7 +141,7 @@ func (r *Reader) removeEnded(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	now := time.Now()
+	now := r.opts.Now()
 	for _, p := range list.Items {
 		if p.Labels[LabelRun] != r.runID && Ended(&p, now) {
 			_ = r.delete(p.Name)

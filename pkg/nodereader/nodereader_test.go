@@ -107,9 +107,11 @@ func TestPlanNodes(t *testing.T) {
 	c := nodes[0].containers[0]
 	uid := string(good.UID)
 	want := map[string]string{
-		"/etc/cfg":      "/d/k/pods/" + uid + "/volumes/kubernetes.io~configmap/cfg",
-		"/etc/sec":      "/d/k/pods/" + uid + "/volumes/kubernetes.io~secret/sec",
-		"/etc/app.conf": "/d/c/" + cid + "/etc/app.conf",
+		"/etc/cfg": "/d/k/pods/" + uid + "/volumes/kubernetes.io~configmap/cfg",
+		"/etc/sec": "/d/k/pods/" + uid + "/volumes/kubernetes.io~secret/sec",
+		// where the kubelet bind-mounts the container's second mount (a
+		// subPath), never through the container's root
+		"/etc/app.conf": "/d/k/pods/" + uid + "/volume-subpaths/cfg/c/1",
 	}
 	if c.id != cid || !c.env || len(c.view) != 3 {
 		t.Fatalf("container = %+v", c)
@@ -121,6 +123,11 @@ func TestPlanNodes(t *testing.T) {
 	}
 	if len(nodes[0].paths) != 3 {
 		t.Fatalf("paths = %v", nodes[0].paths)
+	}
+	// a path that is neither a volume nor a subPath mount is not read
+	_, failed = planNodes([]inspect.ContainerRequest{request(good, false, "/etc/passwd")}, "/d")
+	if failed[0] == nil || !strings.Contains(failed[0].Message, "neither a volume nor a subPath mount") {
+		t.Fatalf("a path outside the kubelet's mounts: %v", failed)
 	}
 }
 

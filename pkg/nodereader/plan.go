@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,12 +111,44 @@ func planContainer(q inspect.ContainerRequest, dir string) (containerPlan, strin
 	c := findContainer(p, q.Container)
 	cp := containerPlan{id: id, env: q.Env, view: map[string]string{}}
 	for _, pr := range q.Paths {
-		cp.view[pr.Path] = dir + "/c/" + id + path.Clean("/"+pr.Path)
-		if hp, ok := volumeDir(p, c, pr.Path, dir); ok {
-			cp.view[pr.Path] = hp
+		hp, ok := volumeDir(p, c, pr.Path, dir)
+		if !ok {
+			hp, ok = subPathDir(p, c, pr.Path, dir)
 		}
+		if !ok {
+			// never through the container's root: a symlink the container
+			// planted on the way would be followed in the reader's root,
+			// which sees the node's processes
+			return containerPlan{}, "", &inspect.VerifyError{Reason: inspect.VerifyFailed,
+				Message: fmt.Sprintf("%s is neither a volume nor a subPath mount the kubelet made; --reader=exec reads it", pr.Path)}
+		}
+		cp.view[pr.Path] = hp
 	}
 	return cp, p.Spec.NodeName, nil
+}
+
+// subPathDir is the reader-side path of the subPath mount at mountPath (or
+// of a path below it): the kubelet bind-mounts each container's subPath at
+// pods/UID/volume-subpaths/VOLUME/CONTAINER/INDEX of its own directory
+// (INDEX: the mount's place in the container's volumeMounts), and the
+// runtime mounts that into the container. Read there, it is what the
+// container sees, and no path inside the container is ever followed.
+func subPathDir(p *corev1.Pod, c *corev1.Container, target, dir string) (string, bool) {
+	if c == nil || !podUID.MatchString(string(p.UID)) || !volName.MatchString(c.Name) {
+		return "", false
+	}
+	for i, m := range c.VolumeMounts {
+		if (m.SubPath == "" && m.SubPathExpr == "") || !volName.MatchString(m.Name) {
+			continue
+		}
+		mp := path.Clean("/" + m.MountPath)
+		rest, ok := strings.CutPrefix(path.Clean("/"+target), mp)
+		if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
+			continue
+		}
+		return dir + "/k/pods/" + string(p.UID) + "/volume-subpaths/" + m.Name + "/" + c.Name + "/" + strconv.Itoa(i) + rest, true
+	}
+	return "", false
 }
 
 // volumeDir is the reader-side path of the whole volume mounted at

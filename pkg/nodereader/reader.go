@@ -31,6 +31,10 @@ type Options struct {
 	StartTimeout time.Duration
 	// Concurrency bounds the nodes read at once (default 16).
 	Concurrency int
+	// Now is the API server's time (default time.Now): a reader pod of
+	// another run has outlived its deadline by the clock that wrote its
+	// creation time, not by a client's that may run ahead.
+	Now func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -42,6 +46,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Lifetime <= 0 {
 		o.Lifetime = DefaultLifetime
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 60 * time.Second

@@ -51,7 +51,9 @@ sf() { pp=$2 sa=${20}; }
 kp= all=' ' ms=
 for pd in /proc/[0-9]*; do
   p=${pd#/proc/}
-  if [ -z "$kp" ] && read -r cm <"$pd/comm" 2>/dev/null && [ "$cm" = kubelet ]; then kp=$p; fi
+  # the kubelet: named kubelet and in no pod's cgroup (a container may name its process kubelet)
+  if [ -z "$kp" ] && read -r cm <"$pd/comm" 2>/dev/null && [ "$cm" = kubelet ] &&
+    ! grep -q kubepods "$pd/cgroup" 2>/dev/null; then kp=$p; fi
   l=
   read -r l <"$pd/cgroup" 2>/dev/null || continue
   c=${l##*/} c=${c%.scope} c=${c##*-}
@@ -196,7 +198,9 @@ func parseNodeOutput(out []byte, nonce string) (*nodeOutput, error) {
 			o.rest = p.B[p.Pos:]
 			return o, nil
 		default:
-			return nil, fmt.Errorf("unknown record %.8q", tag)
+			// the position only: out of step, the field may be a container's
+			// environment, Secret values included
+			return nil, fmt.Errorf("unknown record at byte %d of the node's output", p.Pos-len(tag)-1)
 		}
 	}
 }
