@@ -15,8 +15,11 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d1, _ := img.Digest()
-	d2, _ := again.Digest()
+	d1, err1 := img.Digest()
+	d2, err2 := again.Digest()
+	if err1 != nil || err2 != nil {
+		t.Fatalf("digests: %v, %v", err1, err2)
+	}
 	if d1 != d2 {
 		t.Fatalf("the same binary gave two digests: %s %s", d1, d2)
 	}

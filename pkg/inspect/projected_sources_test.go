@@ -229,6 +229,21 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 			t.Errorf("%s: %v, want %s", code, obs.Err, want)
 		}
 	}
+	// a container running again after an earlier restart, whose read failed
+	// for a reason of its own (the node reader's prefix before it), keeps it;
+	// a kill reported through that prefix is still the container stopping
+	running := configMapVolumePod()
+	rs := &running.Status.ContainerStatuses[0]
+	rs.RestartCount = 3
+	rs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}
+	rs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	for msg, want := range map[string]string{"node reader ns/r: bad output": VerifyFailed, "node reader ns/r: exit code 2": VerifyFailed,
+		"node reader ns/r: exit code 137": VerifyNotRunning} {
+		obs := explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: msg}}, running, it.Container)
+		if obs.Err.Reason != want {
+			t.Errorf("running after a restart, %q: %v, want %s", msg, obs.Err, want)
+		}
+	}
 	// a container that never restarted keeps the exec's own answer
 	fresh := configMapVolumePod()
 	obs := explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "exit code 2"}}, fresh, it.Container)

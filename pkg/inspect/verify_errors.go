@@ -221,13 +221,17 @@ func explainRestart(obs *Verified, pod *corev1.Pod, c *ContainerRef) *Verified {
 	if obs.Err.Reason != VerifyFailed && obs.Err.Reason != VerifyNotRunning {
 		return obs
 	}
-	if m := exitCodeMessage.FindStringSubmatch(obs.Err.Message); m != nil && m[1] != "137" && m[1] != "143" {
+	m := exitCodeMessage.FindStringSubmatch(obs.Err.Message)
+	killed := m != nil && (m[1] == "137" || m[1] == "143")
+	if m != nil && !killed {
 		// the read ran and failed by itself; 137 and 143 are the kill
 		// and the stop of a container that goes down
 		return obs
 	}
 	st, found := containerStatus(pod, c.Name, c.Type)
-	if !found {
+	if !found || (st.State.Running != nil && obs.Err.Reason == VerifyFailed && !killed) {
+		// a container the status shows running, whose read failed for a
+		// reason of its own (an earlier restart does not explain it)
 		return obs
 	}
 	msg, ok := restartingReason(st)
@@ -240,4 +244,4 @@ func explainRestart(obs *Verified, pod *corev1.Pod, c *ContainerRef) *Verified {
 }
 
 // exitCodeMessage matches the message of a read that exited non-zero.
-var exitCodeMessage = regexp.MustCompile(`^exit code (\d+)`)
+var exitCodeMessage = regexp.MustCompile(`\bexit code (\d+)`)
