@@ -87,8 +87,9 @@ func finishCommands(results []refresh.Result, run runInfo) []string {
 		if run.Selector != "" {
 			args = append(args, "-l", run.Selector)
 		}
+		// no --yes: it shows its plan and asks before it evicts anything
 		args = append(args, "--strategy", string(refresh.StrategyAuto), "--restart-via", string(refresh.RestartViaEvict),
-			"--max-unavailable", strconv.Itoa(max(run.MaxUnavailable, 1)), "--yes")
+			"--max-unavailable", strconv.Itoa(max(run.MaxUnavailable, 1)))
 		out = append(out, commandLine(args))
 	}
 	return out

@@ -42,7 +42,7 @@ func TestPartialFailureSaysHowToFinish(t *testing.T) {
 		"To finish only what was not done:\n",
 		"  kubectl rollout restart statefulset/b --context 'prod cluster' -n shop\n",
 		"  kubectl annotate pod p1 --context 'prod cluster' -n shop --overwrite kubectl-cmsync.io/refreshed-at=2026-11-25T14:00:00.000000005Z\n",
-		"  kubectl cmsync refresh configmap/cfg --context 'prod cluster' -n shop -l 'tier in (web,api)' --strategy auto --restart-via evict --max-unavailable 2 --yes",
+		"  kubectl cmsync refresh configmap/cfg --context 'prod cluster' -n shop -l 'tier in (web,api)' --strategy auto --restart-via evict --max-unavailable 2",
 	}
 	for _, c := range []struct {
 		strategy refresh.Strategy
