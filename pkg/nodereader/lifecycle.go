@@ -29,6 +29,10 @@ type readerPod struct {
 func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.VerifyError) {
 	r.sweep.Do(func() { r.removeEnded(ctx) })
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
+	}
 	rp := r.pods[node]
 	creator := rp == nil
 	if creator {
@@ -38,6 +42,13 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 	r.mu.Unlock()
 	if creator {
 		rp.name, rp.err = r.start(ctx, node)
+		r.mu.Lock()
+		if r.closed && rp.err == nil {
+			// it started after Close listed this run's pods
+			_ = r.delete(rp.name)
+			rp.name, rp.err = "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
+		}
+		r.mu.Unlock()
 		close(rp.ready)
 		if rp.err != nil {
 			// this read fails; the next one tries to start a reader again
@@ -72,6 +83,7 @@ func (r *Reader) forget(node, name string) {
 // the run's may be cancelled by Ctrl-C). It returns the first error.
 func (r *Reader) Close() error {
 	r.mu.Lock()
+	r.closed = true
 	var names []string
 	for _, rp := range r.pods {
 		select {

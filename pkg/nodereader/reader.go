@@ -71,6 +71,7 @@ type Reader struct {
 	sweep   sync.Once
 	created atomic.Bool // a create was sent: Close lists what is left
 	mu      sync.Mutex
+	closed  bool                  // Close was called: no pod may outlive it
 	pods    map[string]*readerPod // by node
 	reads   map[string]*nodeQueue // by node
 }

@@ -54,8 +54,10 @@ for pd in /proc/[0-9]*; do
   # the kubelet: named kubelet and in no pod's cgroup (a container may name its process kubelet)
   if [ -z "$kp" ] && read -r cm <"$pd/comm" 2>/dev/null && [ "$cm" = kubelet ] &&
     ! grep -q kubepods "$pd/cgroup" 2>/dev/null; then kp=$p; fi
+  # the line of a pod's cgroup, whichever hierarchy it is on (cgroup v1 lists one per controller)
   l=
-  read -r l <"$pd/cgroup" 2>/dev/null || continue
+  while read -r x; do case $x in *kubepods*) l=$x; break;; esac; done <"$pd/cgroup" 2>/dev/null
+  [ -n "$l" ] || continue
   c=${l##*/} c=${c%.scope} c=${c##*-}
   case $ids in *" $c "*) ;; *) continue;; esac
   s=
