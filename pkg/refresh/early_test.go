@@ -76,14 +76,7 @@ func TestEarlyAnnotationOnlyWhenThePlanCannotBeRefused(t *testing.T) {
 				objs, ex := earlyCluster(owner)
 				client := fake.NewClientset(objs...)
 				ctx := context.Background()
-				snap, err := inspect.Load(ctx, client, inspect.LoadOptions{Namespace: "ns"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				snap, items := cfgUses(t, client)
 				cfg := Config{RestartVia: via, MaxRestarts: -1, Yes: true, Timeout: 5 * time.Second,
 					Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second}}
 				patches := &recordingPatcher{}

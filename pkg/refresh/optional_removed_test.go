@@ -70,13 +70,9 @@ func TestRefreshRestartsEnvOfRemovedOptionalKeyOrObject(t *testing.T) {
 				objs, ex := optionalCluster(c.cm, c.env, c.envFrom, c.has)
 				client := fake.NewClientset(objs...)
 				ctx := context.Background()
-				snap, err := inspect.Load(ctx, client, inspect.LoadOptions{Namespace: "ns"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}})
-				if err != nil || len(items) != 1 {
-					t.Fatalf("Build() = %d items, %v", len(items), err)
+				snap, items := cfgUses(t, client)
+				if len(items) != 1 {
+					t.Fatalf("Build() = %d items, want 1", len(items))
 				}
 				vo := inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second}
 				verified := inspect.Verify(ctx, append([]inspect.Item(nil), items...), snap, ex, vo)

@@ -46,14 +46,7 @@ func TestForeignOwnerIsManualAndNeverPatched(t *testing.T) {
 		t.Run(string(c.strategy)+"/"+string(c.via), func(t *testing.T) {
 			client, ex := kruiseCluster()
 			ctx := context.Background()
-			snap, err := inspect.Load(ctx, client, inspect.LoadOptions{Namespace: "ns"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			snap, items := cfgUses(t, client)
 			cfg := Config{Strategy: c.strategy, RestartVia: c.via, MaxRestarts: -1, Yes: true, Timeout: 5 * time.Second,
 				Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second}}
 			r := &Refresher{Config: cfg, Cluster: ClientCluster(client, ex, cfg.Verify, false, "")}

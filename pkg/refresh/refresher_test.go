@@ -54,14 +54,7 @@ func staleEnvCluster() (kubernetes.Interface, *inspecttest.Executor) {
 func staleEnvRefresher(t *testing.T, cfg Config) (*Refresher, *inspect.Snapshot, []inspect.Item, *recordingPatcher) {
 	t.Helper()
 	c, ex := staleEnvCluster()
-	snap, err := inspect.Load(context.Background(), c, inspect.LoadOptions{Namespace: "ns"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, items := cfgUses(t, c)
 	p := &recordingPatcher{}
 	cfg.Verify = inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second}
 	cluster := ClientCluster(c, ex, cfg.Verify, false, "")
@@ -189,4 +182,19 @@ func TestClientWorkloads(t *testing.T) {
 	if _, err := w.WorkloadPods(ctx, "StatefulSet", "ns", "gone"); !errors.As(err, &ce) || ce.Verb != "get" || ce.Resource != "statefulsets" {
 		t.Errorf("WorkloadPods of a missing StatefulSet: %v, want a CallError get statefulsets", err)
 	}
+}
+
+// cfgUses loads namespace ns of client and builds the uses of ConfigMap
+// ns/cfg, the object every refresh test cluster changes.
+func cfgUses(t *testing.T, client kubernetes.Interface) (*inspect.Snapshot, []inspect.Item) {
+	t.Helper()
+	snap, err := inspect.Load(context.Background(), client, inspect.LoadOptions{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap, items
 }
