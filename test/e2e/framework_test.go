@@ -251,6 +251,32 @@ func (f *fx) waitContainerWaiting(pod, container, reason string) {
 	})
 }
 
+// waitFailedMount waits until the kubelet has reported a FailedMount event
+// of the pod for each named volume (or, with no volume named, for any).
+func (f *fx) waitFailedMount(pod string, volumes ...string) {
+	f.t.Helper()
+	f.poll(fmt.Sprintf("FailedMount events of pod %s for volumes %v", pod, volumes), kubeletRetryWait, func() (bool, error) {
+		evs, err := f.cs.CoreV1().Events(f.ns).List(f.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		seen := 0
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name != pod || e.Reason != "FailedMount" {
+				continue
+			}
+			seen++
+			for i, v := range volumes {
+				if strings.Contains(e.Message, fmt.Sprintf("volume %q", v)) {
+					volumes = append(volumes[:i:i], volumes[i+1:]...)
+					break
+				}
+			}
+		}
+		return seen > 0 && len(volumes) == 0, nil
+	})
+}
+
 // bumpPods sets the refresh annotation on every pod of the namespace (a JSON
 // merge patch, as `kubectl cmsync refresh` does): the kubelet re-syncs them.
 func (f *fx) bumpPods() {

@@ -315,18 +315,7 @@ func matrix() []matrixCase {
 			name: "required-missing-configmap",
 			setup: func(f *fx) {
 				f.createPod(pod("p", withVolumes(podSpec(withMounts(busybox(app), mount("later", "/etc/later"))), cmVolume("later", "later"))))
-				f.poll("FailedMount event", podReadyTimeout, func() (bool, error) {
-					evs, err := f.cs.CoreV1().Events(f.ns).List(f.ctx, metav1.ListOptions{})
-					if err != nil {
-						return false, err
-					}
-					for _, e := range evs.Items {
-						if e.InvolvedObject.Name == "p" && e.Reason == "FailedMount" {
-							return true, nil
-						}
-					}
-					return false, nil
-				})
+				f.waitFailedMount("p")
 			},
 			before: []want{{object: "later", container: app, mode: inspect.ModeVolume, verdict: inspect.VerdictMissing, optional: no, exists: no}},
 			change: func(f *fx) { f.createConfigMap(configMap("later", v1Data())) },

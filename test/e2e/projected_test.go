@@ -68,8 +68,11 @@ func TestRefreshWaitProjectedWithSiblings(t *testing.T) {
 //   - /s: projected [ConfigMap "e" whole, Secret "s" whole]
 //   - /d: configMap "d" whole (the control: it has no broken source)
 //
-// It then changes a, c, e and d, removes b's key k, c's key y and the
-// Secret s, and bumps the pod's annotation.
+// It first breaks b (its key k goes), c (its key y goes) and the Secret s
+// (deleted), and waits until the kubelet reports each of those volumes
+// failing; only then does it change a, c's x, e and d and bump the pod.
+// In that order a kubelet sync at any moment sees every volume already
+// blocked, so no change can slip in before its volume breaks.
 func blockedFixture(t *testing.T) *fx {
 	f := newFx(t)
 	f.createConfigMap(configMap("a", map[string]string{"greeting": "v0"}))
@@ -86,13 +89,17 @@ func blockedFixture(t *testing.T) *fx {
 		cmVolume("d", "d"))))
 	f.waitPodReady("web")
 
-	f.patchConfigMapData("a", map[string]string{"greeting": "v1"})
 	f.mergePatchConfigMap("b", map[string]any{"data": map[string]any{"k": nil, "other": "o"}})
-	f.mergePatchConfigMap("c", map[string]any{"data": map[string]any{"x": "v1", "y": nil}})
-	f.patchConfigMapData("e", map[string]string{"greeting": "v1"})
+	f.mergePatchConfigMap("c", map[string]any{"data": map[string]any{"y": nil}})
 	if err := f.cs.CoreV1().Secrets(f.ns).Delete(f.ctx, "s", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting secret s: %v", err)
 	}
+	f.bumpPod("web")
+	f.waitFailedMount("web", "p", "i", "s")
+
+	f.patchConfigMapData("a", map[string]string{"greeting": "v1"})
+	f.mergePatchConfigMap("c", map[string]any{"data": map[string]any{"x": "v1"}})
+	f.patchConfigMapData("e", map[string]string{"greeting": "v1"})
 	f.patchConfigMapData("d", map[string]string{"control": "v1"})
 	f.bumpPod("web")
 	// the control volume shows the kubelet re-synced the pod's volumes
