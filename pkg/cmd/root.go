@@ -107,6 +107,7 @@ the least disruptive action.`,
 	flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(NewCmdStatus(flags, streams))
 	root.AddCommand(NewCmdRefresh(flags, streams))
+	root.AddCommand(NewCmdWatch(flags, streams))
 	root.AddCommand(NewCmdDiff(flags, streams))
 	root.AddCommand(NewCmdLint(flags, streams))
 	root.AddCommand(NewCmdDashboard(flags, streams))

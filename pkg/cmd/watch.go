@@ -1,0 +1,246 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+var (
+	watchLong = templates.LongDesc(`
+		Watch ConfigMaps (and, with --secrets, Secrets) and, whenever one changes,
+		make the consumers that read a changed key current, with the least
+		disruption: the same engine as 'refresh --strategy auto'. A pod whose
+		changed uses are all mounted volumes gets its annotation bumped (the
+		kubelet rewrites the volumes at once, no restart); a workload with a
+		stale env or subPath consumer is restarted once (or its pods evicted,
+		--restart-via=evict); every action is verified. A key no consumer reads
+		is no reason to act.
+
+		Edits are coalesced per object: an object is acted on --debounce after
+		its last edit, or --max-wait after its first. At most
+		--max-concurrent-restarts workloads are restarted at once, and a workload
+		whose previous rollout is not complete is not restarted again until it
+		is (a rollout stuck past its progress deadline, or not complete after
+		--rollout-wait, is reported and left alone). What was stale before watch
+		started is left alone unless --sync-existing.
+
+		A workload is left alone with kubectl-cmsync.io/paused=true or
+		kubectl-cmsync.io/watch=false; with --require-opt-in only workloads with
+		kubectl-cmsync.io/watch=true (or one of Reloader's annotations) are acted
+		on. Reloader's annotations keep their meaning (reloader.stakater.com/auto,
+		configmap.reloader.stakater.com/reload, secret.reloader.stakater.com/reload,
+		reloader.stakater.com/search with reloader.stakater.com/match, the exclude
+		and ignore annotations), except that a consumer that only mounts the object
+		is refreshed without a restart.
+
+		One line per change, action and result; -o json prints each as one JSON
+		object per line. It runs until interrupted.`)
+
+	watchExample = templates.Examples(`
+		# Keep the consumers of every ConfigMap of the current namespace current
+		kubectl cmsync watch
+
+		# Only one ConfigMap, and Secrets too, logging JSON lines
+		kubectl cmsync watch app-config secret/db-credentials -o json
+
+		# Log what would be done, change nothing
+		kubectl cmsync watch -A --dry-run
+
+		# Only workloads annotated kubectl-cmsync.io/watch=true; evict instead of rolling out
+		kubectl cmsync watch -A --require-opt-in --restart-via=evict`)
+)
+
+// WatchOptions holds the flags and state of `kubectl cmsync watch`.
+type WatchOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	AllNamespaces         bool
+	Selector              string
+	Secrets               bool
+	IncludeSystem         bool
+	DryRun                string
+	SyncExisting          bool
+	RequireOptIn          bool
+	Debounce              time.Duration
+	MaxWait               time.Duration
+	MaxConcurrentRestarts int
+	RolloutWait           time.Duration
+	Timeout               time.Duration
+	RestartVia            string
+	MaxUnavailable        int
+	Output                string
+	Verify                VerifyFlags
+
+	// Set by Complete.
+	Namespace  string
+	Names      []inspect.ObjectKey
+	Client     kubernetes.Interface
+	RESTConfig *rest.Config
+	Executor   inspect.Executor
+	Now        func() time.Time
+}
+
+// NewWatchOptions returns options with defaults.
+func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
+	o := &WatchOptions{ConfigFlags: flags, IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
+		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, Timeout: 5 * time.Minute,
+		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, Now: apiClock.Now}
+	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
+	return o
+}
+
+// NewCmdWatch builds `kubectl cmsync watch`.
+func NewCmdWatch(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewWatchOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:                   "watch [NAME | configmap/NAME | secret/NAME ...] [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Keep the consumers of ConfigMaps and Secrets current as they change, restarting only what must be",
+		Long:                  watchLong,
+		Example:               watchExample,
+		RunE:                  runOptions(o),
+	}
+	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
+	fs := cmd.Flags()
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: log the changes and what would be done, change nothing; server: also send the patches with dryRun=All.`)
+	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
+	fs.BoolVar(&o.SyncExisting, "sync-existing", false, "At start, make every selected consumer current once (by default only changes seen while watching are acted on).")
+	fs.BoolVar(&o.RequireOptIn, "require-opt-in", false, "Act only on workloads annotated "+watch.AnnotationWatch+"=true or with one of Reloader's annotations.")
+	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Act on an object this long after its last edit (edits in between are coalesced).")
+	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on an object at the latest this long after its first edit, even if the edits go on.")
+	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once; the others wait for the next round.")
+	fs.DurationVar(&o.RolloutWait, "rollout-wait", o.RolloutWait, "How long a change waits for a workload's rollout in progress before it is reported and left alone.")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
+	fs.StringVar(&o.RestartVia, "restart-via", o.RestartVia, "How a workload with a stale env or subPath consumer is restarted: template (kubectl rollout restart) or evict (the Eviction API, honouring PodDisruptionBudgets; the template never changes).")
+	fs.IntVar(&o.MaxUnavailable, "max-unavailable", o.MaxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once.")
+	fs.StringVarP(&o.Output, "output", "o", "", "Output format: json (one JSON object per line).")
+	o.Verify.AddFlags(fs, false)
+	return cmd
+}
+
+// Complete resolves namespace, names and the client.
+func (o *WatchOptions) Complete(args []string) error {
+	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	if o.Names, err = parseNames(args, ns); err != nil {
+		return err
+	}
+	if o.Client == nil {
+		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
+			return err
+		}
+	}
+	if o.Executor == nil {
+		if o.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks flags and arguments.
+func (o *WatchOptions) Validate() error {
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usageError("invalid -l %q: %v", o.Selector, err)
+	}
+	switch refresh.DryRun(o.DryRun) {
+	case refresh.DryRunNone, refresh.DryRunClient, refresh.DryRunServer:
+	default:
+		return usageError(`invalid --dry-run %q: must be "none", "client", or "server"`, o.DryRun)
+	}
+	if err := validateOutput(o.Output, []string{"", "json"}); err != nil {
+		return err
+	}
+	if o.AllNamespaces && len(o.Names) > 0 {
+		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--debounce", o.Debounce}, {"--max-wait", o.MaxWait}, {"--rollout-wait", o.RolloutWait}, {"--timeout", o.Timeout}} {
+		if d.v <= 0 {
+			return usageError("%s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if o.MaxWait < o.Debounce {
+		return usageError("--max-wait (%s) must be at least --debounce (%s)", o.MaxWait, o.Debounce)
+	}
+	if o.MaxConcurrentRestarts < 1 {
+		return usageError("--max-concurrent-restarts must be 1 or more, got %d", o.MaxConcurrentRestarts)
+	}
+	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, -1); err != nil {
+		return err
+	}
+	return o.Verify.Validate()
+}
+
+// Run watches until interrupted, printing one line per event.
+func (o *WatchOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	defer o.Verify.Close(o.ErrOut)
+	l := o.loop()
+	if err := l.Run(ctx); err != nil {
+		return explainAPIError(err, o.server(), o.Namespace)
+	}
+	return nil
+}
+
+// loop is the continuous refresh over these flags.
+func (o *WatchOptions) loop() *reconcile.Loop {
+	vo := o.Verify.Options(nil)
+	vo.Now = o.Now
+	rc := refresh.Config{Strategy: refresh.StrategyAuto, RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: -1,
+		MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: true, Wait: true,
+		Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now}
+	return &reconcile.Loop{
+		Config: reconcile.Config{Namespace: o.Namespace, Names: o.Names, PodSelector: o.Selector, Secrets: o.Secrets,
+			IncludeSystem: o.IncludeSystem, RequireOptIn: o.RequireOptIn, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
+			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now},
+		Client:      o.Client,
+		Cluster:     refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector),
+		Annotations: reconcile.ClientAnnotations{Client: o.Client},
+		Emit:        o.print,
+	}
+}
+
+// print writes one event: a line of text, or one JSON object.
+func (o *WatchOptions) print(e reconcile.Event) {
+	if o.Output == "json" {
+		b, err := json.Marshal(e)
+		if err == nil {
+			fmt.Fprintln(o.Out, string(b))
+			return
+		}
+	}
+	fmt.Fprintln(o.Out, render.WatchLine(e))
+}
+
+func (o *WatchOptions) server() string {
+	if o.RESTConfig != nil {
+		return o.RESTConfig.Host
+	}
+	return "(unknown server)"
+}

@@ -1,0 +1,48 @@
+package cmd
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+)
+
+func TestWatchValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(o *WatchOptions)
+		want   string
+	}{
+		{"bad dry run", func(o *WatchOptions) { o.DryRun = "yes" }, `invalid --dry-run "yes": must be "none", "client", or "server"`},
+		{"bad output", func(o *WatchOptions) { o.Output = "yaml" }, `unable to match a printer suitable for the output format "yaml", allowed formats are: json`},
+		{"zero debounce", func(o *WatchOptions) { o.Debounce = 0 }, `--debounce must be positive, got 0s`},
+		{"max wait below debounce", func(o *WatchOptions) { o.MaxWait = time.Second; o.Debounce = 2 * time.Second }, `--max-wait (1s) must be at least --debounce (2s)`},
+		{"negative rollout wait", func(o *WatchOptions) { o.RolloutWait = -time.Second }, `--rollout-wait must be positive, got -1s`},
+		{"zero timeout", func(o *WatchOptions) { o.Timeout = 0 }, `--timeout must be positive, got 0s`},
+		{"zero restarts at once", func(o *WatchOptions) { o.MaxConcurrentRestarts = 0 }, `--max-concurrent-restarts must be 1 or more, got 0`},
+		{"bad restart-via", func(o *WatchOptions) { o.RestartVia = "delete" }, `invalid --restart-via "delete": must be one of template, evict`},
+		{"names across namespaces", func(o *WatchOptions) {
+			o.AllNamespaces, o.Names = true, []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Name: "app"}}
+		}, `a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE`},
+		{"bad selector", func(o *WatchOptions) { o.Selector = "app in (" }, `invalid -l "app in (": unable to parse requirement: found '', expected: ',', ')' or identifier`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewWatchOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+			tt.mutate(o)
+			err := o.Validate()
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Validate() = %v, want %q", err, tt.want)
+			}
+			if ExitCode(err) != ExitUsage {
+				t.Errorf("exit code %d, want %d", ExitCode(err), ExitUsage)
+			}
+		})
+	}
+	if err := NewWatchOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard()).Validate(); err != nil {
+		t.Errorf("the defaults: %v", err)
+	}
+}

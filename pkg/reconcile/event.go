@@ -1,0 +1,63 @@
+// Package reconcile is the continuous refresh: it watches ConfigMaps and
+// Secrets, coalesces their changes, and makes the consumers that read a
+// changed key current through the one refresh engine (refresh.Refresher,
+// the plan of `refresh --strategy auto`). The decisions it takes on the
+// way (which keys changed, which uses read them, which workloads may be
+// acted on, the debounce) are pkg/watch's; this package is the loop and
+// its cluster I/O. `kubectl cmsync watch` runs it.
+package reconcile
+
+import (
+	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// EventKind is what one log line reports.
+type EventKind string
+
+const (
+	// EventReady: the caches are synced; changes from now on are acted on.
+	EventReady EventKind = "ready"
+	// EventChange: a ConfigMap or Secret changed (after the debounce: the
+	// edits it coalesced and the keys they touched).
+	EventChange EventKind = "change"
+	// EventIgnored: a change no selected consumer reads (no action).
+	EventIgnored EventKind = "ignored"
+	// EventSkip: a workload left alone (paused, opted out, not opted in).
+	EventSkip EventKind = "skip"
+	// EventAction: an action of the plan is sent (or, with --dry-run,
+	// would be).
+	EventAction EventKind = "action"
+	// EventDeferred: a restart held back (the workload's previous rollout
+	// is not complete, or the restart limit is reached); it is tried again.
+	EventDeferred EventKind = "deferred"
+	// EventResult: how an action ended, verified or not.
+	EventResult EventKind = "result"
+	// EventError: a round or an action failed; what it means is in Message.
+	EventError EventKind = "error"
+)
+
+// Event is one line of the log: -o json prints it as one JSON object.
+type Event struct {
+	Time time.Time `json:"time"`
+	Kind EventKind `json:"event"`
+	// Object is the ConfigMap or Secret the event is about.
+	Object *inspect.ObjectKey `json:"object,omitempty"`
+	// Keys are the changed keys (EventChange) or those its consumers read.
+	Keys []string `json:"keys,omitempty"`
+	// Edits is how many edits one change coalesced.
+	Edits int `json:"edits,omitempty"`
+	// Action is the action of EventAction, EventDeferred and EventResult.
+	Action *refresh.Action `json:"action,omitempty"`
+	// Target is the workload of EventSkip.
+	Target *refresh.Target `json:"target,omitempty"`
+	// Outcome, Detail, CurrentAfter and SinceChange are an EventResult's:
+	// SinceChange from the first edit the action answers to until the
+	// action's consumers were verified current.
+	Outcome      refresh.Outcome `json:"outcome,omitempty"`
+	CurrentAfter *time.Duration  `json:"currentAfterNs,omitempty"`
+	SinceChange  *time.Duration  `json:"sinceChangeNs,omitempty"`
+	Message      string          `json:"message,omitempty"`
+}

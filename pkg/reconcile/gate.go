@@ -1,0 +1,119 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// Hold is why a restart is held back this round ("" to send it).
+type Hold struct {
+	Reason string
+	// Stuck: the rollout will not complete by itself (its progress
+	// deadline passed): waiting for it is pointless.
+	Stuck bool
+}
+
+// Gate decides, action by action, which restarts and evictions go ahead:
+// at most limit of them (0: no limit), none of a workload whose previous
+// rollout is not complete (rollout tells). Annotations always go ahead.
+func Gate(actions []refresh.Action, limit int, rollout func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
+	held = map[int]Hold{}
+	restarts := 0
+	for i, a := range actions {
+		if a.Action != refresh.ActionRestart && a.Action != refresh.ActionEvict {
+			send = append(send, a)
+			continue
+		}
+		if limit > 0 && restarts >= limit {
+			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way this round (--max-concurrent-restarts)", limit)}
+			continue
+		}
+		if h := rollout(a.Target); h.Reason != "" {
+			held[i] = h
+			continue
+		}
+		restarts++
+		send = append(send, a)
+	}
+	return send, held
+}
+
+// gate holds back the restarts Gate refuses: their changes are tried again
+// next round, until RolloutWait has passed since the first hold (then, and
+// for a stuck rollout at once, the restart is reported and dropped).
+func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[inspect.ObjectKey]*pending) {
+	send, held := Gate(plan.Actions, l.MaxConcurrentRestarts, func(t refresh.Target) Hold { return l.rolloutHold(ctx, t) })
+	now := l.Now()
+	for _, i := range slices.Sorted(maps.Keys(held)) {
+		a, h := plan.Actions[i], held[i]
+		objs := consumedObjects(a, changes)
+		drop := h.Stuck
+		for _, k := range objs {
+			p := changes[k]
+			if p.deferredSince.IsZero() {
+				p.deferredSince = now
+			}
+			drop = drop || now.Sub(p.deferredSince) >= l.RolloutWait
+		}
+		if drop {
+			l.emit(Event{Kind: EventError, Action: &a, Message: fmt.Sprintf("%s: not restarted; once that is resolved, `kubectl cmsync refresh` of %s finishes it",
+				h.Reason, objectList(objs))})
+			continue
+		}
+		for _, k := range objs {
+			l.requeue(*changes[k])
+		}
+		l.emit(Event{Kind: EventDeferred, Action: &a, Message: h.Reason + "; tried again after the debounce"})
+	}
+	plan.Actions = send
+}
+
+// consumedObjects are the changed objects an action's consumers read.
+func consumedObjects(a refresh.Action, changes map[inspect.ObjectKey]*pending) []inspect.ObjectKey {
+	var out []inspect.ObjectKey
+	for _, c := range a.Consumers {
+		k := inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+		if changes[k] != nil && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func objectList(keys []inspect.ObjectKey) string {
+	var s []string
+	for _, k := range keys {
+		s = append(s, strings.ToLower(k.Kind)+"/"+k.Name+" -n "+k.Namespace)
+	}
+	return strings.Join(s, ", ")
+}
+
+func isDeadlineExceeded(err error) bool {
+	return strings.Contains(err.Error(), "exceeded its progress deadline")
+}
+
+// rolloutHold holds a restart of a workload whose rollout is under way.
+func (l *Loop) rolloutHold(ctx context.Context, t refresh.Target) Hold {
+	if l.Cluster.Rollouts == nil {
+		return Hold{}
+	}
+	done, msg, err := l.Cluster.Rollouts.RolloutDone(ctx, t.Kind, t.Namespace, t.Name)
+	switch {
+	case err != nil:
+		// kubectl's status viewer answers a passed progress deadline with
+		// an error; any other error is the restart's to meet
+		if isDeadlineExceeded(err) {
+			return Hold{Reason: fmt.Sprintf("the rollout of %s is stuck: %v", t, err), Stuck: true}
+		}
+		return Hold{}
+	case !done:
+		return Hold{Reason: fmt.Sprintf("the previous rollout of %s is not complete (%s)", t, strings.TrimSpace(msg))}
+	}
+	return Hold{}
+}

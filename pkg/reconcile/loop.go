@@ -1,0 +1,306 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+// Config is what a Loop watches and how it acts.
+type Config struct {
+	// Namespace is the namespace watched, "" for all.
+	Namespace string
+	// Names, when set, are the only objects whose changes are acted on.
+	Names         []inspect.ObjectKey
+	PodSelector   string
+	Secrets       bool
+	IncludeSystem bool
+	// RequireOptIn acts only on workloads that opt in (watch.Select).
+	RequireOptIn bool
+	// SyncExisting makes every selected consumer current once at start;
+	// otherwise what was stale before the loop started is left alone.
+	SyncExisting bool
+	// Debounce is the quiet time after an object's last edit, MaxWait the
+	// longest an object's changes wait (see watch.Debouncer).
+	Debounce, MaxWait time.Duration
+	// MaxConcurrentRestarts bounds the restarts (and evictions) of one
+	// round; the others are deferred to the next.
+	MaxConcurrentRestarts int
+	// RolloutWait is how long a change waits for a workload's rollout in
+	// progress before it is reported stuck and dropped.
+	RolloutWait time.Duration
+	// Refresh is the engine's configuration (Strategy auto, Yes and Wait).
+	Refresh refresh.Config
+	Now     func() time.Time
+}
+
+// Loop is the continuous refresh. Run it once.
+type Loop struct {
+	Config
+	Client kubernetes.Interface
+	// Cluster are the refresh engine's edges.
+	Cluster refresh.Cluster
+	// Annotations reads the workloads' annotations for watch.Select.
+	Annotations WorkloadAnnotations
+	// Emit receives every event, in order, from one goroutine.
+	Emit func(Event)
+
+	mu      sync.Mutex
+	pending map[inspect.ObjectKey]*pending
+	bounce  watch.Debouncer[inspect.ObjectKey]
+	wake    chan struct{}
+}
+
+// pending is the coalesced change of one object.
+type pending struct {
+	change watch.Change
+	edits  int
+	first  time.Time
+	// deferredSince is when a restart for it was first held back.
+	deferredSince time.Time
+	// existing: every use is concerned (--sync-existing)
+	existing bool
+}
+
+// Run watches until ctx ends. It returns an error only when the watch
+// cannot start (an object kind it cannot list); a failed round is an
+// EventError and the loop goes on.
+func (l *Loop) Run(ctx context.Context) error {
+	l.defaults()
+	if err := l.canList(ctx); err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(l.Client, 0, informers.WithNamespace(l.Namespace),
+		informers.WithTransform(dropManagedFields))
+	synced := []cache.InformerSynced{l.watchKind(factory.Core().V1().ConfigMaps().Informer())}
+	if l.watchSecrets() {
+		synced = append(synced, l.watchKind(factory.Core().V1().Secrets().Informer()))
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return ctx.Err()
+	}
+	l.emit(Event{Kind: EventReady, Message: l.readyMessage()})
+	if l.SyncExisting {
+		l.runRound(ctx, l.existing(factory))
+	}
+	for {
+		due, next := l.due()
+		if len(due) > 0 {
+			l.runRound(ctx, due)
+			continue
+		}
+		if !l.sleep(ctx, next) {
+			return nil
+		}
+	}
+}
+
+// sleep waits for a new change or until next (zero: no change pending);
+// false when ctx ended.
+func (l *Loop) sleep(ctx context.Context, next time.Time) bool {
+	var timer <-chan time.Time
+	if !next.IsZero() {
+		t := time.NewTimer(max(next.Sub(l.Now()), time.Millisecond))
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-l.wake:
+	case <-timer:
+	}
+	return true
+}
+
+func (l *Loop) defaults() {
+	if l.Now == nil {
+		l.Now = time.Now
+	}
+	if l.Refresh.Now == nil {
+		l.Refresh.Now = l.Now
+	}
+	if l.Emit == nil {
+		l.Emit = func(Event) {}
+	}
+	l.pending = map[inspect.ObjectKey]*pending{}
+	l.bounce = watch.Debouncer[inspect.ObjectKey]{Quiet: l.Debounce, MaxWait: l.MaxWait}
+	l.wake = make(chan struct{}, 1)
+}
+
+func (l *Loop) watchSecrets() bool { return l.Secrets || inspect.NamesSecret(l.Names) }
+
+// canList asks for one object of each watched kind, so that a missing
+// permission is an error at start, not an informer retrying forever.
+func (l *Loop) canList(ctx context.Context) error {
+	if _, err := l.Client.CoreV1().ConfigMaps(l.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("listing ConfigMaps to watch them: %w", err)
+	}
+	if l.watchSecrets() {
+		if _, err := l.Client.CoreV1().Secrets(l.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return fmt.Errorf("listing Secrets to watch them: %w", err)
+		}
+	}
+	return nil
+}
+
+func (l *Loop) readyMessage() string {
+	what := "ConfigMaps"
+	if l.watchSecrets() {
+		what = "ConfigMaps and Secrets"
+	}
+	where := "in namespace " + l.Namespace
+	if l.Namespace == "" {
+		where = "in all namespaces"
+	}
+	return fmt.Sprintf("watching %s %s (debounce %s, at most %s)", what, where, l.Debounce, l.MaxWait)
+}
+
+// dropManagedFields keeps the informers' caches small: the loop reads data,
+// names and annotations only.
+func dropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// watchKind registers the change handlers on one informer.
+func (l *Loop) watchKind(inf cache.SharedIndexInformer) cache.InformerSynced {
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				l.observe(inspect.Object{}, objectOf(obj))
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) { l.observe(objectOf(oldObj), objectOf(newObj)) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			old := objectOf(obj)
+			gone := old
+			gone.Exists, gone.Data, gone.BinaryKeys = false, nil, nil
+			l.observe(old, gone)
+		},
+	})
+	return inf.HasSynced
+}
+
+func objectOf(obj any) inspect.Object {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		return inspect.ConfigMapObject(o)
+	case *corev1.Secret:
+		return inspect.SecretObject(o)
+	}
+	return inspect.Object{}
+}
+
+// observe records a change of one object, if it is selected and changed
+// anything a consumer can read.
+func (l *Loop) observe(old, cur inspect.Object) {
+	c := watch.Diff(old, cur)
+	if c.Empty() || c.Object.Name == "" || (len(l.Names) > 0 && !slices.Contains(l.Names, c.Object)) {
+		return
+	}
+	now := l.Now()
+	l.mu.Lock()
+	p := l.pending[c.Object]
+	if p == nil {
+		p = &pending{change: watch.Change{Object: c.Object}, first: now}
+		l.pending[c.Object] = p
+	}
+	p.change = merge(p.change, c)
+	p.edits++
+	l.bounce.Add(c.Object, now)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// merge joins two successive changes of one object.
+func merge(a, b watch.Change) watch.Change {
+	keys := append(slices.Clone(a.Keys), b.Keys...)
+	slices.Sort(keys)
+	return watch.Change{Object: b.Object, Keys: slices.Compact(keys),
+		Created: (a.Created && !b.Deleted) || b.Created, Deleted: b.Deleted || (a.Deleted && !b.Created)}
+}
+
+// due takes the changes whose debounce has elapsed.
+func (l *Loop) due() (map[inspect.ObjectKey]*pending, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys, next := l.bounce.Due(l.Now())
+	if len(keys) == 0 {
+		return nil, next
+	}
+	out := make(map[inspect.ObjectKey]*pending, len(keys))
+	for k := range keys {
+		if p := l.pending[k]; p != nil {
+			out[k] = p
+			delete(l.pending, k)
+		}
+	}
+	return out, next
+}
+
+// requeue puts a change back for the next round (a deferred restart); an
+// edit seen meanwhile is merged into it.
+func (l *Loop) requeue(p pending) {
+	now := l.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if q := l.pending[p.change.Object]; q != nil {
+		q.change = merge(p.change, q.change)
+		q.edits += p.edits
+		q.first, q.existing = p.first, q.existing || p.existing
+		q.deferredSince = p.deferredSince
+	} else {
+		l.pending[p.change.Object] = &p
+	}
+	l.bounce.Add(p.change.Object, now)
+}
+
+// existing is a change of every selected object that exists, for
+// --sync-existing.
+func (l *Loop) existing(factory informers.SharedInformerFactory) map[inspect.ObjectKey]*pending {
+	out := map[inspect.ObjectKey]*pending{}
+	add := func(list []any) {
+		for _, obj := range list {
+			o := objectOf(obj)
+			k := inspect.ObjectKey{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+			if len(l.Names) == 0 || slices.Contains(l.Names, k) {
+				out[k] = &pending{change: watch.Change{Object: k}, first: l.Now(), existing: true}
+			}
+		}
+	}
+	add(factory.Core().V1().ConfigMaps().Informer().GetStore().List())
+	if l.watchSecrets() {
+		add(factory.Core().V1().Secrets().Informer().GetStore().List())
+	}
+	return out
+}
+
+func (l *Loop) emit(e Event) {
+	if e.Time.IsZero() {
+		e.Time = l.Now()
+	}
+	l.Emit(e)
+}

@@ -1,0 +1,102 @@
+package reconcile
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+func TestMergeJoinsSuccessiveChanges(t *testing.T) {
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
+	cases := []struct {
+		name string
+		a, b watch.Change
+		want string
+	}{
+		{"keys joined, sorted, once", watch.Change{Object: k, Keys: []string{"b", "a"}}, watch.Change{Object: k, Keys: []string{"c", "a"}}, "[a b c] created=false deleted=false"},
+		{"created then edited", watch.Change{Object: k, Created: true}, watch.Change{Object: k, Keys: []string{"x"}}, "[x] created=true deleted=false"},
+		{"created then deleted", watch.Change{Object: k, Created: true}, watch.Change{Object: k, Deleted: true}, "[] created=false deleted=true"},
+		{"deleted then created", watch.Change{Object: k, Deleted: true}, watch.Change{Object: k, Created: true}, "[] created=true deleted=false"},
+	}
+	for _, tc := range cases {
+		m := merge(tc.a, tc.b)
+		if got := fmt.Sprintf("%v created=%v deleted=%v", m.Keys, m.Created, m.Deleted); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func item(object, pod string, keys ...string) inspect.Item {
+	return inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: object, Exists: true},
+		Pod: inspect.PodRef{Name: pod}, Keys: keys}
+}
+
+func TestConcernedKeepsTheUsesThatReadAChangedKey(t *testing.T) {
+	app := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
+	other := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "other"}
+	items := []inspect.Item{
+		item("app", "whole"),        // reads every key
+		item("app", "reads-a", "a"), // items / env of key a
+		item("app", "reads-b", "b"),
+		item("other", "o", "z"),
+		item("unchanged", "u"),
+	}
+	changes := map[inspect.ObjectKey]*pending{
+		app:   {change: watch.Change{Object: app, Keys: []string{"a"}}},
+		other: {change: watch.Change{Object: other}, existing: true},
+	}
+	kept, acted := concernedItems(items, changes)
+	var pods []string
+	for _, it := range kept {
+		pods = append(pods, it.Pod.Name)
+	}
+	if got := strings.Join(pods, ","); got != "whole,reads-a,o" {
+		t.Errorf("kept %s, want whole,reads-a,o (a key b is not read by a change of a; --sync-existing keeps every use)", got)
+	}
+	if !acted[app] || !acted[other] || len(acted) != 2 {
+		t.Errorf("acted %v, want app and other", acted)
+	}
+}
+
+func action(kind refresh.ActionKind, name string) refresh.Action {
+	return refresh.Action{Action: kind, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: name}}
+}
+
+func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
+	actions := []refresh.Action{
+		{Action: refresh.ActionAnnotate, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "p"}},
+		action(refresh.ActionRestart, "rolling"),
+		action(refresh.ActionRestart, "a"),
+		action(refresh.ActionEvict, "b"),
+		action(refresh.ActionRestart, "c"),
+		action(refresh.ActionRestart, "stuck"),
+	}
+	rollout := func(t refresh.Target) Hold {
+		switch t.Name {
+		case "rolling":
+			return Hold{Reason: "the previous rollout of deployment/rolling is not complete"}
+		case "stuck":
+			return Hold{Reason: "stuck", Stuck: true}
+		}
+		return Hold{}
+	}
+	send, held := Gate(actions, 2, rollout)
+	var sent []string
+	for _, a := range send {
+		sent = append(sent, string(a.Action)+" "+a.Target.Name)
+	}
+	if got := strings.Join(sent, ", "); got != "annotate p, restart a, evict b" {
+		t.Errorf("sent %s, want the annotation and two restarts", got)
+	}
+	if len(held) != 3 || !strings.Contains(held[1].Reason, "not complete") || !strings.Contains(held[4].Reason, "--max-concurrent-restarts") ||
+		!strings.Contains(held[5].Reason, "--max-concurrent-restarts") {
+		t.Errorf("held %+v, want rolling (rollout), c and stuck (the limit)", held)
+	}
+	if _, held := Gate(actions, 0, rollout); !held[5].Stuck || len(held) != 2 {
+		t.Errorf("without a limit: held %+v, want rolling and stuck", held)
+	}
+}

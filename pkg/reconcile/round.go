@@ -1,0 +1,188 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+// runRound acts on the due changes, one namespace at a time (a pod reads
+// the ConfigMaps and Secrets of its own namespace only).
+func (l *Loop) runRound(ctx context.Context, due map[inspect.ObjectKey]*pending) {
+	byNS := map[string]map[inspect.ObjectKey]*pending{}
+	for k, p := range due {
+		if byNS[k.Namespace] == nil {
+			byNS[k.Namespace] = map[inspect.ObjectKey]*pending{}
+		}
+		byNS[k.Namespace][k] = p
+	}
+	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
+		if ctx.Err() != nil {
+			return
+		}
+		l.roundIn(ctx, ns, byNS[ns])
+	}
+}
+
+// roundIn reads the namespace once, keeps the uses that read a changed key
+// of a workload that may be acted on, and has the refresh engine make them
+// current.
+func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending) {
+	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
+	for _, k := range keys {
+		if p := changes[k]; !p.existing && p.deferredSince.IsZero() {
+			l.emit(Event{Kind: EventChange, Object: &k, Keys: p.change.Keys, Edits: p.edits, Message: changeMessage(p.change)})
+		}
+	}
+	snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
+	if err != nil {
+		l.failed(keys, fmt.Errorf("reading namespace %s: %w", ns, err))
+		return
+	}
+	items := l.build(snap, keys)
+	kept := l.concerned(items, changes, keys)
+	kept = l.selected(ctx, snap, kept)
+	if len(kept) == 0 {
+		return
+	}
+	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster}
+	plan, err := r.Plan(ctx, snap, kept)
+	if err != nil {
+		l.failed(keys, err)
+		l.results(plan.Abandon(), changes)
+		return
+	}
+	l.gate(ctx, plan, changes)
+	for i := range plan.Actions {
+		if a := plan.Actions[i]; a.Action != refresh.ActionNone {
+			l.emit(Event{Kind: EventAction, Action: &a, Message: a.Reason})
+		}
+	}
+	l.results(r.Apply(ctx, plan, nil), changes)
+}
+
+func compareKeys(a, b inspect.ObjectKey) int {
+	return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
+}
+
+func changeMessage(c watch.Change) string {
+	switch {
+	case c.Deleted:
+		return "deleted"
+	case c.Created:
+		return "created"
+	}
+	return "keys changed: " + strings.Join(c.Keys, ", ")
+}
+
+// build returns the uses of the changed objects. An object that is gone
+// and that no pod consumes has no uses: it is reported and left out.
+func (l *Loop) build(snap *inspect.Snapshot, keys []inspect.ObjectKey) []inspect.Item {
+	names := slices.Clone(keys)
+	for len(names) > 0 {
+		items, err := inspect.Build(snap, inspect.BuildOptions{Names: names, Secrets: l.Secrets && snap.SecretsListed, IncludeSystem: l.IncludeSystem})
+		var nf *inspect.NotFoundError
+		if !errors.As(err, &nf) {
+			if err != nil {
+				l.failed(names, err)
+				return nil
+			}
+			return items
+		}
+		l.emit(Event{Kind: EventIgnored, Object: &nf.Key, Message: "gone, and no pod consumes it"})
+		names = slices.DeleteFunc(names, func(k inspect.ObjectKey) bool { return k == nf.Key })
+	}
+	return nil
+}
+
+// concerned keeps the uses that read a changed key (every use for
+// --sync-existing) and reports each object none of whose uses does.
+func (l *Loop) concerned(items []inspect.Item, changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey) []inspect.Item {
+	kept, acted := concernedItems(items, changes)
+	for _, k := range keys {
+		if acted[k] || changes[k].existing {
+			continue
+		}
+		msg := "no pod consumes it"
+		if slices.ContainsFunc(items, func(it inspect.Item) bool { return it.Key() == k }) {
+			msg = "no consumer reads the changed keys"
+		}
+		l.emit(Event{Kind: EventIgnored, Object: &k, Keys: changes[k].change.Keys, Message: msg})
+	}
+	return kept
+}
+
+// concernedItems returns the items that a change concerns (watch.Concerns; for a
+// change of --sync-existing, every item of the object) and the objects that
+// have at least one.
+func concernedItems(items []inspect.Item, changes map[inspect.ObjectKey]*pending) ([]inspect.Item, map[inspect.ObjectKey]bool) {
+	var kept []inspect.Item
+	acted := map[inspect.ObjectKey]bool{}
+	for _, it := range items {
+		p := changes[it.Key()]
+		if p == nil || it.Pod.Name == "" {
+			continue
+		}
+		if _, ok := watch.Concerns(it, p.change); ok || p.existing {
+			kept = append(kept, it)
+			acted[it.Key()] = true
+		}
+	}
+	return kept, acted
+}
+
+// failed reports a round that could not be completed for keys.
+func (l *Loop) failed(keys []inspect.ObjectKey, err error) {
+	for _, k := range keys {
+		l.emit(Event{Kind: EventError, Object: &k, Message: fmt.Sprintf("%v; nothing more was done for it: `kubectl cmsync refresh %s/%s -n %s` finishes it",
+			err, strings.ToLower(k.Kind), k.Name, k.Namespace)})
+	}
+}
+
+// results reports how each action ended and, once verified, the time from
+// the first edit it answers to.
+func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*pending) {
+	for i := range results {
+		res := results[i]
+		e := Event{Kind: EventResult, Action: &res.Action, Outcome: res.Outcome, Message: resultMessage(res)}
+		if res.CurrentAfter != nil {
+			d := res.CurrentAfter.Duration
+			e.CurrentAfter = &d
+			if first := firstEdit(res.Consumers, changes); res.AppliedAt != nil && !first.IsZero() {
+				since := res.AppliedAt.Add(d).Sub(first)
+				e.SinceChange = &since
+			}
+		}
+		l.emit(e)
+	}
+}
+
+func resultMessage(r refresh.Result) string {
+	switch {
+	case r.Error != "":
+		return r.Error
+	case r.Detail != "":
+		return r.Detail
+	}
+	return r.Reason
+}
+
+// firstEdit is the earliest first edit of the objects the consumers read.
+func firstEdit(cs []refresh.Consumer, changes map[inspect.ObjectKey]*pending) time.Time {
+	var first time.Time
+	for _, c := range cs {
+		p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]
+		if p != nil && !p.existing && (first.IsZero() || p.first.Before(first)) {
+			first = p.first
+		}
+	}
+	return first
+}

@@ -1,0 +1,266 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+// watcher is a running `kubectl cmsync watch -o json`: its events as they
+// come, and its stderr.
+type watcher struct {
+	f      *fx
+	cmd    *exec.Cmd
+	stderr strings.Builder
+	mu     sync.Mutex
+	events []reconcile.Event
+	bad    []string
+	done   chan struct{}
+}
+
+func (f *fx) startWatch(args ...string) *watcher {
+	f.t.Helper()
+	if pluginBuildErr != nil {
+		f.t.Fatalf("plugin not built: %v", pluginBuildErr)
+	}
+	w := &watcher{f: f, done: make(chan struct{})}
+	w.cmd = exec.Command("kubectl", append([]string{"cmsync", "watch", "-n", f.ns, "-o", "json"}, args...)...)
+	w.cmd.Stderr = &w.stderr
+	out, err := w.cmd.StdoutPipe()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := w.cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { _ = w.cmd.Process.Kill(); <-w.done })
+	go func() {
+		defer close(w.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var e reconcile.Event
+			w.mu.Lock()
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				w.bad = append(w.bad, sc.Text())
+			} else {
+				w.events = append(w.events, e)
+			}
+			w.mu.Unlock()
+			f.t.Logf("watch: %s", sc.Text())
+		}
+	}()
+	w.waitFor("the ready event", func(e reconcile.Event) bool { return e.Kind == reconcile.EventReady })
+	return w
+}
+
+// waitFor waits until an event matches and returns it.
+func (w *watcher) waitFor(what string, match func(reconcile.Event) bool) reconcile.Event {
+	w.f.t.Helper()
+	var found reconcile.Event
+	w.f.poll("watch: "+what, podReadyTimeout, func() (bool, error) {
+		for _, e := range w.all() {
+			if match(e) {
+				found = e
+				return true, nil
+			}
+		}
+		select {
+		case <-w.done:
+			return false, fmt.Errorf("watch ended: %s", w.stderr.String())
+		default:
+		}
+		return false, nil
+	})
+	return found
+}
+
+func (w *watcher) all() []reconcile.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]reconcile.Event(nil), w.events...)
+}
+
+func (w *watcher) count(match func(reconcile.Event) bool) int {
+	n := 0
+	for _, e := range w.all() {
+		if match(e) {
+			n++
+		}
+	}
+	return n
+}
+
+// stop interrupts the watch and checks that it ended cleanly.
+func (w *watcher) stop() {
+	w.f.t.Helper()
+	_ = w.cmd.Process.Signal(syscall.SIGINT)
+	<-w.done
+	if err := w.cmd.Wait(); err != nil {
+		w.f.t.Errorf("watch after SIGINT: %v (want exit 0)\nstderr: %s", err, w.stderr.String())
+	}
+	if len(w.bad) > 0 {
+		w.f.t.Errorf("watch printed lines that are not JSON events: %q", w.bad)
+	}
+}
+
+func isResult(kind refresh.ActionKind, target string) func(reconcile.Event) bool {
+	return func(e reconcile.Event) bool {
+		return e.Kind == reconcile.EventResult && e.Action != nil && e.Action.Action == kind && e.Action.Target.String() == target
+	}
+}
+
+func isAction(kind refresh.ActionKind, target string) func(reconcile.Event) bool {
+	return func(e reconcile.Event) bool {
+		return e.Kind == reconcile.EventAction && e.Action != nil && e.Action.Action == kind && e.Action.Target.String() == target
+	}
+}
+
+func (f *fx) createAnnotatedDeployment(name string, replicas int32, spec corev1.PodSpec, ann map[string]string) {
+	f.t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Annotations: ann}, Spec: appsv1.DeploymentSpec{
+		Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+	}}
+	if _, err := f.cs.AppsV1().Deployments(f.ns).Create(f.ctx, d, metav1.CreateOptions{}); err != nil {
+		f.t.Fatalf("creating deployment %s: %v", name, err)
+	}
+}
+
+// deploymentPods returns the running pods of a Deployment by name -> UID
+// and their restart counts summed.
+func (f *fx) deploymentPods(app string) (map[string]string, int32) {
+	f.t.Helper()
+	pods, err := f.cs.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		f.t.Fatalf("listing pods of %s: %v", app, err)
+	}
+	uids := map[string]string{}
+	var restarts int32
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		uids[p.Name] = string(p.UID)
+		for _, s := range p.Status.ContainerStatuses {
+			restarts += s.RestartCount
+		}
+	}
+	return uids, restarts
+}
+
+// watch in a namespace, --require-opt-in: a volume edit refreshes the pods
+// without a restart; ten env edits in five seconds make one rollout; an
+// edit of a key nobody reads does nothing; a Deployment annotated for
+// Reloader is restarted and one that did not opt in is left alone.
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	optIn := map[string]string{watch.AnnotationWatch: "true"}
+	f.createConfigMap(configMap("vol", map[string]string{"greeting": "v0"}))
+	f.createConfigMap(configMap("env", map[string]string{"A": "a0"}))
+	f.createConfigMap(configMap("items", map[string]string{"a": "a0", "b": "b0"}))
+	f.createConfigMap(configMap("rl", map[string]string{"X": "x0"}))
+	f.createAnnotatedDeployment("vol", 2, withVolumes(podSpec(withMounts(busybox("c"), mount("v", "/etc/vol"))), cmVolume("v", "vol")), optIn)
+	f.createAnnotatedDeployment("envapp", 1, podSpec(withEnv(busybox("c"), cmEnv("A", "env", "A", nil))), optIn)
+	f.createAnnotatedDeployment("itemsapp", 1, withVolumes(podSpec(withMounts(busybox("c"), mount("i", "/etc/items"))),
+		cmItemsVolume("i", "items", corev1.KeyToPath{Key: "a", Path: "a"})), optIn)
+	f.createAnnotatedDeployment("reloaded", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "rl", "X", nil))), map[string]string{watch.ReloaderAuto: "true"})
+	f.createAnnotatedDeployment("plain", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "rl", "X", nil))), nil)
+	for _, d := range []string{"vol", "envapp", "itemsapp", "reloaded", "plain"} {
+		f.waitDeploymentSettled(d)
+	}
+	w := f.startWatch("--require-opt-in")
+
+	t.Run("volume edit: annotated, verified, no restart", func(t *testing.T) {
+		before, _ := f.deploymentPods("vol")
+		f.patchConfigMapData("vol", map[string]string{"greeting": "v1"})
+		for name := range before {
+			e := w.waitFor("pod "+name+" refreshed", isResult(refresh.ActionAnnotate, "pod/"+name))
+			if e.Outcome != refresh.OutcomeCurrent {
+				t.Errorf("annotate pod/%s: outcome %s (%s), want current", name, e.Outcome, e.Message)
+			}
+			if e.SinceChange != nil {
+				t.Logf("pod %s verified current %s after the edit", name, *e.SinceChange)
+			}
+			f.expectFile(name, "c", "/etc/vol/greeting", "v1")
+		}
+		after, restarts := f.deploymentPods("vol")
+		if fmt.Sprint(after) != fmt.Sprint(before) || restarts != 0 {
+			t.Errorf("pods of vol: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
+		}
+	})
+
+	t.Run("ten env edits in five seconds: one rollout", func(t *testing.T) {
+		for i := 1; i <= 10; i++ {
+			f.patchConfigMapData("env", map[string]string{"A": fmt.Sprintf("a%d", i)})
+			time.Sleep(400 * time.Millisecond)
+		}
+		e := w.waitFor("envapp restarted", isResult(refresh.ActionRestart, "deployment/envapp"))
+		if e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("restart deployment/envapp: outcome %s (%s), want current", e.Outcome, e.Message)
+		}
+		f.waitDeploymentSettled("envapp")
+		time.Sleep(3 * time.Second) // past another debounce: a second round would show now
+		if n := w.count(isAction(refresh.ActionRestart, "deployment/envapp")); n != 1 {
+			t.Errorf("%d restarts of deployment/envapp, want exactly 1", n)
+		}
+		rss, err := f.cs.AppsV1().ReplicaSets(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: "app=envapp"})
+		if err != nil || len(rss.Items) != 2 {
+			t.Errorf("ReplicaSets of envapp: %d (%v), want 2 (the first and one rollout)", len(rss.Items), err)
+		}
+		pods, _ := f.deploymentPods("envapp")
+		for name := range pods {
+			f.expectEnv(name, "c", "A", "a10")
+		}
+	})
+
+	t.Run("edit of a key no consumer reads: no action", func(t *testing.T) {
+		actions := w.count(func(e reconcile.Event) bool { return e.Kind == reconcile.EventAction })
+		f.patchConfigMapData("items", map[string]string{"b": "b1"})
+		e := w.waitFor("the change of items ignored", func(e reconcile.Event) bool {
+			return e.Kind == reconcile.EventIgnored && e.Object != nil && e.Object.Name == "items"
+		})
+		if !strings.Contains(e.Message, "no consumer reads the changed keys") || strings.Join(e.Keys, ",") != "b" {
+			t.Errorf("ignored event %+v, want keys [b] and no consumer reads them", e)
+		}
+		time.Sleep(time.Second)
+		if n := w.count(func(e reconcile.Event) bool { return e.Kind == reconcile.EventAction }); n != actions {
+			t.Errorf("%d actions after the edit of an unread key, want none", n-actions)
+		}
+	})
+
+	t.Run("Reloader's annotation: restarted; no opt-in: left alone", func(t *testing.T) {
+		f.patchConfigMapData("rl", map[string]string{"X": "x1"})
+		e := w.waitFor("reloaded restarted", isResult(refresh.ActionRestart, "deployment/reloaded"))
+		if e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("restart deployment/reloaded: outcome %s (%s), want current", e.Outcome, e.Message)
+		}
+		skip := w.waitFor("plain skipped", func(e reconcile.Event) bool {
+			return e.Kind == reconcile.EventSkip && e.Target != nil && e.Target.Name == "plain"
+		})
+		if !strings.Contains(skip.Message, "not opted in") {
+			t.Errorf("skip of plain: %q, want not opted in", skip.Message)
+		}
+		if d := f.getDeployment("plain"); d.Spec.Template.Annotations[refresh.RestartedAtAnnotation] != "" {
+			t.Errorf("deployment plain was restarted: %v", d.Spec.Template.Annotations)
+		}
+	})
+	w.stop()
+}
