@@ -58,7 +58,7 @@ var exec = Rule{"", []string{"pods/exec"}, []string{"get", "create"}}
 var Roles = []Role{
 	{Name: RoleStatus, For: "status, dashboard (watching)", Rules: read},
 	{Name: RoleVerify, For: "status --verify, diff, the dashboard's verify and diff", Rules: append(append([]Rule{}, read...), exec)},
-	{Name: RoleRefresh, For: "refresh, the dashboard's refresh", Rules: append(append([]Rule{}, read...), exec,
+	{Name: RoleRefresh, For: "refresh, watch, the dashboard's refresh", Rules: append(append([]Rule{}, read...), exec,
 		Rule{"", []string{"pods"}, []string{"patch"}},
 		Rule{"apps", []string{"deployments", "statefulsets", "daemonsets"}, []string{"patch"}},
 		Rule{"", []string{"pods/eviction"}, []string{"create"}})},
