@@ -52,7 +52,7 @@ func (v *VerifyFlags) AddFlags(fs *pflag.FlagSet, withSwitch bool) {
 	fs.Int64Var(&v.MaxBytes, "max-bytes", 1<<20, "Files larger than this are compared by size and sha256 only.")
 	fs.IntVar(&v.Concurrency, "concurrency", 16, "How many execs run at once.")
 	fs.DurationVar(&v.ExecTimeout, "exec-timeout", 10*time.Second, "Timeout of one exec.")
-	fs.StringVar(&v.Reader, "reader", readerExec, "How containers are read: exec (one exec per container; needs a shell in it) or node (one short-lived reader pod per node reads every container of that node, shell or not; needs create/delete pods and pods/exec in --reader-namespace).")
+	fs.StringVar(&v.Reader, "reader", readerExec, "How containers are read: exec (one exec per container; needs a shell in it), node (one short-lived reader pod per node reads every container of that node, shell or not; needs create/delete pods and pods/exec in --reader-namespace) or auto (node, and exec on a node where no reader pod can start).")
 	fs.StringVar(&v.ReaderImage, "reader-image", nodereader.DefaultImage, "Image of the node reader pods (needs sh, cat, ls, stat, sha256sum, sort, tr and sleep).")
 	fs.StringVar(&v.ReaderNamespace, "reader-namespace", nodereader.DefaultNamespace, "Namespace of the node reader pods (its Pod Security level must allow hostPID and the capabilities SYS_PTRACE and DAC_READ_SEARCH).")
 	fs.DurationVar(&v.ReaderLifetime, "reader-lifetime", nodereader.DefaultLifetime, "Upper bound of a node reader pod's life (activeDeadlineSeconds); the pods are deleted when the command ends.")
@@ -62,6 +62,9 @@ func (v *VerifyFlags) AddFlags(fs *pflag.FlagSet, withSwitch bool) {
 const (
 	readerExec = "exec"
 	readerNode = "node"
+	// readerAuto: the node reader, and exec on a node where no reader pod
+	// can start
+	readerAuto = "auto"
 )
 
 // Validate checks the flag values.
@@ -78,9 +81,9 @@ func (v *VerifyFlags) Validate() error {
 	switch v.Reader {
 	case "", readerExec:
 		return nil // the node reader's flags do not apply
-	case readerNode:
+	case readerNode, readerAuto:
 	default:
-		return usageError("invalid --reader %q: must be exec or node", v.Reader)
+		return usageError("invalid --reader %q: must be exec, node or auto", v.Reader)
 	}
 	if v.KubeletRootDir != "" && (!path.IsAbs(v.KubeletRootDir) || path.Clean(v.KubeletRootDir) != v.KubeletRootDir) {
 		return usageError("--kubelet-root-dir must be a clean absolute path, got %q", v.KubeletRootDir)
@@ -126,7 +129,7 @@ func (v *VerifyFlags) executor(cfg *rest.Config) (inspect.Executor, error) {
 			return nil, err
 		}
 	}
-	if v.Reader == readerNode && v.node == nil {
+	if (v.Reader == readerNode || v.Reader == readerAuto) && v.node == nil {
 		if cfg == nil {
 			return nil, errors.New("--reader=node needs a connection to the cluster")
 		}
@@ -134,8 +137,12 @@ func (v *VerifyFlags) executor(cfg *rest.Config) (inspect.Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.node = nodereader.New(cs, ex, nodereader.Options{Namespace: v.ReaderNamespace, Image: v.ReaderImage,
-			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, Concurrency: v.Concurrency, Now: apiClock.Now})
+		o := nodereader.Options{Namespace: v.ReaderNamespace, Image: v.ReaderImage,
+			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, Concurrency: v.Concurrency, Now: apiClock.Now}
+		if v.Reader == readerAuto {
+			o.Fallback = inspect.ExecReader{Executor: ex, Concurrency: v.Concurrency}
+		}
+		v.node = nodereader.New(cs, ex, o)
 	}
 	return ex, nil
 }

@@ -16,10 +16,13 @@ import (
 // job is one caller's share of a node read: its containers and where
 // their results go.
 type job struct {
-	ctx  context.Context
-	nr   *nodeRead
-	out  []*inspect.Verified
-	done chan struct{}
+	ctx context.Context
+	nr  *nodeRead
+	out []*inspect.Verified
+	// fallback marks, by request like out, the containers to read with
+	// Options.Fallback (their node has no reader)
+	fallback []bool
+	done     chan struct{}
 }
 
 // nodeQueue serialises the reads of one node.

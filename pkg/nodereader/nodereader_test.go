@@ -374,3 +374,52 @@ func TestCreateErrors(t *testing.T) {
 		})
 	}
 }
+
+// recordingReader is a fallback ContainerReader that records what it reads.
+type recordingReader struct {
+	mu   sync.Mutex
+	pods []string
+}
+
+func (f *recordingReader) ReadContainers(_ context.Context, reqs []inspect.ContainerRequest, _ inspect.VerifyReadOptions) []*inspect.Verified {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*inspect.Verified, len(reqs))
+	for i, q := range reqs {
+		f.pods = append(f.pods, q.Pod.Spec.NodeName+"/"+q.Container)
+		out[i] = &inspect.Verified{}
+	}
+	return out
+}
+
+// TestFallbackReadsWhereNoReaderStarts (--reader=auto): the containers of a
+// node where the reader pod is refused are read by the fallback, without
+// an error, and that node is not tried again; a container that cannot be
+// read whichever reader is used is not handed over.
+func TestFallbackReadsWhereNoReaderStarts(t *testing.T) {
+	cs := fake.NewClientset()
+	creates := 0
+	cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		creates++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`violates PodSecurity "baseline:latest"`))
+	})
+	fb := &recordingReader{}
+	r := New(cs, nil, Options{Namespace: "ns", Fallback: fb})
+	defer r.Close()
+	reqs := []inspect.ContainerRequest{
+		request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg"),
+		request(consumer("n1", "", false), false, "/etc/cfg"), // not running: no reader reads it
+	}
+	for round := 1; round <= 2; round++ {
+		got := r.ReadContainers(context.Background(), reqs, inspect.VerifyReadOptions{})
+		if got[0] == nil || got[0].Err != nil {
+			t.Fatalf("round %d: %+v, want the fallback's read", round, got[0])
+		}
+		if got[1] == nil || got[1].Err == nil || got[1].Err.Reason != inspect.VerifyNotRunning {
+			t.Fatalf("round %d: a container not running: %+v", round, got[1])
+		}
+	}
+	if creates != 1 || strings.Join(fb.pods, ",") != "n1/c,n1/c" {
+		t.Errorf("%d creates, fallback read %v; want 1 create and n1/c read twice by the fallback", creates, fb.pods)
+	}
+}

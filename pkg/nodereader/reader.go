@@ -31,6 +31,11 @@ type Options struct {
 	StartTimeout time.Duration
 	// Concurrency bounds the nodes read at once (default 16).
 	Concurrency int
+	// Fallback, when set (--reader=auto), reads the containers of a node
+	// where no reader pod can start (forbidden by RBAC or Pod Security, an
+	// image that cannot be pulled, a node it cannot be scheduled on); that
+	// node is not tried again for the rest of the run.
+	Fallback inspect.ContainerReader
 	// Now is the API server's time (default time.Now): a reader pod of
 	// another run has outlived its deadline by the clock that wrote its
 	// creation time, not by a client's that may run ahead.
@@ -74,12 +79,16 @@ type Reader struct {
 	closed  bool                  // Close was called: no pod may outlive it
 	pods    map[string]*readerPod // by node
 	reads   map[string]*nodeQueue // by node
+	// unavailable: the nodes where no reader could start, read by
+	// Options.Fallback since
+	unavailable map[string]bool
 }
 
 // New returns a Reader; ex runs the reads in the reader pods (the exec
 // reader's Executor).
 func New(client kubernetes.Interface, ex inspect.Executor, o Options) *Reader {
-	return &Reader{client: client, exec: ex, opts: o.withDefaults(), runID: NewRunID(), pods: map[string]*readerPod{}, reads: map[string]*nodeQueue{}}
+	return &Reader{client: client, exec: ex, opts: o.withDefaults(), runID: NewRunID(), pods: map[string]*readerPod{}, reads: map[string]*nodeQueue{},
+		unavailable: map[string]bool{}}
 }
 
 // RunID is the value of this run's LabelRun.
@@ -88,6 +97,7 @@ func (r *Reader) RunID() string { return r.runID }
 // ReadContainers implements inspect.ContainerReader: one exec per node.
 func (r *Reader) ReadContainers(ctx context.Context, reqs []inspect.ContainerRequest, o inspect.VerifyReadOptions) []*inspect.Verified {
 	out := make([]*inspect.Verified, len(reqs))
+	fallback := make([]bool, len(reqs))
 	// one read runs per node at a time (batch.go): one directory serves
 	dir := scratchDir + "/read"
 	nodes, failed := planNodes(reqs, dir)
@@ -97,18 +107,51 @@ func (r *Reader) ReadContainers(ctx context.Context, reqs []inspect.ContainerReq
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.opts.Concurrency)
 	for _, nr := range nodes {
+		if r.isUnavailable(nr.node) {
+			for _, c := range nr.containers {
+				fallback[c.req] = true
+			}
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r.queue(nr.node).read(ctx, &job{ctx: ctx, nr: nr, out: out}, func(ctx context.Context, merged *nodeRead, jobs []*job) {
+			r.queue(nr.node).read(ctx, &job{ctx: ctx, nr: nr, out: out, fallback: fallback}, func(ctx context.Context, merged *nodeRead, jobs []*job) {
 				r.readNode(ctx, merged, dir, o, jobs)
 			})
 		}()
 	}
 	wg.Wait()
+	r.readFallback(ctx, reqs, out, fallback, o)
 	return out
+}
+
+func (r *Reader) isUnavailable(node string) bool {
+	if r.opts.Fallback == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unavailable[node]
+}
+
+// readFallback reads the containers marked for Options.Fallback with it.
+func (r *Reader) readFallback(ctx context.Context, reqs []inspect.ContainerRequest, out []*inspect.Verified, marked []bool, o inspect.VerifyReadOptions) {
+	var sub []inspect.ContainerRequest
+	var at []int
+	for i, m := range marked {
+		if m {
+			sub, at = append(sub, reqs[i]), append(at, i)
+		}
+	}
+	if len(sub) == 0 || r.opts.Fallback == nil {
+		return
+	}
+	for k, v := range r.opts.Fallback.ReadContainers(ctx, sub, o) {
+		out[at[k]] = v
+	}
 }
 
 // readNode reads the containers of the jobs, merged into one read of the
@@ -129,6 +172,7 @@ func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspe
 	pod, verr := r.podFor(ctx, nr.node)
 	if verr != nil {
 		fail(verr)
+		r.fallBack(ctx, nr.node, jobs)
 		return
 	}
 	got, verr := r.execNode(ctx, pod, nr, dir, o)
@@ -142,6 +186,29 @@ func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspe
 	for _, j := range jobs {
 		for _, c := range j.nr.containers {
 			j.out[c.req] = containerVerified(c, got, nr.node)
+		}
+	}
+}
+
+// fallBack marks the node unavailable and the jobs' containers for
+// Options.Fallback, when there is one and the reader failed to start (not
+// because the run ends).
+func (r *Reader) fallBack(ctx context.Context, node string, jobs []*job) {
+	if r.opts.Fallback == nil || ctx.Err() != nil {
+		return
+	}
+	r.mu.Lock()
+	closed := r.closed
+	if !closed {
+		r.unavailable[node] = true
+	}
+	r.mu.Unlock()
+	if closed {
+		return
+	}
+	for _, j := range jobs {
+		for _, c := range j.nr.containers {
+			j.fallback[c.req] = true
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/nodereader"
@@ -336,4 +337,27 @@ func TestNodeReaderImagePullError(t *testing.T) {
 		t.Errorf("state %s (%s), want unverifiable naming the pull failure and --reader-image", it.State, it.StateReason)
 	}
 	f.expectNoReaderPods("a reader whose image cannot be pulled")
+}
+
+// TestNodeReaderAutoFallsBackToExec: with --reader=auto in a namespace whose
+// Pod Security level forbids the reader pod (hostPID), the consumers are
+// read by exec instead: verified, with no unverifiable use and no reader
+// pod left.
+func TestNodeReaderAutoFallsBackToExec(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	patch := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"baseline"}}}`)
+	if _, err := f.cs.CoreV1().Namespaces().Patch(f.ctx, f.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling the namespace baseline: %v", err)
+	}
+	f.createConfigMap(configMap("cfg", map[string]string{"a": "1", "app.conf": "x=1\n"}))
+	f.createPod(pod("web", consumerSpec(busybox("c"))))
+	f.waitPodReady("web")
+	rep, ok := f.status("cfg", "--verify", "--reader=auto", "--reader-image="+imageBusybox, "--reader-namespace="+f.ns)
+	if !ok {
+		t.FailNow()
+	}
+	expectStates(t, rep, "web", map[inspect.Mode][]inspect.State{
+		inspect.ModeVolume: {inspect.StateInSync}, inspect.ModeSubPath: {inspect.StateInSync}, inspect.ModeEnv: {inspect.StateInSync}})
+	f.expectNoReaderPods("--reader=auto in a baseline namespace")
 }
