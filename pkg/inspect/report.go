@@ -255,9 +255,9 @@ type Item struct {
 
 // ObjectKey identifies a ConfigMap or Secret.
 type ObjectKey struct {
-	Kind      string
-	Namespace string
-	Name      string
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 // Key returns the ObjectKey of the item's object.

@@ -14,6 +14,9 @@ import (
 // Hold is why a restart is held back this round ("" to send it).
 type Hold struct {
 	Reason string
+	// Rollout: held for a rollout under way (not for the limit): it counts
+	// against RolloutWait.
+	Rollout bool
 	// Stuck: the rollout will not complete by itself (its progress
 	// deadline passed): waiting for it is pointless.
 	Stuck bool
@@ -44,22 +47,27 @@ func Gate(actions []refresh.Action, limit int, rollout func(refresh.Target) Hold
 	return send, held
 }
 
-// gate holds back the restarts Gate refuses: their changes are tried again
-// next round, until RolloutWait has passed since the first hold (then, and
-// for a stuck rollout at once, the restart is reported and dropped).
+// gate holds back the restarts Gate refuses. Their changes are tried again
+// next round for those workloads only; a rollout that is stuck, or still
+// under way RolloutWait after the first hold, is reported and dropped. A
+// dry run changes nothing, so nothing is held: every restart is shown.
 func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[inspect.ObjectKey]*pending) {
+	if l.Refresh.DryRun != refresh.DryRunNone && l.Refresh.DryRun != "" {
+		return
+	}
 	send, held := Gate(plan.Actions, l.MaxConcurrentRestarts, func(t refresh.Target) Hold { return l.rolloutHold(ctx, t) })
 	now := l.Now()
+	retry := map[inspect.ObjectKey]map[string]bool{}
 	for _, i := range slices.Sorted(maps.Keys(held)) {
 		a, h := plan.Actions[i], held[i]
 		objs := consumedObjects(a, changes)
 		drop := h.Stuck
 		for _, k := range objs {
 			p := changes[k]
-			if p.deferredSince.IsZero() {
+			if h.Rollout && p.deferredSince.IsZero() {
 				p.deferredSince = now
 			}
-			drop = drop || now.Sub(p.deferredSince) >= l.RolloutWait
+			drop = drop || (h.Rollout && now.Sub(p.deferredSince) >= l.RolloutWait)
 		}
 		if drop {
 			l.emit(Event{Kind: EventError, Action: &a, Message: fmt.Sprintf("%s: not restarted; once that is resolved, `kubectl cmsync refresh` of %s finishes it",
@@ -67,9 +75,17 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 			continue
 		}
 		for _, k := range objs {
-			l.requeue(*changes[k])
+			if retry[k] == nil {
+				retry[k] = map[string]bool{}
+			}
+			retry[k][a.Target.Kind+"/"+a.Target.Name] = true
 		}
 		l.emit(Event{Kind: EventDeferred, Action: &a, Message: h.Reason + "; tried again after the debounce"})
+	}
+	for k, only := range retry {
+		p := *changes[k]
+		p.only = only
+		l.requeue(p)
 	}
 	plan.Actions = send
 }
@@ -109,11 +125,11 @@ func (l *Loop) rolloutHold(ctx context.Context, t refresh.Target) Hold {
 		// kubectl's status viewer answers a passed progress deadline with
 		// an error; any other error is the restart's to meet
 		if isDeadlineExceeded(err) {
-			return Hold{Reason: fmt.Sprintf("the rollout of %s is stuck: %v", t, err), Stuck: true}
+			return Hold{Reason: fmt.Sprintf("the rollout of %s is stuck: %v", t, err), Rollout: true, Stuck: true}
 		}
 		return Hold{}
 	case !done:
-		return Hold{Reason: fmt.Sprintf("the previous rollout of %s is not complete (%s)", t, strings.TrimSpace(msg))}
+		return Hold{Reason: fmt.Sprintf("the previous rollout of %s is not complete (%s)", t, strings.TrimSpace(msg)), Rollout: true}
 	}
 	return Hold{}
 }

@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -54,9 +56,13 @@ type Loop struct {
 	Cluster refresh.Cluster
 	// Annotations reads the workloads' annotations for watch.Select.
 	Annotations WorkloadAnnotations
-	// Emit receives every event, in order, from one goroutine.
+	// Emit receives every event, one at a time.
 	Emit func(Event)
+	// Clock times the debounce (default time.Now): a local monotonic clock,
+	// where Now is the API server's, for the times the events report.
+	Clock func() time.Time
 
+	emitMu  sync.Mutex
 	mu      sync.Mutex
 	pending map[inspect.ObjectKey]*pending
 	bounce  watch.Debouncer[inspect.ObjectKey]
@@ -68,10 +74,15 @@ type pending struct {
 	change watch.Change
 	edits  int
 	first  time.Time
-	// deferredSince is when a restart for it was first held back.
+	// deferredSince is when a restart for it was first held back because
+	// of a rollout under way.
 	deferredSince time.Time
 	// existing: every use is concerned (--sync-existing)
 	existing bool
+	// only limits a retry to the workloads whose restart was held back
+	// (by Kind/Name); nil: every use. retry: the change was reported.
+	only  map[string]bool
+	retry bool
 }
 
 // Run watches until ctx ends. It returns an error only when the watch
@@ -80,18 +91,21 @@ type pending struct {
 func (l *Loop) Run(ctx context.Context) error {
 	l.defaults()
 	if err := l.canList(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting
+		}
 		return err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(l.Client, 0, informers.WithNamespace(l.Namespace),
-		informers.WithTransform(dropManagedFields))
-	synced := []cache.InformerSynced{l.watchKind(factory.Core().V1().ConfigMaps().Informer())}
+		informers.WithTransform(trim))
+	synced := []cache.InformerSynced{l.watchKind("ConfigMaps", factory.Core().V1().ConfigMaps().Informer())}
 	if l.watchSecrets() {
-		synced = append(synced, l.watchKind(factory.Core().V1().Secrets().Informer()))
+		synced = append(synced, l.watchKind("Secrets", factory.Core().V1().Secrets().Informer()))
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return ctx.Err()
+		return nil // interrupted while starting
 	}
 	l.emit(Event{Kind: EventReady, Message: l.readyMessage()})
 	if l.SyncExisting {
@@ -104,8 +118,20 @@ func (l *Loop) Run(ctx context.Context) error {
 			continue
 		}
 		if !l.sleep(ctx, next) {
+			l.dropPending()
 			return nil
 		}
+	}
+}
+
+// dropPending reports the changes not acted on when the loop ends.
+func (l *Loop) dropPending() {
+	l.mu.Lock()
+	left := l.pending
+	l.pending = map[inspect.ObjectKey]*pending{}
+	l.mu.Unlock()
+	for _, k := range slices.SortedFunc(maps.Keys(left), compareKeys) {
+		l.emit(Event{Kind: EventError, Object: &k, Keys: left[k].change.Keys, Message: "interrupted before it was acted on: " + finishHint(k)})
 	}
 }
 
@@ -114,7 +140,7 @@ func (l *Loop) Run(ctx context.Context) error {
 func (l *Loop) sleep(ctx context.Context, next time.Time) bool {
 	var timer <-chan time.Time
 	if !next.IsZero() {
-		t := time.NewTimer(max(next.Sub(l.Now()), time.Millisecond))
+		t := time.NewTimer(max(next.Sub(l.Clock()), time.Millisecond))
 		defer t.Stop()
 		timer = t.C
 	}
@@ -137,6 +163,9 @@ func (l *Loop) defaults() {
 	if l.Emit == nil {
 		l.Emit = func(Event) {}
 	}
+	if l.Clock == nil {
+		l.Clock = time.Now
+	}
 	l.pending = map[inspect.ObjectKey]*pending{}
 	l.bounce = watch.Debouncer[inspect.ObjectKey]{Quiet: l.Debounce, MaxWait: l.MaxWait}
 	l.wake = make(chan struct{}, 1)
@@ -148,11 +177,11 @@ func (l *Loop) watchSecrets() bool { return l.Secrets || inspect.NamesSecret(l.N
 // permission is an error at start, not an informer retrying forever.
 func (l *Loop) canList(ctx context.Context) error {
 	if _, err := l.Client.CoreV1().ConfigMaps(l.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		return fmt.Errorf("listing ConfigMaps to watch them: %w", err)
+		return &refresh.CallError{Verb: "list", Resource: "configmaps", Namespace: l.Namespace, Err: err}
 	}
 	if l.watchSecrets() {
 		if _, err := l.Client.CoreV1().Secrets(l.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			return fmt.Errorf("listing Secrets to watch them: %w", err)
+			return &refresh.CallError{Verb: "list", Resource: "secrets", Namespace: l.Namespace, Err: err}
 		}
 	}
 	return nil
@@ -170,17 +199,29 @@ func (l *Loop) readyMessage() string {
 	return fmt.Sprintf("watching %s %s (debounce %s, at most %s)", what, where, l.Debounce, l.MaxWait)
 }
 
-// dropManagedFields keeps the informers' caches small: the loop reads data,
-// names and annotations only.
-func dropManagedFields(obj any) (any, error) {
+// trim keeps the informers' caches small and free of Secret values: the
+// loop reads names, annotations and whether a value changed, so managed
+// fields go and each Secret value is kept as its SHA-256.
+func trim(obj any) (any, error) {
 	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
 		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	if s, ok := obj.(*corev1.Secret); ok {
+		for k, v := range s.Data {
+			sum := sha256.Sum256(v)
+			s.Data[k] = sum[:]
+		}
+		s.StringData = nil
 	}
 	return obj, nil
 }
 
-// watchKind registers the change handlers on one informer.
-func (l *Loop) watchKind(inf cache.SharedIndexInformer) cache.InformerSynced {
+// watchKind registers the change handlers on one informer, and reports
+// its watch failing (client-go retries it meanwhile).
+func (l *Loop) watchKind(what string, inf cache.SharedIndexInformer) cache.InformerSynced {
+	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("watching %s: %v (retried; changes meanwhile are seen once it is back)", what, err)})
+	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if !initial {
@@ -215,7 +256,7 @@ func objectOf(obj any) inspect.Object {
 // anything a consumer can read.
 func (l *Loop) observe(old, cur inspect.Object) {
 	c := watch.Diff(old, cur)
-	if c.Empty() || c.Object.Name == "" || (len(l.Names) > 0 && !slices.Contains(l.Names, c.Object)) {
+	if c.Empty() || !l.selects(c.Object) {
 		return
 	}
 	now := l.Now()
@@ -227,12 +268,28 @@ func (l *Loop) observe(old, cur inspect.Object) {
 	}
 	p.change = merge(p.change, c)
 	p.edits++
-	l.bounce.Add(c.Object, now)
+	p.only, p.retry, p.deferredSince = nil, false, time.Time{} // a new edit concerns every use again
+	l.bounce.Add(c.Object, l.Clock())
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
+}
+
+// selects tells whether the changes of k are acted on: a named object, or
+// any when none is named; a system ConfigMap (kube-root-ca.crt, in every
+// pod) only with IncludeSystem.
+func (l *Loop) selects(k inspect.ObjectKey) bool {
+	switch {
+	case k.Name == "":
+		return false
+	case len(l.Names) > 0:
+		return slices.Contains(l.Names, k)
+	case k.Kind == inspect.KindConfigMap && inspect.SystemConfigMaps[k.Name]:
+		return l.IncludeSystem
+	}
+	return true
 }
 
 // merge joins two successive changes of one object.
@@ -247,7 +304,7 @@ func merge(a, b watch.Change) watch.Change {
 func (l *Loop) due() (map[inspect.ObjectKey]*pending, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	keys, next := l.bounce.Due(l.Now())
+	keys, next := l.bounce.Due(l.Clock())
 	if len(keys) == 0 {
 		return nil, next
 	}
@@ -261,21 +318,21 @@ func (l *Loop) due() (map[inspect.ObjectKey]*pending, time.Time) {
 	return out, next
 }
 
-// requeue puts a change back for the next round (a deferred restart); an
-// edit seen meanwhile is merged into it.
+// requeue puts a change back for the next round (a deferred restart). An
+// edit seen meanwhile is merged into it, and then every use is concerned
+// again.
 func (l *Loop) requeue(p pending) {
-	now := l.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	p.retry = true
 	if q := l.pending[p.change.Object]; q != nil {
 		q.change = merge(p.change, q.change)
 		q.edits += p.edits
 		q.first, q.existing = p.first, q.existing || p.existing
-		q.deferredSince = p.deferredSince
 	} else {
 		l.pending[p.change.Object] = &p
 	}
-	l.bounce.Add(p.change.Object, now)
+	l.bounce.Add(p.change.Object, l.Clock())
 }
 
 // existing is a change of every selected object that exists, for
@@ -286,7 +343,7 @@ func (l *Loop) existing(factory informers.SharedInformerFactory) map[inspect.Obj
 		for _, obj := range list {
 			o := objectOf(obj)
 			k := inspect.ObjectKey{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-			if len(l.Names) == 0 || slices.Contains(l.Names, k) {
+			if l.selects(k) {
 				out[k] = &pending{change: watch.Change{Object: k}, first: l.Now(), existing: true}
 			}
 		}
@@ -298,9 +355,13 @@ func (l *Loop) existing(factory informers.SharedInformerFactory) map[inspect.Obj
 	return out
 }
 
+// emit hands one event to Emit (the loop and the informers' error
+// handlers both report).
 func (l *Loop) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = l.Now()
 	}
+	l.emitMu.Lock()
+	defer l.emitMu.Unlock()
 	l.Emit(e)
 }

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
@@ -60,6 +63,14 @@ func TestConcernedKeepsTheUsesThatReadAChangedKey(t *testing.T) {
 	if !acted[app] || !acted[other] || len(acted) != 2 {
 		t.Errorf("acted %v, want app and other", acted)
 	}
+	// a retry of a held restart: the uses of that workload only
+	changes[app].only = map[string]bool{"Deployment/api": true}
+	items[0].Workload = inspect.WorkloadRef{Kind: "Deployment", Name: "api"}
+	items[1].Workload = inspect.WorkloadRef{Kind: "Deployment", Name: "web"}
+	kept, _ = concernedItems(items[:2], changes)
+	if len(kept) != 1 || kept[0].Pod.Name != "whole" {
+		t.Errorf("retry kept %v, want the use of deployment api only", kept)
+	}
 }
 
 func action(kind refresh.ActionKind, name string) refresh.Action {
@@ -98,5 +109,36 @@ func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
 	}
 	if _, held := Gate(actions, 0, rollout); !held[5].Stuck || len(held) != 2 {
 		t.Errorf("without a limit: held %+v, want rolling and stuck", held)
+	}
+}
+
+func TestTrimKeepsNoSecretValue(t *testing.T) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Data: map[string][]byte{"token": []byte("s3cr3t-token-value")}}
+	obj, err := trim(s)
+	got := obj.(*corev1.Secret)
+	if err != nil || len(got.ManagedFields) != 0 || strings.Contains(string(got.Data["token"]), "s3cr3t") || len(got.Data["token"]) != 32 {
+		t.Fatalf("trimmed %+v (%v), want managed fields gone and the value as its SHA-256", got, err)
+	}
+	other, _ := trim(&corev1.Secret{Data: map[string][]byte{"token": []byte("another-value")}})
+	if c := watch.Diff(inspect.SecretObject(got), inspect.SecretObject(other.(*corev1.Secret))); strings.Join(c.Keys, ",") != "token" {
+		t.Errorf("a changed value: keys %v, want token", c.Keys)
+	}
+}
+
+func TestSelectsSkipsSystemConfigMaps(t *testing.T) {
+	root := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "kube-root-ca.crt"}
+	app := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
+	l := &Loop{}
+	if l.selects(root) || !l.selects(app) {
+		t.Errorf("selects(kube-root-ca.crt) %v, selects(app) %v; want false, true", l.selects(root), l.selects(app))
+	}
+	l.IncludeSystem = true
+	if !l.selects(root) {
+		t.Error("with IncludeSystem, kube-root-ca.crt is not selected")
+	}
+	l = &Loop{Config: Config{Names: []inspect.ObjectKey{app}}}
+	if !l.selects(app) || l.selects(inspect.ObjectKey{Kind: inspect.KindSecret, Namespace: "ns", Name: "app"}) {
+		t.Error("with names, only the named object is selected (by kind too)")
 	}
 }

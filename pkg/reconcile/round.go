@@ -38,7 +38,7 @@ func (l *Loop) runRound(ctx context.Context, due map[inspect.ObjectKey]*pending)
 func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending) {
 	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
 	for _, k := range keys {
-		if p := changes[k]; !p.existing && p.deferredSince.IsZero() {
+		if p := changes[k]; !p.existing && !p.retry {
 			l.emit(Event{Kind: EventChange, Object: &k, Keys: p.change.Keys, Edits: p.edits, Message: changeMessage(p.change)})
 		}
 	}
@@ -108,7 +108,7 @@ func (l *Loop) build(snap *inspect.Snapshot, keys []inspect.ObjectKey) []inspect
 func (l *Loop) concerned(items []inspect.Item, changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey) []inspect.Item {
 	kept, acted := concernedItems(items, changes)
 	for _, k := range keys {
-		if acted[k] || changes[k].existing {
+		if acted[k] || changes[k].existing || changes[k].retry {
 			continue
 		}
 		msg := "no pod consumes it"
@@ -128,7 +128,7 @@ func concernedItems(items []inspect.Item, changes map[inspect.ObjectKey]*pending
 	acted := map[inspect.ObjectKey]bool{}
 	for _, it := range items {
 		p := changes[it.Key()]
-		if p == nil || it.Pod.Name == "" {
+		if p == nil || it.Pod.Name == "" || (p.only != nil && !p.only[it.Workload.Kind+"/"+it.Workload.Name]) {
 			continue
 		}
 		if _, ok := watch.Concerns(it, p.change); ok || p.existing {
@@ -142,9 +142,13 @@ func concernedItems(items []inspect.Item, changes map[inspect.ObjectKey]*pending
 // failed reports a round that could not be completed for keys.
 func (l *Loop) failed(keys []inspect.ObjectKey, err error) {
 	for _, k := range keys {
-		l.emit(Event{Kind: EventError, Object: &k, Message: fmt.Sprintf("%v; nothing more was done for it: `kubectl cmsync refresh %s/%s -n %s` finishes it",
-			err, strings.ToLower(k.Kind), k.Name, k.Namespace)})
+		l.emit(Event{Kind: EventError, Object: &k, Message: fmt.Sprintf("%v; nothing more was done for it: %s", err, finishHint(k))})
 	}
+}
+
+// finishHint is the command that makes the consumers of k current.
+func finishHint(k inspect.ObjectKey) string {
+	return fmt.Sprintf("`kubectl cmsync refresh %s/%s -n %s` finishes it", strings.ToLower(k.Kind), k.Name, k.Namespace)
 }
 
 // results reports how each action ended and, once verified, the time from
@@ -152,6 +156,9 @@ func (l *Loop) failed(keys []inspect.ObjectKey, err error) {
 func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*pending) {
 	for i := range results {
 		res := results[i]
+		if res.Action.Action == refresh.ActionNone {
+			continue // already current: nothing was done
+		}
 		e := Event{Kind: EventResult, Action: &res.Action, Outcome: res.Outcome, Message: resultMessage(res)}
 		if res.CurrentAfter != nil {
 			d := res.CurrentAfter.Duration

@@ -60,25 +60,19 @@ type subjectKey struct {
 // (watch.Select), and reports each workload left alone, once per object.
 func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) []inspect.Item {
 	decisions := map[subjectKey]watch.Decision{}
-	meta := map[inspect.WorkloadRef][2]map[string]string{}
+	meta := map[inspect.WorkloadRef]subjectMeta{}
 	var kept []inspect.Item
 	for _, it := range items {
 		sk := subjectKey{workload: it.Workload, object: it.Key()}
 		d, seen := decisions[sk]
 		if !seen {
-			ann, ok := meta[it.Workload]
+			m, ok := meta[it.Workload]
 			if !ok {
-				ann = l.subjectAnnotations(ctx, snap, it)
-				meta[it.Workload] = ann
+				m = l.subjectAnnotations(ctx, snap, it)
+				meta[it.Workload] = m
 			}
-			d = watch.Select(l.RequireOptIn, watch.Subject{Annotations: ann[0], TemplateAnnotations: ann[1], Consumes: true},
-				watch.Changed{Kind: it.Object.Kind, Name: it.Object.Name, Annotations: objectAnnotations(snap, it.Key())})
+			d = l.decide(m, it, snap)
 			decisions[sk] = d
-			if d.Selection == watch.Skip {
-				k := it.Key()
-				l.emit(Event{Kind: EventSkip, Object: &k, Target: &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name},
-					Message: d.Reason})
-			}
 		}
 		if d.Selection != watch.Skip {
 			kept = append(kept, it)
@@ -87,21 +81,43 @@ func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []ins
 	return kept
 }
 
+type subjectMeta struct {
+	workload, template map[string]string
+	err                error
+}
+
+// decide selects one workload for one object, and reports a skip.
+func (l *Loop) decide(m subjectMeta, it inspect.Item, snap *inspect.Snapshot) watch.Decision {
+	k := it.Key()
+	target := &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name}
+	if m.err != nil {
+		// its pause or opt-out annotations are unknown: not acted on
+		l.emit(Event{Kind: EventError, Object: &k, Target: target, Message: fmt.Sprintf("cannot read its annotations: %v; not acted on", m.err)})
+		return watch.Decision{Selection: watch.Skip}
+	}
+	d := watch.Select(l.RequireOptIn, watch.Subject{Annotations: m.workload, TemplateAnnotations: m.template, Consumes: true},
+		watch.Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)})
+	if d.Selection == watch.Skip {
+		l.emit(Event{Kind: EventSkip, Object: &k, Target: target, Message: d.Reason})
+	}
+	return d
+}
+
 // subjectAnnotations are the annotations of the item's workload and its
-// pod template: a built-in workload's own, read once a round; for a bare
-// pod (or an owner cmsync does not read) the pod's, for both.
-func (l *Loop) subjectAnnotations(ctx context.Context, snap *inspect.Snapshot, it inspect.Item) [2]map[string]string {
-	if it.Workload.APIVersion == "" && it.Workload.Kind != "Pod" && l.Annotations != nil {
-		if w, t, err := l.Annotations.Annotations(ctx, it.Workload.Kind, it.Object.Namespace, it.Workload.Name); err == nil {
-			return [2]map[string]string{w, t}
-		}
+// pod template: a built-in workload's own (Deployment, StatefulSet,
+// DaemonSet), read once a round; for a bare pod, or an owner whose
+// template cmsync does not read (a Job, a custom controller), the pod's.
+func (l *Loop) subjectAnnotations(ctx context.Context, snap *inspect.Snapshot, it inspect.Item) subjectMeta {
+	if gk, ok := refresh.BuiltinKind(it.Workload.Kind); ok && gk.Group == "apps" && gk.Kind != "ReplicaSet" && it.Workload.APIVersion == "" && l.Annotations != nil {
+		w, t, err := l.Annotations.Annotations(ctx, it.Workload.Kind, it.Object.Namespace, it.Workload.Name)
+		return subjectMeta{workload: w, template: t, err: err}
 	}
 	for i := range snap.Pods {
 		if p := &snap.Pods[i]; p.Name == it.Pod.Name && p.Namespace == it.Object.Namespace {
-			return [2]map[string]string{p.Annotations, p.Annotations}
+			return subjectMeta{workload: p.Annotations, template: p.Annotations}
 		}
 	}
-	return [2]map[string]string{}
+	return subjectMeta{}
 }
 
 func objectAnnotations(snap *inspect.Snapshot, k inspect.ObjectKey) map[string]string {
