@@ -128,7 +128,7 @@ func concernedItems(items []inspect.Item, changes map[inspect.ObjectKey]*pending
 	acted := map[inspect.ObjectKey]bool{}
 	for _, it := range items {
 		p := changes[it.Key()]
-		if p == nil || it.Pod.Name == "" || (p.only != nil && !p.only[it.Workload.Kind+"/"+it.Workload.Name]) {
+		if p == nil || it.Pod.Name == "" || (p.only != nil && !p.only[it.Workload.GroupKind()+"/"+it.Workload.Name]) {
 			continue
 		}
 		if _, ok := watch.Concerns(it, p.change); ok || p.existing {
