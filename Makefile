@@ -18,7 +18,7 @@ K8S_OLDEST := 1.30.14
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
-	@echo "unit            gofmt check, go vet, go test -race ./..., the fuzz targets 10 s each on Go 1.27 (no cluster)"
+	@echo "unit            gofmt check, go vet, go test -race ./... (the fuzz targets' seed corpora included; no cluster)"
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s, on Go FUZZ_TOOLCHAIN; FUZZTIME=5m make fuzz)"
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install, of all"
 	@echo "                five platforms (RELEASE_PLATFORMS=host: this machine's platform only)"
@@ -46,9 +46,10 @@ unit:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) test -race ./...
-	$(MAKE) --no-print-directory fuzz
 
-# the fuzz targets, FUZZTIME each (10 s; FUZZTIME=5m make fuzz for longer): the exec-output parser, payload
+# the fuzz targets, FUZZTIME each (10 s; FUZZTIME=5m make fuzz for longer). Not part of make test: their seed
+# corpora run in every go test, and the fuzzing itself costs a second toolchain and a build of every package
+# with coverage instrumentation (14 of the cold CI's minutes): the exec-output parser, payload
 # building, the pod spec walker (uses), the refresh planner and the manifest reader of lint.
 # They run on Go 1.27 (FUZZ_TOOLCHAIN, fetched once through the module proxy): with a duration, Go 1.26's fuzzing
 # coordinator can fail a run with a bare "context deadline exceeded" and no crasher when its -fuzztime deadline

@@ -154,6 +154,15 @@ func addRestartFlags(fs *pflag.FlagSet, via *string, maxUnavailable, maxRestarts
 	fs.IntVar(maxUnavailable, "max-unavailable", *maxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once; the next batch waits until their replacements are Ready.")
 }
 
+// validateDryRun checks --dry-run (refresh and watch).
+func validateDryRun(v string) error {
+	switch refresh.DryRun(v) {
+	case refresh.DryRunNone, refresh.DryRunClient, refresh.DryRunServer:
+		return nil
+	}
+	return usageError(`invalid --dry-run %q: must be "none", "client", or "server"`, v)
+}
+
 // validateRestartFlags checks the flags of addRestartFlags.
 func validateRestartFlags(via string, maxUnavailable, maxRestarts int) error {
 	if maxRestarts < -1 {
@@ -227,10 +236,8 @@ func (o *RefreshOptions) Validate() error {
 	if !slices.Contains(refresh.Strategies, refresh.Strategy(o.Strategy)) {
 		return usageError("invalid --strategy %q: must be one of auto, annotate, restart", o.Strategy)
 	}
-	switch refresh.DryRun(o.DryRun) {
-	case refresh.DryRunNone, refresh.DryRunClient, refresh.DryRunServer:
-	default:
-		return usageError(`invalid --dry-run %q: must be "none", "client", or "server"`, o.DryRun)
+	if err := validateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	if err := validateOutput(o.Output, refreshFormats); err != nil {
 		return err

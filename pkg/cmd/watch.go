@@ -164,10 +164,8 @@ func (o *WatchOptions) Validate() error {
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return usageError("invalid -l %q: %v", o.Selector, err)
 	}
-	switch refresh.DryRun(o.DryRun) {
-	case refresh.DryRunNone, refresh.DryRunClient, refresh.DryRunServer:
-	default:
-		return usageError(`invalid --dry-run %q: must be "none", "client", or "server"`, o.DryRun)
+	if err := validateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	if err := validateOutput(o.Output, []string{"", "json"}); err != nil {
 		return err
