@@ -58,8 +58,9 @@ type Loop struct {
 	Annotations WorkloadAnnotations
 	// Emit receives every event, one at a time.
 	Emit func(Event)
-	// Clock times the debounce (default time.Now): a local monotonic clock,
-	// where Now is the API server's, for the times the events report.
+	// Clock times the debounce and the events (default time.Now, local and
+	// monotonic); Now is the API server's, for the times measured against
+	// what the cluster wrote (an event's SinceChange).
 	Clock func() time.Time
 
 	emitMu  sync.Mutex
@@ -359,7 +360,7 @@ func (l *Loop) existing(factory informers.SharedInformerFactory) map[inspect.Obj
 // handlers both report).
 func (l *Loop) emit(e Event) {
 	if e.Time.IsZero() {
-		e.Time = l.Now()
+		e.Time = l.Clock() // in order: the server clock's estimate may step back
 	}
 	l.emitMu.Lock()
 	defer l.emitMu.Unlock()

@@ -353,11 +353,19 @@ func TestNodeReaderAutoFallsBackToExec(t *testing.T) {
 	f.createConfigMap(configMap("cfg", map[string]string{"a": "1", "app.conf": "x=1\n"}))
 	f.createPod(pod("web", consumerSpec(busybox("c"))))
 	f.waitPodReady("web")
-	rep, ok := f.status("cfg", "--verify", "--reader=auto", "--reader-image="+imageBusybox, "--reader-namespace="+f.ns)
+	// the node reader alone is refused here
+	rep, ok := f.status(append([]string{"cfg", "--verify"}, f.readerFlags()...)...)
+	if !ok {
+		t.FailNow()
+	}
+	if it := stateOf(t, rep, "web", inspect.ModeVolume); it.State != inspect.StateUnverifiable || !strings.Contains(it.StateReason, "Pod Security") {
+		t.Fatalf("--reader=node in a baseline namespace: state %s (%s), want unverifiable naming Pod Security", it.State, it.StateReason)
+	}
+	rep, ok = f.status("cfg", "--verify", "--reader=auto", "--reader-image="+imageBusybox, "--reader-namespace="+f.ns)
 	if !ok {
 		t.FailNow()
 	}
 	expectStates(t, rep, "web", map[inspect.Mode][]inspect.State{
-		inspect.ModeVolume: {inspect.StateInSync}, inspect.ModeSubPath: {inspect.StateInSync}, inspect.ModeEnv: {inspect.StateInSync}})
+		inspect.ModeVolume: {inspect.StateInSync}, inspect.ModeSubPath: {inspect.StateCurrent}, inspect.ModeEnv: {inspect.StateCurrent}})
 	f.expectNoReaderPods("--reader=auto in a baseline namespace")
 }
