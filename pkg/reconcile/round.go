@@ -172,14 +172,13 @@ func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*
 	}
 }
 
+// resultMessage is what the wait saw (or the error); the reason was the
+// action's line.
 func resultMessage(r refresh.Result) string {
-	switch {
-	case r.Error != "":
+	if r.Error != "" {
 		return r.Error
-	case r.Detail != "":
-		return r.Detail
 	}
-	return r.Reason
+	return r.Detail
 }
 
 // firstEdit is the earliest first edit of the objects the consumers read.
