@@ -4,14 +4,17 @@
 # the edit until the last pod's annotate result is verified current (the event's sinceChangeNs, and the
 # script's own wall clock). Then the watch's CPU while idle for IDLE seconds and its peak RSS.
 #   PODS=50 RUNS=3 hack/bench/watch.sh        (needs the cluster up: make cluster-up)
+#   READER=node ...: the wait's reads by the node reader (one exec per node per round) instead of one exec per pod
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-NS=cmsync-bench-watch PODS=${PODS:-50} RUNS=${RUNS:-3} IDLE=${IDLE:-30}
+NS=cmsync-bench-watch PODS=${PODS:-50} RUNS=${RUNS:-3} IDLE=${IDLE:-30} READER=${READER:-exec}
+args=(--reader="$READER")
+[ "$READER" = exec ] || args+=(--reader-image="$IMAGE_BUSYBOX" --reader-namespace=$NS)
 ts "deploying $PODS pods"
 deploy $NS app "$PODS"
 r0=$(restarts $NS)
 out=$(mktemp)
-kubectl-cmsync watch -n $NS app -o json >"$out" 2>"$out.err" &
+kubectl-cmsync watch -n $NS app -o json "${args[@]}" >"$out" 2>"$out.err" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -f "$out" "$out.err"' EXIT
 until grep -q '"event":"ready"' "$out"; do sleep 0.1; kill -0 $pid || { cat "$out.err"; die "watch ended"; }; done
@@ -36,7 +39,7 @@ for i in $(seq "$RUNS"); do
 done
 c0=$(ticks); sleep "$IDLE"; c1=$(ticks)
 hz=$(getconf CLK_TCK)
-echo "pods: $PODS, runs: $RUNS"
+echo "pods: $PODS, runs: $RUNS, --reader=$READER"
 echo "edit to last pod verified: median $(printf '%s\n' "${since[@]}" | median)s (runs: ${since[*]}), script's clock median $(printf '%s\n' "${wall[@]}" | median)s"
 echo "watch idle CPU: $(echo "scale=2; ($c1 - $c0) * 100 / $hz / $IDLE" | bc)% of a core over ${IDLE}s; peak RSS $(awk '/VmHWM/{print $2, $3}' /proc/$pid/status)"
 echo "container restarts during the benchmark: $(( $(restarts $NS) - r0 ))"
