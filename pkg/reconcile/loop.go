@@ -167,6 +167,9 @@ func (l *Loop) defaults() {
 	if l.Clock == nil {
 		l.Clock = time.Now
 	}
+	if l.RolloutWait <= 0 {
+		l.RolloutWait = 10 * time.Minute
+	}
 	l.pending = map[inspect.ObjectKey]*pending{}
 	l.bounce = watch.Debouncer[inspect.ObjectKey]{Quiet: l.Debounce, MaxWait: l.MaxWait}
 	l.wake = make(chan struct{}, 1)
