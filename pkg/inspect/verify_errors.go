@@ -117,7 +117,7 @@ func ClassifyExecError(ctx context.Context, err error, stderr []byte) *VerifyErr
 		strings.Contains(low, "is terminated") || strings.Contains(low, "not created") ||
 		// containerd, when the container exits while an exec starts in it
 		strings.Contains(low, "no running task found") || strings.Contains(low, "ttrpc: closed") ||
-		taskNotFound.MatchString(low):
+		strings.Contains(low, "cannot exec in a deleted state") || taskNotFound.MatchString(low):
 		return &VerifyError{Reason: VerifyNotRunning, Message: firstLine(msg)}
 	case hasCode:
 		return &VerifyError{Reason: VerifyFailed, Message: fmt.Sprintf("exit code %d%s", code.ExitStatus(), stderrSuffix(stderr))}

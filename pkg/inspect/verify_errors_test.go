@@ -57,6 +57,8 @@ func TestClassifyExecError(t *testing.T) {
 		{errors.New(`Internal error occurred: error executing command in container: failed to exec in container: failed to load task: no running task found: task bf2b not found: not found`), VerifyNotRunning},
 		// containerd 1.6 (v1.30.14 cluster), the container's task gone as the exec is created
 		{errors.New(`Internal error occurred: Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "2065b9": task 9e2e00 not found: not found`), VerifyNotRunning},
+		// containerd 2.4 (v1.37.2 cluster), the same race: the task already deleted
+		{errors.New(`Internal error occurred: Internal error occurred: error executing command in container: failed to exec in container: failed to create exec "8a51b8": cannot exec in a deleted state`), VerifyNotRunning},
 	}
 	for _, c := range cases {
 		if got := ClassifyExecError(ctx, c.err, nil); got.Reason != c.want {
