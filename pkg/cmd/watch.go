@@ -219,7 +219,7 @@ func (o *WatchOptions) loop() *reconcile.Loop {
 			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now},
 		Client:      o.Client,
 		Cluster:     refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector),
-		Annotations: reconcile.ClientAnnotations{Client: o.Client},
+		Annotations: refresh.ClientWorkloads{Client: o.Client},
 		Emit:        o.print,
 	}
 }

@@ -4,51 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // WorkloadAnnotations reads the annotations of a Deployment, StatefulSet or
-// DaemonSet and of its pod template (where Reloader's may be).
+// DaemonSet and of its pod template (where Reloader's may be);
+// refresh.ClientWorkloads implements it with the engine's one workload read.
 type WorkloadAnnotations interface {
 	Annotations(ctx context.Context, kind, namespace, name string) (workload, template map[string]string, err error)
-}
-
-// ClientAnnotations is WorkloadAnnotations over client-go.
-type ClientAnnotations struct{ Client kubernetes.Interface }
-
-// Annotations GETs the workload by group and kind.
-func (c ClientAnnotations) Annotations(ctx context.Context, kind, namespace, name string) (map[string]string, map[string]string, error) {
-	gk, ok := refresh.BuiltinKind(kind)
-	if !ok || gk.Group != "apps" {
-		return nil, nil, fmt.Errorf("no annotations read for a %s", kind)
-	}
-	apps := c.Client.AppsV1()
-	switch gk.Kind {
-	case "Deployment":
-		d, err := apps.Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, nil, err
-		}
-		return d.Annotations, d.Spec.Template.Annotations, nil
-	case "StatefulSet":
-		s, err := apps.StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, nil, err
-		}
-		return s.Annotations, s.Spec.Template.Annotations, nil
-	case "DaemonSet":
-		d, err := apps.DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, nil, err
-		}
-		return d.Annotations, d.Spec.Template.Annotations, nil
-	}
-	return nil, nil, fmt.Errorf("no annotations read for a %s", kind)
 }
 
 type subjectKey struct {

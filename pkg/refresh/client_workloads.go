@@ -50,6 +50,8 @@ type workload struct {
 	info     WorkloadInfo
 	uid      types.UID
 	selector *metav1.LabelSelector
+	// annotations of the object and of its pod template
+	annotations, template map[string]string
 }
 
 // get reads one workload of kind (Deployment, StatefulSet, DaemonSet or
@@ -66,12 +68,12 @@ func (c ClientWorkloads) get(ctx context.Context, kind, namespace, name string) 
 	case "Deployment":
 		d, e := apps.Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err = e; e == nil {
-			w = workload{WorkloadInfo{Exists: true, Paused: d.Spec.Paused}, d.UID, d.Spec.Selector}
+			w = workload{WorkloadInfo{Exists: true, Paused: d.Spec.Paused}, d.UID, d.Spec.Selector, d.Annotations, d.Spec.Template.Annotations}
 		}
 	case "StatefulSet":
 		s, e := apps.StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err = e; e == nil {
-			w = workload{WorkloadInfo{Exists: true, OnDelete: s.Spec.UpdateStrategy.Type == "OnDelete"}, s.UID, s.Spec.Selector}
+			w = workload{WorkloadInfo{Exists: true, OnDelete: s.Spec.UpdateStrategy.Type == "OnDelete"}, s.UID, s.Spec.Selector, s.Annotations, s.Spec.Template.Annotations}
 			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 				w.info.Partition = *ru.Partition
 			}
@@ -82,12 +84,12 @@ func (c ClientWorkloads) get(ctx context.Context, kind, namespace, name string) 
 	case "DaemonSet":
 		d, e := apps.DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err = e; e == nil {
-			w = workload{WorkloadInfo{Exists: true, OnDelete: d.Spec.UpdateStrategy.Type == "OnDelete"}, d.UID, d.Spec.Selector}
+			w = workload{WorkloadInfo{Exists: true, OnDelete: d.Spec.UpdateStrategy.Type == "OnDelete"}, d.UID, d.Spec.Selector, d.Annotations, d.Spec.Template.Annotations}
 		}
 	case "ReplicaSet":
 		rs, e := apps.ReplicaSets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err = e; e == nil {
-			w = workload{WorkloadInfo{Exists: true}, rs.UID, rs.Spec.Selector}
+			w = workload{WorkloadInfo{Exists: true}, rs.UID, rs.Spec.Selector, rs.Annotations, rs.Spec.Template.Annotations}
 		}
 	default:
 		return w, fmt.Errorf("cannot list the pods of a %s", kind)
@@ -96,6 +98,14 @@ func (c ClientWorkloads) get(ctx context.Context, kind, namespace, name string) 
 		return w, &CallError{Verb: "get", Resource: strings.ToLower(kind) + "s", Namespace: namespace, Name: name, Err: err}
 	}
 	return w, nil
+}
+
+// Annotations reads the annotations of a workload and of its pod template
+// (where Reloader's may be), by group and kind: the continuous refresh's
+// selection reads them.
+func (c ClientWorkloads) Annotations(ctx context.Context, kind, namespace, name string) (map[string]string, map[string]string, error) {
+	w, err := c.get(ctx, kind, namespace, name)
+	return w.annotations, w.template, err
 }
 
 // Workload implements Workloads. Its Pods leave terminating pods out: the
