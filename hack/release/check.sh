@@ -13,7 +13,7 @@
 #      kubectl from $KREW_ROOT/bin, and the completion helper from the installed archive.
 # kubectl is the cached v$K8S_VERSION of hack/cluster/build.sh (KUBECTL=/path/to/kubectl overrides it).
 # RELEASE_PLATFORMS=all (default, `make release-check`): the five platforms of .goreleaser.yaml.
-# RELEASE_PLATFORMS=host (`make test`): `goreleaser check` of the whole file, but the snapshot release, the
+# RELEASE_PLATFORMS=host: `goreleaser check` of the whole file, but the snapshot release, the
 # manifest comparison and the krew install of this machine's platform only (hack/release/oneplatform narrows
 # the configuration and the checked-in manifest): one cross build instead of five.
 set -euo pipefail
