@@ -106,7 +106,7 @@ done
 step "validate-krew-manifest $KREW_VERSION accepts $MANIFEST and plugins/krew.yaml"
 
 # 5. offline krew installs, every platform, through kubectl: the cluster's (built by hack/cluster/build.sh,
-# which `make test` runs beside this script; its lock makes this wait for it), or $KUBECTL
+# when it runs beside this script its lock makes this wait for it), or $KUBECTL
 if [ -z "${KUBECTL:-}" ]; then
   "$HACK_CLUSTER/build.sh" >/dev/null   # cached: returns at once when built
   KUBECTL=$BIN/kubectl
