@@ -20,6 +20,9 @@ type EventKind string
 const (
 	// EventReady: the caches are synced; changes from now on are acted on.
 	EventReady EventKind = "ready"
+	// EventResume: the records on the consumers were compared with the
+	// objects at start (how many are current, recorded, to check).
+	EventResume EventKind = "resume"
 	// EventChange: a ConfigMap or Secret changed (after the debounce: the
 	// edits it coalesced and the keys they touched).
 	EventChange EventKind = "change"

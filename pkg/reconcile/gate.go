@@ -51,15 +51,18 @@ func Gate(actions []refresh.Action, limit int, rollout func(refresh.Target) Hold
 // next round for those workloads only; a rollout that is stuck, or still
 // under way RolloutWait after the first hold, is reported and dropped. A
 // dry run changes nothing, so nothing is held: every restart is shown.
-func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[inspect.ObjectKey]*pending) {
-	if l.Refresh.DryRun != refresh.DryRunNone && l.Refresh.DryRun != "" {
-		return
+// It returns the actions held back.
+func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[inspect.ObjectKey]*pending) []refresh.Action {
+	if l.dryRun() {
+		return nil
 	}
 	send, held := Gate(plan.Actions, l.MaxConcurrentRestarts, func(t refresh.Target) Hold { return l.rolloutHold(ctx, t) })
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}
+	var out []refresh.Action
 	for _, i := range slices.Sorted(maps.Keys(held)) {
 		a, h := plan.Actions[i], held[i]
+		out = append(out, a)
 		objs := consumedObjects(a, changes)
 		drop := h.Stuck
 		for _, k := range objs {
@@ -88,7 +91,10 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 		l.requeue(p)
 	}
 	plan.Actions = send
+	return out
 }
+
+func (l *Loop) dryRun() bool { return l.Refresh.DryRun != refresh.DryRunNone && l.Refresh.DryRun != "" }
 
 // consumedObjects are the changed objects an action's consumers read.
 func consumedObjects(a refresh.Action, changes map[inspect.ObjectKey]*pending) []inspect.ObjectKey {

@@ -43,6 +43,12 @@ type Config struct {
 	// RolloutWait is how long a change waits for a workload's rollout in
 	// progress before it is reported stuck and dropped.
 	RolloutWait time.Duration
+	// DigestKey, when set, keys the records kept on the consumers made
+	// current (watch.AnnotationApplied; see record.go).
+	DigestKey []byte
+	// Resume, with DigestKey, compares the records with the objects at
+	// start and checks the consumers whose objects changed since.
+	Resume bool
 	// Refresh is the engine's configuration (Strategy auto, Yes and Wait).
 	Refresh refresh.Config
 	Now     func() time.Time
@@ -109,7 +115,10 @@ func (l *Loop) Run(ctx context.Context) error {
 		return nil // interrupted while starting
 	}
 	l.emit(Event{Kind: EventReady, Message: l.readyMessage()})
-	if l.SyncExisting {
+	switch {
+	case l.Resume && len(l.DigestKey) > 0:
+		l.runRound(ctx, l.resume(ctx, factory))
+	case l.SyncExisting:
 		l.runRound(ctx, l.existing(factory))
 	}
 	for {

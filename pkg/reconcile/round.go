@@ -49,7 +49,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	items := l.build(snap, keys)
 	kept := l.concerned(items, changes, keys)
-	kept = l.selected(ctx, snap, kept)
+	kept, meta := l.selected(ctx, snap, kept, false)
 	if len(kept) == 0 {
 		return
 	}
@@ -60,13 +60,15 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 		l.results(plan.Abandon(), changes)
 		return
 	}
-	l.gate(ctx, plan, changes)
+	held := l.gate(ctx, plan, changes)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {
 			l.emit(Event{Kind: EventAction, Action: &a, Message: a.Reason})
 		}
 	}
-	l.results(r.Apply(ctx, plan, nil), changes)
+	results := r.Apply(ctx, plan, nil)
+	l.results(results, changes)
+	l.record(ctx, snap, kept, meta, append(results, heldResults(held)...))
 }
 
 func compareKeys(a, b inspect.ObjectKey) int {

@@ -22,8 +22,9 @@ type subjectKey struct {
 }
 
 // selected keeps the uses of the workloads a change may be acted on
-// (watch.Select), and reports each workload left alone, once per object.
-func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) []inspect.Item {
+// (watch.Select), and reports each workload left alone, once per object
+// (quiet: reports nothing). It returns the annotations it read, by workload.
+func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item, quiet bool) ([]inspect.Item, map[inspect.WorkloadRef]subjectMeta) {
 	decisions := map[subjectKey]watch.Decision{}
 	meta := map[inspect.WorkloadRef]subjectMeta{}
 	var kept []inspect.Item
@@ -36,14 +37,18 @@ func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []ins
 				m = l.subjectAnnotations(ctx, snap, it)
 				meta[it.Workload] = m
 			}
-			d = l.decide(m, it, snap)
+			var e *Event
+			d, e = l.decide(m, it, snap)
+			if e != nil && !quiet {
+				l.emit(*e)
+			}
 			decisions[sk] = d
 		}
 		if d.Selection != watch.Skip {
 			kept = append(kept, it)
 		}
 	}
-	return kept
+	return kept, meta
 }
 
 type subjectMeta struct {
@@ -51,21 +56,22 @@ type subjectMeta struct {
 	err                error
 }
 
-// decide selects one workload for one object, and reports a skip.
-func (l *Loop) decide(m subjectMeta, it inspect.Item, snap *inspect.Snapshot) watch.Decision {
+// decide selects one workload for one object, with the event that reports
+// a skip.
+func (l *Loop) decide(m subjectMeta, it inspect.Item, snap *inspect.Snapshot) (watch.Decision, *Event) {
 	k := it.Key()
 	target := &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name}
 	if m.err != nil {
 		// its pause or opt-out annotations are unknown: not acted on
-		l.emit(Event{Kind: EventError, Object: &k, Target: target, Message: fmt.Sprintf("cannot read its annotations: %v; not acted on", m.err)})
-		return watch.Decision{Selection: watch.Skip}
+		return watch.Decision{Selection: watch.Skip},
+			&Event{Kind: EventError, Object: &k, Target: target, Message: fmt.Sprintf("cannot read its annotations: %v; not acted on", m.err)}
 	}
 	d := watch.Select(l.RequireOptIn, watch.Subject{Annotations: m.workload, TemplateAnnotations: m.template, Consumes: true},
 		watch.Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)})
 	if d.Selection == watch.Skip {
-		l.emit(Event{Kind: EventSkip, Object: &k, Target: target, Message: d.Reason})
+		return d, &Event{Kind: EventSkip, Object: &k, Target: target, Message: d.Reason}
 	}
-	return d
+	return d, nil
 }
 
 // subjectAnnotations are the annotations of the item's workload and its

@@ -1,0 +1,152 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+// With Config.DigestKey the loop records, on each consumer it made
+// current, the keyed digest of what it reads of each object
+// (watch.AnnotationApplied); at start (Config.Resume) it compares the
+// records with the objects and acts only where they differ: a restarted
+// controller, or a new leader, restarts nothing that is current.
+
+// subject is the object a record is kept on: a Deployment, StatefulSet or
+// DaemonSet (its metadata: the pod template never changes, so recording
+// rolls nothing out), or the pod itself for any other owner (a bare pod, a
+// Job's, a custom controller's).
+type subject struct {
+	Kind, Namespace, Name string
+	// workload is the consumers' owner, as the round's `only` filter
+	// names it.
+	workload inspect.WorkloadRef
+}
+
+func subjectOf(it inspect.Item) subject {
+	if recordedOnWorkload(it.Workload) {
+		return subject{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name, workload: it.Workload}
+	}
+	return subject{Kind: "Pod", Namespace: it.Object.Namespace, Name: it.Pod.Name, workload: it.Workload}
+}
+
+func recordedOnWorkload(w inspect.WorkloadRef) bool {
+	gk, ok := refresh.BuiltinKind(w.Kind)
+	return ok && w.Builtin() && gk.Group == "apps" && gk.Kind != "ReplicaSet"
+}
+
+// recordKey names an object in a record: "configmap/NAME" or "secret/NAME".
+func recordKey(k inspect.ObjectKey) string { return strings.ToLower(k.Kind) + "/" + k.Name }
+
+// Record is the value of watch.AnnotationApplied: per object, the digest of
+// what the subject's consumers read of it when it was last made current.
+type Record map[string]string
+
+// ParseRecord reads an annotation's value; a value it cannot read is an
+// empty record (every object is then recorded anew).
+func ParseRecord(s string) Record {
+	r := Record{}
+	if s != "" && json.Unmarshal([]byte(s), &r) != nil {
+		return Record{}
+	}
+	return r
+}
+
+// String is the annotation's value (sorted keys: equal records are equal
+// strings).
+func (r Record) String() string {
+	b, _ := json.Marshal(map[string]string(r))
+	return string(b)
+}
+
+// digests computes, for each subject with a pod, the digest of what it
+// reads of each object (the uses' keys; all keys for a whole-object use).
+func digests(key []byte, snap *inspect.Snapshot, items []inspect.Item) map[subject]Record {
+	type read struct {
+		subject subject
+		object  inspect.ObjectKey
+	}
+	reads := map[read][]watch.Read{}
+	seen := map[string]bool{}
+	for _, it := range items {
+		if it.Pod.Name == "" {
+			continue
+		}
+		s, k := subjectOf(it), it.Key()
+		var keys []string
+		if len(it.Keys) > 0 {
+			keys = slices.Sorted(slices.Values(it.Keys))
+		}
+		// a Deployment's pods read the same: count each read once, so that
+		// scaling does not change the digest
+		id := strings.Join(append([]string{s.Kind, s.Name, recordKey(k), strings.Join(keys, "\x00")}, boolString(keys == nil)), "\x01")
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		obj := snap.Object(k)
+		if obj.Unread {
+			continue
+		}
+		reads[read{s, k}] = append(reads[read{s, k}], watch.Read{Object: obj, Keys: keys})
+	}
+	out := map[subject]Record{}
+	for r, rs := range reads {
+		if out[r.subject] == nil {
+			out[r.subject] = Record{}
+		}
+		out[r.subject][recordKey(r.object)] = watch.Digest(key, rs)
+	}
+	return out
+}
+
+func boolString(b bool) string {
+	if b {
+		return "all"
+	}
+	return "listed"
+}
+
+// updated is the record to write on a subject once the objects done (by
+// recordKey) were made current: their digests now, the other entries kept
+// (they were not checked), entries of objects it no longer reads dropped.
+// ok is false when nothing changes.
+func updated(old, now Record, done []string) (Record, bool) {
+	r := Record{}
+	for k, v := range old {
+		if _, reads := now[k]; reads {
+			r[k] = v
+		}
+	}
+	for _, k := range done {
+		if v, ok := now[k]; ok {
+			r[k] = v
+		}
+	}
+	return r, !maps.Equal(r, old)
+}
+
+// compare tells, for one subject, which objects it reads changed since its
+// record (differ) and which it has no record of (unknown).
+func compare(recorded, now Record) (differ, unknown []string) {
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		switch old, ok := recorded[k]; {
+		case !ok:
+			unknown = append(unknown, k)
+		case old != now[k]:
+			differ = append(differ, k)
+		}
+	}
+	return differ, unknown
+}
+
+// recordPatch is the merge patch of a subject's record.
+func recordPatch(r Record) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{watch.AnnotationApplied: r.String()}}})
+	return b
+}

@@ -1,0 +1,200 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+// deployment adds to objs a Deployment name (ReplicaSet name-1, pods
+// name-1-0 .. name-1-(pods-1)) whose container reads key of ConfigMap cm
+// by env.
+func deployment(name, cm, key string, pods int) []runtime.Object {
+	ctrl := true
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("d-" + name),
+		Annotations: map[string]string{watch.AnnotationWatch: "true"}}, Spec: appsv1.DeploymentSpec{Selector: sel}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: "ns", UID: types.UID("r-" + name), Labels: sel.MatchLabels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: dep.UID, Controller: &ctrl}}}}
+	out := []runtime.Object{dep, rs}
+	for i := range pods {
+		pn := rs.Name + "-" + string(rune('0'+i))
+		out = append(out, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pn, Namespace: "ns", UID: types.UID("p-" + pn), Labels: sel.MatchLabels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &ctrl}}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "V", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Key: key}}}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	}
+	return out
+}
+
+type patchLog struct {
+	refresh.Patcher
+	patched []string
+}
+
+func (p *patchLog) Patch(ctx context.Context, kind, ns, name string, pt types.PatchType, patch []byte, dry bool) error {
+	p.patched = append(p.patched, kind+"/"+name)
+	return p.Patcher.Patch(ctx, kind, ns, name, pt, patch, dry)
+}
+
+func resumeLoop(c kubernetes.Interface, events *[]Event) (*Loop, *patchLog) {
+	p := &patchLog{Patcher: refresh.ClientPatcher{Client: c}}
+	l := &Loop{Config: Config{Namespace: "ns", RequireOptIn: true, DigestKey: []byte("0123456789abcdef0123")},
+		Client: c, Cluster: refresh.Cluster{Patcher: p}, Annotations: refresh.ClientWorkloads{Client: c},
+		Emit: func(e Event) { *events = append(*events, e) }}
+	l.defaults()
+	return l, p
+}
+
+func resumeOnce(t *testing.T, c kubernetes.Interface) (map[inspect.ObjectKey]*pending, []string, string) {
+	t.Helper()
+	var events []Event
+	l, p := resumeLoop(c, &events)
+	out := map[inspect.ObjectKey]*pending{}
+	var n resumeCounts
+	l.resumeIn(context.Background(), "ns", out, &n)
+	for _, e := range events {
+		t.Errorf("unexpected event: %+v", e)
+	}
+	return out, p.patched, n.String()
+}
+
+// A controller that starts again with nothing changed reads the records and
+// leaves every consumer alone; one whose object changed since is checked,
+// for that workload only; a workload not opted in is never recorded.
+func TestResumeActsOnlyWhereTheRecordDiffers(t *testing.T) {
+	objs := []runtime.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Data: map[string]string{"k": "1", "unread": "x"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Data: map[string]string{"k": "1"}},
+	}
+	objs = append(objs, deployment("web-a", "a", "k", 2)...)
+	objs = append(objs, deployment("web-b", "b", "k", 1)...)
+	other := deployment("not-opted", "a", "k", 1)
+	delete(other[0].(*appsv1.Deployment).Annotations, watch.AnnotationWatch)
+	objs = append(objs, other...)
+	c := fake.NewClientset(objs...)
+
+	out, patched, counts := resumeOnce(t, c)
+	if len(out) != 0 || strings.Join(patched, ",") != "Deployment/web-a,Deployment/web-b" ||
+		counts != "0 consumers current by their record, 2 recorded for the first time (left alone), 0 changed since their record (checked)" {
+		t.Fatalf("first start: pending %v, patched %v, %s", out, patched, counts)
+	}
+	dep, _ := c.AppsV1().Deployments("ns").Get(context.Background(), "web-a", metav1.GetOptions{})
+	rec := ParseRecord(dep.Annotations[watch.AnnotationApplied])
+	if len(rec) != 1 || !strings.HasPrefix(rec["configmap/a"], "v1.") {
+		t.Fatalf("web-a's record = %q", dep.Annotations[watch.AnnotationApplied])
+	}
+
+	out, patched, counts = resumeOnce(t, c)
+	if len(out) != 0 || len(patched) != 0 || !strings.HasPrefix(counts, "2 consumers current by their record, 0 recorded") {
+		t.Fatalf("restart with nothing changed: pending %v, patched %v, %s", out, patched, counts)
+	}
+
+	// a key no consumer reads changes nothing; the read key does
+	update := func(data map[string]string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Data: data}
+		if _, err := c.CoreV1().ConfigMaps("ns").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(map[string]string{"k": "1", "unread": "y"})
+	if out, _, _ = resumeOnce(t, c); len(out) != 0 {
+		t.Fatalf("an unread key changed: pending %v", out)
+	}
+	update(map[string]string{"k": "2", "unread": "y"})
+	out, patched, counts = resumeOnce(t, c)
+	a := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	if len(out) != 1 || out[a] == nil || !out[a].existing || len(out[a].only) != 1 || !out[a].only["Deployment/web-a"] || len(patched) != 0 ||
+		!strings.HasPrefix(counts, "1 consumers current by their record, 0 recorded for the first time (left alone), 1 changed") {
+		t.Fatalf("a read key changed: pending %+v, patched %v, %s", out, patched, counts)
+	}
+}
+
+func TestDigestsIgnoreScaleAndFollowTheKeysRead(t *testing.T) {
+	snap := func(v, unread string, pods int) (*inspect.Snapshot, []inspect.Item) {
+		objs := []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Data: map[string]string{"k": v, "u": unread}}}
+		objs = append(objs, deployment("web", "a", "k", pods)...)
+		s, err := inspect.Load(context.Background(), fake.NewClientset(objs...), inspect.LoadOptions{Namespace: "ns"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := inspect.Build(s, inspect.BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, items
+	}
+	key := []byte("0123456789abcdef")
+	d := func(v, unread string, pods int) string {
+		s, items := snap(v, unread, pods)
+		r := digests(key, s, items)[subject{Kind: "Deployment", Namespace: "ns", Name: "web", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}}]
+		return r["configmap/a"]
+	}
+	base := d("1", "x", 1)
+	if base == "" {
+		t.Fatal("no digest for Deployment/web")
+	}
+	if got := d("1", "x", 3); got != base {
+		t.Errorf("3 pods: %s, want the 1-pod digest %s", got, base)
+	}
+	if got := d("1", "changed", 1); got != base {
+		t.Errorf("an unread key changed the digest")
+	}
+	if got := d("2", "x", 1); got == base {
+		t.Errorf("the read key changed and the digest did not")
+	}
+}
+
+func TestUpdatedKeepsUncheckedEntriesAndDropsUnread(t *testing.T) {
+	old := Record{"configmap/a": "old-a", "configmap/b": "old-b", "secret/gone": "x"}
+	now := Record{"configmap/a": "new-a", "configmap/b": "new-b", "configmap/c": "new-c"}
+	r, changed := updated(old, now, []string{"configmap/a", "configmap/c"})
+	if !changed || r.String() != `{"configmap/a":"new-a","configmap/b":"old-b","configmap/c":"new-c"}` {
+		t.Fatalf("updated = %s (changed %v)", r, changed)
+	}
+	if _, changed := updated(r, now, nil); changed {
+		t.Fatal("nothing done, yet changed")
+	}
+	differ, unknown := compare(r, now)
+	if strings.Join(differ, ",") != "configmap/b" || len(unknown) != 0 {
+		t.Fatalf("compare: differ %v unknown %v", differ, unknown)
+	}
+	if len(ParseRecord("not json")) != 0 || len(ParseRecord("")) != 0 {
+		t.Fatal("an unreadable record is not empty")
+	}
+}
+
+func TestRecordSkipsSubjectsWhoseActionsDidNotComplete(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	cases := []struct {
+		r    refresh.Result
+		want bool
+	}{
+		{refresh.Result{Action: refresh.Action{Action: refresh.ActionNone}}, true},
+		{refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart}, Outcome: refresh.OutcomeCurrent, AppliedAt: &now}, true},
+		{refresh.Result{Action: refresh.Action{Action: refresh.ActionAnnotate}, Outcome: refresh.OutcomeUnverifiable}, true},
+		{refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart}, Outcome: refresh.OutcomeTimeout, Error: "timed out"}, false},
+		{refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart}, Outcome: refresh.OutcomeFailed, Error: "x"}, false},
+		{refresh.Result{Action: refresh.Action{Action: refresh.ActionManual}, Outcome: refresh.OutcomeNotApplied}, false},
+		{heldResults([]refresh.Action{{Action: refresh.ActionRestart}})[0], false},
+	}
+	for _, tc := range cases {
+		if got := completed(tc.r); got != tc.want {
+			t.Errorf("completed(%s %s %q) = %v", tc.r.Action.Action, tc.r.Outcome, tc.r.Error, got)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+// heldResults are the held actions as results that did not complete: their
+// consumers are not recorded current.
+func heldResults(held []refresh.Action) []refresh.Result {
+	out := make([]refresh.Result, 0, len(held))
+	for _, a := range held {
+		out = append(out, refresh.Result{Action: a, Outcome: refresh.OutcomeNotApplied, Error: "held back"})
+	}
+	return out
+}
+
+// completed tells whether a result leaves its consumers as current as
+// cmsync can make them: nothing to do, or the action applied (verified,
+// or unverifiable and applied all the same). A manual action, a failure,
+// a timeout or a held restart is not: the next controller checks again.
+func completed(r refresh.Result) bool {
+	switch {
+	case r.Action.Action == refresh.ActionNone:
+		return true
+	case r.Action.Action == refresh.ActionManual || r.Error != "":
+		return false
+	}
+	return r.Outcome == refresh.OutcomeCurrent || r.Outcome == refresh.OutcomeApplied || r.Outcome == refresh.OutcomeUnverifiable
+}
+
+// record writes, on each subject of the round's uses whose actions all
+// completed, the digests of the objects the round made current. Nothing is
+// recorded without DigestKey or in a dry run.
+func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspect.Item, meta map[inspect.WorkloadRef]subjectMeta, results []refresh.Result) {
+	if len(l.DigestKey) == 0 || l.dryRun() || ctx.Err() != nil {
+		return
+	}
+	bySubject := map[subject][]string{}
+	byPod := map[string]subject{}
+	for _, it := range kept {
+		s := subjectOf(it)
+		byPod[it.Pod.Name] = s
+		if k := recordKey(it.Key()); !slices.Contains(bySubject[s], k) {
+			bySubject[s] = append(bySubject[s], k)
+		}
+	}
+	for _, r := range results {
+		if completed(r) {
+			continue
+		}
+		for _, c := range r.Consumers {
+			delete(bySubject, byPod[c.Pod])
+		}
+		if r.Target.Kind != "Pod" { // a workload's restart: none of its pods is done
+			for s := range bySubject {
+				if s.workload.Kind == r.Target.Kind && s.workload.Name == r.Target.Name {
+					delete(bySubject, s)
+				}
+			}
+		}
+	}
+	if len(bySubject) == 0 {
+		return
+	}
+	now := digests(l.DigestKey, snap, l.allItems(snap))
+	for _, s := range slices.SortedFunc(maps.Keys(bySubject), compareSubjects) {
+		old := ParseRecord(l.recordOf(s, meta, snap))
+		if r, changed := updated(old, now[s], bySubject[s]); changed {
+			l.writeRecord(ctx, s, r)
+		}
+	}
+}
+
+func compareSubjects(a, b subject) int {
+	return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
+}
+
+// allItems are every use of the snapshot's watched objects by a pod.
+func (l *Loop) allItems(snap *inspect.Snapshot) []inspect.Item {
+	items, err := inspect.Build(snap, inspect.BuildOptions{Secrets: l.Secrets && snap.SecretsListed, IncludeSystem: l.IncludeSystem})
+	if err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(items, func(it inspect.Item) bool { return it.Pod.Name == "" || !l.selects(it.Key()) })
+}
+
+// recordOf is the subject's record as read this round: a workload's from
+// the annotations watch.Select read, a pod's from the snapshot.
+func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, snap *inspect.Snapshot) string {
+	if s.Kind != "Pod" {
+		return meta[s.workload].workload[watch.AnnotationApplied]
+	}
+	for i := range snap.Pods {
+		if p := &snap.Pods[i]; p.Name == s.Name && p.Namespace == s.Namespace {
+			return p.Annotations[watch.AnnotationApplied]
+		}
+	}
+	return ""
+}
+
+// writeRecord patches a subject's record (its metadata only).
+func (l *Loop) writeRecord(ctx context.Context, s subject, r Record) {
+	err := l.Cluster.Patcher.Patch(ctx, s.Kind, s.Namespace, s.Name, types.MergePatchType, recordPatch(r), false)
+	if err != nil {
+		target := refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}
+		l.emit(Event{Kind: EventError, Target: &target, Message: fmt.Sprintf("cannot record what was made current (%s): %v; a restarted controller checks it again", watch.AnnotationApplied, err)})
+	}
+}
+
+// resume compares, in each namespace, the records of the selected
+// consumers with the objects now, and returns the changes to check: the
+// objects a consumer reads that changed since its record (for those
+// consumers only). A consumer with no record of an object gets one, and
+// is left alone (checked with SyncExisting).
+func (l *Loop) resume(ctx context.Context, factory informers.SharedInformerFactory) map[inspect.ObjectKey]*pending {
+	out := map[inspect.ObjectKey]*pending{}
+	var n resumeCounts
+	for _, ns := range l.namespaces(factory) {
+		if ctx.Err() != nil {
+			break
+		}
+		l.resumeIn(ctx, ns, out, &n)
+	}
+	l.emit(Event{Kind: EventResume, Message: n.String()})
+	return out
+}
+
+type resumeCounts struct{ current, recorded, changed int }
+
+func (n resumeCounts) String() string {
+	return fmt.Sprintf("%d consumers current by their record, %d recorded for the first time (left alone), %d changed since their record (checked)",
+		n.current, n.recorded, n.changed)
+}
+
+// namespaces are those of the selected objects in the caches.
+func (l *Loop) namespaces(factory informers.SharedInformerFactory) []string {
+	if l.Namespace != "" {
+		return []string{l.Namespace}
+	}
+	set := map[string]bool{}
+	for k := range l.existing(factory) {
+		set[k.Namespace] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKey]*pending, n *resumeCounts) {
+	snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
+	if err != nil {
+		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("resuming in namespace %s: %v; its consumers are acted on at their next change", ns, err)})
+		return
+	}
+	kept, meta := l.selected(ctx, snap, l.allItems(snap), true)
+	now := digests(l.DigestKey, snap, kept)
+	for _, s := range slices.SortedFunc(maps.Keys(now), compareSubjects) {
+		old := ParseRecord(l.recordOf(s, meta, snap))
+		differ, unknown := compare(old, now[s])
+		if l.SyncExisting {
+			differ, unknown = append(differ, unknown...), nil
+		}
+		switch {
+		case len(differ) > 0:
+			n.changed++
+		case len(unknown) > 0:
+			n.recorded++
+		default:
+			n.current++
+		}
+		if r, changed := updated(old, now[s], unknown); changed && !l.dryRun() {
+			l.writeRecord(ctx, s, r)
+		}
+		for _, k := range differ {
+			l.checkAgain(out, s, recordObject(ns, k))
+		}
+	}
+}
+
+// recordObject is the object of a record key in ns.
+func recordObject(ns, recordKey string) inspect.ObjectKey {
+	kind, name, _ := strings.Cut(recordKey, "/")
+	if kind == "secret" {
+		return inspect.ObjectKey{Kind: inspect.KindSecret, Namespace: ns, Name: name}
+	}
+	return inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: ns, Name: name}
+}
+
+// checkAgain adds s's consumers of k to the changes to check.
+func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspect.ObjectKey) {
+	p := out[k]
+	if p == nil {
+		p = &pending{change: watch.Change{Object: k}, first: l.Now(), existing: true, only: map[string]bool{}}
+		out[k] = p
+	}
+	p.only[s.workload.GroupKind()+"/"+s.workload.Name] = true
+}
