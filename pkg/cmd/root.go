@@ -108,6 +108,7 @@ the least disruptive action.`,
 	root.AddCommand(NewCmdStatus(flags, streams))
 	root.AddCommand(NewCmdRefresh(flags, streams))
 	root.AddCommand(NewCmdWatch(flags, streams))
+	root.AddCommand(NewCmdController(flags, streams))
 	root.AddCommand(NewCmdDiff(flags, streams))
 	root.AddCommand(NewCmdLint(flags, streams))
 	root.AddCommand(NewCmdDashboard(flags, streams))

@@ -118,12 +118,25 @@ func NewCmdWatch(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 		Example:               watchExample,
 		RunE:                  runOptions(o),
 	}
+	o.addFlags(cmd, false)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json (one JSON object per line).")
+	return cmd
+}
+
+// addFlags registers the flags watch and controller share (controller:
+// the in-cluster defaults' wording).
+func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: log the changes and what would be done, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
-	fs.BoolVar(&o.SyncExisting, "sync-existing", false, "At start, make every selected consumer current once (by default only changes seen while watching are acted on).")
-	fs.BoolVar(&o.RequireOptIn, "require-opt-in", false, "Act only on workloads annotated "+watch.AnnotationWatch+"=true or with one of Reloader's annotations.")
+	if controller {
+		fs.BoolVar(&o.SyncExisting, "sync-existing", false, "At start, check the consumers with no record too (by default they are recorded and left alone; those whose objects changed since their record are always checked).")
+		fs.BoolVar(&o.RequireOptIn, "require-opt-in", o.RequireOptIn, "Act only on workloads annotated "+watch.AnnotationWatch+"=true or with one of Reloader's annotations (--require-opt-in=false: every workload not opted out).")
+	} else {
+		fs.BoolVar(&o.SyncExisting, "sync-existing", false, "At start, make every selected consumer current once (by default only changes seen while watching are acted on).")
+		fs.BoolVar(&o.RequireOptIn, "require-opt-in", o.RequireOptIn, "Act only on workloads annotated "+watch.AnnotationWatch+"=true or with one of Reloader's annotations.")
+	}
 	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Act on an object this long after its last edit (edits in between are coalesced).")
 	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on an object at the latest this long after its first edit, even if the edits go on.")
 	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once; the others wait for the next round.")
@@ -131,9 +144,7 @@ func NewCmdWatch(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
 	fs.StringVar(&o.RestartVia, "restart-via", o.RestartVia, "How a workload with a stale env or subPath consumer is restarted: template (kubectl rollout restart) or evict (the Eviction API, honouring PodDisruptionBudgets; the template never changes).")
 	fs.IntVar(&o.MaxUnavailable, "max-unavailable", o.MaxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once.")
-	fs.StringVarP(&o.Output, "output", "o", "", "Output format: json (one JSON object per line).")
 	o.Verify.AddFlags(fs, false)
-	return cmd
 }
 
 // Complete resolves namespace, names and the client.
@@ -206,8 +217,15 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop is the continuous refresh over these flags.
+// loop is the continuous refresh over these flags, printing each event.
 func (o *WatchOptions) loop() *reconcile.Loop {
+	l := o.newLoop()
+	l.Emit = o.print
+	return l
+}
+
+// newLoop is the continuous refresh over these flags.
+func (o *WatchOptions) newLoop() *reconcile.Loop {
 	vo := o.Verify.Options(nil)
 	vo.Now = o.Now
 	rc := refresh.Config{Strategy: refresh.StrategyAuto, RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: -1,
@@ -220,7 +238,6 @@ func (o *WatchOptions) loop() *reconcile.Loop {
 		Client:      o.Client,
 		Cluster:     refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector),
 		Annotations: refresh.ClientWorkloads{Client: o.Client},
-		Emit:        o.print,
 	}
 }
 

@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	b, _ := io.ReadAll(rec.Body)
+	return rec.Code, string(b)
+}
+
+func TestMetricsCountTheLoopsEvents(t *testing.T) {
+	m := NewMetrics()
+	cm := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
+	since := 1500 * time.Millisecond
+	restart := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}
+	for _, e := range []reconcile.Event{
+		{Kind: reconcile.EventChange, Object: &cm},
+		{Kind: reconcile.EventAction, Action: restart},
+		{Kind: reconcile.EventResult, Action: restart, Outcome: refresh.OutcomeCurrent, SinceChange: &since},
+		{Kind: reconcile.EventDeferred, Action: restart},
+		{Kind: reconcile.EventIgnored, Object: &cm},
+		{Kind: reconcile.EventError, Message: "x"},
+	} {
+		m.Observe(e)
+	}
+	m.SetLeader(true)
+	code, body := get(t, Handler(m, &Probes{}), "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, want := range []string{
+		`cmsync_changes_total{kind="ConfigMap"} 1`,
+		`cmsync_actions_total{action="restart"} 1`,
+		`cmsync_results_total{action="restart",outcome="current"} 1`,
+		`cmsync_deferred_total 1`,
+		`cmsync_ignored_total 1`,
+		`cmsync_errors_total 1`,
+		`cmsync_change_to_verified_seconds_bucket{le="2"} 1`,
+		`cmsync_change_to_verified_seconds_bucket{le="1"} 0`,
+		`cmsync_leader 1`,
+		`go_goroutines `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+func TestProbes(t *testing.T) {
+	p := &Probes{}
+	h := Handler(NewMetrics(), p)
+	if code, _ := get(t, h, "/readyz"); code != http.StatusOK {
+		t.Errorf("standby /readyz = %d, want 200", code)
+	}
+	p.leading.Store(true)
+	if code, body := get(t, h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not synced") {
+		t.Errorf("leader before sync /readyz = %d %q, want 503", code, body)
+	}
+	p.synced.Store(true)
+	if code, _ := get(t, h, "/readyz"); code != http.StatusOK {
+		t.Errorf("leader synced /readyz = %d, want 200", code)
+	}
+	p.Healthy = func(*http.Request) error { return io.ErrUnexpectedEOF }
+	if code, _ := get(t, h, "/healthz"); code != http.StatusInternalServerError {
+		t.Errorf("unhealthy /healthz = %d, want 500", code)
+	}
+}
+
+func TestKubeEventsNameTheObjectActedOn(t *testing.T) {
+	annotate := &refresh.Action{Action: refresh.ActionAnnotate, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "p"}}
+	restart := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "StatefulSet", Namespace: "ns", Name: "db"}}
+	manual := &refresh.Action{Action: refresh.ActionManual, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}
+	foreign := &refresh.Action{Action: refresh.ActionManual, Target: refresh.Target{Kind: "statefulset.apps.kruise.io", Namespace: "ns", Name: "x"}}
+	cases := []struct {
+		e    reconcile.Event
+		want string
+	}{
+		{reconcile.Event{Kind: reconcile.EventAction, Action: annotate}, "v1/Pod ns/p Normal Refreshing"},
+		{reconcile.Event{Kind: reconcile.EventResult, Action: annotate, Outcome: refresh.OutcomeCurrent}, "v1/Pod ns/p Normal Refreshed"},
+		{reconcile.Event{Kind: reconcile.EventResult, Action: restart, Outcome: refresh.OutcomeTimeout}, "apps/v1/StatefulSet ns/db Warning RefreshFailed"},
+		{reconcile.Event{Kind: reconcile.EventDeferred, Action: restart}, "apps/v1/StatefulSet ns/db Normal RestartDeferred"},
+		{reconcile.Event{Kind: reconcile.EventError, Action: restart}, "apps/v1/StatefulSet ns/db Warning RefreshError"},
+		{reconcile.Event{Kind: reconcile.EventAction, Action: manual}, "none"},
+		{reconcile.Event{Kind: reconcile.EventAction, Action: foreign}, "none"},
+		{reconcile.Event{Kind: reconcile.EventChange}, "none"},
+	}
+	for _, tc := range cases {
+		got := "none"
+		if ref, typ, reason, ok := kubeEvent(tc.e); ok {
+			got = ref.APIVersion + "/" + ref.Kind + " " + ref.Namespace + "/" + ref.Name + " " + typ + " " + reason
+		}
+		if got != tc.want {
+			t.Errorf("%s %v: %s, want %s", tc.e.Kind, tc.e.Action, got, tc.want)
+		}
+	}
+}
+
+func TestDigestKeyIsCreatedOnceAndChecked(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	k1, err := DigestKey(ctx, c, "sys", "key")
+	if err != nil || len(k1) != 32 {
+		t.Fatalf("first: %d bytes, %v", len(k1), err)
+	}
+	k2, err := DigestKey(ctx, c, "sys", "key")
+	if err != nil || string(k1) != string(k2) {
+		t.Fatalf("second read another key (%v)", err)
+	}
+	short := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "short", Namespace: "sys"}, Data: map[string][]byte{KeyField: []byte("abc")}}
+	if _, err := c.CoreV1().Secrets("sys").Create(ctx, short, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = DigestKey(ctx, c, "sys", "short")
+	if want := `Secret sys/short: field "key" holds 3 bytes, want at least 16; delete the Secret and the controller creates a new key (every consumer is then recorded anew)`; err == nil || err.Error() != want {
+		t.Fatalf("short key: %v, want %s", err, want)
+	}
+}

@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
+)
+
+// Component is the source of the controller's Kubernetes Events.
+const Component = "kubectl-cmsync-controller"
+
+// Event reasons on the workloads and pods the controller acts on.
+const (
+	ReasonRefreshing      = "Refreshing"      // an annotation, restart or eviction is sent
+	ReasonRefreshed       = "Refreshed"       // verified current (or applied, where it cannot be verified)
+	ReasonRefreshFailed   = "RefreshFailed"   // failed, timed out, or not applied
+	ReasonRestartDeferred = "RestartDeferred" // held back: a rollout under way, or the restart limit
+	ReasonRefreshError    = "RefreshError"    // a stuck rollout, a record that could not be written
+)
+
+// Recorder posts the Kubernetes Event of each loop event about an object
+// the controller acted on (record.EventRecorder: aggregated, rate-limited).
+type Recorder struct{ record.EventRecorder }
+
+// Observe posts the Event of e, if it has one.
+func (r Recorder) Observe(e reconcile.Event) {
+	if r.EventRecorder == nil {
+		return
+	}
+	if ref, typ, reason, ok := kubeEvent(e); ok {
+		r.Event(ref, typ, reason, eventMessage(e))
+	}
+}
+
+// eventMessage is the event's log line without its time.
+func eventMessage(e reconcile.Event) string {
+	_, msg, _ := strings.Cut(render.WatchLine(e), " ")
+	msg = strings.TrimSpace(msg)
+	if len(msg) > 1024 {
+		msg = msg[:1021] + "..."
+	}
+	return msg
+}
+
+// kubeEvent is the Kubernetes Event that reports a loop event on the object
+// it acted on, if any: (reference, type, reason).
+func kubeEvent(e reconcile.Event) (*corev1.ObjectReference, string, string, bool) {
+	var t *refresh.Target
+	switch {
+	case e.Action != nil:
+		t = &e.Action.Target
+	case e.Target != nil && e.Kind == reconcile.EventError:
+		t = e.Target
+	default:
+		return nil, "", "", false
+	}
+	if t.Name == "" {
+		return nil, "", "", false
+	}
+	gk, ok := refresh.BuiltinKind(t.Kind)
+	if !ok {
+		return nil, "", "", false
+	}
+	apiVersion := "v1"
+	if gk.Group != "" {
+		apiVersion = gk.Group + "/v1"
+	}
+	ref := &corev1.ObjectReference{APIVersion: apiVersion, Kind: gk.Kind, Namespace: t.Namespace, Name: t.Name}
+	switch e.Kind {
+	case reconcile.EventAction:
+		if e.Action.Action == refresh.ActionManual || e.Action.Action == refresh.ActionNone {
+			return nil, "", "", false
+		}
+		return ref, corev1.EventTypeNormal, ReasonRefreshing, true
+	case reconcile.EventResult:
+		switch e.Outcome {
+		case refresh.OutcomeCurrent, refresh.OutcomeApplied, refresh.OutcomeUnverifiable:
+			return ref, corev1.EventTypeNormal, ReasonRefreshed, true
+		}
+		return ref, corev1.EventTypeWarning, ReasonRefreshFailed, true
+	case reconcile.EventDeferred:
+		return ref, corev1.EventTypeNormal, ReasonRestartDeferred, true
+	case reconcile.EventError:
+		return ref, corev1.EventTypeWarning, ReasonRefreshError, true
+	}
+	return nil, "", "", false
+}

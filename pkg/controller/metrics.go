@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+)
+
+// Metrics are the controller's Prometheus metrics, fed from the loop's
+// events (Observe) and the leader election (SetLeader).
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	changes  *prometheus.CounterVec
+	actions  *prometheus.CounterVec
+	results  *prometheus.CounterVec
+	deferred prometheus.Counter
+	ignored  prometheus.Counter
+	errors   prometheus.Counter
+	latency  prometheus.Histogram
+	leader   prometheus.Gauge
+}
+
+// NewMetrics registers the metrics (and the Go and process collectors) on
+// a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cmsync_changes_total",
+			Help: "Changes of ConfigMaps and Secrets acted on (coalesced edits count once), by kind."}, []string{"kind"}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cmsync_actions_total",
+			Help: "Actions sent, by action (annotate, restart, evict, manual)."}, []string{"action"}),
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cmsync_results_total",
+			Help: "How actions ended, by action and outcome (current, applied, unverifiable, timeout, failed, not-applied, dry-run)."},
+			[]string{"action", "outcome"}),
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_deferred_total",
+			Help: "Restarts held back (a rollout under way, or --max-concurrent-restarts reached) and tried again."}),
+		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_ignored_total",
+			Help: "Changes that no selected consumer reads (no action)."}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_errors_total",
+			Help: "Errors: failed rounds, actions and watches, stuck rollouts."}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cmsync_change_to_verified_seconds",
+			Help:    "From the first edit of a change to its consumers verified current.",
+			Buckets: []float64{0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300, 600}}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cmsync_leader",
+			Help: "1 while this replica holds the lease and acts, else 0."}),
+	}
+	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.ignored, m.errors, m.latency, m.leader,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Observe counts one event of the loop.
+func (m *Metrics) Observe(e reconcile.Event) {
+	switch e.Kind {
+	case reconcile.EventChange:
+		if e.Object != nil {
+			m.changes.WithLabelValues(e.Object.Kind).Inc()
+		}
+	case reconcile.EventAction:
+		m.actions.WithLabelValues(actionLabel(e)).Inc()
+	case reconcile.EventResult:
+		m.results.WithLabelValues(actionLabel(e), string(e.Outcome)).Inc()
+		if e.SinceChange != nil {
+			m.latency.Observe(e.SinceChange.Seconds())
+		}
+	case reconcile.EventDeferred:
+		m.deferred.Inc()
+	case reconcile.EventIgnored:
+		m.ignored.Inc()
+	case reconcile.EventError:
+		m.errors.Inc()
+	}
+}
+
+func actionLabel(e reconcile.Event) string {
+	if e.Action == nil {
+		return ""
+	}
+	return string(e.Action.Action)
+}
+
+// SetLeader sets cmsync_leader.
+func (m *Metrics) SetLeader(leading bool) {
+	if leading {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
+}
