@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/controller"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
@@ -71,7 +72,8 @@ type ControllerOptions struct {
 	MetricsAddr   string
 
 	// Set by Complete.
-	recorder record.EventRecorder
+	recorder    record.EventRecorder
+	broadcaster record.EventBroadcaster
 	// ready, when set, is told the address served (tests).
 	ready func(string)
 }
@@ -135,9 +137,9 @@ func (o *ControllerOptions) Complete(args []string) error {
 		o.Identity, _ = os.Hostname()
 	}
 	if o.recorder == nil {
-		b := record.NewBroadcaster()
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: o.Client.CoreV1().Events("")})
-		o.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controller.Component})
+		o.broadcaster = record.NewBroadcaster()
+		o.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: o.Client.CoreV1().Events("")})
+		o.recorder = o.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controller.Component})
 	}
 	return nil
 }
@@ -177,20 +179,26 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	defer o.Verify.Close(o.ErrOut)
+	if o.broadcaster != nil {
+		defer o.broadcaster.Shutdown() // the Events queued are sent
+	}
 	c := &controller.Controller{
 		Config: controller.Config{Namespace: o.KeyNamespace, LeaderElect: o.LeaderElect, LeaseName: o.LeaseName, Identity: o.Identity,
 			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, KeySecret: o.KeySecret,
-			MetricsAddr: o.MetricsAddr},
+			MetricsAddr: o.MetricsAddr, DryRun: o.DryRun != string(refresh.DryRunNone)},
 		Client: o.Client,
 		NewLoop: func(key []byte) *reconcile.Loop {
 			l := o.newLoop()
-			l.DigestKey, l.Resume = key, true
+			l.DigestKey, l.Resume = key, len(key) > 0
 			return l
 		},
 		Log:      o.logLine,
 		Metrics:  controller.NewMetrics(),
 		Recorder: controller.Recorder{EventRecorder: o.recorder},
 		Ready:    o.ready,
+	}
+	if c.DryRun {
+		c.Recorder = controller.Recorder{} // nothing is done: no Event says otherwise
 	}
 	if err := c.Run(ctx); err != nil {
 		return explainAPIError(err, o.server(), o.KeyNamespace)

@@ -37,6 +37,9 @@ type Config struct {
 	KeySecret string
 	// MetricsAddr serves /metrics, /healthz and /readyz.
 	MetricsAddr string
+	// DryRun: the key Secret is read, never created (without it nothing is
+	// compared at start).
+	DryRun bool
 }
 
 // Controller elects, serves and runs the loop while it leads.
@@ -60,16 +63,18 @@ type Controller struct {
 // Run serves and elects until ctx ends. It returns an error when it cannot
 // serve, when the loop cannot start, or when it lost the lease while ctx
 // was still running (so that the pod restarts as a standby, the usual way
-// of client-go's leader election).
+// of client-go's leader election). On ctx's end the loop stops first, then
+// the Lease is released: a standby never acts beside a loop still winding
+// down.
 func (c *Controller) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	sctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
 	var health *leaderelection.HealthzAdaptor
 	if c.LeaderElect {
 		health = leaderelection.NewLeaderHealthzAdaptor(c.RenewDeadline)
 		c.probes.Healthy = health.Check
 	}
-	addr, serveErr, err := serve(ctx, c.MetricsAddr, Handler(c.Metrics, &c.probes))
+	addr, serveErr, err := serve(sctx, c.MetricsAddr, Handler(c.Metrics, &c.probes))
 	if err != nil {
 		return err
 	}
@@ -78,9 +83,46 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	if !c.LeaderElect {
 		c.leading(true)
-		return c.lead(ctx)
+		return c.untilServeFails(ctx, serveErr, func(ctx context.Context) error { return c.lead(ctx) })
 	}
+	return c.untilServeFails(ctx, serveErr, func(ctx context.Context) error { return c.elect(ctx, health) })
+}
+
+// untilServeFails runs f until it returns, or until the server fails (then
+// f's context ends and its error is the server's).
+func (c *Controller) untilServeFails(ctx context.Context, serveErr <-chan error, f func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case err := <-serveErr:
+		cancel()
+		<-done
+		return err
+	}
+}
+
+// elect runs the loop while this replica holds the Lease.
+func (c *Controller) elect(ctx context.Context, health *leaderelection.HealthzAdaptor) error {
+	// the elector's own context ends after the loop has returned (or at
+	// once when ctx ends before this replica led), so that the Lease is
+	// released only once nothing acts any more
+	ectx, release := context.WithCancel(context.WithoutCancel(ctx))
+	defer release()
+	var mu sync.Mutex
 	var leadErr error
+	started := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			release()
+		}
+	})
+	defer stop()
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1ObjectMeta(c.Namespace, c.LeaseName),
@@ -91,10 +133,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		ReleaseOnCancel: true, Name: c.LeaseName, WatchDog: health,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
+				mu.Lock()
+				started = true
+				mu.Unlock()
 				c.leading(true)
-				if leadErr = c.lead(lctx); leadErr != nil {
-					cancel()
-				}
+				lctx, cancel := context.WithCancel(lctx)
+				defer context.AfterFunc(ctx, cancel)()
+				err := c.lead(lctx)
+				cancel()
+				mu.Lock()
+				leadErr = err
+				mu.Unlock()
+				release()
 			},
 			OnStoppedLeading: func() { c.leading(false) },
 			OnNewLeader: func(id string) {
@@ -108,15 +158,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.log(reconcile.Event{Kind: EventLeader, Message: fmt.Sprintf("%s is a candidate for Lease %s/%s", c.Identity, c.Namespace, c.LeaseName)})
-	done := make(chan struct{})
-	go func() { le.Run(ctx); close(done) }()
-	select {
-	case err := <-serveErr:
-		cancel()
-		<-done
-		return err
-	case <-done:
-	}
+	le.Run(ectx)
+	mu.Lock()
+	defer mu.Unlock()
 	switch {
 	case leadErr != nil:
 		return leadErr
@@ -142,7 +186,7 @@ func (c *Controller) leading(on bool) {
 
 // lead runs the loop until ctx ends.
 func (c *Controller) lead(ctx context.Context) error {
-	key, err := DigestKey(ctx, c.Client, c.Namespace, c.KeySecret)
+	key, err := DigestKey(ctx, c.Client, c.Namespace, c.KeySecret, !c.DryRun)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -116,11 +116,11 @@ func TestKubeEventsNameTheObjectActedOn(t *testing.T) {
 func TestDigestKeyIsCreatedOnceAndChecked(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	k1, err := DigestKey(ctx, c, "sys", "key")
+	k1, err := DigestKey(ctx, c, "sys", "key", true)
 	if err != nil || len(k1) != 32 {
 		t.Fatalf("first: %d bytes, %v", len(k1), err)
 	}
-	k2, err := DigestKey(ctx, c, "sys", "key")
+	k2, err := DigestKey(ctx, c, "sys", "key", true)
 	if err != nil || string(k1) != string(k2) {
 		t.Fatalf("second read another key (%v)", err)
 	}
@@ -128,8 +128,8 @@ func TestDigestKeyIsCreatedOnceAndChecked(t *testing.T) {
 	if _, err := c.CoreV1().Secrets("sys").Create(ctx, short, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = DigestKey(ctx, c, "sys", "short")
-	if want := `Secret sys/short: field "key" holds 3 bytes, want at least 16; delete the Secret and the controller creates a new key (every consumer is then recorded anew)`; err == nil || err.Error() != want {
+	_, err = DigestKey(ctx, c, "sys", "short", true)
+	if want := `Secret sys/short: field "key" holds 3 bytes, want at least 16; delete the Secret and the controller creates a new key (every consumer is then recorded anew, none acted on for it)`; err == nil || err.Error() != want {
 		t.Fatalf("short key: %v, want %s", err, want)
 	}
 }

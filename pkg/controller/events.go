@@ -54,7 +54,7 @@ func kubeEvent(e reconcile.Event) (*corev1.ObjectReference, string, string, bool
 	switch {
 	case e.Action != nil:
 		t = &e.Action.Target
-	case e.Target != nil && e.Kind == reconcile.EventError:
+	case e.Target != nil && (e.Kind == reconcile.EventError || e.Kind == reconcile.EventDeferred):
 		t = e.Target
 	default:
 		return nil, "", "", false

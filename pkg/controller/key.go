@@ -20,10 +20,14 @@ const KeyField = "key"
 const minKeyLen = 16
 
 // DigestKey reads the key from Secret name in namespace, creating it with
-// 32 random bytes when it does not exist (only the leader calls it, so two
-// replicas never race to create it; a lost race reads the winner's).
-func DigestKey(ctx context.Context, c kubernetes.Interface, namespace, name string) ([]byte, error) {
+// 32 random bytes when it does not exist and create is set (only the
+// leader calls it, so two replicas never race to create it; a lost race
+// reads the winner's). Not created: nil.
+func DigestKey(ctx context.Context, c kubernetes.Interface, namespace, name string, create bool) ([]byte, error) {
 	s, err := c.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && !create {
+		return nil, nil
+	}
 	if apierrors.IsNotFound(err) {
 		key := make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
@@ -45,7 +49,7 @@ func DigestKey(ctx context.Context, c kubernetes.Interface, namespace, name stri
 	}
 	key := s.Data[KeyField]
 	if len(key) < minKeyLen {
-		return nil, fmt.Errorf("Secret %s/%s: field %q holds %d bytes, want at least %d; delete the Secret and the controller creates a new key (every consumer is then recorded anew)",
+		return nil, fmt.Errorf("Secret %s/%s: field %q holds %d bytes, want at least %d; delete the Secret and the controller creates a new key (every consumer is then recorded anew, none acted on for it)",
 			namespace, name, KeyField, len(key), minKeyLen)
 	}
 	return key, nil

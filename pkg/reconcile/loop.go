@@ -333,12 +333,15 @@ func (l *Loop) due() (map[inspect.ObjectKey]*pending, time.Time) {
 
 // requeue puts a change back for the next round (a deferred restart). An
 // edit seen meanwhile is merged into it, and then every use is concerned
-// again.
+// again; two requeues of one object retry the workloads of both.
 func (l *Loop) requeue(p pending) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p.retry = true
 	if q := l.pending[p.change.Object]; q != nil {
+		if q.retry && q.only != nil && p.only != nil {
+			maps.Copy(q.only, p.only)
+		}
 		q.change = merge(p.change, q.change)
 		q.edits += p.edits
 		q.first, q.existing = p.first, q.existing || p.existing

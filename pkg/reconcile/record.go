@@ -1,6 +1,9 @@
 package reconcile
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -44,8 +47,23 @@ func recordedOnWorkload(w inspect.WorkloadRef) bool {
 func recordKey(k inspect.ObjectKey) string { return strings.ToLower(k.Kind) + "/" + k.Name }
 
 // Record is the value of watch.AnnotationApplied: per object, the digest of
-// what the subject's consumers read of it when it was last made current.
+// what the subject's consumers read of it when it was last made current,
+// as "KEYID:DIGEST" (keyID: which key made it).
 type Record map[string]string
+
+// keyID names a key without telling it: the first 4 bytes of an HMAC of a
+// fixed text. An entry made under another key (the Secret was re-created)
+// is unknown, not different: it is recorded anew, never a reason to act.
+func keyID(key []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("kubectl-cmsync record key id"))
+	return hex.EncodeToString(m.Sum(nil)[:4])
+}
+
+func keyIDOf(entry string) string {
+	id, _, _ := strings.Cut(entry, ":")
+	return id
+}
 
 // ParseRecord reads an annotation's value; a value it cannot read is an
 // empty record (every object is then recorded anew).
@@ -100,7 +118,7 @@ func digests(key []byte, snap *inspect.Snapshot, items []inspect.Item) map[subje
 		if out[r.subject] == nil {
 			out[r.subject] = Record{}
 		}
-		out[r.subject][recordKey(r.object)] = watch.Digest(key, rs)
+		out[r.subject][recordKey(r.object)] = keyID(key) + ":" + watch.Digest(key, rs)
 	}
 	return out
 }
@@ -132,11 +150,12 @@ func updated(old, now Record, done []string) (Record, bool) {
 }
 
 // compare tells, for one subject, which objects it reads changed since its
-// record (differ) and which it has no record of (unknown).
+// record (differ) and which it has no record of, or one made under another
+// key (unknown).
 func compare(recorded, now Record) (differ, unknown []string) {
 	for _, k := range slices.Sorted(maps.Keys(now)) {
 		switch old, ok := recorded[k]; {
-		case !ok:
+		case !ok || keyIDOf(old) != keyIDOf(now[k]):
 			unknown = append(unknown, k)
 		case old != now[k]:
 			differ = append(differ, k)

@@ -95,7 +95,7 @@ func TestResumeActsOnlyWhereTheRecordDiffers(t *testing.T) {
 	}
 	dep, _ := c.AppsV1().Deployments("ns").Get(context.Background(), "web-a", metav1.GetOptions{})
 	rec := ParseRecord(dep.Annotations[watch.AnnotationApplied])
-	if len(rec) != 1 || !strings.HasPrefix(rec["configmap/a"], "v1.") {
+	if len(rec) != 1 || !strings.HasPrefix(rec["configmap/a"], keyID([]byte("0123456789abcdef0123"))+":v1.") {
 		t.Fatalf("web-a's record = %q", dep.Annotations[watch.AnnotationApplied])
 	}
 
@@ -160,10 +160,10 @@ func TestDigestsIgnoreScaleAndFollowTheKeysRead(t *testing.T) {
 }
 
 func TestUpdatedKeepsUncheckedEntriesAndDropsUnread(t *testing.T) {
-	old := Record{"configmap/a": "old-a", "configmap/b": "old-b", "secret/gone": "x"}
-	now := Record{"configmap/a": "new-a", "configmap/b": "new-b", "configmap/c": "new-c"}
+	old := Record{"configmap/a": "k:old-a", "configmap/b": "k:old-b", "secret/gone": "k:x"}
+	now := Record{"configmap/a": "k:new-a", "configmap/b": "k:new-b", "configmap/c": "k:new-c"}
 	r, changed := updated(old, now, []string{"configmap/a", "configmap/c"})
-	if !changed || r.String() != `{"configmap/a":"new-a","configmap/b":"old-b","configmap/c":"new-c"}` {
+	if !changed || r.String() != `{"configmap/a":"k:new-a","configmap/b":"k:old-b","configmap/c":"k:new-c"}` {
 		t.Fatalf("updated = %s (changed %v)", r, changed)
 	}
 	if _, changed := updated(r, now, nil); changed {
@@ -172,6 +172,11 @@ func TestUpdatedKeepsUncheckedEntriesAndDropsUnread(t *testing.T) {
 	differ, unknown := compare(r, now)
 	if strings.Join(differ, ",") != "configmap/b" || len(unknown) != 0 {
 		t.Fatalf("compare: differ %v unknown %v", differ, unknown)
+	}
+	// made under another key (the Secret re-created): unknown, not different
+	differ, unknown = compare(Record{"configmap/a": "other:old-a"}, Record{"configmap/a": "k:new-a"})
+	if len(differ) != 0 || strings.Join(unknown, ",") != "configmap/a" {
+		t.Fatalf("another key: differ %v unknown %v", differ, unknown)
 	}
 	if len(ParseRecord("not json")) != 0 || len(ParseRecord("")) != 0 {
 		t.Fatal("an unreadable record is not empty")
@@ -196,5 +201,26 @@ func TestRecordSkipsSubjectsWhoseActionsDidNotComplete(t *testing.T) {
 		if got := completed(tc.r); got != tc.want {
 			t.Errorf("completed(%s %s %q) = %v", tc.r.Action.Action, tc.r.Outcome, tc.r.Error, got)
 		}
+	}
+}
+
+// Two holds of one object in one round (a rollout under way for A, the
+// restart limit for B) retry both workloads; a new edit retries every use.
+func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
+	l := &Loop{}
+	l.defaults()
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x"}
+	l.requeue(pending{change: watch.Change{Object: k}, existing: true, only: map[string]bool{"Deployment/a": true}})
+	l.requeue(pending{change: watch.Change{Object: k}, existing: true, only: map[string]bool{"Deployment/b": true}})
+	if only := l.pending[k].only; len(only) != 2 || !only["Deployment/a"] || !only["Deployment/b"] {
+		t.Fatalf("only = %v, want both workloads", only)
+	}
+	if got := l.unchangedSince("ns", []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/y" {
+		t.Errorf("unchangedSince = %v: an object with a change pending is not recorded by this round", got)
+	}
+	l.observe(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("1")}},
+		inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("2")}})
+	if l.pending[k].only != nil {
+		t.Errorf("after a new edit only = %v, want every use", l.pending[k].only)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 
@@ -76,10 +77,19 @@ func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspec
 	now := digests(l.DigestKey, snap, l.allItems(snap))
 	for _, s := range slices.SortedFunc(maps.Keys(bySubject), compareSubjects) {
 		old := ParseRecord(l.recordOf(s, meta, snap))
-		if r, changed := updated(old, now[s], bySubject[s]); changed {
+		if r, changed := updated(old, now[s], l.unchangedSince(s.Namespace, bySubject[s])); changed {
 			l.writeRecord(ctx, s, r)
 		}
 	}
+}
+
+// unchangedSince keeps the objects (record keys in ns) with no change
+// pending: one edited after the round's snapshot is recorded by the round
+// that acts on that edit, not by this one, whose digest already holds it.
+func (l *Loop) unchangedSince(ns string, keys []string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return l.pending[recordObject(ns, k)] != nil })
 }
 
 func compareSubjects(a, b subject) int {
@@ -112,7 +122,7 @@ func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, sna
 // writeRecord patches a subject's record (its metadata only).
 func (l *Loop) writeRecord(ctx context.Context, s subject, r Record) {
 	err := l.Cluster.Patcher.Patch(ctx, s.Kind, s.Namespace, s.Name, types.MergePatchType, recordPatch(r), false)
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) { // gone: nothing left to record
 		target := refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}
 		l.emit(Event{Kind: EventError, Target: &target, Message: fmt.Sprintf("cannot record what was made current (%s): %v; a restarted controller checks it again", watch.AnnotationApplied, err)})
 	}
@@ -203,4 +213,52 @@ func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspe
 		out[k] = p
 	}
 	p.only[s.workload.GroupKind()+"/"+s.workload.Name] = true
+}
+
+// afterRollouts holds back the checks of existing state (a resume, or
+// --sync-existing) of a workload whose rollout is under way: its pods are
+// half old, half new, and what a rollout in flight will make current is
+// not a reason to act. They are tried again after the debounce; a stuck
+// rollout, or one still under way RolloutWait after the first hold, is
+// checked at once (the plan says what it can do).
+func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Item, changes map[inspect.ObjectKey]*pending) []inspect.Item {
+	holds := map[inspect.WorkloadRef]Hold{}
+	retry := map[inspect.ObjectKey]map[string]bool{}
+	kept := items[:0:0]
+	for _, it := range items {
+		p := changes[it.Key()]
+		if p == nil || !p.existing || !recordedOnWorkload(it.Workload) || l.dryRun() {
+			kept = append(kept, it)
+			continue
+		}
+		h, seen := holds[it.Workload]
+		if !seen {
+			h = l.rolloutHold(ctx, refresh.Target{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name})
+			first := h.Rollout && p.deferredSince.IsZero()
+			if first {
+				p.deferredSince = l.Now()
+			}
+			h.Stuck = h.Stuck || (h.Rollout && l.Now().Sub(p.deferredSince) >= l.RolloutWait)
+			holds[it.Workload] = h
+			if first && !h.Stuck { // said once, not at every retry
+				k := it.Key()
+				l.emit(Event{Kind: EventDeferred, Object: &k, Target: &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name},
+					Message: h.Reason + "; checked once it completes"})
+			}
+		}
+		if !h.Rollout || h.Stuck {
+			kept = append(kept, it)
+			continue
+		}
+		if retry[it.Key()] == nil {
+			retry[it.Key()] = map[string]bool{}
+		}
+		retry[it.Key()][it.Workload.GroupKind()+"/"+it.Workload.Name] = true
+	}
+	for k, only := range retry {
+		p := *changes[k]
+		p.only = only
+		l.requeue(p)
+	}
+	return kept
 }

@@ -23,7 +23,8 @@ type subjectKey struct {
 
 // selected keeps the uses of the workloads a change may be acted on
 // (watch.Select), and reports each workload left alone, once per object
-// (quiet: reports nothing). It returns the annotations it read, by workload.
+// (quiet: only those whose annotations could not be read). It returns the
+// annotations it read, by workload.
 func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item, quiet bool) ([]inspect.Item, map[inspect.WorkloadRef]subjectMeta) {
 	decisions := map[subjectKey]watch.Decision{}
 	meta := map[inspect.WorkloadRef]subjectMeta{}
@@ -39,7 +40,7 @@ func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []ins
 			}
 			var e *Event
 			d, e = l.decide(m, it, snap)
-			if e != nil && !quiet {
+			if e != nil && (!quiet || e.Kind == EventError) {
 				l.emit(*e)
 			}
 			decisions[sk] = d

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,21 +83,8 @@ func TestInClusterClientReachesTheAPIServer(t *testing.T) {
 // ServiceAccount: the in-cluster path of the controller.
 func TestImageRunsInTheCluster(t *testing.T) {
 	f := newFx(t)
-	dir := t.TempDir()
-	bin, tarball := filepath.Join(dir, "kubectl-cmsync"), filepath.Join(dir, "image.tar")
-	const tag = "localhost/kubectl-cmsync:e2e"
-	for _, c := range [][]string{
-		{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/kubectl-cmsync"},
-		{"go", "run", "./hack/image", "-binary", bin, "-tag", tag, "-o", tarball},
-		{"hack/cluster/load-image.sh", tarball},
-	} {
-		cmd := exec.Command(c[0], c[1:]...)
-		cmd.Dir = repoRoot
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
-		}
-	}
+	const tag = cmsyncImage
+	loadImage(t)
 	f.createPod(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "cmsync"},
 		Spec: corev1.PodSpec{
@@ -131,6 +119,40 @@ func TestImageRunsInTheCluster(t *testing.T) {
 	if v.ServerVersion == nil || v.ServerVersion.GitVersion != k8sVersion {
 		t.Fatalf("version in the pod reached no %s API server: %s", k8sVersion, out)
 	}
+}
+
+// cmsyncImage is the image the e2e suite builds once and imports.
+const cmsyncImage = "localhost/kubectl-cmsync:e2e"
+
+var imageOnce struct {
+	sync.Mutex
+	done bool
+}
+
+// loadImage builds the container image (hack/image) of this tree and
+// imports it into the node's containerd, once per run of the suite.
+func loadImage(t *testing.T) {
+	t.Helper()
+	imageOnce.Lock()
+	defer imageOnce.Unlock()
+	if imageOnce.done {
+		return
+	}
+	dir := t.TempDir()
+	bin, tarball := filepath.Join(dir, "kubectl-cmsync"), filepath.Join(dir, "image.tar")
+	for _, c := range [][]string{
+		{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/kubectl-cmsync"},
+		{"go", "run", "./hack/image", "-binary", bin, "-tag", cmsyncImage, "-o", tarball},
+		{"hack/cluster/load-image.sh", tarball},
+	} {
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	imageOnce.done = true
 }
 
 // logs returns a container's log (or the error reading it).

@@ -1,0 +1,192 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
+)
+
+// controllerDocs reads every document of the kustomization's resources, by
+// kind and name.
+func controllerDocs(t *testing.T) map[string][]byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("controller", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Namespace string   `json:"namespace"`
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil || k.Namespace != "cmsync-system" {
+		t.Fatalf("kustomization.yaml: %v, namespace %q", err, k.Namespace)
+	}
+	out := map[string][]byte{}
+	for _, r := range k.Resources {
+		b, err := os.ReadFile(filepath.Join("controller", r))
+		if err != nil {
+			t.Fatalf("kustomization.yaml lists %s: %v", r, err)
+		}
+		for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+			var u unstructured.Unstructured
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatalf("%s: %v", r, err)
+			}
+			if u.Object == nil {
+				continue
+			}
+			out[u.GetKind()+"/"+u.GetName()] = []byte(doc)
+		}
+	}
+	return out
+}
+
+func strict[T any](t *testing.T, docs map[string][]byte, key string) T {
+	t.Helper()
+	var v T
+	doc, ok := docs[key]
+	if !ok {
+		t.Fatalf("deploy/controller has no %s", key)
+	}
+	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return v
+}
+
+func grants(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+	return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
+	})
+}
+
+// The controller's ClusterRole holds what refresh and --secrets need (the
+// table of pkg/rbac), Events, and no more; the Lease and the key Secret are
+// a Role of its own namespace.
+func TestControllerRBAC(t *testing.T) {
+	docs := controllerDocs(t)
+	const name = "kubectl-cmsync-controller"
+	cr := strict[rbacv1.ClusterRole](t, docs, "ClusterRole/"+name)
+	want := map[string]bool{}
+	for _, role := range rbac.Roles {
+		if role.Name != rbac.RoleRefresh && role.Name != rbac.RoleSecrets {
+			continue
+		}
+		for _, r := range role.Rules {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					want[r.Group+"|"+res+"|"+v] = true
+				}
+			}
+		}
+	}
+	for _, g := range []string{"", "events.k8s.io"} {
+		want[g+"|events|create"], want[g+"|events|patch"] = true, true
+	}
+	want["|secrets|get"] = true // the key, and each Secret's values for the digests
+	have := map[string]bool{}
+	for _, r := range cr.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					have[g+"|"+res+"|"+v] = true
+				}
+			}
+		}
+	}
+	for k := range want {
+		if !have[k] {
+			t.Errorf("the ClusterRole lacks %s", k)
+		}
+	}
+	for k := range have {
+		if !want[k] {
+			t.Errorf("the ClusterRole grants %s, which the controller does not need", k)
+		}
+	}
+	role := strict[rbacv1.Role](t, docs, "Role/"+name)
+	for _, v := range []string{"get", "create", "update"} {
+		if !grants(role.Rules, "coordination.k8s.io", "leases", v) {
+			t.Errorf("the Role lacks %s leases", v)
+		}
+	}
+	if !grants(role.Rules, "", "secrets", "create") {
+		t.Error("the Role lacks create secrets (the key)")
+	}
+	for _, b := range []string{"ClusterRoleBinding/" + name, "RoleBinding/" + name} {
+		binding := strict[rbacv1.ClusterRoleBinding](t, docs, b)
+		if len(binding.Subjects) != 1 || binding.Subjects[0].Name != name || binding.Subjects[0].Namespace != "cmsync-system" ||
+			binding.RoleRef.Name != name {
+			t.Errorf("%s binds %+v to %+v", b, binding.Subjects, binding.RoleRef)
+		}
+	}
+}
+
+// Two replicas behind a PodDisruptionBudget that keeps one, probes on the
+// controller's /healthz and /readyz, the downward API for the election.
+func TestControllerDeployment(t *testing.T) {
+	docs := controllerDocs(t)
+	const name = "kubectl-cmsync-controller"
+	d := strict[appsv1.Deployment](t, docs, "Deployment/"+name)
+	spec := d.Spec.Template.Spec
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %v, want 2", d.Spec.Replicas)
+	}
+	if spec.ServiceAccountName != name {
+		t.Errorf("serviceAccountName %q", spec.ServiceAccountName)
+	}
+	strict[map[string]any](t, docs, "ServiceAccount/"+name)
+	sel, err := labels.Parse(labels.Set(d.Spec.Selector.MatchLabels).String())
+	if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("the selector %v does not select the template %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
+	}
+	pdb := strict[policyv1.PodDisruptionBudget](t, docs, "PodDisruptionBudget/"+name)
+	pdbSel, _ := labels.Parse(labels.Set(pdb.Spec.Selector.MatchLabels).String())
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 || !pdbSel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("the PodDisruptionBudget keeps %v of %v", pdb.Spec.MinAvailable, pdb.Spec.Selector)
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "controller" {
+		t.Errorf("args %v, want controller first", c.Args)
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("probes %+v %+v", c.LivenessProbe, c.ReadinessProbe)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
+		t.Errorf("downward API env %v", env)
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Capabilities == nil || strings.Join(capabilities(sc.Capabilities.Drop), ",") != "ALL" {
+		t.Errorf("container securityContext %+v", sc)
+	}
+}
+
+func capabilities[T ~string](cs []T) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, string(c))
+	}
+	return out
+}

@@ -1,0 +1,342 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+const (
+	ctlNS   = "cmsync-system"
+	ctlName = "kubectl-cmsync-controller"
+	ctlPods = "app.kubernetes.io/name=kubectl-cmsync,app.kubernetes.io/component=controller"
+)
+
+// deployController applies deploy/controller, rendered by the cluster's
+// kubectl kustomize, with the e2e image and args, and removes it all at
+// the end of the test.
+func (f *fx) deployController(args ...string) {
+	f.t.Helper()
+	dir, err := kubectlBinDir()
+	if err != nil {
+		f.t.Fatalf("the cluster's kubectl: %v", err)
+	}
+	kubectl := filepath.Join(dir, "kubectl")
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "deploy", "controller")).Output()
+	if err != nil {
+		f.t.Fatalf("kubectl kustomize deploy/controller: %v", err)
+	}
+	var docs []string
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			f.t.Fatalf("deploy/controller: %v", err)
+		}
+		if u.GetKind() == "Deployment" {
+			c := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+			if c["image"] != "localhost/kubectl-cmsync:dev" {
+				f.t.Fatalf("deploy/controller's image is %v, want localhost/kubectl-cmsync:dev (what make image builds)", c["image"])
+			}
+			c["image"], c["imagePullPolicy"] = cmsyncImage, "Never"
+			c["args"] = args
+		}
+		b, _ := yaml.Marshal(u.Object)
+		docs = append(docs, string(b))
+	}
+	f.t.Cleanup(f.removeController)
+	apply := exec.Command(kubectl, "apply", "-f", "-")
+	apply.Stdin = strings.NewReader(strings.Join(docs, "\n---\n"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		f.t.Fatalf("kubectl apply of deploy/controller: %v\n%s", err, out)
+	}
+}
+
+func (f *fx) removeController() {
+	if f.t.Failed() {
+		for _, p := range f.controllerPods() {
+			f.t.Logf("log of %s:\n%s", p.Name, f.controllerLog(p.Name))
+		}
+	}
+	_ = f.cs.RbacV1().ClusterRoleBindings().Delete(f.ctx, ctlName, metav1.DeleteOptions{})
+	_ = f.cs.RbacV1().ClusterRoles().Delete(f.ctx, ctlName, metav1.DeleteOptions{})
+	_ = f.cs.CoreV1().Namespaces().Delete(f.ctx, ctlNS, metav1.DeleteOptions{})
+	f.poll("namespace "+ctlNS+" deleted", 2*time.Minute, func() (bool, error) {
+		_, err := f.cs.CoreV1().Namespaces().Get(f.ctx, ctlNS, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+func (f *fx) controllerPods() []corev1.Pod {
+	pods, err := f.cs.CoreV1().Pods(ctlNS).List(f.ctx, metav1.ListOptions{LabelSelector: ctlPods})
+	if err != nil {
+		f.t.Fatalf("listing the controller's pods: %v", err)
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (f *fx) controllerLog(pod string) string {
+	b, err := f.cs.CoreV1().Pods(ctlNS).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(f.ctx)
+	if err != nil {
+		return fmt.Sprintf("(log of %s: %v)", pod, err)
+	}
+	return string(b)
+}
+
+// controllerEvents are the JSON lines of a controller pod's log (client-go's
+// own lines on stderr are left out).
+func (f *fx) controllerEvents(pod string) []reconcile.Event {
+	var out []reconcile.Event
+	for _, line := range strings.Split(f.controllerLog(pod), "\n") {
+		var e reconcile.Event
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitControllerEvent waits for an event in pod's log and returns it.
+func (f *fx) waitControllerEvent(pod, what string, match func(reconcile.Event) bool) reconcile.Event {
+	f.t.Helper()
+	var found reconcile.Event
+	f.poll(pod+": "+what, podReadyTimeout, func() (bool, error) {
+		for _, e := range f.controllerEvents(pod) {
+			if match(e) {
+				found = e
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found
+}
+
+// leader waits for the holder of the Lease to be a running pod other than
+// the ones in not, all pods Ready, and returns it.
+func (f *fx) leader(not ...string) string {
+	f.t.Helper()
+	var holder string
+	f.poll("a controller leads", podReadyTimeout, func() (bool, error) {
+		l, err := f.cs.CoordinationV1().Leases(ctlNS).Get(f.ctx, ctlName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			return false, nil
+		}
+		holder = *l.Spec.HolderIdentity
+		pods := f.controllerPods()
+		ready, found := 0, false
+		for i := range pods {
+			if podReady(&pods[i]) {
+				ready++
+			}
+			found = found || pods[i].Name == holder
+		}
+		for _, n := range not {
+			if holder == n {
+				return false, nil
+			}
+		}
+		return found && ready == 2 && len(pods) == 2, nil
+	})
+	return holder
+}
+
+func (f *fx) appliedRecord(deployment string) string {
+	f.t.Helper()
+	d, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("deployment %s: %v", deployment, err)
+	}
+	return d.Annotations[watch.AnnotationApplied]
+}
+
+func isResume(e reconcile.Event) bool { return e.Kind == reconcile.EventResume }
+
+// The controller as it is installed (deploy/controller: two replicas, its
+// RBAC and nothing else), in the cluster: a volume edit is verified with no
+// restart; an unread key does nothing; the leader deleted in the middle of
+// an env change is replaced by the other replica, which finishes it
+// without a second restart (the Reloader-annotated Deployment works as
+// is); restarted with nothing changed it does nothing. Metrics and Events
+// are checked on the way.
+func TestController(t *testing.T) {
+	f := newFx(t)
+	loadImage(t)
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0", "level": "l0", "unread": "u0"}))
+	f.createAnnotatedDeployment("vol", 2, withVolumes(podSpec(withMounts(busybox("c"), mount("v", "/etc/app"))),
+		cmItemsVolume("v", "app", corev1.KeyToPath{Key: "greeting", Path: "greeting"})), map[string]string{watch.AnnotationWatch: "true"})
+	// env's pods are Ready 5 s after they start: a rollout of it lasts that long, and the leader is
+	// deleted while its wait for that rollout is under way
+	slow := withEnv(busybox("c"), cmEnv("LEVEL", "app", "level", nil))
+	slow.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+		InitialDelaySeconds: 5, PeriodSeconds: 1}
+	f.createAnnotatedDeployment("env", 1, podSpec(slow), map[string]string{watch.ReloaderAuto: "true"})
+	f.waitDeploymentSettled("vol")
+	f.waitDeploymentSettled("env")
+	f.deployController("controller", "-n", f.ns, "--secrets", "--debounce=1s", "--lease-duration=8s", "--renew-deadline=5s", "--retry-period=1s")
+	first := f.leader()
+	e := f.waitControllerEvent(first, "resumed", isResume)
+	if !strings.HasPrefix(e.Message, "0 consumers current by their record, 2 recorded for the first time") {
+		t.Errorf("first start: %s, want both Deployments recorded", e.Message)
+	}
+	if f.appliedRecord("vol") == "" || f.appliedRecord("env") == "" {
+		t.Fatalf("no record on the Deployments after the first start")
+	}
+
+	t.Log("a volume edit: the pods are verified current, nothing restarts")
+	before, _ := f.deploymentPods("vol")
+	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
+	for name := range before {
+		e := f.waitControllerEvent(first, "pod "+name+" refreshed", isResult(refresh.ActionAnnotate, "pod/"+name))
+		if e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("annotate pod/%s: %s (%s), want current", name, e.Outcome, e.Message)
+		}
+		if e.SinceChange != nil {
+			t.Logf("pod %s verified current %s after the edit", name, *e.SinceChange)
+		}
+		f.expectFile(name, "c", "/etc/app/greeting", "v1")
+	}
+	if after, restarts := f.deploymentPods("vol"); fmt.Sprint(after) != fmt.Sprint(before) || restarts != 0 {
+		t.Errorf("pods of vol: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
+	}
+	f.checkMetrics(first, `cmsync_leader 1`, `cmsync_results_total{action="annotate",outcome="current"} 2`)
+	f.checkKubeEvent("Pod", "Refreshed")
+
+	t.Log("an edit of a key no consumer reads: no action")
+	actions := func(pod string) int {
+		n := 0
+		for _, e := range f.controllerEvents(pod) {
+			if e.Kind == reconcile.EventAction {
+				n++
+			}
+		}
+		return n
+	}
+	n := actions(first)
+	f.patchConfigMapData("app", map[string]string{"unread": "u1"})
+	f.waitControllerEvent(first, "the unread key ignored", func(e reconcile.Event) bool {
+		return e.Kind == reconcile.EventIgnored && strings.Join(e.Keys, ",") == "unread"
+	})
+	time.Sleep(2 * time.Second)
+	if got := actions(first); got != n {
+		t.Errorf("%d actions after an unread key changed, want none", got-n)
+	}
+
+	t.Log("the leader deleted in the middle of an env change: the other replica finishes it, one restart")
+	d0, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "env", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec0 := d0.Annotations[watch.AnnotationApplied]
+	f.patchConfigMapData("app", map[string]string{"level": "l1"})
+	f.poll("the rollout of env started", podReadyTimeout, func() (bool, error) {
+		d, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "env", metav1.GetOptions{})
+		return err == nil && d.Spec.Template.Annotations[refresh.RestartedAtAnnotation] != "", err
+	})
+	if err := f.cs.CoreV1().Pods(ctlNS).Delete(f.ctx, first, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the leader %s: %v", first, err)
+	}
+	second := f.leader(first)
+	e = f.waitControllerEvent(second, "resumed", isResume)
+	t.Logf("%s took over from %s: %s", second, first, e.Message)
+	if !strings.Contains(e.Message, "1 changed since their record (checked)") {
+		t.Errorf("the new leader's resume: %q, want env changed since its record (the old leader was deleted before it recorded)", e.Message)
+	}
+	f.poll("env's record updated by "+second, podReadyTimeout, func() (bool, error) { return f.appliedRecord("env") != rec0, nil })
+	f.waitDeploymentSettled("env")
+	d1, _ := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "env", metav1.GetOptions{})
+	rss, err := f.cs.AppsV1().ReplicaSets(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: "app=env"})
+	if d1.Generation != d0.Generation+1 || err != nil || len(rss.Items) != 2 {
+		t.Errorf("env: generation %d -> %d, %d ReplicaSets (%v); want one restart (+1, 2 ReplicaSets)", d0.Generation, d1.Generation, len(rss.Items), err)
+	}
+	pods, _ := f.deploymentPods("env")
+	for name := range pods {
+		f.expectEnv(name, "c", "LEVEL", "l1")
+	}
+	f.checkKubeEvent("Deployment", "Refreshing")
+
+	t.Log("both replicas restarted with nothing changed: no action")
+	for _, p := range f.controllerPods() {
+		if err := f.cs.CoreV1().Pods(ctlNS).Delete(f.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := f.leader(first, second)
+	e = f.waitControllerEvent(third, "resumed", isResume)
+	if want := "2 consumers current by their record, 0 recorded for the first time (left alone), 0 changed since their record (checked)"; e.Message != want {
+		t.Errorf("restart with nothing changed: %q, want %q", e.Message, want)
+	}
+	time.Sleep(3 * time.Second) // past a debounce
+	if got := actions(third); got != 0 {
+		t.Errorf("%d actions after a restart with nothing changed, want 0", got)
+	}
+	for _, p := range f.controllerPods() {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount != 0 {
+				t.Errorf("controller pod %s restarted %d times:\n%s", p.Name, s.RestartCount, f.controllerLog(p.Name))
+			}
+		}
+	}
+}
+
+// checkMetrics reads /metrics of a controller pod through the API server's
+// pod proxy.
+func (f *fx) checkMetrics(pod string, want ...string) {
+	f.t.Helper()
+	b, err := f.cs.CoreV1().Pods(ctlNS).ProxyGet("http", pod, "8080", "/metrics", nil).DoRaw(f.ctx)
+	if err != nil {
+		f.t.Errorf("/metrics of %s: %v", pod, err)
+		return
+	}
+	for _, w := range want {
+		if !bytes.Contains(b, []byte(w)) {
+			f.t.Errorf("/metrics of %s lacks %q", pod, w)
+		}
+	}
+}
+
+// checkKubeEvent waits for an Event of the controller on an object of kind
+// in the test's namespace.
+func (f *fx) checkKubeEvent(kind, reason string) {
+	f.t.Helper()
+	f.poll("a "+reason+" Event on a "+kind, 30*time.Second, func() (bool, error) {
+		evs, err := f.cs.CoreV1().Events(f.ns).List(f.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Source.Component == "kubectl-cmsync-controller" && e.InvolvedObject.Kind == kind && e.Reason == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
