@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -199,6 +201,13 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 	}
 	if c.DryRun {
 		c.Recorder = controller.Recorder{} // nothing is done: no Event says otherwise
+	}
+	if o.RESTConfig != nil {
+		lc, err := kubernetes.NewForConfig(rest.CopyConfig(o.RESTConfig)) // a rate limiter of its own
+		if err != nil {
+			return err
+		}
+		c.LeaseClient = lc
 	}
 	if err := c.Run(ctx); err != nil {
 		return explainAPIError(err, o.server(), o.KeyNamespace)

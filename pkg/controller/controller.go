@@ -46,6 +46,10 @@ type Config struct {
 type Controller struct {
 	Config
 	Client kubernetes.Interface
+	// LeaseClient renews the Lease (default Client). Give it a client of its
+	// own: behind the loop's requests in one client's rate limiter, a
+	// renewal can miss its deadline and the leader steps down.
+	LeaseClient kubernetes.Interface
 	// NewLoop builds the loop to run while leading, given the records' key
 	// (its Emit is set by the controller).
 	NewLoop func(key []byte) *reconcile.Loop
@@ -126,7 +130,7 @@ func (c *Controller) elect(ctx context.Context, health *leaderelection.HealthzAd
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1ObjectMeta(c.Namespace, c.LeaseName),
-			Client:     c.Client.CoordinationV1(),
+			Client:     c.leaseClient().CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: c.Identity},
 		},
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
@@ -168,6 +172,13 @@ func (c *Controller) elect(ctx context.Context, health *leaderelection.HealthzAd
 		return errors.New("lost the Lease " + c.Namespace + "/" + c.LeaseName + ": exiting, to start again as a standby")
 	}
 	return nil
+}
+
+func (c *Controller) leaseClient() kubernetes.Interface {
+	if c.LeaseClient != nil {
+		return c.LeaseClient
+	}
+	return c.Client
 }
 
 // leading records a change of leadership.
