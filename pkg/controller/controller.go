@@ -181,9 +181,12 @@ func (c *Controller) leaseClient() kubernetes.Interface {
 	return c.Client
 }
 
-// leading records a change of leadership.
+// leading records a change of leadership (client-go also says "stopped"
+// to a standby that never led: that is no change).
 func (c *Controller) leading(on bool) {
-	c.probes.leading.Store(on)
+	if was := c.probes.leading.Swap(on); !on && !was {
+		return
+	}
 	if !on {
 		c.probes.synced.Store(false)
 	}
