@@ -244,11 +244,16 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 			t.Errorf("running after a restart, %q: %v, want %s", msg, obs.Err, want)
 		}
 	}
-	// a container that never restarted keeps the exec's own answer
+	// a container that never restarted keeps the exec's own answer; killed
+	// (the status was read before its first run ended) it is not running
 	fresh := configMapVolumePod()
 	obs := explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "exit code 2"}}, fresh, it.Container)
 	if obs.Err.Reason != VerifyFailed {
 		t.Errorf("no restart: %v, want the exec failure kept", obs.Err)
+	}
+	obs = explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "exit code 137"}}, fresh, it.Container)
+	if obs.Err.Reason != VerifyNotRunning || obs.Err.Message != "the container stopped while it was read (exit code 137)" {
+		t.Errorf("killed in its first run: %v, want not running", obs.Err)
 	}
 }
 

@@ -235,8 +235,14 @@ func explainRestart(obs *Verified, pod *corev1.Pod, c *ContainerRef) *Verified {
 		return obs
 	}
 	msg, ok := restartingReason(st)
-	if !ok {
+	if !ok && !killed {
 		return obs
+	}
+	if !ok {
+		// killed while the status read before it still showed the first
+		// run: the read met the container going down (its stop kills every
+		// process in it), not a failure of its own
+		msg = fmt.Sprintf("the container stopped while it was read (%s)", obs.Err.Message)
 	}
 	out := *obs
 	out.Err = &VerifyError{Reason: VerifyNotRunning, Message: msg, Hint: "verify again once it runs"}
