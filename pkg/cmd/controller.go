@@ -76,8 +76,6 @@ type ControllerOptions struct {
 	// Set by Complete.
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
-	// ready, when set, is told the address served (tests).
-	ready func(string)
 }
 
 // serviceAccountNamespace is where a pod finds its own namespace.
@@ -197,7 +195,6 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 		Log:      o.logLine,
 		Metrics:  controller.NewMetrics(),
 		Recorder: controller.Recorder{EventRecorder: o.recorder},
-		Ready:    o.ready,
 	}
 	if c.DryRun {
 		c.Recorder = controller.Recorder{} // nothing is done: no Event says otherwise

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -129,7 +130,7 @@ func (c *Controller) elect(ctx context.Context, health *leaderelection.HealthzAd
 	defer stop()
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1ObjectMeta(c.Namespace, c.LeaseName),
+			LeaseMeta:  metav1.ObjectMeta{Namespace: c.Namespace, Name: c.LeaseName},
 			Client:     c.leaseClient().CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: c.Identity},
 		},

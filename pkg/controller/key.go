@@ -54,7 +54,3 @@ func DigestKey(ctx context.Context, c kubernetes.Interface, namespace, name stri
 	}
 	return key, nil
 }
-
-func metav1ObjectMeta(namespace, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: namespace, Name: name}
-}

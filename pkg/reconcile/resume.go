@@ -65,7 +65,7 @@ func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspec
 		}
 		if r.Target.Kind != "Pod" { // a workload's restart: none of its pods is done
 			for s := range bySubject {
-				if s.workload.Kind == r.Target.Kind && s.workload.Name == r.Target.Name {
+				if onlyKey(s.workload) == r.Target.Kind+"/"+r.Target.Name {
 					delete(bySubject, s)
 				}
 			}
@@ -212,7 +212,7 @@ func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspe
 		p = &pending{change: watch.Change{Object: k}, first: l.Now(), existing: true, only: map[string]bool{}}
 		out[k] = p
 	}
-	p.only[s.workload.GroupKind()+"/"+s.workload.Name] = true
+	p.only[onlyKey(s.workload)] = true
 }
 
 // afterRollouts holds back the checks of existing state (a resume, or
@@ -253,7 +253,7 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Item, changes 
 		if retry[it.Key()] == nil {
 			retry[it.Key()] = map[string]bool{}
 		}
-		retry[it.Key()][it.Workload.GroupKind()+"/"+it.Workload.Name] = true
+		retry[it.Key()][onlyKey(it.Workload)] = true
 	}
 	for k, only := range retry {
 		p := *changes[k]

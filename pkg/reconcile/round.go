@@ -72,6 +72,10 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	l.record(ctx, snap, kept, meta, append(results, heldResults(held)...))
 }
 
+// onlyKey names a workload in a change's `only` set, as an action's
+// Target does (its kind qualified with the group when not built in).
+func onlyKey(w inspect.WorkloadRef) string { return w.GroupKind() + "/" + w.Name }
+
 func compareKeys(a, b inspect.ObjectKey) int {
 	return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
 }
@@ -131,7 +135,7 @@ func concernedItems(items []inspect.Item, changes map[inspect.ObjectKey]*pending
 	acted := map[inspect.ObjectKey]bool{}
 	for _, it := range items {
 		p := changes[it.Key()]
-		if p == nil || it.Pod.Name == "" || (p.only != nil && !p.only[it.Workload.GroupKind()+"/"+it.Workload.Name]) {
+		if p == nil || it.Pod.Name == "" || (p.only != nil && !p.only[onlyKey(it.Workload)]) {
 			continue
 		}
 		if _, ok := watch.Concerns(it, p.change); ok || p.existing {
