@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -66,11 +67,8 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 		objs := consumedObjects(a, changes)
 		drop := h.Stuck
 		for _, k := range objs {
-			p := changes[k]
-			if h.Rollout && p.deferredSince.IsZero() {
-				p.deferredSince = now
-			}
-			drop = drop || (h.Rollout && now.Sub(p.deferredSince) >= l.RolloutWait)
+			_, waited := l.waitedOn(changes[k], h, now)
+			drop = drop || waited
 		}
 		if drop {
 			l.emit(Event{Kind: EventError, Action: &a, Message: fmt.Sprintf("%s: not restarted; once that is resolved, `kubectl cmsync refresh` of %s finishes it",
@@ -95,6 +93,18 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 }
 
 func (l *Loop) dryRun() bool { return l.Refresh.DryRun != refresh.DryRunNone && l.Refresh.DryRun != "" }
+
+// waitedOn starts the clock of a change held for a rollout (first: this is
+// its first hold) and tells whether it has waited RolloutWait already.
+func (l *Loop) waitedOn(p *pending, h Hold, now time.Time) (first, waited bool) {
+	if !h.Rollout {
+		return false, false
+	}
+	if p.deferredSince.IsZero() {
+		p.deferredSince, first = now, true
+	}
+	return first, now.Sub(p.deferredSince) >= l.RolloutWait
+}
 
 // consumedObjects are the changed objects an action's consumers read.
 func consumedObjects(a refresh.Action, changes map[inspect.ObjectKey]*pending) []inspect.ObjectKey {

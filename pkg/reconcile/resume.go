@@ -234,11 +234,8 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Item, changes 
 		h, seen := holds[it.Workload]
 		if !seen {
 			h = l.rolloutHold(ctx, refresh.Target{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name})
-			first := h.Rollout && p.deferredSince.IsZero()
-			if first {
-				p.deferredSince = l.Now()
-			}
-			h.Stuck = h.Stuck || (h.Rollout && l.Now().Sub(p.deferredSince) >= l.RolloutWait)
+			first, waited := l.waitedOn(p, h, l.Now())
+			h.Stuck = h.Stuck || waited
 			holds[it.Workload] = h
 			if first && !h.Stuck { // said once, not at every retry
 				k := it.Key()
