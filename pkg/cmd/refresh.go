@@ -213,7 +213,7 @@ func (o *RefreshOptions) Complete(args []string) error {
 		o.Access = refresh.SelfAccessReviewer{Client: o.Client}
 	}
 	if o.Verifier == nil {
-		o.Verifier = refresh.ClusterVerifier{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
+		o.Verifier = &refresh.ClusterVerifier{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
 	}
 	o.StdinTerminal = isTerminal(o.In)
 	o.ErrTerminal = isTerminal(o.ErrOut)

@@ -353,7 +353,7 @@ func TestRefreshAnnotatesVolumePodsWhileVerifyingTheOthers(t *testing.T) {
 			o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
 			client := fake.NewClientset(cm, vol, env)
 			o.Namespace, o.Client, o.Executor, o.Patcher, o.Yes, o.Output = "ns", client, ex, p, yes, "json"
-			o.Verifier = refresh.ClusterVerifier{Client: client, Executor: inner, Verify: o.verifyOptions()}
+			o.Verifier = &refresh.ClusterVerifier{Client: client, Executor: inner, Verify: o.verifyOptions()}
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out.String())
 			}

@@ -61,6 +61,14 @@ type ContainerReader interface {
 	ReadContainers(ctx context.Context, reqs []ContainerRequest, o VerifyReadOptions) []*Verified
 }
 
+// Preparer is a ContainerReader that can get ready for the nodes it will
+// read before the first read (the node reader starts its pods): a
+// refresh prepares the nodes of the pods it patches while the patches go
+// out. Prepare does not wait; a failure is the first read's to report.
+type Preparer interface {
+	Prepare(ctx context.Context, nodes []string)
+}
+
 // ContainerRequest is one container to read and its pod (nil when the
 // pod is not in the snapshot): a reader outside the container finds the
 // container, its volumes and its mounts through the pod.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -22,12 +23,58 @@ type readerPod struct {
 	ready chan struct{}
 	name  string
 	err   *inspect.VerifyError
+	// prepared: started by Prepare, whose failure is kept for the first
+	// read to report (and fall back on) rather than tried again at once
+	prepared bool
+	// sent is closed once the create has been answered (or not sent)
+	sent chan struct{}
+}
+
+// prepareWait bounds Prepare's wait for the API server to answer the
+// creates.
+const prepareWait = 2 * time.Second
+
+// Prepare implements inspect.Preparer: it starts the reader pods of the
+// nodes that have none yet, so that they start while the caller does
+// other work (a refresh, while it patches). It returns once the API
+// server has answered the creates (at most prepareWait), not when the
+// pods run: requests sent after it, such as a refresh's patches, do not
+// hold the creates back. A reader that fails to start is reported by the
+// first read of its node.
+func (r *Reader) Prepare(ctx context.Context, nodes []string) {
+	var sent []chan struct{}
+	for _, node := range nodes {
+		if node == "" || r.isUnavailable(node) {
+			continue
+		}
+		rp := &readerPod{ready: make(chan struct{}), prepared: true, sent: make(chan struct{})}
+		r.mu.Lock()
+		if r.closed || r.pods[node] != nil {
+			r.mu.Unlock()
+			continue
+		}
+		r.pods[node] = rp
+		r.mu.Unlock()
+		sent = append(sent, rp.sent)
+		go r.create(ctx, node, rp)
+	}
+	timeout := time.NewTimer(prepareWait)
+	defer timeout.Stop()
+	for _, c := range sent {
+		select {
+		case <-c:
+		case <-timeout.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // podFor returns the name of the node's running reader pod, creating it
 // the first time. Concurrent callers for one node wait for one pod.
+// prepare: called by Prepare (see readerPod.prepared).
 func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.VerifyError) {
-	r.sweep.Do(func() { r.removeEnded(ctx) })
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -38,28 +85,12 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 	if creator {
 		rp = &readerPod{ready: make(chan struct{})}
 		r.pods[node] = rp
+	} else if rp.prepared {
+		r.takePrepared(node, rp)
 	}
 	r.mu.Unlock()
 	if creator {
-		rp.name, rp.err = r.start(ctx, node)
-		r.mu.Lock()
-		if r.closed && rp.err == nil {
-			// it started after Close listed this run's pods
-			_ = r.delete(rp.name)
-			rp.name, rp.err = "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
-		}
-		r.mu.Unlock()
-		close(rp.ready)
-		if rp.err != nil {
-			// this read fails; the next one tries to start a reader again
-			// (a passing failure must not make the node unreadable for the
-			// rest of the run or of the dashboard)
-			r.mu.Lock()
-			if r.pods[node] == rp {
-				delete(r.pods, node)
-			}
-			r.mu.Unlock()
-		}
+		r.create(ctx, node, rp)
 	}
 	select {
 	case <-rp.ready:
@@ -67,6 +98,45 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 		return "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
 	}
 	return rp.name, rp.err
+}
+
+// create starts the node's reader pod rp and closes rp.ready once it runs
+// or has failed.
+func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
+	r.sweep.Do(func() { r.removeEnded(ctx) })
+	rp.name, rp.err = r.start(ctx, node, rp.sent)
+	r.mu.Lock()
+	if r.closed && rp.err == nil {
+		// it started after Close listed this run's pods
+		_ = r.delete(rp.name)
+		rp.name, rp.err = "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
+	}
+	close(rp.ready)
+	if rp.err != nil && !rp.prepared && r.pods[node] == rp {
+		// this read fails; the next one tries to start a reader again (a
+		// passing failure must not make the node unreadable for the rest
+		// of the run or of the dashboard)
+		delete(r.pods, node)
+	}
+	r.mu.Unlock()
+}
+
+// takePrepared: a read takes over a pod Prepare started; once that pod's
+// start has failed, this read reports the failure and the next one tries
+// again. r.mu is held.
+func (r *Reader) takePrepared(node string, rp *readerPod) {
+	rp.prepared = false
+	go func() {
+		<-rp.ready
+		if rp.err == nil {
+			return
+		}
+		r.mu.Lock()
+		if r.pods[node] == rp {
+			delete(r.pods, node)
+		}
+		r.mu.Unlock()
+	}()
 }
 
 // forget drops a node's pod that stopped running, and deletes it.
@@ -177,15 +247,19 @@ func Ended(p *corev1.Pod, now time.Time) bool {
 }
 
 // start creates the node's reader pod and waits until it runs; a pod that
-// does not run is deleted.
-func (r *Reader) start(ctx context.Context, node string) (string, *inspect.VerifyError) {
+// does not run is deleted. sent (if not nil) is closed once the create
+// has been answered.
+func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (string, *inspect.VerifyError) {
 	pod := ReaderPod(r.opts.Namespace, node, r.opts.Image, r.runID, r.opts.Lifetime)
 	r.created.Store(true)
 	created, err := r.client.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if sent != nil {
+		close(sent)
+	}
 	if err != nil {
 		return "", r.createError(err)
 	}
-	if verr := r.waitRunning(ctx, created.Name, node); verr != nil {
+	if verr := r.waitRunning(ctx, created.Name, node, created.ResourceVersion); verr != nil {
 		_ = r.delete(created.Name)
 		return "", verr
 	}
@@ -203,20 +277,27 @@ func (r *Reader) createError(err error) *inspect.VerifyError {
 				"label the namespace pod-security.kubernetes.io/enforce=privileged, or pass --reader-namespace with one that allows it, or use --reader=exec"}
 	case apierrors.IsForbidden(err):
 		return &inspect.VerifyError{Reason: inspect.VerifyForbidden, Message: "create pods in namespace " + ns + " (" + firstLine(msg) + ")",
-			Hint: "the node reader needs create, get, list and delete on pods and get and create on pods/exec in namespace " + ns + "; see deploy/rbac.yaml, or use --reader=exec"}
+			Hint: "the node reader needs create, get, list, watch and delete on pods and get and create on pods/exec in namespace " + ns + "; see deploy/rbac.yaml, or use --reader=exec"}
 	}
 	return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "creating the node reader in namespace " + ns + ": " + firstLine(msg)}
 }
 
-// waitRunning polls the pod until its container runs, failing early on
+// waitRunning waits until the pod's container runs, failing early on
 // what will not pass by itself (an image that cannot be pulled, a pod the
-// kubelet rejected) and at StartTimeout with the pod's last event.
-func (r *Reader) waitRunning(ctx context.Context, name, node string) *inspect.VerifyError {
+// kubelet rejected) and at StartTimeout with the pod's last event. It
+// watches the pod from rv (the create's resourceVersion) and GETs it now
+// and then too: a watch that is refused or ends only slows it down.
+func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *inspect.VerifyError {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
 	pods := r.client.CoreV1().Pods(r.opts.Namespace)
 	where := fmt.Sprintf("the node reader %s/%s on node %s", r.opts.Namespace, name, node)
-	for delay := 100 * time.Millisecond; ; delay = min(delay*2, time.Second) {
+	var events <-chan watch.Event
+	if w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: rv}); err == nil {
+		defer w.Stop()
+		events = w.ResultChan()
+	}
+	for delay := 250 * time.Millisecond; ; delay = min(delay*2, 2*time.Second) {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			if done, verr := podStarted(p, where, r.opts.Image); done {
@@ -225,11 +306,35 @@ func (r *Reader) waitRunning(ctx context.Context, name, node string) *inspect.Ve
 		} else if ctx.Err() == nil && !apierrors.IsNotFound(err) {
 			return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: where + ": " + firstLine(err.Error())}
 		}
+		if verr, done := r.nextEvent(ctx, &events, delay, name, where); done {
+			return verr
+		}
+	}
+}
+
+// nextEvent waits for the next watch event of the pod (or delay, or the
+// end of ctx) and says whether the start is decided. A closed watch is
+// set to nil: the caller polls from then on.
+func (r *Reader) nextEvent(ctx context.Context, events *<-chan watch.Event, delay time.Duration, name, where string) (*inspect.VerifyError, bool) {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
 		select {
 		case <-ctx.Done():
 			return &inspect.VerifyError{Reason: inspect.VerifyTimeout,
-				Message: fmt.Sprintf("%s did not run within %s%s", where, r.opts.StartTimeout, r.lastEvent(name))}
-		case <-time.After(delay):
+				Message: fmt.Sprintf("%s did not run within %s%s", where, r.opts.StartTimeout, r.lastEvent(name))}, true
+		case <-timer.C:
+			return nil, false
+		case ev, ok := <-*events:
+			if !ok {
+				*events = nil
+				continue
+			}
+			if p, isPod := ev.Object.(*corev1.Pod); isPod {
+				if done, verr := podStarted(p, where, r.opts.Image); done {
+					return verr, true
+				}
+			}
 		}
 	}
 }

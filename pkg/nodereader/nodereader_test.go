@@ -3,10 +3,12 @@ package nodereader
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -156,11 +158,38 @@ func runNodeScript(t *testing.T, nr *nodeRead, dir, rootDir string) (*nodeOutput
 	if err != nil {
 		t.Fatalf("node records: %v (%q)", err, out.String())
 	}
-	obs, err := inspect.ParseVerified(no.rest, n1, nr.paths)
+	if !bytes.HasPrefix(no.rest, []byte("T\x00")) {
+		t.Fatalf("the paths were not read by tar: %q", no.rest[:min(len(no.rest), 20)])
+	}
+	obs, err := parsePaths(no.rest, n1, nr.paths, 1<<20)
 	if err != nil {
 		t.Fatalf("verify records: %v", err)
 	}
 	return no, obs
+}
+
+// runVerifyScript reads the node read's paths with the exec reader's
+// script, as the node script does where its image has no tar, dir/k
+// linked to rootDir as the node script links it.
+func runVerifyScript(t *testing.T, nr *nodeRead, dir, rootDir string) *inspect.Verified {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Symlink(rootDir, filepath.Join(dir, "k")); err != nil {
+		t.Fatal(err)
+	}
+	n := inspect.NewNonce()
+	out, err := exec.Command(busybox(t), append([]string{"sh", "-c", verifyScriptText(), "sh", "1048576", n, "0"}, nr.paths...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := inspect.ParseVerified(out, n, nr.paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs
 }
 
 // atomicVolume lays out a volume as the kubelet's atomic writer does.
@@ -197,12 +226,28 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 	p.UID = "8e1b2c3d-0000-4000-8000-000000000001"
 	vol := filepath.Join(root, "pods", string(p.UID), "volumes", "kubernetes.io~configmap", "cfg")
 	atomicVolume(t, vol, map[string]string{"a": "1", "evil;$(touch x)": "Z\x00cmsync-0\x00"})
+	// a nested item (items[].path "sub/b") and a link inside the data: the
+	// tar and the verify script must list them alike
+	ts := filepath.Join(vol, "..2024_05_06_07_08_09.123456789")
+	if err := os.MkdirAll(filepath.Join(ts, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ts, "sub", "b"), []byte("nested"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("b", filepath.Join(ts, "sub", "l")); err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(t.TempDir(), "scratch")
 	nodes, failed := planNodes([]inspect.ContainerRequest{request(p, true, "/etc/cfg", "/etc/app.conf")}, dir)
 	if len(failed) != 0 {
 		t.Fatal(failed)
 	}
 	no, obs := runNodeScript(t, nodes[0], dir, root)
+	// the exec reader's script, where the image has no tar, shows the same
+	if byScript := runVerifyScript(t, nodes[0], dir, root); !reflect.DeepEqual(obs, byScript) {
+		t.Errorf("tar and the verify script differ:\n%s\n%s", dump(obs), dump(byScript))
+	}
 	if no.rootDir != root || no.source != "flag" {
 		t.Fatalf("root dir = %q from %q", no.rootDir, no.source)
 	}
@@ -301,47 +346,6 @@ func TestVerifyScriptAdapted(t *testing.T) {
 	}
 }
 
-// TestQueueMerges: reads of one node asked while one runs are merged into
-// the next, and every caller gets its answer.
-func TestQueueMerges(t *testing.T) {
-	q := &nodeQueue{}
-	var mu sync.Mutex
-	runs, served := 0, 0
-	run := func(_ context.Context, merged *nodeRead, jobs []*job) {
-		time.Sleep(30 * time.Millisecond)
-		mu.Lock()
-		runs++
-		mu.Unlock()
-		for _, j := range jobs {
-			for _, c := range j.nr.containers {
-				j.out[c.req] = &inspect.Verified{}
-			}
-		}
-		if len(jobs) > 1 && len(merged.containers) != len(jobs) {
-			t.Errorf("merged %d containers of %d jobs", len(merged.containers), len(jobs))
-		}
-	}
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out := make([]*inspect.Verified, 1)
-			q.read(context.Background(), &job{ctx: context.Background(), nr: &nodeRead{node: "n", containers: []containerPlan{{id: fmt.Sprint(i)}}}, out: out}, run)
-			if out[0] == nil {
-				t.Error("a caller got no result")
-			}
-			mu.Lock()
-			served++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if served != 20 || runs >= 20 {
-		t.Fatalf("served %d callers in %d reads, want 20 in fewer reads", served, runs)
-	}
-}
-
 // TestCreateErrors: a reader pod the API refuses makes every container of
 // its node unverifiable with what to do: the Pod Security label or another
 // namespace, or the RBAC verbs.
@@ -354,7 +358,7 @@ func TestCreateErrors(t *testing.T) {
 		"pod security": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`violates PodSecurity "baseline:latest": host namespaces (hostPID=true)`)),
 			inspect.VerifyFailed, []string{"Pod Security", "pod-security.kubernetes.io/enforce=privileged", "--reader-namespace"}},
 		"rbac": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`User "alice" cannot create resource "pods"`)),
-			inspect.VerifyForbidden, []string{"create pods", "create, get, list and delete on pods", "pods/exec"}},
+			inspect.VerifyForbidden, []string{"create pods", "create, get, list, watch and delete on pods", "pods/exec"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -422,4 +426,9 @@ func TestFallbackReadsWhereNoReaderStarts(t *testing.T) {
 	if creates != 1 || strings.Join(fb.pods, ",") != "n1/c,n1/c" {
 		t.Errorf("%d creates, fallback read %v; want 1 create and n1/c read twice by the fallback", creates, fb.pods)
 	}
+}
+
+func dump(v *inspect.Verified) string {
+	b, _ := json.MarshalIndent(v, "", " ")
+	return string(b)
 }

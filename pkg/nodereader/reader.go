@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/coalesce"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
@@ -76,9 +77,9 @@ type Reader struct {
 	sweep   sync.Once
 	created atomic.Bool // a create was sent: Close lists what is left
 	mu      sync.Mutex
-	closed  bool                  // Close was called: no pod may outlive it
-	pods    map[string]*readerPod // by node
-	reads   map[string]*nodeQueue // by node
+	closed  bool                         // Close was called: no pod may outlive it
+	pods    map[string]*readerPod        // by node
+	reads   coalesce.Keyed[string, *job] // by node
 	// unavailable: the nodes where no reader could start, read by
 	// Options.Fallback since
 	unavailable map[string]bool
@@ -87,7 +88,7 @@ type Reader struct {
 // New returns a Reader; ex runs the reads in the reader pods (the exec
 // reader's Executor).
 func New(client kubernetes.Interface, ex inspect.Executor, o Options) *Reader {
-	return &Reader{client: client, exec: ex, opts: o.withDefaults(), runID: NewRunID(), pods: map[string]*readerPod{}, reads: map[string]*nodeQueue{},
+	return &Reader{client: client, exec: ex, opts: o.withDefaults(), runID: NewRunID(), pods: map[string]*readerPod{},
 		unavailable: map[string]bool{}}
 }
 
@@ -118,8 +119,8 @@ func (r *Reader) ReadContainers(ctx context.Context, reqs []inspect.ContainerReq
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r.queue(nr.node).read(ctx, &job{ctx: ctx, nr: nr, out: out, fallback: fallback}, func(ctx context.Context, merged *nodeRead, jobs []*job) {
-				r.readNode(ctx, merged, dir, o, jobs)
+			r.reads.Do(ctx, nr.node, &job{nr: nr, out: out, fallback: fallback}, func(ctx context.Context, jobs []*job) {
+				r.readNode(ctx, merge(jobs), dir, o, jobs)
 			})
 		}()
 	}
@@ -238,7 +239,7 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir str
 	no, perr := parseNodeOutput(stdout.Bytes(), n2)
 	if perr == nil {
 		var obs *inspect.Verified
-		if obs, perr = inspect.ParseVerified(no.rest, n1, nr.paths); perr == nil {
+		if obs, perr = parsePaths(no.rest, n1, nr.paths, maxBytes); perr == nil {
 			return &nodeRead2{no: no, obs: obs}, nil
 		}
 	}
@@ -248,6 +249,18 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir str
 		return nil, ve
 	}
 	return nil, &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprintf("node reader %s/%s: unexpected output (%v)", r.opts.Namespace, pod, perr)}
+}
+
+// parsePaths parses what the node script showed of the paths: a tar (T)
+// or the verify script's records (V, where the reader's image has no tar).
+func parsePaths(rest []byte, nonce string, paths []string, maxBytes int64) (*inspect.Verified, error) {
+	switch {
+	case bytes.HasPrefix(rest, []byte("T\x00")):
+		return parseTarOutput(rest[2:], nonce, paths, maxBytes)
+	case bytes.HasPrefix(rest, []byte("V\x00")):
+		return inspect.ParseVerified(rest[2:], nonce, paths)
+	}
+	return nil, inspect.ErrTruncated
 }
 
 // nodeRead2 is what one node read showed.

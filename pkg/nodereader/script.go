@@ -12,19 +12,28 @@ import (
 
 // nodeScript runs in the reader pod, once per node per read. Everything
 // from the cluster (container IDs, paths) is an argument, never script
-// text; container IDs are checked to be hex before they are passed.
+// text; container IDs are checked to be hex before they are passed. It
+// forks a handful of processes whatever the number of pods: one grep over
+// every process's cgroup, one sort, one tar of every path, and one cat per
+// environment asked for.
 //
 // It finds, through hostPID, each requested container's main process: the
-// processes whose cgroup ends in the container ID, the earliest started
-// whose parent is not one of them (an exec's process is a child of the
-// runtime's shim, and starts later). It links dir/c/ID to /proc/PID/root
-// and dir/e/ID to /proc/PID/environ. It finds the kubelet (comm
-// "kubelet") and its root directory: $2 when given, else --root-dir on its
-// command line, else /var/lib/kubelet, seen through the kubelet's own mount
-// namespace (/proc/KUBELET/root: Secret and projected volumes are tmpfs
-// mounts the kubelet made after the reader started), linked as dir/k. Then
-// it prints the environments asked for and runs the exec reader's script
-// on the paths.
+// processes whose pod cgroup line ends in the container ID, the earliest
+// started whose parent is not one of them (an exec's process is a child of
+// the runtime's shim, and starts later). It finds the kubelet (comm
+// "kubelet", in no pod's cgroup) and its root directory: $2 when given,
+// else --root-dir on its command line, else /var/lib/kubelet, seen through
+// the kubelet's own mount namespace (/proc/KUBELET/root: Secret and
+// projected volumes are tmpfs mounts the kubelet made after the reader
+// started), linked as dir/k. Then it prints the environments asked for
+// (/proc/PID/environ, opened first by the shell: an unreadable one is
+// reported, not half printed) and reads the paths.
+//
+// The paths: where tar exists, one tar of them all, each atomic volume as
+// its ..data link, the volume, and its ..data link again (the target
+// before and after the volume was archived: when they differ the kubelet
+// swapped it meanwhile), then Z and nonce 1 (tarread.go parses it). Else
+// the exec reader's script on the paths.
 //
 // Arguments: $1 dir, $2 kubelet root directory or "", $3 the verify
 // script, $4 max bytes, $5 the verify script's nonce, $6 this script's
@@ -33,7 +42,8 @@ import (
 //
 // Output (NUL-terminated fields): M ID PID per container found; R rootdir
 // source kubeletPID; per environment asked E ID, the environ, the nonce,
-// or N ID; Y nonce; then the verify script's output.
+// or N ID; Y nonce; then T and the tar, or V and the verify script's
+// output.
 const nodeScript = `d=$1 rd=$2 vs=$3 m=$4 n1=$5 n2=$6 nc=$7
 shift 7
 r() { printf '%s\0' "$@"; }
@@ -46,34 +56,37 @@ while [ "$nc" -gt 0 ]; do
 done
 [ "$1" = -- ] || { echo 'bad arguments' >&2; exit 2; }
 shift
-rm -rf "$d" && mkdir -p "$d/c" "$d/e" || exit 1
+rm -rf "$d" && mkdir -p "$d" || exit 1
+kp=
+for f in $(grep -lsx kubelet /proc/[0-9]*/comm); do
+  f=${f%/comm}
+  grep -qs kubepods "$f/cgroup" || { kp=${f#/proc/}; break; }
+done
+# the first pod cgroup line of each process (cgroup v1 lists one per hierarchy)
+grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup >"$d/g"
 sf() { pp=$2 sa=${20}; }
-kp= all=' ' ms=
-for pd in /proc/[0-9]*; do
-  p=${pd#/proc/}
-  # the kubelet: named kubelet and in no pod's cgroup (a container may name its process kubelet)
-  if [ -z "$kp" ] && read -r cm <"$pd/comm" 2>/dev/null && [ "$cm" = kubelet ] &&
-    ! grep -q kubepods "$pd/cgroup" 2>/dev/null; then kp=$p; fi
-  # the line of a pod's cgroup, whichever hierarchy it is on (cgroup v1 lists one per controller)
-  l=
-  while read -r x; do case $x in *kubepods*) l=$x; break;; esac; done <"$pd/cgroup" 2>/dev/null
-  [ -n "$l" ] || continue
+all=' ' ms=
+while IFS= read -r l; do
   c=${l##*/} c=${c%.scope} c=${c##*-}
   case $ids in *" $c "*) ;; *) continue;; esac
+  p=${l#/proc/} p=${p%%/*}
   s=
-  read -r s <"$pd/stat" 2>/dev/null || continue
+  read -r s <"/proc/$p/stat" 2>/dev/null || continue
   set -f
   sf ${s##*) }
   set +f
   all="$all$c:$p "
   ms="$ms$sa $p $pp $c
 "
-done
-printf '%s' "$ms" | sort -n | while read -r sa p pp c; do
+done <"$d/g"
+printf '%s' "$ms" | sort -n >"$d/s"
+pm=' '
+while read -r sa p pp c; do
   case $all in *" $c:$pp "*) continue;; esac
-  [ -L "$d/c/$c" ] && continue
-  ln -s "/proc/$p/root" "$d/c/$c" && ln -s "/proc/$p/environ" "$d/e/$c" && r M "$c" "$p"
-done
+  case $pm in *" $c:"*) continue;; esac
+  pm="$pm$c:$p "
+  r M "$c" "$p"
+done <"$d/s"
 src=flag
 if [ -z "$rd" ]; then
   src=default rd=/var/lib/kubelet
@@ -93,11 +106,25 @@ kr=/proc/1/root
 ln -s "$kr$rd" "$d/k"
 r R "$rd" "$src" "${kp:-0}"
 for c in $envs; do
-  if cat "$d/e/$c" >/dev/null 2>&1; then r E "$c"; cat "$d/e/$c"; r "$n2"; else r N "$c"; fi
+  p=
+  case $pm in *" $c:"*) p=${pm#* $c:} p=${p%% *};; esac
+  if [ -n "$p" ] && { : <"/proc/$p/environ"; } 2>/dev/null; then r E "$c"; cat "/proc/$p/environ" 2>/dev/null; r "$n2"; else r N "$c"; fi
 done
 r Y "$n2"
-sh -c "$vs" sh "$m" "$n1" 0 "$@"
-x=$?
+if command -v tar >/dev/null 2>&1; then
+  r T
+  for p do
+    if [ -L "$p/..data" ]; then set -- "$@" "$p/..data" "$p" "$p/..data"; else set -- "$@" "$p"; fi
+    shift
+  done
+  tar -cf - "$@" 2>/dev/null
+  r Z "$n1"
+  x=0
+else
+  r V
+  sh -c "$vs" sh "$m" "$n1" 0 "$@"
+  x=$?
+fi
 rm -rf "$d"
 exit $x
 `
@@ -146,7 +173,7 @@ type nodeOutput struct {
 	rootDir string
 	source  string // flag, cmdline or default
 	kubelet string // PID, "0" when not found
-	rest    []byte // the verify script's output
+	rest    []byte // what the paths showed: T and a tar, or V and the verify script's output
 }
 
 // parseNodeOutput reads the records up to Y.

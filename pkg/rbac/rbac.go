@@ -68,7 +68,7 @@ var Roles = []Role{
 		{"", []string{"nodes/proxy"}, []string{"get"}}}},
 	{Name: RoleLint, For: "lint --cluster", Rules: []Rule{{"", []string{"configmaps", "secrets"}, []string{"get"}}}},
 	{Name: RoleNodeReader, For: "--reader=node, in --reader-namespace (with the command's role)", Rules: []Rule{
-		{"", []string{"pods"}, []string{"create", "get", "list", "delete"}},
+		{"", []string{"pods"}, []string{"create", "get", "list", "watch", "delete"}},
 		{"", []string{"pods/exec"}, []string{"get", "create"}},
 		{"", []string{"events"}, []string{"list"}}}},
 }

@@ -106,7 +106,7 @@ func Retriable(err error) bool {
 }
 
 // ApplyConcurrency bounds the patches in flight.
-const ApplyConcurrency = 16
+const ApplyConcurrency = 64
 
 // Apply sends the patches of a plan, up to ApplyConcurrency at once. manual
 // and none actions are reported, not sent. With DryRunClient nothing is

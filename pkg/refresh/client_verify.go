@@ -3,6 +3,8 @@ package refresh
 import (
 	"context"
 	"slices"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/coalesce"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
@@ -22,10 +25,13 @@ type ClusterVerifier struct {
 	Secrets  bool
 	// PodSelector is the user's -l: pods outside it are never touched.
 	PodSelector string
+
+	batches coalesce.Keyed[string, *podJob] // VerifyPod's, by namespace
+	gather  sync.Once                       // sets batches.Gather
 }
 
 // VerifyPods implements Verifier.
-func (c ClusterVerifier) VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+func (c *ClusterVerifier) VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
 	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || inspect.NamesSecret(objects)})
 	if err != nil {
 		return nil, err
@@ -41,7 +47,7 @@ func (c ClusterVerifier) VerifyPods(ctx context.Context, namespace string, objec
 }
 
 // verify reads by exec the uses of objects in snap that want picks.
-func (c ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+func (c *ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: objects, Secrets: true, IncludeSystem: true})
 	if err != nil {
 		return nil, err
@@ -55,51 +61,150 @@ func (c ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, obj
 	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
 }
 
-// VerifyPod implements Verifier: one GET of the pod and one of each
-// object, then one exec per consuming container. A pod that no longer
-// exists (or left -l) yields no items: the wait says its uses are gone.
-func (c ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
-	p, err := c.Client.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+// VerifyPod implements Verifier. Calls for one namespace made while a
+// read runs are merged into the next (internal/coalesce): a wait that
+// verifies each pod as soon as its own patch is acknowledged then costs,
+// per round, one read of the pods, one GET of each object and one
+// Verify (one exec per node with the node reader), not one of each per
+// pod. A batch returns with its slowest read. A pod that no longer exists
+// (or left -l) yields no items: the wait says its uses are gone.
+func (c *ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	j := &podJob{pod: pod, objects: objects}
+	c.gather.Do(func() { c.batches.Gather = batchGather })
+	c.batches.Do(ctx, namespace, j, func(ctx context.Context, jobs []*podJob) { c.verifyBatch(ctx, namespace, jobs) })
+	return j.items, j.err
+}
+
+// MergesPodReads tells Wait that concurrent VerifyPod calls are merged:
+// every waiting pod may call at once, the batches bound the reads.
+func (c *ClusterVerifier) MergesPodReads() bool { return true }
+
+// podJob is one VerifyPod call: what it asks and what it gets.
+type podJob struct {
+	pod     string
+	objects []inspect.ObjectKey
+	items   []inspect.Item
+	err     error
+}
+
+// verifyBatch reads the jobs' pods and objects once and verifies every
+// job's uses with one Verify, then hands each job its own items.
+func (c *ClusterVerifier) verifyBatch(ctx context.Context, namespace string, jobs []*podJob) {
+	fail := func(err error) {
+		for _, j := range jobs {
+			j.err = err
+		}
 	}
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.pod
+	}
+	pods, err := c.getPods(ctx, namespace, names)
 	if err != nil {
-		return nil, err
+		fail(err)
+		return
 	}
+	asked := map[string]map[inspect.ObjectKey]bool{}
+	var objects []inspect.ObjectKey
+	seen := map[inspect.ObjectKey]bool{}
+	for _, j := range jobs {
+		if asked[j.pod] == nil {
+			asked[j.pod] = map[inspect.ObjectKey]bool{}
+		}
+		for _, k := range j.objects {
+			asked[j.pod][k] = true
+			if !seen[k] {
+				seen[k] = true
+				objects = append(objects, k)
+			}
+		}
+	}
+	snap, err := c.podSnapshot(ctx, pods, objects)
+	if err != nil {
+		fail(err)
+		return
+	}
+	items, err := c.verify(ctx, snap, objects, func(it inspect.Item) bool {
+		return it.Object.Namespace == namespace && asked[it.Pod.Name][it.Key()]
+	})
+	if err != nil {
+		fail(err)
+		return
+	}
+	for _, j := range jobs {
+		for _, it := range items {
+			if it.Pod.Name == j.pod && slices.Contains(j.objects, it.Key()) {
+				j.items = append(j.items, it)
+			}
+		}
+	}
+}
+
+// batchGather is how long a batch waits for more pods after the first:
+// the pods whose first read is due together (patched in one burst) are
+// read together.
+const batchGather = 20 * time.Millisecond
+
+// podListAbove is the number of pods from which a batch LISTs the
+// namespace (one request) rather than GET each pod.
+const podListAbove = 8
+
+// getPods reads the named pods afresh, leaving out those that no longer
+// exist or are outside -l.
+func (c *ClusterVerifier) getPods(ctx context.Context, namespace string, names []string) ([]corev1.Pod, error) {
+	var sel labels.Selector = labels.Everything()
 	if c.PodSelector != "" {
-		sel, err := labels.Parse(c.PodSelector)
+		var err error
+		if sel, err = labels.Parse(c.PodSelector); err != nil {
+			return nil, err
+		}
+	}
+	var out []corev1.Pod
+	if len(names) > podListAbove {
+		list, err := c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: c.PodSelector})
 		if err != nil {
 			return nil, err
 		}
-		if !sel.Matches(labels.Set(p.Labels)) {
-			return nil, nil
+		for _, p := range list.Items {
+			if slices.Contains(names, p.Name) {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	for _, name := range names {
+		p, err := c.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, err
+		case sel.Matches(labels.Set(p.Labels)):
+			out = append(out, *p)
 		}
 	}
-	snap, err := c.podSnapshot(ctx, p, objects)
-	if err != nil {
-		return nil, err
-	}
-	return c.verify(ctx, snap, objects, func(it inspect.Item) bool { return it.Pod.Name == pod && it.Object.Namespace == namespace })
+	return out, nil
 }
 
-// podSnapshot is the snapshot of one pod: the pod, the objects asked for,
-// and every other ConfigMap and Secret its spec references (the sibling
+// podSnapshot is the snapshot of some pods: the pods, the objects asked
+// for, and every other ConfigMap and Secret their specs reference (the sibling
 // sources of a projected volume, the other envFrom sources): without them
 // a sibling's files would look removed from the API. A Secret is read only
 // when Secrets may be (--secrets, or one of the objects is a Secret it
 // names); otherwise it is marked unread, never taken for absent.
-func (c ClusterVerifier) podSnapshot(ctx context.Context, p *corev1.Pod, objects []inspect.ObjectKey) (*inspect.Snapshot, error) {
-	snap := &inspect.Snapshot{Pods: []corev1.Pod{*p}, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{},
+func (c *ClusterVerifier) podSnapshot(ctx context.Context, pods []corev1.Pod, objects []inspect.ObjectKey) (*inspect.Snapshot, error) {
+	snap := &inspect.Snapshot{Pods: pods, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{},
 		Secrets: map[inspect.ObjectKey]*corev1.Secret{}, SecretsListed: true, Unread: map[inspect.ObjectKey]bool{}}
 	asked := map[inspect.ObjectKey]bool{}
 	keys := append([]inspect.ObjectKey{}, objects...)
 	for _, k := range objects {
 		asked[k] = true
 	}
-	for _, it := range inspect.Uses(p) {
-		if k := it.Key(); !asked[k] {
-			asked[k] = true
-			keys = append(keys, k)
+	for i := range pods {
+		for _, it := range inspect.Uses(&pods[i]) {
+			if k := it.Key(); !asked[k] {
+				asked[k] = true
+				keys = append(keys, k)
+			}
 		}
 	}
 	readSecrets := c.Secrets || inspect.NamesSecret(objects)

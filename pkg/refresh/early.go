@@ -48,6 +48,7 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 		return items, nil // planned after the observation, and refused then if it must be
 	}
 	deadline := r.Now().Add(r.Timeout)
+	r.prepare(ctx, nodesOf(plan, pods))
 	done := make(chan []Result, 1)
 	go func() {
 		results := Apply(ctx, r.Patcher, plan, DryRunNone, r.Now)

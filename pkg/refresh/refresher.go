@@ -62,7 +62,7 @@ type Cluster struct {
 func ClientCluster(c kubernetes.Interface, ex inspect.Executor, vo inspect.VerifyOptions, secrets bool, selector string) Cluster {
 	return Cluster{Executor: ex, Workloads: ClientWorkloads{Client: c}, Patcher: ClientPatcher{Client: c},
 		Evictor: ClientEvictor{Client: c}, Rollouts: ClusterRollout{Client: c}, Access: SelfAccessReviewer{Client: c},
-		Verifier: ClusterVerifier{Client: c, Executor: ex, Verify: vo, Secrets: secrets, PodSelector: selector}}
+		Verifier: &ClusterVerifier{Client: c, Executor: ex, Verify: vo, Secrets: secrets, PodSelector: selector}}
 }
 
 // Refresher runs one refresh: Plan (observe, read the workloads, plan,
@@ -86,7 +86,9 @@ type Planned struct {
 	Beyond []string
 	// early are the results of the pods annotated while the others were
 	// observed (see annotateEarly); nil when none were.
-	early    <-chan []Result
+	early <-chan []Result
+	// nodes run the pods of Actions, for the wait's reader to prepare
+	nodes    []string
 	redactor *inspect.Redactor
 }
 
@@ -170,6 +172,7 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 	counts := Counts(p.Actions)
 	p.Restarts = counts[ActionRestart] + counts[ActionEvict] // an eviction restarts a workload's pods too
 	p.Beyond = BeyondSelector(p.Actions)
+	p.nodes = nodesOf(p.Actions, pods)
 	return p, r.check(ctx, p)
 }
 
@@ -252,6 +255,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Planned, progress func(Progres
 		progress = func(Progress) {}
 	}
 	deadline := r.Now().Add(r.Timeout)
+	r.prepare(ctx, p.nodes)
 	results := Apply(ctx, r.Patcher, p.Actions, r.DryRun, r.Now)
 	if Counts(p.Actions)[ActionEvict] > 0 {
 		results = ApplyEvictions(ctx, r.Evictor, results, EvictOptions{MaxUnavailable: r.MaxUnavailable, DryRun: r.DryRun,
@@ -311,6 +315,34 @@ func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool,
 		}
 	}
 	return items, notVerified
+}
+
+// nodesOf lists, once each, the nodes of the pods the actions patch or
+// replace (a rollout's new pods are likely to land there too).
+func nodesOf(actions []Action, pods map[string]*corev1.Pod) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range actions {
+		if a.Action != ActionAnnotate && a.Action != ActionRestart && a.Action != ActionEvict {
+			continue
+		}
+		for _, name := range a.Pods {
+			p := pods[PodKey(a.Target.Namespace, name)]
+			if p != nil && p.Spec.NodeName != "" && !seen[p.Spec.NodeName] {
+				seen[p.Spec.NodeName] = true
+				out = append(out, p.Spec.NodeName)
+			}
+		}
+	}
+	return out
+}
+
+// prepare lets the wait's reader get ready for nodes while the patches go
+// out (inspect.Preparer), in a real run that waits.
+func (r *Refresher) prepare(ctx context.Context, nodes []string) {
+	if pr, ok := r.Verify.Reader.(inspect.Preparer); ok && r.Wait && r.DryRun == DryRunNone && len(nodes) > 0 {
+		pr.Prepare(ctx, nodes)
+	}
 }
 
 // podsByKey indexes the snapshot's pods by PodKey, as the planner reads

@@ -60,7 +60,8 @@ type WaitOptions struct {
 	// exec); negative for none. The pod is read again Interval later,
 	// doubling up to MaxInterval, until current or the timeout.
 	PodDelay time.Duration
-	// Concurrency bounds the annotated pods read at once (default 16).
+	// Concurrency bounds the annotated pods read at once (default 16),
+	// unless the Verifier merges their reads (MergesPodReads).
 	Concurrency int
 	Now         func() time.Time
 	Progress    func(Progress)
@@ -153,6 +154,10 @@ func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, o.Concurrency)
+	if m, ok := obs.(interface{ MergesPodReads() bool }); ok && m.MergesPodReads() {
+		// its batches bound the reads: every pod joins the next one
+		sem = make(chan struct{}, max(len(pods), 1))
+	}
 	for _, i := range pods {
 		wg.Add(1)
 		go func(r *Result) {

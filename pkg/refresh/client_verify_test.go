@@ -1,0 +1,76 @@
+package refresh
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
+)
+
+// TestVerifyPodMergesConcurrentCalls: pods verified at once by a wait are
+// read together (one LIST of the pods and one GET of the ConfigMap, not
+// one of each per pod), and each caller gets the items of its own pod
+// only, with the state its own container shows.
+func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
+	const n = 20
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
+	objs := []runtime.Object{cm}
+	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{}}
+	running := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true,
+		ContainerID: "containerd://0", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+	for i := range n {
+		name := fmt.Sprintf("p%d", i)
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
+				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}},
+			Status: running})
+		data := "new"
+		if i%2 == 1 {
+			data = "old" // odd pods still show the previous value
+		}
+		ex.Containers["ns/"+name+"/app"] = &inspecttest.Container{Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: "..ts", Files: map[string][]byte{"K": []byte(data)}}}}
+	}
+	client := fake.NewClientset(objs...)
+	v := &ClusterVerifier{Client: client, Executor: ex, Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second}}
+	client.ClearActions()
+	key := []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}
+	var wg sync.WaitGroup
+	got := make([][]inspect.Item, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			items, err := v.VerifyPod(context.Background(), "ns", fmt.Sprintf("p%d", i), key)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = items
+		}()
+	}
+	wg.Wait()
+	for i, items := range got {
+		want := inspect.StateInSync
+		if i%2 == 1 {
+			want = inspect.StatePending
+		}
+		if len(items) != 1 || items[0].Pod.Name != fmt.Sprintf("p%d", i) || items[0].State != want {
+			t.Errorf("p%d got %+v, want its own use %s", i, items, want)
+		}
+	}
+	count := map[string]int{}
+	for _, a := range client.Actions() {
+		count[a.GetVerb()+" "+a.GetResource().Resource]++
+	}
+	if count["get configmaps"] > 2 || count["get pods"]+count["list pods"] > 2*(podListAbove+1) {
+		t.Errorf("requests %v for %d pods verified at once: want them merged", count, n)
+	}
+}
