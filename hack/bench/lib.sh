@@ -16,8 +16,10 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 # deploy NS NAME REPLICAS: a Deployment whose pods mount ConfigMap NAME as a volume and read one key as env
 deploy() {
   local ns=$1 name=$2 n=$3
-  # a previous run's namespace may still be terminating
-  kubectl wait --for=delete namespace/"$ns" --timeout=180s >/dev/null 2>&1 || true
+  # a previous run's namespace may still be terminating (one that is not is reused)
+  if [ "$(kubectl get namespace "$ns" -o jsonpath='{.status.phase}' 2>/dev/null)" = Terminating ]; then
+    kubectl wait --for=delete namespace/"$ns" --timeout=180s >/dev/null 2>&1 || true
+  fi
   kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   kubectl -n "$ns" create configmap "$name" --from-literal=key=v0 --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   cat <<Y | kubectl apply -f - >/dev/null

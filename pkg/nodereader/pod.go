@@ -22,8 +22,9 @@ import (
 )
 
 const (
-	// DefaultImage is a small public image with a POSIX shell, cat, ls,
-	// stat, sha256sum, sort, tr and sleep (busybox).
+	// DefaultImage is a small public image with a POSIX shell, grep,
+	// sort, tr, cat, tar and sleep (busybox; without tar the node script
+	// falls back on the verify script's ls, stat, sha256sum and readlink).
 	DefaultImage = "docker.io/library/busybox:1.37"
 	// DefaultNamespace is where reader pods run unless --reader-namespace
 	// says otherwise.
