@@ -130,7 +130,7 @@ func TestREADMETableIsRBACFile(t *testing.T) {
 		"cmsync-verify":  {{"", "", "pods", "list"}, {"", "", "pods/exec", "get"}, {"", "", "pods/exec", "create"}},
 		"cmsync-refresh": {{"", "", "pods", "list"}, {"", "", "pods/exec", "create"}, {"", "", "pods", "patch"}, {"", "apps", "deployments", "get"}, {"", "apps", "deployments", "patch"}, {"", "apps", "statefulsets", "patch"}, {"", "apps", "daemonsets", "patch"}},
 		"cmsync-lint":    {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
-		"cmsync-node-reader": {{"", "", "pods", "create"}, {"", "", "pods", "get"}, {"", "", "pods", "list"}, {"", "", "pods", "delete"},
+		"cmsync-node-reader": {{"", "", "pods", "create"}, {"", "", "pods", "get"}, {"", "", "pods", "list"}, {"", "", "pods", "watch"}, {"", "", "pods", "delete"},
 			{"", "", "pods/exec", "get"}, {"", "", "pods/exec", "create"}},
 	}
 	for role, rs := range needs {

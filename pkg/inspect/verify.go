@@ -64,7 +64,8 @@ type ContainerReader interface {
 // Preparer is a ContainerReader that can get ready for the nodes it will
 // read before the first read (the node reader starts its pods): a
 // refresh prepares the nodes of the pods it patches while the patches go
-// out. Prepare does not wait; a failure is the first read's to report.
+// out. Prepare returns without waiting for the nodes to be ready; a
+// failure is the first read's to report.
 type Preparer interface {
 	Prepare(ctx context.Context, nodes []string)
 }

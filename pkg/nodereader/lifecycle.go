@@ -54,9 +54,18 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 			continue
 		}
 		r.pods[node] = rp
+		r.starts.Add(1)
 		r.mu.Unlock()
 		sent = append(sent, rp.sent)
-		go r.create(ctx, node, rp)
+		go func() {
+			// no more creates at once than the reads would make
+			select {
+			case r.prepares <- struct{}{}:
+				defer func() { <-r.prepares }()
+			case <-r.bg.Done():
+			}
+			r.create(ctx, node, rp)
+		}()
 	}
 	timeout := time.NewTimer(prepareWait)
 	defer timeout.Stop()
@@ -72,8 +81,8 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 }
 
 // podFor returns the name of the node's running reader pod, creating it
-// the first time. Concurrent callers for one node wait for one pod.
-// prepare: called by Prepare (see readerPod.prepared).
+// the first time (or taking over the one Prepare started). Concurrent
+// callers for one node wait for one pod.
 func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.VerifyError) {
 	r.mu.Lock()
 	if r.closed {
@@ -85,6 +94,7 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 	if creator {
 		rp = &readerPod{ready: make(chan struct{})}
 		r.pods[node] = rp
+		r.starts.Add(1)
 	} else if rp.prepared {
 		r.takePrepared(node, rp)
 	}
@@ -101,10 +111,22 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 }
 
 // create starts the node's reader pod rp and closes rp.ready once it runs
-// or has failed.
+// or has failed. It ends with ctx or at Close (which waits for it: no
+// create is still in flight when Close lists this run's pods); the caller
+// has counted it in r.starts.
 func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
+	defer r.starts.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.bg, cancel)()
+	if rp.sent == nil {
+		rp.sent = make(chan struct{})
+	}
 	r.sweep.Do(func() { r.removeEnded(ctx) })
 	rp.name, rp.err = r.start(ctx, node, rp.sent)
+	if rp.err != nil && r.bg.Err() != nil {
+		rp.err = &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
+	}
 	r.mu.Lock()
 	if r.closed && rp.err == nil {
 		// it started after Close listed this run's pods
@@ -167,6 +189,10 @@ func (r *Reader) Close() error {
 	}
 	r.pods = map[string]*readerPod{}
 	r.mu.Unlock()
+	// end the starts under way and wait for them: each deletes its pod
+	// once it sees closed, and none is left in flight for deleteRun
+	r.stopBg()
+	r.starts.Wait()
 	var first error
 	for _, n := range names {
 		if err := r.delete(n); err != nil && first == nil {
@@ -247,15 +273,13 @@ func Ended(p *corev1.Pod, now time.Time) bool {
 }
 
 // start creates the node's reader pod and waits until it runs; a pod that
-// does not run is deleted. sent (if not nil) is closed once the create
-// has been answered.
+// does not run is deleted. sent is closed once the create has been
+// answered.
 func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (string, *inspect.VerifyError) {
 	pod := ReaderPod(r.opts.Namespace, node, r.opts.Image, r.runID, r.opts.Lifetime)
 	r.created.Store(true)
 	created, err := r.client.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if sent != nil {
-		close(sent)
-	}
+	close(sent)
 	if err != nil {
 		return "", r.createError(err)
 	}
@@ -303,7 +327,9 @@ func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *inspec
 			if done, verr := podStarted(p, where, r.opts.Image); done {
 				return verr
 			}
-		} else if ctx.Err() == nil && !apierrors.IsNotFound(err) {
+		} else if apierrors.IsNotFound(err) {
+			return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: where + " was deleted before it ran"}
+		} else if ctx.Err() == nil {
 			return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: where + ": " + firstLine(err.Error())}
 		}
 		if verr, done := r.nextEvent(ctx, &events, delay, name, where); done {
@@ -329,6 +355,9 @@ func (r *Reader) nextEvent(ctx context.Context, events *<-chan watch.Event, dela
 			if !ok {
 				*events = nil
 				continue
+			}
+			if ev.Type == watch.Deleted {
+				return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: where + " was deleted before it ran"}, true
 			}
 			if p, isPod := ev.Object.(*corev1.Pod); isPod {
 				if done, verr := podStarted(p, where, r.opts.Image); done {

@@ -142,13 +142,14 @@ func busybox(t *testing.T) string {
 	return p
 }
 
-// runNodeScript runs the node script with busybox sh and parses both
-// sections.
-func runNodeScript(t *testing.T, nr *nodeRead, dir, rootDir string) (*nodeOutput, *inspect.Verified) {
+// runNodeScript runs the node script with shell (argv: busybox sh, whose
+// applets are busybox's; or dash, with the machine's GNU tools) and
+// parses both sections.
+func runNodeScript(t *testing.T, shell []string, nr *nodeRead, dir, rootDir string) (*nodeOutput, *inspect.Verified) {
 	t.Helper()
 	n1, n2 := inspect.NewNonce(), inspect.NewNonce()
 	argv := nodeArgv(nr, dir, rootDir, 1<<20, n1, n2)
-	cmd := exec.Command(busybox(t), append([]string{"sh"}, argv[1:]...)...)
+	cmd := exec.Command(shell[0], append(shell[1:], argv[1:]...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -161,9 +162,9 @@ func runNodeScript(t *testing.T, nr *nodeRead, dir, rootDir string) (*nodeOutput
 	if !bytes.HasPrefix(no.rest, []byte("T\x00")) {
 		t.Fatalf("the paths were not read by tar: %q", no.rest[:min(len(no.rest), 20)])
 	}
-	obs, err := parsePaths(no.rest, n1, nr.paths, 1<<20)
-	if err != nil {
-		t.Fatalf("verify records: %v", err)
+	obs, rest, err := parseTarSection(no.rest[2:], n2, nr.paths, 1<<20)
+	if err != nil || obs == nil || len(rest) != 0 {
+		t.Fatalf("tar section: %v (tar failed: %v; %d bytes after it)", err, obs == nil, len(rest))
 	}
 	return no, obs
 }
@@ -243,7 +244,15 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 	if len(failed) != 0 {
 		t.Fatal(failed)
 	}
-	no, obs := runNodeScript(t, nodes[0], dir, root)
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Fatal("dash is needed to run the node script with GNU tar (Debian's /bin/sh): ", err)
+	}
+	no, obs := runNodeScript(t, []string{busybox(t), "sh"}, nodes[0], dir, root)
+	// dash with GNU tar, ls and grep (a --reader-image built on Debian)
+	if _, gnu := runNodeScript(t, []string{dash}, nodes[0], dir, root); !reflect.DeepEqual(obs, gnu) {
+		t.Errorf("busybox and GNU tools differ:\n%s\n%s", dump(obs), dump(gnu))
+	}
 	// the exec reader's script, where the image has no tar, shows the same
 	if byScript := runVerifyScript(t, nodes[0], dir, root); !reflect.DeepEqual(obs, byScript) {
 		t.Errorf("tar and the verify script differ:\n%s\n%s", dump(obs), dump(byScript))

@@ -2,12 +2,14 @@
 // per node instead of one exec per container: the node reader. Its pod
 // (hostPID, two capabilities, no host mount) sees every container of its
 // node through /proc: a volume in the kubelet's directory (through the
-// kubelet's own mount namespace, /proc/KUBELET/root), a subPath file in the
-// container's root (/proc/PID/root) and the environment of the
+// kubelet's own mount namespace, /proc/KUBELET/root), a subPath file where
+// the kubelet bind-mounts it (volume-subpaths) and the environment of the
 // container's main process (/proc/PID/environ). One exec per node reads
-// every requested container of that node with the exec reader's script, so
-// the results are the same inspect.Verified and go through the same
-// comparisons. Shell-less containers are read like any other.
+// every requested container of that node (one tar of all its paths,
+// parsed into what the exec reader's script would have shown; that
+// script itself where the image has no tar), so the results are the same
+// inspect.Verified and go through the same comparisons. Shell-less
+// containers are read like any other.
 package nodereader
 
 import (

@@ -74,6 +74,13 @@ type Reader struct {
 	opts   Options
 	runID  string
 
+	// bg ends at Close (stopBg), and with it every start under way;
+	// starts counts them, prepares bounds Prepare's
+	bg       context.Context
+	stopBg   context.CancelFunc
+	starts   sync.WaitGroup
+	prepares chan struct{}
+
 	sweep   sync.Once
 	created atomic.Bool // a create was sent: Close lists what is left
 	mu      sync.Mutex
@@ -88,8 +95,10 @@ type Reader struct {
 // New returns a Reader; ex runs the reads in the reader pods (the exec
 // reader's Executor).
 func New(client kubernetes.Interface, ex inspect.Executor, o Options) *Reader {
-	return &Reader{client: client, exec: ex, opts: o.withDefaults(), runID: NewRunID(), pods: map[string]*readerPod{},
-		unavailable: map[string]bool{}}
+	o = o.withDefaults()
+	bg, stop := context.WithCancel(context.Background())
+	return &Reader{client: client, exec: ex, opts: o, runID: NewRunID(), pods: map[string]*readerPod{},
+		unavailable: map[string]bool{}, bg: bg, stopBg: stop, prepares: make(chan struct{}, o.Concurrency)}
 }
 
 // RunID is the value of this run's LabelRun.
@@ -239,7 +248,7 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir str
 	no, perr := parseNodeOutput(stdout.Bytes(), n2)
 	if perr == nil {
 		var obs *inspect.Verified
-		if obs, perr = parsePaths(no.rest, n1, nr.paths, maxBytes); perr == nil {
+		if obs, perr = parsePaths(no.rest, n1, n2, nr.paths, maxBytes); perr == nil {
 			return &nodeRead2{no: no, obs: obs}, nil
 		}
 	}
@@ -251,14 +260,19 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir str
 	return nil, &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprintf("node reader %s/%s: unexpected output (%v)", r.opts.Namespace, pod, perr)}
 }
 
-// parsePaths parses what the node script showed of the paths: a tar (T)
-// or the verify script's records (V, where the reader's image has no tar).
-func parsePaths(rest []byte, nonce string, paths []string, maxBytes int64) (*inspect.Verified, error) {
-	switch {
-	case bytes.HasPrefix(rest, []byte("T\x00")):
-		return parseTarOutput(rest[2:], nonce, paths, maxBytes)
-	case bytes.HasPrefix(rest, []byte("V\x00")):
-		return inspect.ParseVerified(rest[2:], nonce, paths)
+// parsePaths parses what the node script showed of the paths: a tar (T,
+// parsed by tarread.go), or the verify script's records (V: the image has
+// no tar, or tar failed).
+func parsePaths(rest []byte, n1, n2 string, paths []string, maxBytes int64) (*inspect.Verified, error) {
+	if bytes.HasPrefix(rest, []byte("T\x00")) {
+		v, after, err := parseTarSection(rest[2:], n2, paths, maxBytes)
+		if err != nil || v != nil {
+			return v, err
+		}
+		rest = after
+	}
+	if bytes.HasPrefix(rest, []byte("V\x00")) {
+		return inspect.ParseVerified(rest[2:], n1, paths)
 	}
 	return nil, inspect.ErrTruncated
 }

@@ -29,11 +29,12 @@ import (
 // (/proc/PID/environ, opened first by the shell: an unreadable one is
 // reported, not half printed) and reads the paths.
 //
-// The paths: where tar exists, one tar of them all, each atomic volume as
-// its ..data link, the volume, and its ..data link again (the target
-// before and after the volume was archived: when they differ the kubelet
-// swapped it meanwhile), then Z and nonce 1 (tarread.go parses it). Else
-// the exec reader's script on the paths.
+// The paths: where tar exists, one tar of those that exist, between two
+// listings (ls -ld) of the atomic volumes' ..data links: a target that
+// moved meanwhile is a volume the kubelet swapped as it was read
+// (tarread.go parses it). Where tar is missing or fails (a file that
+// vanished as it was read, one it could not open), the exec reader's
+// script reads the paths instead.
 //
 // Arguments: $1 dir, $2 kubelet root directory or "", $3 the verify
 // script, $4 max bytes, $5 the verify script's nonce, $6 this script's
@@ -42,8 +43,9 @@ import (
 //
 // Output (NUL-terminated fields): M ID PID per container found; R rootdir
 // source kubeletPID; per environment asked E ID, the environ, the nonce,
-// or N ID; Y nonce; then T and the tar, or V and the verify script's
-// output.
+// or N ID; Y nonce; then T, B and the links' listing, the tar, X nonce
+// tar's exit status and the listing again; then, unless tar's status is
+// 0, V and the verify script's output.
 const nodeScript = `d=$1 rd=$2 vs=$3 m=$4 n1=$5 n2=$6 nc=$7
 shift 7
 r() { printf '%s\0' "$@"; }
@@ -62,11 +64,10 @@ for f in $(grep -lsx kubelet /proc/[0-9]*/comm); do
   f=${f%/comm}
   grep -qs kubepods "$f/cgroup" || { kp=${f#/proc/}; break; }
 done
-# the first pod cgroup line of each process (cgroup v1 lists one per hierarchy)
-grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup >"$d/g"
+# the processes of the requested containers, by the first pod cgroup line of
+# each (cgroup v1 lists one per hierarchy), oldest first
 sf() { pp=$2 sa=${20}; }
-all=' ' ms=
-while IFS= read -r l; do
+grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup | while IFS= read -r l; do
   c=${l##*/} c=${c%.scope} c=${c##*-}
   case $ids in *" $c "*) ;; *) continue;; esac
   p=${l#/proc/} p=${p%%/*}
@@ -75,11 +76,10 @@ while IFS= read -r l; do
   set -f
   sf ${s##*) }
   set +f
-  all="$all$c:$p "
-  ms="$ms$sa $p $pp $c
-"
-done <"$d/g"
-printf '%s' "$ms" | sort -n >"$d/s"
+  printf '%s %s %s %s\n' "$sa" "$p" "$pp" "$c"
+done | sort -n >"$d/s"
+all=' '
+while read -r sa p pp c; do all="$all$c:$p "; done <"$d/s"
 pm=' '
 while read -r sa p pp c; do
   case $all in *" $c:$pp "*) continue;; esac
@@ -108,19 +108,21 @@ r R "$rd" "$src" "${kp:-0}"
 for c in $envs; do
   p=
   case $pm in *" $c:"*) p=${pm#* $c:} p=${p%% *};; esac
-  if [ -n "$p" ] && { : <"/proc/$p/environ"; } 2>/dev/null; then r E "$c"; cat "/proc/$p/environ" 2>/dev/null; r "$n2"; else r N "$c"; fi
+  # true, not the special builtin ":", whose failed redirection would end the script
+  if [ -n "$p" ] && { true <"/proc/$p/environ"; } 2>/dev/null; then r E "$c"; cat "/proc/$p/environ" 2>/dev/null; r "$n2"; else r N "$c"; fi
 done
 r Y "$n2"
+# ll: ls -ld of the ..data links of the paths; tt: tar of the paths that exist
+ll() { for p do [ -L "$p/..data" ] && set -- "$@" "$p/..data"; shift; done; [ $# -eq 0 ] || ls -ld -- "$@" 2>/dev/null; }
+tt() { for p do { [ -e "$p" ] || [ -L "$p" ]; } && set -- "$@" "$p"; shift; done; [ $# -eq 0 ] || tar -cf - "$@" 2>/dev/null; }
+x=1
 if command -v tar >/dev/null 2>&1; then
-  r T
-  for p do
-    if [ -L "$p/..data" ]; then set -- "$@" "$p/..data" "$p" "$p/..data"; else set -- "$@" "$p"; fi
-    shift
-  done
-  tar -cf - "$@" 2>/dev/null
-  r Z "$n1"
-  x=0
-else
+  r T B "$(ll "$@")"
+  tt "$@"
+  x=$?
+  r X "$n2" "$x" "$(ll "$@")"
+fi
+if [ "$x" -ne 0 ]; then
   r V
   sh -c "$vs" sh "$m" "$n1" 0 "$@"
   x=$?

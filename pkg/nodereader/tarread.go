@@ -29,26 +29,64 @@ type tarEntry struct {
 }
 
 // tarMembers indexes the members by name (no leading or trailing slash);
-// a name archived more than once (an atomic volume's ..data, before and
-// after its volume) keeps every occurrence, in order.
+// a name archived more than once keeps every occurrence, in order.
 type tarMembers map[string][]*tarEntry
 
-// parseTarOutput parses the node script's T output: the tar, then Z and
-// the nonce (without them the read was cut short).
-func parseTarOutput(out []byte, nonce string, paths []string, maxBytes int64) (*inspect.Verified, error) {
-	trailer := []byte("Z\x00" + nonce + "\x00")
-	if !bytes.HasSuffix(out, trailer) {
-		return nil, inspect.ErrTruncated
+// parseTarSection parses the node script's T section: B and the listing
+// of the ..data links, the tar, X nonce status and the listing again. A
+// tar that failed (status not 0) gives no Verified but the output after
+// the section, where the verify script's records follow.
+func parseTarSection(out []byte, nonce string, paths []string, maxBytes int64) (*inspect.Verified, []byte, error) {
+	f := &inspect.NULFields{B: out}
+	if tag, err := f.Field(); err != nil || tag != "B" {
+		return nil, nil, inspect.ErrTruncated
 	}
-	members, err := readTar(out[:len(out)-len(trailer)])
+	before, err := f.Field()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	marker := []byte("X\x00" + nonce + "\x00")
+	end := bytes.Index(out[f.Pos:], marker)
+	if end < 0 {
+		return nil, nil, inspect.ErrTruncated
+	}
+	archive := out[f.Pos : f.Pos+end]
+	f.Pos += end + len(marker)
+	tail, err := f.Fields(2)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tail[0] != "0" {
+		return nil, out[f.Pos:], nil
+	}
+	members, err := readTar(archive)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, q := dataTargets(before, paths), dataTargets(tail[1], paths)
 	v := &inspect.Verified{Paths: map[string]*inspect.VerifiedPath{}}
 	for _, p := range paths {
-		v.Paths[p] = members.path(memberName(p), maxBytes)
+		v.Paths[p] = members.path(memberName(p), a[p], q[p], maxBytes)
 	}
-	return v, nil
+	return v, out[f.Pos:], nil
+}
+
+// dataTargets reads an ls -ld listing of PATH/..data links ("... PATH/..data
+// -> TARGET" per line) into each path's target name.
+func dataTargets(listing string, paths []string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(listing, "\n") {
+		i := strings.LastIndex(line, " -> ")
+		if i < 0 {
+			continue
+		}
+		for _, p := range paths {
+			if strings.HasSuffix(line[:i], " "+p+"/..data") {
+				out[p] = path.Base(line[i+4:])
+			}
+		}
+	}
+	return out
 }
 
 // readTar reads every member; a hard link gets its target's content.
@@ -70,8 +108,11 @@ func readTar(b []byte) (tarMembers, error) {
 				return nil, fmt.Errorf("reading the node's tar: %w", err)
 			}
 		case tar.TypeLink:
+			// the same file archived again (GNU tar): what it links to
 			if t := m[memberName(h.Linkname)]; len(t) > 0 {
-				e = &tarEntry{hdr: &tar.Header{Typeflag: tar.TypeReg, Name: h.Name, Mode: t[0].hdr.Mode, Size: int64(len(t[0].data))}, data: t[0].data}
+				hdr := *t[0].hdr
+				hdr.Name = h.Name
+				e = &tarEntry{hdr: &hdr, data: t[0].data}
 			}
 		}
 		name := memberName(h.Name)
@@ -85,13 +126,23 @@ func memberName(p string) string {
 	return strings.TrimPrefix(path.Clean("/"+p), "/")
 }
 
-// path is what one requested path showed.
-func (m tarMembers) path(name string, maxBytes int64) *inspect.VerifiedPath {
+// path is what one requested path showed. before and after are its
+// ..data target as listed before and after the tar ("" when it has none):
+// they differ, or differ from the link in the tar, when the kubelet
+// swapped the volume as it was read.
+func (m tarMembers) path(name, before, after string, maxBytes int64) *inspect.VerifiedPath {
 	vp := &inspect.VerifiedPath{Files: map[string]*inspect.VerifiedFile{}, Listed: true}
-	if links := m[name+"/..data"]; len(links) > 0 && links[0].hdr.Typeflag == tar.TypeSymlink {
-		first, last := links[0].hdr.Linkname, links[len(links)-1].hdr.Linkname
-		vp.Kind, vp.Target = inspect.PathAtomic, path.Base(first)
-		vp.Unstable = path.Base(last) != vp.Target
+	links := m[name+"/..data"]
+	if before != "" || (len(links) > 0 && links[0].hdr.Typeflag == tar.TypeSymlink) {
+		archived := ""
+		if len(links) > 0 {
+			archived = path.Base(links[0].hdr.Linkname)
+		}
+		if before == "" {
+			before = archived
+		}
+		vp.Kind, vp.Target = inspect.PathAtomic, before
+		vp.Unstable = after != before || archived != before
 		m.walk(vp, name+"/"+vp.Target, maxBytes)
 		return vp
 	}

@@ -2,6 +2,7 @@ package refresh
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -61,23 +62,32 @@ func (c *ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, ob
 	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
 }
 
-// VerifyPod implements Verifier. Calls for one namespace made while a
-// read runs are merged into the next (internal/coalesce): a wait that
-// verifies each pod as soon as its own patch is acknowledged then costs,
-// per round, one read of the pods, one GET of each object and one
-// Verify (one exec per node with the node reader), not one of each per
-// pod. A batch returns with its slowest read. A pod that no longer exists
-// (or left -l) yields no items: the wait says its uses are gone.
+// VerifyPod implements Verifier. With a ContainerReader that reads many
+// containers at once (the node reader), the calls for one namespace made
+// while a read runs are merged into the next (internal/coalesce): a wait
+// that verifies each pod as soon as its own patch is acknowledged then
+// costs, per round, one read of the pods, one GET of each object and one
+// read of each node, not one of each per pod. With the exec reader (one
+// exec per container anyway) each pod is read on its own, so that a slow
+// one does not hold the others back. A pod that no longer exists (or left
+// -l) yields no items: the wait says its uses are gone.
 func (c *ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	if !c.MergesPodReads() {
+		return c.verifyOne(ctx, namespace, pod, objects)
+	}
 	j := &podJob{pod: pod, objects: objects}
 	c.gather.Do(func() { c.batches.Gather = batchGather })
-	c.batches.Do(ctx, namespace, j, func(ctx context.Context, jobs []*podJob) { c.verifyBatch(ctx, namespace, jobs) })
+	// a batch reads sibling Secrets only if all of its pods may
+	key := fmt.Sprintf("%s/%v", namespace, inspect.NamesSecret(objects))
+	c.batches.Do(ctx, key, j, func(ctx context.Context, jobs []*podJob) { c.verifyBatch(ctx, namespace, jobs) })
 	return j.items, j.err
 }
 
-// MergesPodReads tells Wait that concurrent VerifyPod calls are merged:
-// every waiting pod may call at once, the batches bound the reads.
-func (c *ClusterVerifier) MergesPodReads() bool { return true }
+// MergesPodReads tells Wait whether concurrent VerifyPod calls are merged
+// (a ContainerReader is set: it reads all the containers of one Verify at
+// once): every waiting pod may then call at once, the batches bound the
+// reads.
+func (c *ClusterVerifier) MergesPodReads() bool { return c.Verify.Reader != nil }
 
 // podJob is one VerifyPod call: what it asks and what it gets.
 type podJob struct {
@@ -87,27 +97,54 @@ type podJob struct {
 	err     error
 }
 
+// verifyOne verifies the uses of objects by one pod, read afresh: one GET
+// of the pod and one of each object, then one read of its containers.
+func (c *ClusterVerifier) verifyOne(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+	pods, err := c.getPods(ctx, namespace, []string{pod})
+	if err != nil || len(pods) == 0 {
+		return nil, err
+	}
+	snap, err := c.podSnapshot(ctx, pods, objects)
+	if err != nil {
+		return nil, err
+	}
+	return c.verify(ctx, snap, objects, func(it inspect.Item) bool { return it.Pod.Name == pod && it.Object.Namespace == namespace })
+}
+
 // verifyBatch reads the jobs' pods and objects once and verifies every
-// job's uses with one Verify, then hands each job its own items.
+// job's uses with one Verify, then hands each job its own items. When the
+// batch fails (an object one of them asks for is gone), each job is
+// verified on its own, so that one job's error is its own.
 func (c *ClusterVerifier) verifyBatch(ctx context.Context, namespace string, jobs []*podJob) {
-	fail := func(err error) {
+	if err := c.tryBatch(ctx, namespace, jobs); err != nil {
 		for _, j := range jobs {
-			j.err = err
+			j.items, j.err = c.verifyOne(ctx, namespace, j.pod, j.objects)
 		}
 	}
+}
+
+// tryBatch is verifyBatch's one read for all the jobs.
+func (c *ClusterVerifier) tryBatch(ctx context.Context, namespace string, jobs []*podJob) error {
 	names := make([]string, len(jobs))
 	for i, j := range jobs {
 		names[i] = j.pod
 	}
 	pods, err := c.getPods(ctx, namespace, names)
 	if err != nil {
-		fail(err)
-		return
+		return err
 	}
+	found := map[string]bool{}
+	for _, p := range pods {
+		found[p.Name] = true
+	}
+	// the objects asked for by the pods that still exist
 	asked := map[string]map[inspect.ObjectKey]bool{}
 	var objects []inspect.ObjectKey
 	seen := map[inspect.ObjectKey]bool{}
 	for _, j := range jobs {
+		if !found[j.pod] {
+			continue
+		}
 		if asked[j.pod] == nil {
 			asked[j.pod] = map[inspect.ObjectKey]bool{}
 		}
@@ -119,17 +156,18 @@ func (c *ClusterVerifier) verifyBatch(ctx context.Context, namespace string, job
 			}
 		}
 	}
+	if len(objects) == 0 {
+		return nil // every pod is gone: no items
+	}
 	snap, err := c.podSnapshot(ctx, pods, objects)
 	if err != nil {
-		fail(err)
-		return
+		return err
 	}
 	items, err := c.verify(ctx, snap, objects, func(it inspect.Item) bool {
 		return it.Object.Namespace == namespace && asked[it.Pod.Name][it.Key()]
 	})
 	if err != nil {
-		fail(err)
-		return
+		return err
 	}
 	for _, j := range jobs {
 		for _, it := range items {
@@ -138,6 +176,7 @@ func (c *ClusterVerifier) verifyBatch(ctx context.Context, namespace string, job
 			}
 		}
 	}
+	return nil
 }
 
 // batchGather is how long a batch waits for more pods after the first:
@@ -159,20 +198,24 @@ func (c *ClusterVerifier) getPods(ctx context.Context, namespace string, names [
 			return nil, err
 		}
 	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
 	var out []corev1.Pod
-	if len(names) > podListAbove {
+	if len(want) > podListAbove {
 		list, err := c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: c.PodSelector})
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range list.Items {
-			if slices.Contains(names, p.Name) {
+			if want[p.Name] {
 				out = append(out, p)
 			}
 		}
 		return out, nil
 	}
-	for _, name := range names {
+	for name := range want {
 		p, err := c.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):

@@ -40,23 +40,41 @@ func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
 		ex.Containers["ns/"+name+"/app"] = &inspecttest.Container{Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: "..ts", Files: map[string][]byte{"K": []byte(data)}}}}
 	}
 	client := fake.NewClientset(objs...)
-	v := &ClusterVerifier{Client: client, Executor: ex, Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second}}
+	// a ContainerReader that reads all containers of one Verify: merged
+	reader := inspect.ExecReader{Executor: ex, Concurrency: 4}
+	v := &ClusterVerifier{Client: client, Executor: ex, Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Reader: reader}}
 	client.ClearActions()
 	key := []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}
-	var wg sync.WaitGroup
-	got := make([][]inspect.Item, n)
+	// p-gone no longer exists and asks for a ConfigMap deleted since:
+	// no items for it, and no error for the others
+	calls := map[string][]inspect.ObjectKey{"p-gone": {{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "deleted"}}}
 	for i := range n {
+		calls[fmt.Sprintf("p%d", i)] = key
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	byPod := map[string][]inspect.Item{}
+	for pod, objects := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			items, err := v.VerifyPod(context.Background(), "ns", fmt.Sprintf("p%d", i), key)
+			items, err := v.VerifyPod(context.Background(), "ns", pod, objects)
 			if err != nil {
-				t.Error(err)
+				t.Errorf("%s: %v", pod, err)
 			}
-			got[i] = items
+			mu.Lock()
+			defer mu.Unlock()
+			byPod[pod] = items
 		}()
 	}
 	wg.Wait()
+	if len(byPod["p-gone"]) != 0 {
+		t.Errorf("a pod that no longer exists got %+v", byPod["p-gone"])
+	}
+	got := make([][]inspect.Item, n)
+	for i := range n {
+		got[i] = byPod[fmt.Sprintf("p%d", i)]
+	}
 	for i, items := range got {
 		want := inspect.StateInSync
 		if i%2 == 1 {

@@ -87,7 +87,7 @@ type Planned struct {
 	// early are the results of the pods annotated while the others were
 	// observed (see annotateEarly); nil when none were.
 	early <-chan []Result
-	// nodes run the pods of Actions, for the wait's reader to prepare
+	// nodes run the pods Actions annotate, for the wait's reader to prepare
 	nodes    []string
 	redactor *inspect.Redactor
 }
@@ -317,13 +317,13 @@ func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool,
 	return items, notVerified
 }
 
-// nodesOf lists, once each, the nodes of the pods the actions patch or
-// replace (a rollout's new pods are likely to land there too).
+// nodesOf lists, once each, the nodes of the pods the actions annotate
+// (the new pods of a restart or an eviction may land elsewhere).
 func nodesOf(actions []Action, pods map[string]*corev1.Pod) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, a := range actions {
-		if a.Action != ActionAnnotate && a.Action != ActionRestart && a.Action != ActionEvict {
+		if a.Action != ActionAnnotate {
 			continue
 		}
 		for _, name := range a.Pods {
