@@ -138,10 +138,10 @@ func runOptions(o options) func(*cobra.Command, []string) error {
 	}
 }
 
-// Client-side rate limits. client-go's defaults (5 QPS,
-// burst 10) would queue a refresh of 50 pods for seconds: one patch per
-// pod, one exec per container; a burst of 300 sends the patches of 200
-// pods at once. The API server's priority and fairness still applies.
+// Client-side rate limits. client-go's defaults (5 QPS, burst 10) would
+// queue a refresh of 50 pods for seconds: one patch per pod, one exec per
+// container; a burst of 300 sends the patches of 200 pods at once. The
+// API server's priority and fairness still applies.
 const (
 	clientQPS   = 50
 	clientBurst = 300
