@@ -8,11 +8,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -121,6 +123,35 @@ func TestResumeActsOnlyWhereTheRecordDiffers(t *testing.T) {
 	if len(out) != 1 || out[a] == nil || !out[a].existing || len(out[a].only) != 1 || !out[a].only["Deployment/web-a"] || len(patched) != 0 ||
 		!strings.HasPrefix(counts, "1 consumers current by their record, 0 recorded for the first time (left alone), 1 changed") {
 		t.Fatalf("a read key changed: pending %+v, patched %v, %s", out, patched, counts)
+	}
+}
+
+// A new leader whose first reads fail (the pod list, then a workload's
+// annotations) reads the namespace again rather than leave its consumers
+// to their next change.
+func TestResumeReadsAgainAfterAFailedRead(t *testing.T) {
+	objs := []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Data: map[string]string{"k": "1"}}}
+	objs = append(objs, deployment("web", "a", "k", 1)...)
+	c := fake.NewClientset(objs...)
+	fail := map[string]int{"list pods": 1, "get deployments": 1}
+	c.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		k := a.GetVerb() + " " + a.GetResource().Resource
+		if fail[k] > 0 {
+			fail[k]--
+			return true, nil, apierrors.NewServiceUnavailable("busy")
+		}
+		return false, nil, nil
+	})
+	var events []Event
+	l, _ := resumeLoop(c, &events)
+	out := map[inspect.ObjectKey]*pending{}
+	var n resumeCounts
+	l.resumeIn(context.Background(), "ns", out, &n)
+	if got := n.String(); got != "0 consumers current by their record, 1 recorded for the first time (left alone), 0 changed since their record (checked)" {
+		t.Fatalf("after two failed reads: %s (events %+v)", got, events)
+	}
+	if fail["list pods"] != 0 || fail["get deployments"] != 0 {
+		t.Fatalf("the failing reads were not made: %v", fail)
 	}
 }
 

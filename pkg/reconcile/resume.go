@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -166,12 +167,11 @@ func (l *Loop) namespaces(factory informers.SharedInformerFactory) []string {
 }
 
 func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKey]*pending, n *resumeCounts) {
-	snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
+	snap, kept, meta, err := l.readForResume(ctx, ns)
 	if err != nil {
 		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("resuming in namespace %s: %v; its consumers are acted on at their next change", ns, err)})
 		return
 	}
-	kept, meta := l.selected(ctx, snap, l.allItems(snap), true)
 	now := digests(l.DigestKey, snap, kept)
 	for _, s := range slices.SortedFunc(maps.Keys(now), compareSubjects) {
 		old := ParseRecord(l.recordOf(s, meta, snap))
@@ -194,6 +194,47 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 			l.checkAgain(out, s, recordObject(ns, k))
 		}
 	}
+}
+
+// resumeAttempts bounds the reads of a namespace at the start of
+// leadership: a new leader's first requests meet an API server that may be
+// busy (the old leader's pod going, its own starting), and a consumer not
+// read then waits for its next change.
+const resumeAttempts = 4
+
+// readForResume reads ns and the selected consumers' annotations, again
+// after 1, 2 and 4 s while a read fails. After the last attempt a
+// namespace that could not be read is an error; consumers whose
+// annotations could not be read are left out (each reported by selected).
+func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot, []inspect.Item, map[inspect.WorkloadRef]subjectMeta, error) {
+	delay := time.Second
+	for attempt := 1; ; attempt++ {
+		snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
+		last := attempt == resumeAttempts || ctx.Err() != nil
+		if err == nil {
+			kept, meta := l.selected(ctx, snap, l.allItems(snap), true)
+			if last || !anyUnread(meta) {
+				return snap, kept, meta, nil
+			}
+		} else if last {
+			return nil, nil, nil, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// anyUnread tells whether a workload's annotations could not be read.
+func anyUnread(meta map[inspect.WorkloadRef]subjectMeta) bool {
+	for _, m := range meta {
+		if m.err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // recordObject is the object of a record key in ns.
