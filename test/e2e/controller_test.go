@@ -273,7 +273,8 @@ func TestController(t *testing.T) {
 	e = f.waitControllerEvent(second, "resumed", isResume)
 	t.Logf("%s took over from %s: %s", second, first, e.Message)
 	if !strings.Contains(e.Message, "1 changed since their record (checked)") {
-		t.Errorf("the new leader's resume: %q, want env changed since its record (the old leader was deleted before it recorded)", e.Message)
+		t.Errorf("the new leader's resume: %q, want env changed since its record (the old leader was deleted before it recorded); its log:\n%s",
+			e.Message, f.controllerLog(second))
 	}
 	f.poll("env's record updated by "+second, podReadyTimeout, func() (bool, error) { return f.appliedRecord("env") != rec0, nil })
 	f.waitDeploymentSettled("env")
