@@ -441,3 +441,41 @@ func dump(v *inspect.Verified) string {
 	b, _ := json.MarshalIndent(v, "", " ")
 	return string(b)
 }
+
+// TestPrepareFailureIsTheFirstReadsThenTriedAgain: a reader Prepare could
+// not start is reported by the first read of its node (not tried again at
+// once, which would double the wait), and the read after it tries again.
+func TestPrepareFailureIsTheFirstReadsThenTriedAgain(t *testing.T) {
+	cs := fake.NewClientset()
+	var mu sync.Mutex
+	creates := 0
+	cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		creates++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`User "alice" cannot create resource "pods"`))
+	})
+	r := New(cs, nil, Options{Namespace: "ns"})
+	defer r.Close()
+	r.Prepare(context.Background(), []string{"n1", "n1", ""})
+	read := func() *inspect.Verified {
+		return r.ReadContainers(context.Background(), []inspect.ContainerRequest{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, inspect.VerifyReadOptions{})[0]
+	}
+	if got := read(); got == nil || got.Err == nil || got.Err.Reason != inspect.VerifyForbidden {
+		t.Fatalf("first read: %+v, want the prepared reader's error", got)
+	}
+	mu.Lock()
+	afterFirst := creates
+	mu.Unlock()
+	if afterFirst != 1 {
+		t.Fatalf("%d creates by Prepare and the first read, want 1 (the first read reports Prepare's failure)", afterFirst)
+	}
+	if got := read(); got == nil || got.Err == nil {
+		t.Fatalf("second read: %+v, want an error", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if creates != 2 {
+		t.Fatalf("%d creates after the second read, want 2 (it tries again)", creates)
+	}
+}
