@@ -90,13 +90,19 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 		return "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
 	}
 	rp := r.pods[node]
+	switch {
+	case rp != nil && rp.prepared:
+		// this read reports how the pod Prepare started fares, even a
+		// failure; the next read tries again
+		rp.prepared = false
+	case rp != nil && failed(rp):
+		rp = nil // a failure already reported: try again
+	}
 	creator := rp == nil
 	if creator {
 		rp = &readerPod{ready: make(chan struct{})}
 		r.pods[node] = rp
 		r.starts.Add(1)
-	} else if rp.prepared {
-		r.takePrepared(node, rp)
 	}
 	r.mu.Unlock()
 	if creator {
@@ -143,22 +149,14 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 	r.mu.Unlock()
 }
 
-// takePrepared: a read takes over a pod Prepare started; once that pod's
-// start has failed, this read reports the failure and the next one tries
-// again. r.mu is held.
-func (r *Reader) takePrepared(node string, rp *readerPod) {
-	rp.prepared = false
-	go func() {
-		<-rp.ready
-		if rp.err == nil {
-			return
-		}
-		r.mu.Lock()
-		if r.pods[node] == rp {
-			delete(r.pods, node)
-		}
-		r.mu.Unlock()
-	}()
+// failed tells whether rp's start is over and failed.
+func failed(rp *readerPod) bool {
+	select {
+	case <-rp.ready:
+		return rp.err != nil
+	default:
+		return false
+	}
 }
 
 // forget drops a node's pod that stopped running, and deletes it.
