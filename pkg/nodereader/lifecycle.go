@@ -26,7 +26,7 @@ type readerPod struct {
 	// prepared: started by Prepare, whose failure is kept for the first
 	// read to report (and fall back on) rather than tried again at once
 	prepared bool
-	// sent is closed once the create has been answered (or not sent)
+	// sent is closed once the create has been answered
 	sent chan struct{}
 }
 
@@ -100,7 +100,7 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 	}
 	creator := rp == nil
 	if creator {
-		rp = &readerPod{ready: make(chan struct{})}
+		rp = &readerPod{ready: make(chan struct{}), sent: make(chan struct{})}
 		r.pods[node] = rp
 		r.starts.Add(1)
 	}
@@ -125,9 +125,6 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.bg, cancel)()
-	if rp.sent == nil {
-		rp.sent = make(chan struct{})
-	}
 	r.sweep.Do(func() { r.removeEnded(ctx) })
 	rp.name, rp.err = r.start(ctx, node, rp.sent)
 	if rp.err != nil && r.bg.Err() != nil {

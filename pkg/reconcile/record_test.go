@@ -153,6 +153,9 @@ func TestResumeReadsAgainAfterAFailedRead(t *testing.T) {
 	if fail["list pods"] != 0 || fail["get deployments"] != 0 {
 		t.Fatalf("the failing reads were not made: %v", fail)
 	}
+	if len(events) != 0 {
+		t.Errorf("events %+v: a read that succeeded on a later attempt reports nothing", events)
+	}
 }
 
 func TestDigestsIgnoreScaleAndFollowTheKeysRead(t *testing.T) {

@@ -205,14 +205,22 @@ const resumeAttempts = 4
 // readForResume reads ns and the selected consumers' annotations, again
 // after 1, 2 and 4 s while a read fails. After the last attempt a
 // namespace that could not be read is an error; consumers whose
-// annotations could not be read are left out (each reported by selected).
+// annotations could not be read are left out, each reported then (not on
+// the attempts before, which are read again).
 func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot, []inspect.Item, map[inspect.WorkloadRef]subjectMeta, error) {
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
 		snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
 		last := attempt == resumeAttempts || ctx.Err() != nil
 		if err == nil {
-			kept, meta := l.selected(ctx, snap, l.allItems(snap), true)
+			// skips are not news at a start; an unread workload is, once
+			// no attempt is left
+			report := func(e Event) {
+				if last && e.Kind == EventError {
+					l.emit(e)
+				}
+			}
+			kept, meta := l.selected(ctx, snap, l.allItems(snap), report)
 			if last || !anyUnread(meta) {
 				return snap, kept, meta, nil
 			}

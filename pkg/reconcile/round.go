@@ -49,7 +49,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	items := l.build(snap, keys)
 	kept := l.concerned(items, changes, keys)
-	kept, meta := l.selected(ctx, snap, kept, false)
+	kept, meta := l.selected(ctx, snap, kept, l.emit)
 	kept = l.afterRollouts(ctx, kept, changes)
 	if len(kept) == 0 {
 		return

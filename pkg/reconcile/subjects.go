@@ -22,10 +22,10 @@ type subjectKey struct {
 }
 
 // selected keeps the uses of the workloads a change may be acted on
-// (watch.Select), and reports each workload left alone, once per object
-// (quiet: only those whose annotations could not be read). It returns the
-// annotations it read, by workload.
-func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item, quiet bool) ([]inspect.Item, map[inspect.WorkloadRef]subjectMeta) {
+// (watch.Select), and hands emit each workload left alone, once per
+// object (a skip, or an error where its annotations could not be read).
+// It returns the annotations it read, by workload.
+func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item, emit func(Event)) ([]inspect.Item, map[inspect.WorkloadRef]subjectMeta) {
 	decisions := map[subjectKey]watch.Decision{}
 	meta := map[inspect.WorkloadRef]subjectMeta{}
 	var kept []inspect.Item
@@ -40,8 +40,8 @@ func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []ins
 			}
 			var e *Event
 			d, e = l.decide(m, it, snap)
-			if e != nil && (!quiet || e.Kind == EventError) {
-				l.emit(*e)
+			if e != nil {
+				emit(*e)
 			}
 			decisions[sk] = d
 		}
