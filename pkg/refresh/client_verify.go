@@ -133,29 +133,7 @@ func (c *ClusterVerifier) tryBatch(ctx context.Context, namespace string, jobs [
 	if err != nil {
 		return err
 	}
-	found := map[string]bool{}
-	for _, p := range pods {
-		found[p.Name] = true
-	}
-	// the objects asked for by the pods that still exist
-	asked := map[string]map[inspect.ObjectKey]bool{}
-	var objects []inspect.ObjectKey
-	seen := map[inspect.ObjectKey]bool{}
-	for _, j := range jobs {
-		if !found[j.pod] {
-			continue
-		}
-		if asked[j.pod] == nil {
-			asked[j.pod] = map[inspect.ObjectKey]bool{}
-		}
-		for _, k := range j.objects {
-			asked[j.pod][k] = true
-			if !seen[k] {
-				seen[k] = true
-				objects = append(objects, k)
-			}
-		}
-	}
+	asked, objects := askedBy(jobs, pods)
 	if len(objects) == 0 {
 		return nil // every pod is gone: no items
 	}
@@ -183,6 +161,30 @@ func (c *ClusterVerifier) tryBatch(ctx context.Context, namespace string, jobs [
 // the pods whose first read is due together (patched in one burst) are
 // read together.
 const batchGather = 20 * time.Millisecond
+
+// askedBy is, for the jobs whose pod still exists, the objects each pod
+// asks for, and all of them once each.
+func askedBy(jobs []*podJob, pods []corev1.Pod) (map[string]map[inspect.ObjectKey]bool, []inspect.ObjectKey) {
+	asked := map[string]map[inspect.ObjectKey]bool{}
+	for _, p := range pods {
+		asked[p.Name] = map[inspect.ObjectKey]bool{}
+	}
+	var objects []inspect.ObjectKey
+	seen := map[inspect.ObjectKey]bool{}
+	for _, j := range jobs {
+		if asked[j.pod] == nil {
+			continue // gone, or outside -l
+		}
+		for _, k := range j.objects {
+			asked[j.pod][k] = true
+			if !seen[k] {
+				seen[k] = true
+				objects = append(objects, k)
+			}
+		}
+	}
+	return asked, objects
+}
 
 // podListAbove is the number of pods from which a batch LISTs the
 // namespace (one request) rather than GET each pod.
