@@ -28,9 +28,9 @@ type tarEntry struct {
 	data []byte
 }
 
-// tarMembers indexes the members by name (no leading or trailing slash);
-// a name archived more than once keeps every occurrence, in order.
-type tarMembers map[string][]*tarEntry
+// tarMembers indexes the members by name (no leading or trailing slash;
+// the node script passes each path once, so a name is archived once).
+type tarMembers map[string]*tarEntry
 
 // parseTarSection parses the node script's T section: B and the listing
 // of the ..data links, the tar, X nonce status and the listing again. A
@@ -109,14 +109,15 @@ func readTar(b []byte) (tarMembers, error) {
 			}
 		case tar.TypeLink:
 			// the same file archived again (GNU tar): what it links to
-			if t := m[memberName(h.Linkname)]; len(t) > 0 {
-				hdr := *t[0].hdr
+			if t := m[memberName(h.Linkname)]; t != nil {
+				hdr := *t.hdr
 				hdr.Name = h.Name
-				e = &tarEntry{hdr: &hdr, data: t[0].data}
+				e = &tarEntry{hdr: &hdr, data: t.data}
 			}
 		}
-		name := memberName(h.Name)
-		m[name] = append(m[name], e)
+		if name := memberName(h.Name); m[name] == nil {
+			m[name] = e
+		}
 	}
 }
 
@@ -132,11 +133,11 @@ func memberName(p string) string {
 // swapped the volume as it was read.
 func (m tarMembers) path(name, before, after string, maxBytes int64) *inspect.VerifiedPath {
 	vp := &inspect.VerifiedPath{Files: map[string]*inspect.VerifiedFile{}, Listed: true}
-	links := m[name+"/..data"]
-	if before != "" || (len(links) > 0 && links[0].hdr.Typeflag == tar.TypeSymlink) {
+	link := m[name+"/..data"]
+	if before != "" || (link != nil && link.hdr.Typeflag == tar.TypeSymlink) {
 		archived := ""
-		if len(links) > 0 {
-			archived = path.Base(links[0].hdr.Linkname)
+		if link != nil {
+			archived = path.Base(link.hdr.Linkname)
 		}
 		if before == "" {
 			before = archived
@@ -148,14 +149,14 @@ func (m tarMembers) path(name, before, after string, maxBytes int64) *inspect.Ve
 	}
 	self := m[name]
 	switch {
-	case len(self) == 0:
+	case self == nil:
 		vp.Kind, vp.Listed = inspect.PathMissing, false
-	case self[0].hdr.Typeflag == tar.TypeDir:
+	case self.hdr.Typeflag == tar.TypeDir:
 		vp.Kind = inspect.PathDir
 		m.walk(vp, name, maxBytes)
-	case self[0].hdr.Typeflag == tar.TypeReg:
+	case self.hdr.Typeflag == tar.TypeReg:
 		vp.Kind = inspect.PathFile
-		vp.Files[""] = file("", self[0], maxBytes)
+		vp.Files[""] = file("", self, maxBytes)
 	default:
 		vp.Kind, vp.Listed = inspect.PathOther, false
 	}
@@ -165,12 +166,11 @@ func (m tarMembers) path(name, before, after string, maxBytes int64) *inspect.Ve
 // walk adds the members under root to vp, by their path relative to it.
 func (m tarMembers) walk(vp *inspect.VerifiedPath, root string, maxBytes int64) {
 	prefix := root + "/"
-	for name, es := range m {
+	for name, e := range m {
 		rel, ok := strings.CutPrefix(name, prefix)
 		if !ok || rel == "" {
 			continue
 		}
-		e := es[0]
 		switch e.hdr.Typeflag {
 		case tar.TypeReg:
 			vp.Files[rel] = file(rel, e, maxBytes)
