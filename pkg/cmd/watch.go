@@ -33,8 +33,10 @@ var (
 		--restart-via=evict); every action is verified. A key no consumer reads
 		is no reason to act.
 
-		Edits are coalesced per object: an object is acted on --debounce after
-		its last edit, or --max-wait after its first. At most
+		Edits are coalesced per namespace: the changes of a namespace are acted
+		on together --debounce after its last edit, or --max-wait after its
+		first, so a release that edits several objects restarts a workload
+		once. At most
 		--max-concurrent-restarts workloads are restarted at once, and a workload
 		whose previous rollout is not complete is not restarted again until it
 		is (a rollout stuck past its progress deadline, or not complete after
@@ -137,8 +139,8 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 		fs.BoolVar(&o.SyncExisting, "sync-existing", false, "At start, make every selected consumer current once (by default only changes seen while watching are acted on).")
 		fs.BoolVar(&o.RequireOptIn, "require-opt-in", o.RequireOptIn, "Act only on workloads annotated "+watch.AnnotationWatch+"=true or with one of Reloader's annotations.")
 	}
-	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Act on an object this long after its last edit (edits in between are coalesced).")
-	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on an object at the latest this long after its first edit, even if the edits go on.")
+	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Act on the changes of a namespace this long after its last edit (edits in between are coalesced).")
+	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on the changes of a namespace at the latest this long after its first edit, even if the edits go on.")
 	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once; the others wait for the next round.")
 	fs.DurationVar(&o.RolloutWait, "rollout-wait", o.RolloutWait, "How long a change waits for a workload's rollout in progress before it is reported and left alone.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")

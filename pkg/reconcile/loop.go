@@ -34,8 +34,11 @@ type Config struct {
 	// SyncExisting makes every selected consumer current once at start;
 	// otherwise what was stale before the loop started is left alone.
 	SyncExisting bool
-	// Debounce is the quiet time after an object's last edit, MaxWait the
-	// longest an object's changes wait (see watch.Debouncer).
+	// Debounce is the quiet time after the last edit in a namespace,
+	// MaxWait the longest a namespace's changes wait (see watch.Debouncer).
+	// The edits of one namespace are acted on together, so that a release
+	// that edits several objects a workload reads makes one action on it,
+	// not one per object.
 	Debounce, MaxWait time.Duration
 	// MaxConcurrentRestarts bounds the restarts (and evictions) of one
 	// round; the others are deferred to the next.
@@ -72,7 +75,7 @@ type Loop struct {
 	emitMu  sync.Mutex
 	mu      sync.Mutex
 	pending map[inspect.ObjectKey]*pending
-	bounce  watch.Debouncer[inspect.ObjectKey]
+	bounce  watch.Debouncer[string] // by namespace
 	wake    chan struct{}
 }
 
@@ -180,7 +183,7 @@ func (l *Loop) defaults() {
 		l.RolloutWait = 10 * time.Minute
 	}
 	l.pending = map[inspect.ObjectKey]*pending{}
-	l.bounce = watch.Debouncer[inspect.ObjectKey]{Quiet: l.Debounce, MaxWait: l.MaxWait}
+	l.bounce = watch.Debouncer[string]{Quiet: l.Debounce, MaxWait: l.MaxWait}
 	l.wake = make(chan struct{}, 1)
 }
 
@@ -282,7 +285,7 @@ func (l *Loop) observe(old, cur inspect.Object) {
 	p.change = merge(p.change, c)
 	p.edits++
 	p.only, p.retry, p.deferredSince = nil, false, time.Time{} // a new edit concerns every use again
-	l.bounce.Add(c.Object, l.Clock())
+	l.bounce.Add(c.Object.Namespace, l.Clock())
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -313,17 +316,17 @@ func merge(a, b watch.Change) watch.Change {
 		Created: (a.Created && !b.Deleted) || b.Created, Deleted: b.Deleted || (a.Deleted && !b.Created)}
 }
 
-// due takes the changes whose debounce has elapsed.
+// due takes the changes of the namespaces whose debounce has elapsed.
 func (l *Loop) due() (map[inspect.ObjectKey]*pending, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	keys, next := l.bounce.Due(l.Clock())
-	if len(keys) == 0 {
+	namespaces, next := l.bounce.Due(l.Clock())
+	if len(namespaces) == 0 {
 		return nil, next
 	}
-	out := make(map[inspect.ObjectKey]*pending, len(keys))
-	for k := range keys {
-		if p := l.pending[k]; p != nil {
+	out := map[inspect.ObjectKey]*pending{}
+	for k, p := range l.pending {
+		if _, ok := namespaces[k.Namespace]; ok {
 			out[k] = p
 			delete(l.pending, k)
 		}
@@ -348,7 +351,7 @@ func (l *Loop) requeue(p pending) {
 	} else {
 		l.pending[p.change.Object] = &p
 	}
-	l.bounce.Add(p.change.Object, l.Clock())
+	l.bounce.Add(p.change.Object.Namespace, l.Clock())
 }
 
 // existing is a change of every selected object that exists, for

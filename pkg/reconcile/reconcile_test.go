@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,5 +142,43 @@ func TestSelectsSkipsSystemConfigMaps(t *testing.T) {
 	l = &Loop{Config: Config{Names: []inspect.ObjectKey{app}}}
 	if !l.selects(app) || l.selects(inspect.ObjectKey{Kind: inspect.KindSecret, Namespace: "ns", Name: "app"}) {
 		t.Error("with names, only the named object is selected (by kind too)")
+	}
+}
+
+// TestDueTakesANamespaceAtOnce: the edits of one namespace fall due
+// together, a quiet period after the last of them, so a release that edits
+// two objects one workload reads is one round; another namespace keeps its
+// own clock.
+func TestDueTakesANamespaceAtOnce(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := &Loop{Config: Config{Debounce: 2 * time.Second, MaxWait: 30 * time.Second, Now: func() time.Time { return now }}}
+	l.Clock = func() time.Time { return now }
+	l.defaults()
+	cm := func(ns, name, v string) inspect.Object {
+		return inspect.Object{Kind: inspect.KindConfigMap, Namespace: ns, Name: name, Exists: true, Data: map[string][]byte{"k": []byte(v)}}
+	}
+	at := func(d time.Duration) { now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(d) }
+	l.observe(cm("a", "one", "0"), cm("a", "one", "1"))
+	l.observe(cm("b", "three", "0"), cm("b", "three", "1"))
+	at(1500 * time.Millisecond)
+	l.observe(cm("a", "two", "0"), cm("a", "two", "1"))
+	names := func(due map[inspect.ObjectKey]*pending) string {
+		var out []string
+		for k := range due {
+			out = append(out, k.Namespace+"/"+k.Name)
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	at(2 * time.Second)
+	if due, next := l.due(); names(due) != "b/three" || !next.Equal(now.Add(1500*time.Millisecond)) {
+		t.Fatalf("2 s: due %q next %s, want b/three alone, and a at 3.5 s (the quiet time after its last edit)", names(due), next)
+	}
+	at(3500 * time.Millisecond)
+	if due, _ := l.due(); names(due) != "a/one a/two" {
+		t.Fatalf("3.5 s: due %q, want both objects of namespace a", names(due))
+	}
+	if due, next := l.due(); len(due) != 0 || !next.IsZero() {
+		t.Fatalf("after: due %q next %s, want nothing left", names(due), next)
 	}
 }
