@@ -65,10 +65,11 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 		a, h := plan.Actions[i], held[i]
 		out = append(out, a)
 		objs := consumedObjects(a, changes)
-		drop := h.Stuck
+		drop, tell := h.Stuck, false
 		for _, k := range objs {
-			_, waited := l.waitedOn(changes[k], h, now)
+			waited := l.waitedOn(changes[k], h, now)
 			drop = drop || waited
+			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, h) || tell
 		}
 		if drop {
 			l.emit(Event{Kind: EventError, Action: &a, Message: fmt.Sprintf("%s: not restarted; once that is resolved, `kubectl cmsync refresh` of %s finishes it",
@@ -81,7 +82,9 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 			}
 			retry[k][a.Target.Kind+"/"+a.Target.Name] = true
 		}
-		l.emit(Event{Kind: EventDeferred, Action: &a, Message: h.Reason + "; tried again after the debounce"})
+		if tell { // said once per edit and reason, not at every retry
+			l.emit(Event{Kind: EventDeferred, Action: &a, Message: h.Reason + "; tried again after the debounce"})
+		}
 	}
 	for k, only := range retry {
 		p := *changes[k]
@@ -94,16 +97,31 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 
 func (l *Loop) dryRun() bool { return l.Refresh.DryRun != refresh.DryRunNone && l.Refresh.DryRun != "" }
 
-// waitedOn starts the clock of a change held for a rollout (first: this is
-// its first hold) and tells whether it has waited RolloutWait already.
-func (l *Loop) waitedOn(p *pending, h Hold, now time.Time) (first, waited bool) {
+// waitedOn starts the clock of a change held for a rollout (at its first
+// hold) and tells whether it has waited RolloutWait already.
+func (l *Loop) waitedOn(p *pending, h Hold, now time.Time) bool {
 	if !h.Rollout {
-		return false, false
+		return false
 	}
 	if p.deferredSince.IsZero() {
-		p.deferredSince, first = now, true
+		p.deferredSince = now
 	}
-	return first, now.Sub(p.deferredSince) >= l.RolloutWait
+	return now.Sub(p.deferredSince) >= l.RolloutWait
+}
+
+// firstDeferral tells whether this is the first time since the change's
+// last edit that the workload's restart is held for this kind of reason (a
+// rollout under way, or the restart limit), and remembers it.
+func (p *pending) firstDeferral(workload string, h Hold) bool {
+	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
+	if p.told[key] {
+		return false
+	}
+	if p.told == nil {
+		p.told = map[string]bool{}
+	}
+	p.told[key] = true
+	return true
 }
 
 // consumedObjects are the changed objects an action's consumers read.

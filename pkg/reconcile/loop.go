@@ -87,6 +87,8 @@ type pending struct {
 	// deferredSince is when a restart for it was first held back because
 	// of a rollout under way.
 	deferredSince time.Time
+	// told are the deferrals already reported (firstDeferral)
+	told map[string]bool
 	// existing: every use is concerned (--sync-existing)
 	existing bool
 	// only limits a retry to the workloads whose restart was held back
@@ -284,7 +286,7 @@ func (l *Loop) observe(old, cur inspect.Object) {
 	}
 	p.change = merge(p.change, c)
 	p.edits++
-	p.only, p.retry, p.deferredSince = nil, false, time.Time{} // a new edit concerns every use again
+	p.only, p.retry, p.deferredSince, p.told = nil, false, time.Time{}, nil // a new edit concerns every use again
 	l.bounce.Add(c.Object.Namespace, l.Clock())
 	l.mu.Unlock()
 	select {

@@ -182,3 +182,31 @@ func TestDueTakesANamespaceAtOnce(t *testing.T) {
 		t.Fatalf("after: due %q next %s, want nothing left", names(due), next)
 	}
 }
+
+// TestDeferralIsToldOncePerEdit: a restart held back at every retry of a
+// long rollout is reported the first time only, per workload and kind of
+// reason, and again after a new edit.
+func TestDeferralIsToldOncePerEdit(t *testing.T) {
+	l := &Loop{}
+	l.defaults()
+	cm := func(v string) inspect.Object {
+		return inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app", Exists: true, Data: map[string][]byte{"k": []byte(v)}}
+	}
+	l.observe(cm("0"), cm("1"))
+	p := l.pending[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}]
+	rollout, limit := Hold{Rollout: true}, Hold{}
+	steps := []struct {
+		workload string
+		hold     Hold
+		want     bool
+	}{{"Deployment/a", rollout, true}, {"Deployment/a", rollout, false}, {"Deployment/b", rollout, true}, {"Deployment/a", limit, true}, {"Deployment/a", limit, false}}
+	for i, s := range steps {
+		if got := p.firstDeferral(s.workload, s.hold); got != s.want {
+			t.Errorf("step %d (%s, rollout %t): %t, want %t", i, s.workload, s.hold.Rollout, got, s.want)
+		}
+	}
+	l.observe(cm("1"), cm("2"))
+	if !p.firstDeferral("Deployment/a", rollout) {
+		t.Errorf("after a new edit: not told again")
+	}
+}

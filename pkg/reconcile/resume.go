@@ -283,10 +283,9 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Item, changes 
 		h, seen := holds[it.Workload]
 		if !seen {
 			h = l.rolloutHold(ctx, refresh.Target{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name})
-			first, waited := l.waitedOn(p, h, l.Now())
-			h.Stuck = h.Stuck || waited
+			h.Stuck = h.Stuck || l.waitedOn(p, h, l.Now())
 			holds[it.Workload] = h
-			if first && !h.Stuck { // said once, not at every retry
+			if h.Rollout && !h.Stuck && p.firstDeferral(onlyKey(it.Workload), h) { // said once, not at every retry
 				k := it.Key()
 				l.emit(Event{Kind: EventDeferred, Object: &k, Target: &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name},
 					Message: h.Reason + "; checked once it completes"})

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -269,4 +270,136 @@ func TestWatch(t *testing.T) {
 		}
 	}
 	w.stop()
+}
+
+// watch --sync-existing and --dry-run, a release, and a held restart:
+// a dry run logs the restart of what was stale before it started and
+// changes nothing; --sync-existing then makes it current; two objects one
+// workload reads, edited a second apart, restart it once; and an edit
+// during a rollout someone else started is deferred until that rollout
+// completes, then applied once.
+func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	optIn := map[string]string{watch.AnnotationWatch: "true"}
+	f.createConfigMap(configMap("env", map[string]string{"A": "a0"}))
+	f.createConfigMap(configMap("r1", map[string]string{"X": "x0"}))
+	f.createConfigMap(configMap("r2", map[string]string{"Y": "y0"}))
+	f.createConfigMap(configMap("held", map[string]string{"B": "b0"}))
+	f.createAnnotatedDeployment("old", 1, podSpec(withEnv(busybox("c"), cmEnv("A", "env", "A", nil))), optIn)
+	f.createAnnotatedDeployment("multi", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "r1", "X", nil), cmEnv("Y", "r2", "Y", nil))), optIn)
+	// slow's pods are Ready 8 s after they start: a rollout of it lasts that long
+	slow := withEnv(busybox("c"), cmEnv("B", "held", "B", nil))
+	slow.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+		InitialDelaySeconds: 8, PeriodSeconds: 1}
+	f.createAnnotatedDeployment("slow", 1, podSpec(slow), optIn)
+	for _, d := range []string{"old", "multi", "slow"} {
+		f.waitDeploymentSettled(d)
+	}
+	f.patchConfigMapData("env", map[string]string{"A": "a1"}) // stale before any watch starts
+
+	t.Log("--dry-run --sync-existing: the restart is logged, nothing is patched")
+	{
+		w := f.startWatch("--require-opt-in", "--sync-existing", "--dry-run", "--debounce", "1s")
+		w.waitFor("the dry run's restart of old", isAction(refresh.ActionRestart, "deployment/old"))
+		f.patchConfigMapData("env", map[string]string{"A": "a2"})
+		w.waitFor("the edit seen", func(e reconcile.Event) bool {
+			return e.Kind == reconcile.EventChange && e.Object != nil && e.Object.Name == "env"
+		})
+		time.Sleep(3 * time.Second) // past the debounce: a patch would show by now
+		if n := w.count(isAction(refresh.ActionRestart, "deployment/old")); n != 2 {
+			t.Errorf("%d restart actions of deployment/old logged, want 2 (the existing state, then the edit)", n)
+		}
+		if d := f.getDeployment("old"); d.Spec.Template.Annotations[refresh.RestartedAtAnnotation] != "" || d.Generation != 1 {
+			t.Errorf("deployment old after a dry run: generation %d, template annotations %v, want untouched", d.Generation, d.Spec.Template.Annotations)
+		}
+		w.stop()
+	}
+
+	w := f.startWatch("--require-opt-in", "--sync-existing", "--debounce", "2s")
+	t.Log("--sync-existing: what was stale before the start is made current")
+	{
+		e := w.waitFor("old restarted", isResult(refresh.ActionRestart, "deployment/old"))
+		if e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("restart deployment/old: outcome %s (%s), want current", e.Outcome, e.Message)
+		}
+		f.waitDeploymentSettled("old")
+		pods, _ := f.deploymentPods("old")
+		for name := range pods {
+			f.expectEnv(name, "c", "A", "a2")
+		}
+	}
+
+	t.Log("a release: two objects multi reads, edited a second apart, restart it once")
+	{
+		f.patchConfigMapData("r1", map[string]string{"X": "x1"})
+		time.Sleep(time.Second)
+		f.patchConfigMapData("r2", map[string]string{"Y": "y1"})
+		e := w.waitFor("multi restarted", isResult(refresh.ActionRestart, "deployment/multi"))
+		if e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("restart deployment/multi: outcome %s (%s), want current", e.Outcome, e.Message)
+		}
+		f.waitDeploymentSettled("multi")
+		time.Sleep(3 * time.Second) // past another debounce: a second round would show now
+		if n := w.count(isAction(refresh.ActionRestart, "deployment/multi")); n != 1 {
+			t.Errorf("%d restarts of deployment/multi, want exactly 1", n)
+		}
+		pods, _ := f.deploymentPods("multi")
+		for name := range pods {
+			f.expectEnv(name, "c", "X", "x1")
+			f.expectEnv(name, "c", "Y", "y1")
+		}
+	}
+
+	t.Log("an edit during a rollout started by someone else: deferred, then applied once")
+	{
+		before, _ := f.deploymentPods("slow")
+		f.restartDeployment("slow", "by-hand")
+		// the rollout's new pod runs (with B=b0) before the edit, so it is stale too
+		f.poll("slow's new pod running", podReadyTimeout, func() (bool, error) {
+			pods, err := f.cs.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: "app=slow"})
+			if err != nil {
+				return false, err
+			}
+			for _, p := range pods.Items {
+				if _, old := before[p.Name]; !old && p.Status.Phase == corev1.PodRunning {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		f.patchConfigMapData("held", map[string]string{"B": "b1"})
+		d := w.waitFor("slow's restart deferred", func(e reconcile.Event) bool {
+			return e.Kind == reconcile.EventDeferred && e.Action != nil && e.Action.Target.String() == "deployment/slow"
+		})
+		if !strings.Contains(d.Message, "rollout of deployment/slow is not complete") {
+			t.Errorf("deferred: %q, want the rollout under way", d.Message)
+		}
+		e := w.waitFor("slow restarted", isResult(refresh.ActionRestart, "deployment/slow"))
+		if e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("restart deployment/slow: outcome %s (%s), want current", e.Outcome, e.Message)
+		}
+		f.waitDeploymentSettled("slow")
+		time.Sleep(3 * time.Second)
+		if n := w.count(isAction(refresh.ActionRestart, "deployment/slow")); n != 1 {
+			t.Errorf("%d restarts of deployment/slow, want exactly 1 (after the rollout by hand)", n)
+		}
+		if n := w.count(func(e reconcile.Event) bool { return e.Kind == reconcile.EventDeferred }); n != 1 {
+			t.Errorf("%d deferred events, want 1 (said once, not at every retry)", n)
+		}
+		pods, _ := f.deploymentPods("slow")
+		for name := range pods {
+			f.expectEnv(name, "c", "B", "b1")
+		}
+	}
+	w.stop()
+}
+
+// restartDeployment starts a rollout as `kubectl rollout restart` does.
+func (f *fx) restartDeployment(name, value string) {
+	f.t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, refresh.RestartedAtAnnotation, value)
+	if _, err := f.cs.AppsV1().Deployments(f.ns).Patch(f.ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		f.t.Fatalf("restarting deployment %s: %v", name, err)
+	}
 }
