@@ -239,7 +239,7 @@ func (o *WatchOptions) newLoop() *reconcile.Loop {
 			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now},
 		Client:      o.Client,
 		Cluster:     refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector),
-		Annotations: refresh.ClientWorkloads{Client: o.Client},
+		Annotations: refresh.ClientWorkloads{Client: o.Client}, Named: refresh.ClientWorkloads{Client: o.Client},
 	}
 }
 

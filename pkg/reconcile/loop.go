@@ -65,6 +65,10 @@ type Loop struct {
 	Cluster refresh.Cluster
 	// Annotations reads the workloads' annotations for watch.Select.
 	Annotations WorkloadAnnotations
+	// Named lists the workloads that carry Reloader's reload annotations
+	// (namedRestarts); nil: no workload is restarted for an object its pod
+	// spec does not read.
+	Named NamedWorkloads
 	// Emit receives every event, one at a time.
 	Emit func(Event)
 	// Clock times the debounce and the events (default time.Now, local and

@@ -51,7 +51,12 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	kept := l.concerned(items, changes, keys)
 	kept, meta := l.selected(ctx, snap, kept, l.emit)
 	kept = l.afterRollouts(ctx, kept, changes)
-	if len(kept) == 0 {
+	named, err := l.namedRestarts(ctx, ns, snap, changes)
+	if err != nil {
+		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("reading the workloads of namespace %s: %v; a workload that names a changed object "+
+			"in Reloader's reload annotation without reading it in its pod spec is not restarted this time", ns, err)})
+	}
+	if len(kept) == 0 && len(named) == 0 {
 		return
 	}
 	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster}
@@ -61,6 +66,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 		l.results(plan.Abandon(), changes)
 		return
 	}
+	plan.Actions = withNamed(plan.Actions, named)
 	held := l.gate(ctx, plan, changes)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {

@@ -88,6 +88,12 @@ type Consumer struct {
 	State   inspect.State   `json:"state,omitempty"`
 }
 
+// ModeNamed marks the consumer of a restart that Reloader's reload
+// annotation asks for: the workload names the object there, its pod spec
+// does not read it (the application reads it some other way). It has no
+// pod; the restart is verified by its rollout alone.
+const ModeNamed inspect.Mode = "named"
+
 // ConsumerOf is the consumer entry of one use.
 func ConsumerOf(it inspect.Item) Consumer {
 	id := it.ID()

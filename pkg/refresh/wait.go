@@ -434,6 +434,9 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 				return notYet, describe(it)
 			}
 		}
+		if len(seen) == 0 && namedOnly(r.Consumers) {
+			return reached, "rolled out; its pod spec does not read the object, so the rollout is all there is to verify"
+		}
 		if len(seen) == 0 {
 			return notYet, "no running pod of " + r.Target.String() + " observed yet"
 		}
@@ -454,6 +457,16 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 		return evictConverged(r, items)
 	}
 	return reached, ""
+}
+
+// namedOnly tells whether every consumer of a restart is ModeNamed.
+func namedOnly(cs []Consumer) bool {
+	for _, c := range cs {
+		if c.Mode != ModeNamed {
+			return false
+		}
+	}
+	return len(cs) > 0
 }
 
 // evictConverged checks the replacements of an evict action: each must be

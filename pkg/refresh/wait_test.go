@@ -373,3 +373,20 @@ func TestWaitTellsRepeatedProjectedSourcesApart(t *testing.T) {
 		t.Errorf("outcome %s (%s), want timeout on the pending second source", got[0].Outcome, got[0].Detail)
 	}
 }
+
+// TestNamedRestartIsVerifiedByItsRollout: a restart whose consumers are all
+// named (Reloader's reload annotation, not read by the pod spec) is reached
+// once rolled out, with no pod to read; one with a real use waits for it.
+func TestNamedRestartIsVerifiedByItsRollout(t *testing.T) {
+	target := Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
+	obj := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app", Exists: true}
+	named := Result{Action: Action{Action: ActionRestart, Target: target, Consumers: []Consumer{{Object: obj, Mode: ModeNamed}}}}
+	if p, detail := converged(named, nil); p != reached || !strings.Contains(detail, "does not read") {
+		t.Errorf("named restart: %v %q, want reached", p, detail)
+	}
+	used := named
+	used.Action.Consumers = []Consumer{{Object: obj, Mode: inspect.ModeEnv, Pod: "api-1", Container: "c"}}
+	if p, _ := converged(used, nil); p != notYet {
+		t.Errorf("restart with an env use and no pod observed: %v, want notYet", p)
+	}
+}

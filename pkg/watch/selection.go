@@ -134,6 +134,12 @@ func named(ann map[string]string, s Subject, o Changed) (Decision, bool) {
 	return Decision{Skip, "not named in " + key}, true
 }
 
+// Named tells whether the workload lists the object in Reloader's reload
+// annotation of its kind (on the workload, else on its pod template).
+func Named(s Subject, o Changed) bool {
+	return nameListed(reloaderAnnotations(s, o.Kind)[typed(o.Kind, ReloaderConfigMapReload, ReloaderSecretReload)], o.Name)
+}
+
 func autoSelect(requireOptIn bool, ann map[string]string, s Subject, o Changed) Decision {
 	switch {
 	case first(s, AnnotationWatch) == "true":

@@ -184,7 +184,9 @@ func TestWatch(t *testing.T) {
 		cmItemsVolume("i", "items", corev1.KeyToPath{Key: "a", Path: "a"})), optIn)
 	f.createAnnotatedDeployment("reloaded", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "rl", "X", nil))), map[string]string{watch.ReloaderAuto: "true"})
 	f.createAnnotatedDeployment("plain", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "rl", "X", nil))), nil)
-	for _, d := range []string{"vol", "envapp", "itemsapp", "reloaded", "plain"} {
+	// names rl in Reloader's reload list and reads it some other way (its pod spec does not)
+	f.createAnnotatedDeployment("named", 1, podSpec(busybox("c")), map[string]string{watch.ReloaderConfigMapReload: "rl"})
+	for _, d := range []string{"vol", "envapp", "itemsapp", "reloaded", "plain", "named"} {
 		f.waitDeploymentSettled(d)
 	}
 	// --debounce 3s: ten edits 0.4 s apart are one burst even when a patch
@@ -252,12 +254,21 @@ func TestWatch(t *testing.T) {
 		}
 	}
 
-	t.Log("Reloader's annotation: restarted; a workload that did not opt in: left alone")
+	t.Log("Reloader's annotations: restarted, also where only the reload list names the object; a workload that did not opt in: left alone")
 	{
+		namedPods, _ := f.deploymentPods("named")
 		f.patchConfigMapData("rl", map[string]string{"X": "x1"})
 		e := w.waitFor("reloaded restarted", isResult(refresh.ActionRestart, "deployment/reloaded"))
 		if e.Outcome != refresh.OutcomeCurrent {
 			t.Errorf("restart deployment/reloaded: outcome %s (%s), want current", e.Outcome, e.Message)
+		}
+		e = w.waitFor("named restarted", isResult(refresh.ActionRestart, "deployment/named"))
+		if e.Outcome != refresh.OutcomeCurrent || !strings.Contains(e.Message, "does not read") {
+			t.Errorf("restart deployment/named: outcome %s (%s), want current, its rollout verified", e.Outcome, e.Message)
+		}
+		f.waitDeploymentSettled("named")
+		if after, _ := f.deploymentPods("named"); len(after) != 1 || fmt.Sprint(after) == fmt.Sprint(namedPods) {
+			t.Errorf("pods of named: %v, want one new pod (was %v)", after, namedPods)
 		}
 		skip := w.waitFor("plain skipped", func(e reconcile.Event) bool {
 			return e.Kind == reconcile.EventSkip && e.Target != nil && e.Target.Name == "plain"

@@ -1,0 +1,100 @@
+package reconcile
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+// NamedWorkloads lists the Deployments, StatefulSets and DaemonSets of a
+// namespace that carry one of keys (refresh.ClientWorkloads implements it).
+type NamedWorkloads interface {
+	Annotated(ctx context.Context, namespace string, keys ...string) ([]refresh.AnnotatedWorkload, error)
+}
+
+// namedRestarts are the restarts Reloader's reload annotation asks for: a
+// workload that names an edited object there although its pod spec does
+// not read it (the application reads it some other way, through the API
+// say) is restarted, as Reloader does. A workload whose pod spec reads the
+// object is refreshed through its uses instead, key by key. A named
+// workload that is paused, opted out or excluded is reported skipped.
+// Only edits count (Reloader's default): not a creation, a deletion or the
+// state found at start, which no record can tell current.
+func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snapshot, changes map[inspect.ObjectKey]*pending) ([]refresh.Action, error) {
+	if l.Named == nil {
+		return nil, nil
+	}
+	ws, err := l.Named.Annotated(ctx, ns, watch.ReloaderConfigMapReload, watch.ReloaderSecretReload)
+	if err != nil || len(ws) == 0 {
+		return nil, err
+	}
+	pods, err := labels.Parse(l.PodSelector)
+	if err != nil {
+		return nil, err
+	}
+	var out []refresh.Action
+	for _, w := range ws {
+		if !pods.Matches(labels.Set(w.Labels)) {
+			continue // -l selects pods, and the workload's are not among them
+		}
+		target := refresh.Target{Kind: w.Kind, Namespace: ns, Name: w.Name}
+		var a *refresh.Action
+		for _, k := range slices.SortedFunc(maps.Keys(changes), compareKeys) {
+			p := changes[k]
+			s := watch.Subject{Annotations: w.Annotations, TemplateAnnotations: w.Template}
+			o := watch.Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)}
+			if !edited(p) || !watch.Named(s, o) || reads(w, ns, k) || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
+				continue
+			}
+			d := watch.Select(l.RequireOptIn, s, o)
+			if d.Selection != watch.Restart {
+				if !p.retry {
+					l.emit(Event{Kind: EventSkip, Object: &k, Target: &target, Message: d.Reason})
+				}
+				continue
+			}
+			if a == nil {
+				a = &refresh.Action{Action: refresh.ActionRestart, Target: target, Reason: d.Reason}
+			}
+			a.Consumers = append(a.Consumers, refresh.Consumer{Mode: refresh.ModeNamed,
+				Object: inspect.ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true}})
+		}
+		if a != nil {
+			out = append(out, *a)
+		}
+	}
+	return out, nil
+}
+
+// edited: the change is an edit of keys (not a creation or deletion, not
+// the state found at start).
+func edited(p *pending) bool {
+	return len(p.change.Keys) > 0 && !p.change.Created && !p.change.Deleted && !p.existing
+}
+
+// reads tells whether the workload's pod template reads the object.
+func reads(w refresh.AnnotatedWorkload, ns string, k inspect.ObjectKey) bool {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: w.Spec}
+	return slices.ContainsFunc(inspect.Uses(pod), func(it inspect.Item) bool { return it.Key() == k })
+}
+
+// withNamed adds the named restarts to a plan's actions, but for a workload
+// the plan restarts already (one restart makes it read everything anew).
+func withNamed(actions, named []refresh.Action) []refresh.Action {
+	for _, n := range named {
+		if !slices.ContainsFunc(actions, func(a refresh.Action) bool {
+			return a.Action == refresh.ActionRestart && a.Target == n.Target
+		}) {
+			actions = append(actions, n)
+		}
+	}
+	return actions
+}

@@ -1,0 +1,98 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
+)
+
+type namedFake []refresh.AnnotatedWorkload
+
+func (n namedFake) Annotated(context.Context, string, ...string) ([]refresh.AnnotatedWorkload, error) {
+	return n, nil
+}
+
+// TestNamedRestartsFollowReloadersReloadList: a workload that names an
+// edited object in Reloader's reload annotation without reading it is
+// restarted, once however many of its objects changed; one that reads it,
+// names another, is paused, is outside -l or was not held back is not; a
+// creation is not an edit.
+func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
+	reload := func(list string) map[string]string { return map[string]string{watch.ReloaderConfigMapReload: list} }
+	app := map[string]string{"app": "x"}
+	readsApp := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}}}}
+	ws := namedFake{
+		{Kind: "Deployment", Name: "api", Annotations: reload("app,other"), Labels: app},
+		{Kind: "StatefulSet", Name: "db", Template: reload("ap+"), Labels: app},
+		{Kind: "Deployment", Name: "reads", Annotations: reload("app"), Labels: app, Spec: readsApp},
+		{Kind: "Deployment", Name: "elsewhere", Annotations: reload("nothing"), Labels: app},
+		{Kind: "Deployment", Name: "paused", Annotations: map[string]string{watch.ReloaderConfigMapReload: "app", watch.AnnotationPaused: "true"}, Labels: app},
+		{Kind: "DaemonSet", Name: "unlabelled", Annotations: reload("app")},
+	}
+	key := func(name string) inspect.ObjectKey {
+		return inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: name}
+	}
+	edit := func(name string) *pending {
+		return &pending{change: watch.Change{Object: key(name), Keys: []string{"k"}}}
+	}
+	snap := &inspect.Snapshot{}
+	cases := []struct {
+		name     string
+		selector string
+		changes  map[inspect.ObjectKey]*pending
+		want     string
+		skips    string
+	}{
+		{"two objects api names", "", map[inspect.ObjectKey]*pending{key("app"): edit("app"), key("other"): edit("other")},
+			"Deployment/api[app other] StatefulSet/db[app] DaemonSet/unlabelled[app]", "Deployment/paused"},
+		{"-l", "app=x", map[inspect.ObjectKey]*pending{key("app"): edit("app")}, "Deployment/api[app] StatefulSet/db[app]", "Deployment/paused"},
+		{"created", "", map[inspect.ObjectKey]*pending{key("app"): {change: watch.Change{Object: key("app"), Keys: []string{"k"}, Created: true}}}, "", ""},
+		{"retry of db only", "", map[inspect.ObjectKey]*pending{key("app"): {change: watch.Change{Object: key("app"), Keys: []string{"k"}},
+			only: map[string]bool{"StatefulSet/db": true}, retry: true}}, "StatefulSet/db[app]", ""},
+	}
+	for _, tc := range cases {
+		var skips []string
+		l := &Loop{Config: Config{PodSelector: tc.selector}, Named: ws, Emit: func(e Event) {
+			if e.Kind == EventSkip {
+				skips = append(skips, e.Target.Kind+"/"+e.Target.Name)
+			}
+		}}
+		l.defaults()
+		got, err := l.namedRestarts(context.Background(), "ns", snap, tc.changes)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var rows []string
+		for _, a := range got {
+			var objs []string
+			for _, c := range a.Consumers {
+				if c.Mode != refresh.ModeNamed {
+					t.Errorf("%s: consumer mode %s, want named", tc.name, c.Mode)
+				}
+				objs = append(objs, c.Object.Name)
+			}
+			if a.Action != refresh.ActionRestart || !strings.Contains(a.Reason, "named in "+watch.ReloaderConfigMapReload) {
+				t.Errorf("%s: %s %s (%s), want a restart named in the reload annotation", tc.name, a.Action, a.Target, a.Reason)
+			}
+			rows = append(rows, a.Target.Kind+"/"+a.Target.Name+"["+strings.Join(objs, " ")+"]")
+		}
+		if g := strings.Join(rows, " "); g != tc.want {
+			t.Errorf("%s: restarts %q, want %q", tc.name, g, tc.want)
+		}
+		if g := strings.Join(skips, " "); g != tc.skips {
+			t.Errorf("%s: skips %q, want %q", tc.name, g, tc.skips)
+		}
+	}
+	planned := []refresh.Action{{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "api"}}}
+	named := []refresh.Action{planned[0], {Action: refresh.ActionRestart, Target: refresh.Target{Kind: "StatefulSet", Namespace: "ns", Name: "db"}}}
+	if got := withNamed(planned, named); len(got) != 2 || got[1].Target.Name != "db" {
+		t.Errorf("withNamed: %+v, want api once and db", got)
+	}
+}
