@@ -48,14 +48,14 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 		return
 	}
 	items := l.build(snap, keys)
-	kept := l.concerned(items, changes, keys)
-	kept, meta := l.selected(ctx, snap, kept, l.emit)
-	kept = l.afterRollouts(ctx, kept, changes)
 	named, err := l.namedRestarts(ctx, ns, snap, changes)
 	if err != nil {
 		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("reading the workloads of namespace %s: %v; a workload that names a changed object "+
 			"in Reloader's reload annotation without reading it in its pod spec is not restarted this time", ns, err)})
 	}
+	kept := l.concerned(items, changes, keys, named)
+	kept, meta := l.selected(ctx, snap, kept, l.emit)
+	kept = l.afterRollouts(ctx, kept, changes)
 	if len(kept) == 0 && len(named) == 0 {
 		return
 	}
@@ -117,9 +117,15 @@ func (l *Loop) build(snap *inspect.Snapshot, keys []inspect.ObjectKey) []inspect
 }
 
 // concerned keeps the uses that read a changed key (every use for
-// --sync-existing) and reports each object none of whose uses does.
-func (l *Loop) concerned(items []inspect.Item, changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey) []inspect.Item {
+// --sync-existing) and reports each object none of whose uses does and no
+// named restart is for.
+func (l *Loop) concerned(items []inspect.Item, changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey, named []refresh.Action) []inspect.Item {
 	kept, acted := concernedItems(items, changes)
+	for _, a := range named {
+		for _, c := range a.Consumers {
+			acted[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}] = true
+		}
+	}
 	for _, k := range keys {
 		if acted[k] || changes[k].existing || changes[k].retry {
 			continue
