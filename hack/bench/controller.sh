@@ -113,5 +113,5 @@ echo "controller RSS when ready, before the first edit: $(awk -v r="$rss0" 'BEGI
 echo "controller idle CPU: $(awk -v a="$c0" -v b="$c1" -v t="$IDLE" 'BEGIN {printf "%.2f", (b - a) * 100 / t}')% of a core over ${IDLE}s; RSS $(awk -v r="$rss" 'BEGIN {printf "%.1f", r / 1048576}') MiB"
 echo "container restarts of the $PODS pods during the benchmark: $(( $(restarts $NS) - r0 ))"
 echo "Reloader, same releases (documented behaviour: a rolling restart of every workload that references a changed object, one per change): $((RUNS * CONFIGMAPS)) template updates, at least $((RUNS * PODS)) pods replaced"
-kubectl -n $CTL logs "$leader" > "${LOG:-/tmp/cmsync-bench-controller.log}" && echo "the leader's log: ${LOG:-/tmp/cmsync-bench-controller.log}"
+kubectl -n $CTL logs "$leader" > "${CTL_LOG:-/tmp/cmsync-bench-controller.log}" && echo "the leader's log: ${CTL_LOG:-/tmp/cmsync-bench-controller.log}"
 kubectl delete namespace $NS --wait=false >/dev/null
