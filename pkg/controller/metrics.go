@@ -35,7 +35,7 @@ func NewMetrics() *Metrics {
 			Help: "How actions ended, by action and outcome (current, applied, unverifiable, timeout, failed, not-applied, dry-run)."},
 			[]string{"action", "outcome"}),
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_deferred_total",
-			Help: "Restarts held back (a rollout under way, or --max-concurrent-restarts reached) and tried again."}),
+			Help: "Restarts held back (a rollout under way, or --max-concurrent-restarts reached) and tried again; counted once per edit and reason, not at every retry."}),
 		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_ignored_total",
 			Help: "Changes that no selected consumer reads (no action)."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_errors_total",

@@ -35,6 +35,7 @@ const (
 	EventAction EventKind = "action"
 	// EventDeferred: a restart held back (the workload's previous rollout
 	// is not complete, or the restart limit is reached); it is tried again.
+	// Reported once per edit and kind of reason, not at every retry.
 	EventDeferred EventKind = "deferred"
 	// EventResult: how an action ended, verified or not.
 	EventResult EventKind = "result"

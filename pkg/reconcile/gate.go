@@ -72,8 +72,11 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, h) || tell
 		}
 		if drop {
-			l.emit(Event{Kind: EventError, Action: &a, Message: fmt.Sprintf("%s: not restarted; once that is resolved, `kubectl cmsync refresh` of %s finishes it",
-				h.Reason, objectList(objs))})
+			finish := fmt.Sprintf("`kubectl cmsync refresh` of %s", objectList(objs))
+			if a.NamedOnly() {
+				finish = fmt.Sprintf("`kubectl rollout restart %s -n %s`", a.Target, a.Target.Namespace)
+			}
+			l.emit(Event{Kind: EventError, Action: &a, Message: fmt.Sprintf("%s: not restarted; once that is resolved, %s finishes it", h.Reason, finish)})
 			continue
 		}
 		for _, k := range objs {

@@ -346,10 +346,16 @@ func (l *Loop) due() (map[inspect.ObjectKey]*pending, time.Time) {
 func (l *Loop) requeue(p pending) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p.retry = true
+	p.retry, p.told = true, maps.Clone(p.told) // a copy shares no map with the round's
 	if q := l.pending[p.change.Object]; q != nil {
 		if q.retry && q.only != nil && p.only != nil {
 			maps.Copy(q.only, p.only)
+		}
+		if q.retry { // no edit since: what was told and the hold's clock still hold
+			q.told = joinTold(q.told, p.told)
+			if q.deferredSince.IsZero() || (!p.deferredSince.IsZero() && p.deferredSince.Before(q.deferredSince)) {
+				q.deferredSince = p.deferredSince
+			}
 		}
 		q.change = merge(p.change, q.change)
 		q.edits += p.edits
@@ -358,6 +364,14 @@ func (l *Loop) requeue(p pending) {
 		l.pending[p.change.Object] = &p
 	}
 	l.bounce.Add(p.change.Object.Namespace, l.Clock())
+}
+
+func joinTold(a, b map[string]bool) map[string]bool {
+	if a == nil {
+		return b
+	}
+	maps.Copy(a, b)
+	return a
 }
 
 // existing is a change of every selected object that exists, for

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -29,7 +30,7 @@ type NamedWorkloads interface {
 // Only edits count (Reloader's default): not a creation, a deletion or the
 // state found at start, which no record can tell current.
 func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snapshot, changes map[inspect.ObjectKey]*pending) ([]refresh.Action, error) {
-	if l.Named == nil {
+	if l.Named == nil || !slices.ContainsFunc(slices.Collect(maps.Values(changes)), edited) {
 		return nil, nil
 	}
 	ws, err := l.Named.Annotated(ctx, ns, watch.ReloaderConfigMapReload, watch.ReloaderSecretReload)
@@ -68,10 +69,39 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 				Object: inspect.ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true}})
 		}
 		if a != nil {
-			out = append(out, *a)
+			out = append(out, l.restartable(ctx, *a))
 		}
 	}
 	return out, nil
+}
+
+// restartable turns a named restart into a manual action where a restart
+// would replace no pod or not all of them, as the planner does for a
+// consumer: a paused Deployment, the OnDelete strategy, a partition, a
+// workload gone or unreadable.
+func (l *Loop) restartable(ctx context.Context, a refresh.Action) refresh.Action {
+	if l.Cluster.Workloads == nil {
+		return a
+	}
+	t := a.Target
+	info, err := l.Cluster.Workloads.Workload(ctx, refresh.WorkloadKey{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name})
+	why := ""
+	switch {
+	case err != nil:
+		why = fmt.Sprintf("cannot read %s: %v; restart it by hand (kubectl rollout restart %s -n %s)", t, err, t, t.Namespace)
+	case !info.Exists:
+		why = fmt.Sprintf("%s was not found", t)
+	case info.Paused:
+		why = fmt.Sprintf("%s is paused: a restart replaces no pod; resume it (kubectl rollout resume %s -n %s)", t, t, t.Namespace)
+	case info.OnDelete:
+		why = fmt.Sprintf("%s uses the OnDelete update strategy: a restart replaces no pod; delete its pods to replace them", t)
+	case info.Partition > 0:
+		why = fmt.Sprintf("%s has a rolling update partition (%d): a restart spares the pods below it; delete them, or lower the partition", t, info.Partition)
+	default:
+		return a
+	}
+	a.Action, a.Reason = refresh.ActionManual, a.Reason+"; "+why
+	return a
 }
 
 // edited: the change is an edit of keys (not a creation or deletion, not
@@ -86,15 +116,42 @@ func reads(w refresh.AnnotatedWorkload, ns string, k inspect.ObjectKey) bool {
 	return slices.ContainsFunc(inspect.Uses(pod), func(it inspect.Item) bool { return it.Key() == k })
 }
 
-// withNamed adds the named restarts to a plan's actions, but for a workload
-// the plan restarts already (one restart makes it read everything anew).
-func withNamed(actions, named []refresh.Action) []refresh.Action {
+// withNamed adds the named restarts to a plan's actions. A workload the plan
+// restarts or evicts already gets the named objects as consumers of that
+// action (one restart makes it read everything anew); the annotations of
+// the pods a named restart replaces are folded into it, as the planner
+// folds them into a consumer's restart.
+func withNamed(actions, named []refresh.Action, items []inspect.Item) []refresh.Action {
 	for _, n := range named {
-		if !slices.ContainsFunc(actions, func(a refresh.Action) bool {
-			return a.Action == refresh.ActionRestart && a.Target == n.Target
-		}) {
-			actions = append(actions, n)
+		i := slices.IndexFunc(actions, func(a refresh.Action) bool {
+			return (a.Action == refresh.ActionRestart || a.Action == refresh.ActionEvict) && a.Target == n.Target
+		})
+		if i >= 0 {
+			actions[i].Consumers = append(slices.Clone(actions[i].Consumers), n.Consumers...)
+			continue
 		}
+		if n.Action == refresh.ActionRestart {
+			pods := podsOf(items, n.Target)
+			actions = slices.DeleteFunc(actions, func(a refresh.Action) bool {
+				fold := a.Action == refresh.ActionAnnotate && a.Target.Kind == "Pod" && a.Target.Namespace == n.Target.Namespace && pods[a.Target.Name]
+				if fold {
+					n.Consumers = append(n.Consumers, a.Consumers...)
+				}
+				return fold
+			})
+		}
+		actions = append(actions, n)
 	}
 	return actions
+}
+
+// podsOf are the names of the workload's pods among the items.
+func podsOf(items []inspect.Item, t refresh.Target) map[string]bool {
+	out := map[string]bool{}
+	for _, it := range items {
+		if it.Pod.Name != "" && it.Object.Namespace == t.Namespace && it.Workload.Name == t.Name && it.Workload.GroupKind() == t.Kind {
+			out[it.Pod.Name] = true
+		}
+	}
+	return out
 }

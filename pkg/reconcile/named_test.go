@@ -90,9 +90,62 @@ func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
 			t.Errorf("%s: skips %q, want %q", tc.name, g, tc.skips)
 		}
 	}
-	planned := []refresh.Action{{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "api"}}}
-	named := []refresh.Action{planned[0], {Action: refresh.ActionRestart, Target: refresh.Target{Kind: "StatefulSet", Namespace: "ns", Name: "db"}}}
-	if got := withNamed(planned, named); len(got) != 2 || got[1].Target.Name != "db" {
-		t.Errorf("withNamed: %+v, want api once and db", got)
+}
+
+type workloadsFake map[string]refresh.WorkloadInfo
+
+func (w workloadsFake) Workload(_ context.Context, k refresh.WorkloadKey) (refresh.WorkloadInfo, error) {
+	return w[k.Kind+"/"+k.Name], nil
+}
+
+func (w workloadsFake) WorkloadPods(context.Context, string, string, string) ([]refresh.WorkloadPod, error) {
+	return nil, nil
+}
+
+// TestNamedRestartsJoinThePlan: a workload the plan restarts or evicts gets
+// the named objects as consumers of that action; the annotations of the
+// pods a named restart replaces are folded into it; a paused Deployment, an
+// OnDelete or partitioned StatefulSet is a manual action, not a restart
+// that would replace no pod.
+func TestNamedRestartsJoinThePlan(t *testing.T) {
+	target := func(kind, name string) refresh.Target { return refresh.Target{Kind: kind, Namespace: "ns", Name: name} }
+	named := func(kind, name string) refresh.Action {
+		return refresh.Action{Action: refresh.ActionRestart, Target: target(kind, name), Reason: "named",
+			Consumers: []refresh.Consumer{{Mode: refresh.ModeNamed, Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "n"}}}}
+	}
+	vol := refresh.Consumer{Mode: inspect.ModeVolume, Pod: "web-1", Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "v"}}
+	plan := []refresh.Action{
+		{Action: refresh.ActionEvict, Target: target("Deployment", "api"), Consumers: []refresh.Consumer{{Mode: inspect.ModeEnv, Pod: "api-1"}}},
+		{Action: refresh.ActionAnnotate, Target: target("Pod", "web-1"), Consumers: []refresh.Consumer{vol}},
+		{Action: refresh.ActionAnnotate, Target: target("Pod", "other-1")},
+	}
+	items := []inspect.Item{{Object: inspect.ObjectRef{Namespace: "ns", Name: "v"}, Pod: inspect.PodRef{Name: "web-1"},
+		Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}}}
+	got := withNamed(plan, []refresh.Action{named("Deployment", "api"), named("Deployment", "web")}, items)
+	var rows []string
+	for _, a := range got {
+		var modes []string
+		for _, c := range a.Consumers {
+			modes = append(modes, string(c.Mode))
+		}
+		rows = append(rows, string(a.Action)+" "+a.Target.String()+" ["+strings.Join(modes, " ")+"]")
+	}
+	want := "evict deployment/api [env named], annotate pod/other-1 [], restart deployment/web [named volume]"
+	if g := strings.Join(rows, ", "); g != want {
+		t.Errorf("plan:\n got %s\nwant %s", g, want)
+	}
+
+	l := &Loop{Cluster: refresh.Cluster{Workloads: workloadsFake{
+		"Deployment/ok": {Exists: true}, "Deployment/paused": {Exists: true, Paused: true},
+		"StatefulSet/ondelete": {Exists: true, OnDelete: true}, "StatefulSet/part": {Exists: true, Partition: 2}}}}
+	for _, tc := range []struct{ kind, name, want string }{
+		{"Deployment", "ok", "restart"}, {"Deployment", "paused", "manual: paused"}, {"StatefulSet", "ondelete", "manual: OnDelete"},
+		{"StatefulSet", "part", "manual: partition (2)"}, {"Deployment", "gone", "manual: not found"},
+	} {
+		a := l.restartable(context.Background(), named(tc.kind, tc.name))
+		kind, detail, _ := strings.Cut(tc.want, ": ")
+		if string(a.Action) != kind || !strings.Contains(a.Reason, detail) {
+			t.Errorf("%s/%s: %s (%s), want %s", tc.kind, tc.name, a.Action, a.Reason, tc.want)
+		}
 	}
 }

@@ -244,10 +244,15 @@ func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
 	l := &Loop{}
 	l.defaults()
 	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x"}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l.requeue(pending{change: watch.Change{Object: k}, existing: true, only: map[string]bool{"Deployment/a": true}})
-	l.requeue(pending{change: watch.Change{Object: k}, existing: true, only: map[string]bool{"Deployment/b": true}})
+	l.requeue(pending{change: watch.Change{Object: k}, existing: true, only: map[string]bool{"Deployment/b": true},
+		told: map[string]bool{"Deployment/b rollout=true": true}, deferredSince: t0})
 	if only := l.pending[k].only; len(only) != 2 || !only["Deployment/a"] || !only["Deployment/b"] {
 		t.Fatalf("only = %v, want both workloads", only)
+	}
+	if q := l.pending[k]; !q.told["Deployment/b rollout=true"] || !q.deferredSince.Equal(t0) {
+		t.Errorf("told %v, deferred since %s: the second hold's report and clock are kept", q.told, q.deferredSince)
 	}
 	if got := l.unchangedSince("ns", []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/y" {
 		t.Errorf("unchangedSince = %v: an object with a change pending is not recorded by this round", got)

@@ -50,8 +50,8 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	items := l.build(snap, keys)
 	named, err := l.namedRestarts(ctx, ns, snap, changes)
 	if err != nil {
-		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("reading the workloads of namespace %s: %v; a workload that names a changed object "+
-			"in Reloader's reload annotation without reading it in its pod spec is not restarted this time", ns, err)})
+		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("reading the workloads of namespace %s: %v; a workload that names an object edited now "+
+			"in Reloader's reload annotation without reading it in its pod spec is not restarted for this edit: `kubectl rollout restart` it by hand", ns, err)})
 	}
 	kept := l.concerned(items, changes, keys, named)
 	kept, meta := l.selected(ctx, snap, kept, l.emit)
@@ -66,7 +66,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 		l.results(plan.Abandon(), changes)
 		return
 	}
-	plan.Actions = withNamed(plan.Actions, named)
+	plan.Actions = withNamed(plan.Actions, named, items)
 	held := l.gate(ctx, plan, changes)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {

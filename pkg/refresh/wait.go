@@ -459,6 +459,10 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 	return reached, ""
 }
 
+// NamedOnly tells whether every consumer of the action is ModeNamed: it
+// was made for Reloader's reload annotation alone.
+func (a Action) NamedOnly() bool { return namedOnly(a.Consumers) }
+
 // namedOnly tells whether every consumer of a restart is ModeNamed.
 func namedOnly(cs []Consumer) bool {
 	for _, c := range cs {

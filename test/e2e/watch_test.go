@@ -299,10 +299,11 @@ func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
 	f.createConfigMap(configMap("held", map[string]string{"B": "b0"}))
 	f.createAnnotatedDeployment("old", 1, podSpec(withEnv(busybox("c"), cmEnv("A", "env", "A", nil))), optIn)
 	f.createAnnotatedDeployment("multi", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "r1", "X", nil), cmEnv("Y", "r2", "Y", nil))), optIn)
-	// slow's pods are Ready 8 s after they start: a rollout of it lasts that long
+	// slow's pods are Ready 20 s after they start: a rollout of it lasts that
+	// long, past the edit's debounce and round on a loaded machine
 	slow := withEnv(busybox("c"), cmEnv("B", "held", "B", nil))
 	slow.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
-		InitialDelaySeconds: 8, PeriodSeconds: 1}
+		InitialDelaySeconds: 20, PeriodSeconds: 1}
 	f.createAnnotatedDeployment("slow", 1, podSpec(slow), optIn)
 	for _, d := range []string{"old", "multi", "slow"} {
 		f.waitDeploymentSettled(d)
@@ -317,7 +318,10 @@ func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
 		w.waitFor("the edit seen", func(e reconcile.Event) bool {
 			return e.Kind == reconcile.EventChange && e.Object != nil && e.Object.Name == "env"
 		})
-		time.Sleep(3 * time.Second) // past the debounce: a patch would show by now
+		f.poll("the dry run's restart of old for the edit", podReadyTimeout, func() (bool, error) {
+			return w.count(isAction(refresh.ActionRestart, "deployment/old")) >= 2, nil
+		})
+		time.Sleep(2 * time.Second) // a patch, or a third action, would show by now
 		if n := w.count(isAction(refresh.ActionRestart, "deployment/old")); n != 2 {
 			t.Errorf("%d restart actions of deployment/old logged, want 2 (the existing state, then the edit)", n)
 		}
@@ -327,7 +331,9 @@ func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
 		w.stop()
 	}
 
-	w := f.startWatch("--require-opt-in", "--sync-existing", "--debounce", "2s")
+	// --debounce 3s: two edits a second apart are one burst even when a
+	// patch is slow on a loaded machine
+	w := f.startWatch("--require-opt-in", "--sync-existing", "--debounce", "3s")
 	t.Log("--sync-existing: what was stale before the start is made current")
 	{
 		e := w.waitFor("old restarted", isResult(refresh.ActionRestart, "deployment/old"))
@@ -351,7 +357,7 @@ func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
 			t.Errorf("restart deployment/multi: outcome %s (%s), want current", e.Outcome, e.Message)
 		}
 		f.waitDeploymentSettled("multi")
-		time.Sleep(3 * time.Second) // past another debounce: a second round would show now
+		time.Sleep(4 * time.Second) // past another debounce: a second round would show now
 		if n := w.count(isAction(refresh.ActionRestart, "deployment/multi")); n != 1 {
 			t.Errorf("%d restarts of deployment/multi, want exactly 1", n)
 		}
@@ -391,7 +397,7 @@ func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
 			t.Errorf("restart deployment/slow: outcome %s (%s), want current", e.Outcome, e.Message)
 		}
 		f.waitDeploymentSettled("slow")
-		time.Sleep(3 * time.Second)
+		time.Sleep(4 * time.Second)
 		if n := w.count(isAction(refresh.ActionRestart, "deployment/slow")); n != 1 {
 			t.Errorf("%d restarts of deployment/slow, want exactly 1 (after the rollout by hand)", n)
 		}
