@@ -33,39 +33,15 @@ configmaps() {
 }
 # deployment D: Deployment app-D, PODS/DEPLOYMENTS busybox pods, opted in, its ConfigMaps in one projected volume
 deployment() {
-  cat <<Y
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: app-$1, namespace: $NS, annotations: {kubectl-cmsync.io/watch: "true"}}
-spec:
-  replicas: $((PODS / DEPLOYMENTS))
-  selector: {matchLabels: {app: app-$1}}
-  template:
-    metadata: {labels: {app: app-$1}}
-    spec:
-      terminationGracePeriodSeconds: 1
-      dnsPolicy: Default
-      automountServiceAccountToken: false
-      enableServiceLinks: false
-      containers:
-      - name: c
-        image: $IMAGE_BUSYBOX
-        imagePullPolicy: Never
-        command: ["sleep", "1000000"]
-        volumeMounts: [{name: cfg, mountPath: /etc/cfg}]
-      volumes:
-      - name: cfg
-        projected:
-          sources:
-Y
-  for j in $(seq 0 $((PER - 1))); do echo "          - configMap: {name: cfg-$1-$j, items: [{key: key, path: cfg-$j}]}"; done
+  local j
+  {
+    echo "        projected:"
+    echo "          sources:"
+    for j in $(seq 0 $((PER - 1))); do echo "          - configMap: {name: cfg-$1-$j, items: [{key: key, path: cfg-$j}]}"; done
+  } | deployment_yaml $NS "app-$1" $((PODS / DEPLOYMENTS)) 'kubectl-cmsync.io/watch: "true"'
 }
 ts "deploying $PODS pods in $DEPLOYMENTS Deployments reading $CONFIGMAPS ConfigMaps"
-if [ "$(kubectl get namespace $NS -o jsonpath='{.status.phase}' 2>/dev/null)" = Terminating ]; then
-  kubectl wait --for=delete namespace/$NS --timeout=180s >/dev/null 2>&1 || true
-fi
-kubectl create namespace $NS --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+fresh_namespace $NS
 configmaps v0 | kubectl apply -f - >/dev/null
 for d in $(seq 0 $((DEPLOYMENTS - 1))); do deployment "$d"; done | kubectl apply -f - >/dev/null
 for d in $(seq 0 $((DEPLOYMENTS - 1))); do kubectl -n $NS rollout status deployment/app-"$d" --timeout=600s >/dev/null; done

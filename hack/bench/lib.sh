@@ -13,28 +13,33 @@ export PATH=$PWD/bin:$BIN:$PATH
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-# deploy NS NAME REPLICAS: a Deployment whose pods mount ConfigMap NAME as a volume and read one key as env
-deploy() {
-  local ns=$1 name=$2 n=$3
-  # a previous run's namespace may still be terminating (one that is not is reused)
-  if [ "$(kubectl get namespace "$ns" -o jsonpath='{.status.phase}' 2>/dev/null)" = Terminating ]; then
-    kubectl wait --for=delete namespace/"$ns" --timeout=180s >/dev/null 2>&1 || true
+# fresh_namespace NS: creates NS, after a previous run's namespace of that name has terminated (one that is
+# not terminating is reused)
+fresh_namespace() {
+  if [ "$(kubectl get namespace "$1" -o jsonpath='{.status.phase}' 2>/dev/null)" = Terminating ]; then
+    kubectl wait --for=delete namespace/"$1" --timeout=180s >/dev/null 2>&1 || true
   fi
-  kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  kubectl -n "$ns" create configmap "$name" --from-literal=key=v0 --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  cat <<Y | kubectl apply -f - >/dev/null
+  kubectl create namespace "$1" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+}
+
+# deployment_yaml NS NAME REPLICAS ANNOTATIONS: a Deployment of busybox pods mounting volume cfg at
+# /etc/cfg; the volume's source (YAML indented 8 spaces, after "- name: cfg") is read from stdin
+deployment_yaml() {
+  cat <<Y
+---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: $name, namespace: $ns}
+metadata: {name: $2, namespace: $1, annotations: {$4}}
 spec:
-  replicas: $n
-  selector: {matchLabels: {app: $name}}
+  replicas: $3
+  selector: {matchLabels: {app: $2}}
   template:
-    metadata: {labels: {app: $name}}
+    metadata: {labels: {app: $2}}
     spec:
       terminationGracePeriodSeconds: 1
       dnsPolicy: Default
       automountServiceAccountToken: false
+      enableServiceLinks: false
       containers:
       - name: c
         image: $IMAGE_BUSYBOX
@@ -43,8 +48,16 @@ spec:
         volumeMounts: [{name: cfg, mountPath: /etc/cfg}]
       volumes:
       - name: cfg
-        configMap: {name: $name}
 Y
+  cat
+}
+
+# deploy NS NAME REPLICAS: a Deployment whose pods mount ConfigMap NAME as a volume
+deploy() {
+  local ns=$1 name=$2 n=$3
+  fresh_namespace "$ns"
+  kubectl -n "$ns" create configmap "$name" --from-literal=key=v0 --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  echo "        configMap: {name: $name}" | deployment_yaml "$ns" "$name" "$n" "" | kubectl apply -f - >/dev/null
   kubectl -n "$ns" rollout status deployment/"$name" --timeout=600s >/dev/null
   # let the kubelet finish starting the pods (probes, status updates) before timing anything
   sleep "${SETTLE:-20}"

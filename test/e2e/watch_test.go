@@ -120,6 +120,22 @@ func (w *watcher) stop() {
 	}
 }
 
+// expectOneRestart waits for the restart of a Deployment to be verified
+// current, for its rollout to settle and for another debounce, and checks
+// that it was restarted exactly once.
+func (w *watcher) expectOneRestart(name string) {
+	w.f.t.Helper()
+	e := w.waitFor(name+" restarted", isResult(refresh.ActionRestart, "deployment/"+name))
+	if e.Outcome != refresh.OutcomeCurrent {
+		w.f.t.Errorf("restart deployment/%s: outcome %s (%s), want current", name, e.Outcome, e.Message)
+	}
+	w.f.waitDeploymentSettled(name)
+	time.Sleep(4 * time.Second) // past another debounce: a second round would show now
+	if n := w.count(isAction(refresh.ActionRestart, "deployment/"+name)); n != 1 {
+		w.f.t.Errorf("%d restarts of deployment/%s, want exactly 1", n, name)
+	}
+}
+
 func isResult(kind refresh.ActionKind, target string) func(reconcile.Event) bool {
 	return func(e reconcile.Event) bool {
 		return e.Kind == reconcile.EventResult && e.Action != nil && e.Action.Action == kind && e.Action.Target.String() == target
@@ -219,15 +235,7 @@ func TestWatch(t *testing.T) {
 			f.patchConfigMapData("env", map[string]string{"A": fmt.Sprintf("a%d", i)})
 			time.Sleep(400 * time.Millisecond)
 		}
-		e := w.waitFor("envapp restarted", isResult(refresh.ActionRestart, "deployment/envapp"))
-		if e.Outcome != refresh.OutcomeCurrent {
-			t.Errorf("restart deployment/envapp: outcome %s (%s), want current", e.Outcome, e.Message)
-		}
-		f.waitDeploymentSettled("envapp")
-		time.Sleep(4 * time.Second) // past another debounce: a second round would show now
-		if n := w.count(isAction(refresh.ActionRestart, "deployment/envapp")); n != 1 {
-			t.Errorf("%d restarts of deployment/envapp, want exactly 1", n)
-		}
+		w.expectOneRestart("envapp")
 		rss, err := f.cs.AppsV1().ReplicaSets(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: "app=envapp"})
 		if err != nil || len(rss.Items) != 2 {
 			t.Errorf("ReplicaSets of envapp: %d (%v), want 2 (the first and one rollout)", len(rss.Items), err)
@@ -352,15 +360,7 @@ func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
 		f.patchConfigMapData("r1", map[string]string{"X": "x1"})
 		time.Sleep(time.Second)
 		f.patchConfigMapData("r2", map[string]string{"Y": "y1"})
-		e := w.waitFor("multi restarted", isResult(refresh.ActionRestart, "deployment/multi"))
-		if e.Outcome != refresh.OutcomeCurrent {
-			t.Errorf("restart deployment/multi: outcome %s (%s), want current", e.Outcome, e.Message)
-		}
-		f.waitDeploymentSettled("multi")
-		time.Sleep(4 * time.Second) // past another debounce: a second round would show now
-		if n := w.count(isAction(refresh.ActionRestart, "deployment/multi")); n != 1 {
-			t.Errorf("%d restarts of deployment/multi, want exactly 1", n)
-		}
+		w.expectOneRestart("multi")
 		pods, _ := f.deploymentPods("multi")
 		for name := range pods {
 			f.expectEnv(name, "c", "X", "x1")
@@ -392,15 +392,7 @@ func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
 		if !strings.Contains(d.Message, "rollout of deployment/slow is not complete") {
 			t.Errorf("deferred: %q, want the rollout under way", d.Message)
 		}
-		e := w.waitFor("slow restarted", isResult(refresh.ActionRestart, "deployment/slow"))
-		if e.Outcome != refresh.OutcomeCurrent {
-			t.Errorf("restart deployment/slow: outcome %s (%s), want current", e.Outcome, e.Message)
-		}
-		f.waitDeploymentSettled("slow")
-		time.Sleep(4 * time.Second)
-		if n := w.count(isAction(refresh.ActionRestart, "deployment/slow")); n != 1 {
-			t.Errorf("%d restarts of deployment/slow, want exactly 1 (after the rollout by hand)", n)
-		}
+		w.expectOneRestart("slow")
 		if n := w.count(func(e reconcile.Event) bool { return e.Kind == reconcile.EventDeferred }); n != 1 {
 			t.Errorf("%d deferred events, want 1 (said once, not at every retry)", n)
 		}
