@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -189,4 +191,66 @@ func capabilities[T ~string](cs []T) []string {
 		out = append(out, string(c))
 	}
 	return out
+}
+
+// deploy/controller-node-reader adds to deploy/controller the readers'
+// namespace (privileged: only reader pods run there), the node reader's
+// Role of pkg/rbac bound to the controller's ServiceAccount in that
+// namespace alone, and the two flags that use them.
+func TestControllerNodeReaderOverlay(t *testing.T) {
+	dir := "controller-node-reader"
+	var k struct {
+		Resources []string `json:"resources"`
+		Patches   []struct {
+			Patch string `json:"patch"`
+		} `json:"patches"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(b, &k)
+	}
+	if err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	if strings.Join(k.Resources, " ") != "../controller namespace.yaml rbac.yaml" || len(k.Patches) != 1 ||
+		!strings.Contains(k.Patches[0].Patch, "value: --reader=node") || !strings.Contains(k.Patches[0].Patch, "value: --reader-namespace=cmsync-readers") {
+		t.Fatalf("kustomization: resources %v, patches %+v", k.Resources, k.Patches)
+	}
+	docs := map[string][]byte{}
+	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+			var u unstructured.Unstructured
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || u.Object == nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			docs[u.GetKind()+"/"+u.GetName()] = []byte(doc)
+		}
+	}
+	ns := strict[corev1.Namespace](t, docs, "Namespace/cmsync-readers")
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("namespace labels %v, want the privileged Pod Security level (hostPID, hostPath, capabilities)", ns.Labels)
+	}
+	role := strict[rbacv1.Role](t, docs, "Role/kubectl-cmsync-node-reader")
+	var want []rbac.Rule
+	for _, r := range rbac.Roles {
+		if r.Name == rbac.RoleNodeReader {
+			want = r.Rules
+		}
+	}
+	var have []rbac.Rule
+	for _, r := range role.Rules {
+		have = append(have, rbac.Rule{Group: r.APIGroups[0], Resources: r.Resources, Verbs: r.Verbs})
+	}
+	if fmt.Sprint(have) != fmt.Sprint(want) || role.Namespace != "cmsync-readers" {
+		t.Errorf("Role in %q: %v, want %v in cmsync-readers", role.Namespace, have, want)
+	}
+	rb := strict[rbacv1.RoleBinding](t, docs, "RoleBinding/kubectl-cmsync-node-reader")
+	if rb.Namespace != "cmsync-readers" || rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 ||
+		rb.Subjects[0].Name != "kubectl-cmsync-controller" || rb.Subjects[0].Namespace != "cmsync-system" {
+		t.Errorf("RoleBinding in %q binds %+v to %+v", rb.Namespace, rb.Subjects, rb.RoleRef)
+	}
 }

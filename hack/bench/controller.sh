@@ -12,9 +12,15 @@
 #   ALL=1: the controller watches every namespace (the manifests' --all-namespaces) instead of -n; with
 #   hack/bench/scale.sh's 10,000-pod fixture up, its informers then cache the fixture's ConfigMaps and Secrets.
 #   DEPLOYMENTS=10 CONFIGMAPS=100: ten Deployments of PODS/10 pods, each reading 10 of 100 ConfigMaps.
+#   READER=node: deploy/controller-node-reader (one reader pod per node, in cmsync-readers) instead of exec.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-NS=cmsync-bench-ctl PODS=${PODS:-200} RUNS=${RUNS:-3} IDLE=${IDLE:-60} CTL=cmsync-system ALL=${ALL:-0}
+NS=cmsync-bench-ctl PODS=${PODS:-200} RUNS=${RUNS:-3} IDLE=${IDLE:-60} CTL=cmsync-system ALL=${ALL:-0} READER=${READER:-exec}
+case $READER in
+exec) KUSTOMIZATION=deploy/controller ;;
+node) KUSTOMIZATION=deploy/controller-node-reader ;;
+*) die "READER must be exec or node, got $READER" ;;
+esac
 DEPLOYMENTS=${DEPLOYMENTS:-1} CONFIGMAPS=${CONFIGMAPS:-1}
 (( PODS % DEPLOYMENTS == 0 && CONFIGMAPS % DEPLOYMENTS == 0 )) || die "PODS ($PODS) and CONFIGMAPS ($CONFIGMAPS) must be multiples of DEPLOYMENTS ($DEPLOYMENTS)"
 PER=$((CONFIGMAPS / DEPLOYMENTS))
@@ -48,10 +54,11 @@ for d in $(seq 0 $((DEPLOYMENTS - 1))); do kubectl -n $NS rollout status deploym
 sleep "${SETTLE:-20}"
 r0=$(restarts $NS)
 ts "deploying the controller"
-trap 'kubectl delete namespace $CTL --wait=false >/dev/null 2>&1; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
-kubectl kustomize deploy/controller |
+trap 'kubectl delete namespace $CTL cmsync-readers --wait=false >/dev/null 2>&1; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
+kubectl kustomize $KUSTOMIZATION |
   sed -e "s#image: localhost/kubectl-cmsync:dev#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
-      -e "s#- --all-namespaces#- $( [ "$ALL" = 1 ] && echo --all-namespaces || echo --namespace=$NS )#" |
+      -e "s#- --all-namespaces#- $( [ "$ALL" = 1 ] && echo --all-namespaces || echo --namespace=$NS )#" \
+      -e "s#- --reader=node#- --reader=node\n        - --reader-image=$IMAGE_BUSYBOX#" |
   kubectl apply -f - >/dev/null
 kubectl -n $CTL rollout status deployment/kubectl-cmsync-controller --timeout=180s >/dev/null
 leader=$(kubectl -n $CTL get lease kubectl-cmsync-controller -o jsonpath='{.spec.holderIdentity}')

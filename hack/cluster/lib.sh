@@ -130,7 +130,12 @@ need_binaries() {
 # is never mistaken for ours. Only processes recorded this way are ever signalled.
 proc_start() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; set -- $s; echo "${20}"; }
 # a zombie counts as gone: our daemons are orphans, and PID 1 on these machines reaps them only every ~2 s
-running() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null | tr -d ' '); [ -n "$s" ] && [ "${s:0:1}" != Z ]; }
+# running PID: the process runs, or has not finished exiting: a killed multi-threaded daemon's main thread is a
+# zombie while its other threads still tear down and hold its files (a listening port among them)
+running() {
+  local s; s=$(ps -o stat= -p "$1" 2>/dev/null | tr -d ' ')
+  [ -n "$s" ] && { [ "${s:0:1}" != Z ] || [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -gt 1 ]; }
+}
 pid_of() { # name -> PID if that recorded process still runs (same start time), else nothing, status 1
   local f=$PIDS/$1.pid p st
   [ -s "$f" ] || return 1

@@ -73,7 +73,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[insp
 		}
 		if drop {
 			finish := fmt.Sprintf("`kubectl cmsync refresh` of %s", objectList(objs))
-			if a.NamedOnly() {
+			if a.Named() { // refresh does not read Reloader's reload lists
 				finish = fmt.Sprintf("`kubectl rollout restart %s -n %s`", a.Target, a.Target.Namespace)
 			}
 			l.emit(Event{Kind: EventError, Action: &a, Message: fmt.Sprintf("%s: not restarted; once that is resolved, %s finishes it", h.Reason, finish)})

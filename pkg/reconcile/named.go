@@ -69,7 +69,7 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 				Object: inspect.ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true}})
 		}
 		if a != nil {
-			out = append(out, l.restartable(ctx, *a))
+			out = append(out, restartable(*a, w))
 		}
 	}
 	return out, nil
@@ -77,26 +77,17 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 
 // restartable turns a named restart into a manual action where a restart
 // would replace no pod or not all of them, as the planner does for a
-// consumer: a paused Deployment, the OnDelete strategy, a partition, a
-// workload gone or unreadable.
-func (l *Loop) restartable(ctx context.Context, a refresh.Action) refresh.Action {
-	if l.Cluster.Workloads == nil {
-		return a
-	}
+// consumer: a paused Deployment, the OnDelete strategy, a partition.
+func restartable(a refresh.Action, w refresh.AnnotatedWorkload) refresh.Action {
 	t := a.Target
-	info, err := l.Cluster.Workloads.Workload(ctx, refresh.WorkloadKey{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name})
 	why := ""
 	switch {
-	case err != nil:
-		why = fmt.Sprintf("cannot read %s: %v; restart it by hand (kubectl rollout restart %s -n %s)", t, err, t, t.Namespace)
-	case !info.Exists:
-		why = fmt.Sprintf("%s was not found", t)
-	case info.Paused:
+	case w.Paused:
 		why = fmt.Sprintf("%s is paused: a restart replaces no pod; resume it (kubectl rollout resume %s -n %s)", t, t, t.Namespace)
-	case info.OnDelete:
+	case w.OnDelete:
 		why = fmt.Sprintf("%s uses the OnDelete update strategy: a restart replaces no pod; delete its pods to replace them", t)
-	case info.Partition > 0:
-		why = fmt.Sprintf("%s has a rolling update partition (%d): a restart spares the pods below it; delete them, or lower the partition", t, info.Partition)
+	case w.Partition > 0:
+		why = fmt.Sprintf("%s has a rolling update partition (%d): a restart spares the pods below it; delete them, or lower the partition", t, w.Partition)
 	default:
 		return a
 	}
@@ -117,32 +108,56 @@ func reads(w refresh.AnnotatedWorkload, ns string, k inspect.ObjectKey) bool {
 }
 
 // withNamed adds the named restarts to a plan's actions. A workload the plan
-// restarts or evicts already gets the named objects as consumers of that
-// action (one restart makes it read everything anew); the annotations of
-// the pods a named restart replaces are folded into it, as the planner
-// folds them into a consumer's restart.
+// restarts already gets the named objects as consumers of that restart (one
+// restart makes it read everything anew); the annotations of the pods a
+// named restart replaces are folded into it, as the planner folds them into
+// a consumer's restart. Where the plan evicts some of the workload's pods
+// (--restart-via=evict), the named object is left to a manual restart.
 func withNamed(actions, named []refresh.Action, items []inspect.Item) []refresh.Action {
 	for _, n := range named {
+		n.Consumers = slices.Clone(n.Consumers)
 		i := slices.IndexFunc(actions, func(a refresh.Action) bool {
 			return (a.Action == refresh.ActionRestart || a.Action == refresh.ActionEvict) && a.Target == n.Target
 		})
-		if i >= 0 {
+		switch {
+		case n.Action != refresh.ActionRestart:
+		case i >= 0 && actions[i].Action == refresh.ActionRestart:
 			actions[i].Consumers = append(slices.Clone(actions[i].Consumers), n.Consumers...)
 			continue
-		}
-		if n.Action == refresh.ActionRestart {
-			pods := podsOf(items, n.Target)
-			actions = slices.DeleteFunc(actions, func(a refresh.Action) bool {
-				fold := a.Action == refresh.ActionAnnotate && a.Target.Kind == "Pod" && a.Target.Namespace == n.Target.Namespace && pods[a.Target.Name]
-				if fold {
-					n.Consumers = append(n.Consumers, a.Consumers...)
-				}
-				return fold
-			})
+		case i >= 0:
+			n.Action = refresh.ActionManual
+			n.Reason += fmt.Sprintf("; --restart-via=evict evicts only the pods with a stale use: restart it for the named object (kubectl rollout restart %s -n %s)", n.Target, n.Target.Namespace)
+		default:
+			n.Consumers = foldAnnotations(&actions, n, podsOf(items, n.Target))
 		}
 		actions = append(actions, n)
 	}
 	return actions
+}
+
+// foldAnnotations removes the annotations of pods from actions and returns
+// the named restart's consumers with theirs.
+func foldAnnotations(actions *[]refresh.Action, n refresh.Action, pods map[string]bool) []refresh.Consumer {
+	cs := n.Consumers
+	*actions = slices.DeleteFunc(*actions, func(a refresh.Action) bool {
+		fold := a.Action == refresh.ActionAnnotate && a.Target.Kind == "Pod" && a.Target.Namespace == n.Target.Namespace && pods[a.Target.Name]
+		if fold {
+			cs = append(cs, a.Consumers...)
+		}
+		return fold
+	})
+	return cs
+}
+
+// restarting are the workloads of the named restarts.
+func restarting(named []refresh.Action) map[refresh.WorkloadKey]bool {
+	out := map[refresh.WorkloadKey]bool{}
+	for _, a := range named {
+		if a.Action == refresh.ActionRestart {
+			out[refresh.WorkloadKey{Kind: a.Target.Kind, Namespace: a.Target.Namespace, Name: a.Target.Name}] = true
+		}
+	}
+	return out
 }
 
 // podsOf are the names of the workload's pods among the items.

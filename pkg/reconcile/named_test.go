@@ -92,21 +92,12 @@ func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
 	}
 }
 
-type workloadsFake map[string]refresh.WorkloadInfo
-
-func (w workloadsFake) Workload(_ context.Context, k refresh.WorkloadKey) (refresh.WorkloadInfo, error) {
-	return w[k.Kind+"/"+k.Name], nil
-}
-
-func (w workloadsFake) WorkloadPods(context.Context, string, string, string) ([]refresh.WorkloadPod, error) {
-	return nil, nil
-}
-
 // TestNamedRestartsJoinThePlan: a workload the plan restarts or evicts gets
 // the named objects as consumers of that action; the annotations of the
-// pods a named restart replaces are folded into it; a paused Deployment, an
-// OnDelete or partitioned StatefulSet is a manual action, not a restart
-// that would replace no pod.
+// pods a named restart replaces are folded into it; a workload whose pods
+// the plan evicts, a paused Deployment, an OnDelete or partitioned
+// StatefulSet is a manual action, not a restart that would replace no pod
+// or do twice what the plan does.
 func TestNamedRestartsJoinThePlan(t *testing.T) {
 	target := func(kind, name string) refresh.Target { return refresh.Target{Kind: kind, Namespace: "ns", Name: name} }
 	named := func(kind, name string) refresh.Action {
@@ -115,13 +106,16 @@ func TestNamedRestartsJoinThePlan(t *testing.T) {
 	}
 	vol := refresh.Consumer{Mode: inspect.ModeVolume, Pod: "web-1", Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "v"}}
 	plan := []refresh.Action{
-		{Action: refresh.ActionEvict, Target: target("Deployment", "api"), Consumers: []refresh.Consumer{{Mode: inspect.ModeEnv, Pod: "api-1"}}},
+		{Action: refresh.ActionRestart, Target: target("Deployment", "api"), Consumers: []refresh.Consumer{{Mode: inspect.ModeEnv, Pod: "api-1"}}},
+		{Action: refresh.ActionEvict, Target: target("Deployment", "evicted"), Consumers: []refresh.Consumer{{Mode: inspect.ModeEnv, Pod: "evicted-1"}}},
+		{Action: refresh.ActionRestart, Target: target("StatefulSet", "db"), Consumers: []refresh.Consumer{{Mode: inspect.ModeEnv, Pod: "db-2"}}},
 		{Action: refresh.ActionAnnotate, Target: target("Pod", "web-1"), Consumers: []refresh.Consumer{vol}},
 		{Action: refresh.ActionAnnotate, Target: target("Pod", "other-1")},
 	}
 	items := []inspect.Item{{Object: inspect.ObjectRef{Namespace: "ns", Name: "v"}, Pod: inspect.PodRef{Name: "web-1"},
 		Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}}}
-	got := withNamed(plan, []refresh.Action{named("Deployment", "api"), named("Deployment", "web")}, items)
+	manualDB := restartable(named("StatefulSet", "db"), refresh.AnnotatedWorkload{Partition: 2})
+	got := withNamed(plan, []refresh.Action{named("Deployment", "api"), named("Deployment", "evicted"), manualDB, named("Deployment", "web")}, items)
 	var rows []string
 	for _, a := range got {
 		var modes []string
@@ -130,22 +124,26 @@ func TestNamedRestartsJoinThePlan(t *testing.T) {
 		}
 		rows = append(rows, string(a.Action)+" "+a.Target.String()+" ["+strings.Join(modes, " ")+"]")
 	}
-	want := "evict deployment/api [env named], annotate pod/other-1 [], restart deployment/web [named volume]"
+	want := "restart deployment/api [env named], evict deployment/evicted [env], restart statefulset/db [env], annotate pod/other-1 [], " +
+		"manual deployment/evicted [named], manual statefulset/db [named], restart deployment/web [named volume]"
 	if g := strings.Join(rows, ", "); g != want {
 		t.Errorf("plan:\n got %s\nwant %s", g, want)
 	}
+	if m := got[4].Reason; !strings.Contains(m, "--restart-via=evict") || !strings.Contains(m, "kubectl rollout restart deployment/evicted -n ns") {
+		t.Errorf("the named restart of an evicted workload: %q, want the manual restart", m)
+	}
 
-	l := &Loop{Cluster: refresh.Cluster{Workloads: workloadsFake{
-		"Deployment/ok": {Exists: true}, "Deployment/paused": {Exists: true, Paused: true},
-		"StatefulSet/ondelete": {Exists: true, OnDelete: true}, "StatefulSet/part": {Exists: true, Partition: 2}}}}
-	for _, tc := range []struct{ kind, name, want string }{
-		{"Deployment", "ok", "restart"}, {"Deployment", "paused", "manual: paused"}, {"StatefulSet", "ondelete", "manual: OnDelete"},
-		{"StatefulSet", "part", "manual: partition (2)"}, {"Deployment", "gone", "manual: not found"},
+	for _, tc := range []struct {
+		w    refresh.AnnotatedWorkload
+		want string
+	}{
+		{refresh.AnnotatedWorkload{}, "restart"}, {refresh.AnnotatedWorkload{Paused: true}, "manual: paused"},
+		{refresh.AnnotatedWorkload{OnDelete: true}, "manual: OnDelete"}, {refresh.AnnotatedWorkload{Partition: 2}, "manual: partition (2)"},
 	} {
-		a := l.restartable(context.Background(), named(tc.kind, tc.name))
+		a := restartable(named("StatefulSet", "x"), tc.w)
 		kind, detail, _ := strings.Cut(tc.want, ": ")
 		if string(a.Action) != kind || !strings.Contains(a.Reason, detail) {
-			t.Errorf("%s/%s: %s (%s), want %s", tc.kind, tc.name, a.Action, a.Reason, tc.want)
+			t.Errorf("%+v: %s (%s), want %s", tc.w, a.Action, a.Reason, tc.want)
 		}
 	}
 }

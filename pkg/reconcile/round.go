@@ -59,7 +59,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	if len(kept) == 0 && len(named) == 0 {
 		return
 	}
-	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster}
+	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster, Restarting: restarting(named)}
 	plan, err := r.Plan(ctx, snap, kept)
 	if err != nil {
 		l.failed(keys, err)

@@ -197,24 +197,29 @@ func LoadWorkloads(ctx context.Context, w Workloads, items []inspect.Item) (map[
 }
 
 // AnnotatedWorkload is a Deployment, StatefulSet or DaemonSet with its
-// annotations, its pod template's, and its pod template's labels and spec.
+// annotations, its pod template's, its pod template's labels and spec, and
+// what keeps a restart from replacing its pods.
 type AnnotatedWorkload struct {
 	Kind, Name            string
 	Annotations, Template map[string]string
 	Labels                map[string]string
 	Spec                  corev1.PodSpec
+	// Paused Deployment; OnDelete strategy; a StatefulSet's partition.
+	Paused, OnDelete bool
+	Partition        int32
 }
 
 // Annotated lists the Deployments, StatefulSets and DaemonSets of a
 // namespace whose annotations or pod template annotations have one of keys.
 func (c ClientWorkloads) Annotated(ctx context.Context, namespace string, keys ...string) ([]AnnotatedWorkload, error) {
 	var out []AnnotatedWorkload
-	add := func(kind, name string, ann map[string]string, t corev1.PodTemplateSpec) {
+	add := func(w AnnotatedWorkload, ann map[string]string, t corev1.PodTemplateSpec) {
 		for _, k := range keys {
 			_, onWorkload := ann[k]
 			_, onTemplate := t.Annotations[k]
 			if onWorkload || onTemplate {
-				out = append(out, AnnotatedWorkload{Kind: kind, Name: name, Annotations: ann, Template: t.Annotations, Labels: t.Labels, Spec: t.Spec})
+				w.Annotations, w.Template, w.Labels, w.Spec = ann, t.Annotations, t.Labels, t.Spec
+				out = append(out, w)
 				return
 			}
 		}
@@ -225,21 +230,25 @@ func (c ClientWorkloads) Annotated(ctx context.Context, namespace string, keys .
 		return nil, &CallError{Verb: "list", Resource: "deployments", Namespace: namespace, Err: err}
 	}
 	for _, d := range ds.Items {
-		add("Deployment", d.Name, d.Annotations, d.Spec.Template)
+		add(AnnotatedWorkload{Kind: "Deployment", Name: d.Name, Paused: d.Spec.Paused}, d.Annotations, d.Spec.Template)
 	}
 	ss, err := apps.StatefulSets(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, &CallError{Verb: "list", Resource: "statefulsets", Namespace: namespace, Err: err}
 	}
 	for _, s := range ss.Items {
-		add("StatefulSet", s.Name, s.Annotations, s.Spec.Template)
+		w := AnnotatedWorkload{Kind: "StatefulSet", Name: s.Name, OnDelete: s.Spec.UpdateStrategy.Type == "OnDelete"}
+		if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			w.Partition = *ru.Partition
+		}
+		add(w, s.Annotations, s.Spec.Template)
 	}
 	dss, err := apps.DaemonSets(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, &CallError{Verb: "list", Resource: "daemonsets", Namespace: namespace, Err: err}
 	}
 	for _, d := range dss.Items {
-		add("DaemonSet", d.Name, d.Annotations, d.Spec.Template)
+		add(AnnotatedWorkload{Kind: "DaemonSet", Name: d.Name, OnDelete: d.Spec.UpdateStrategy.Type == "OnDelete"}, d.Annotations, d.Spec.Template)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package refresh
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +24,10 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 	if !r.Yes || r.MaxRestarts >= 0 || len(need) == 0 {
 		return items, nil
 	}
-	busy := map[WorkloadKey]bool{} // workloads with a pod observed first
+	busy := maps.Clone(r.Restarting) // workloads with a pod observed first, or restarted besides the plan
+	if busy == nil {
+		busy = map[WorkloadKey]bool{}
+	}
 	for _, it := range items {
 		if need[PodKey(it.Object.Namespace, it.Pod.Name)] {
 			busy[workloadKey(it)] = true

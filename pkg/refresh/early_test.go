@@ -172,3 +172,31 @@ func TestAbandonedEarlyResultsAreRedacted(t *testing.T) {
 		}
 	}
 }
+
+// A workload the caller restarts besides the plan (Restarting) is busy: its
+// pods are not annotated early, so the caller can fold their annotations
+// into the restart.
+func TestEarlyAnnotationSparesTheWorkloadsRestarting(t *testing.T) {
+	for _, restarting := range []bool{false, true} {
+		objs, ex := earlyCluster("Pod")
+		client := fake.NewClientset(objs...)
+		snap, items := cfgUses(t, client)
+		cfg := Config{MaxRestarts: -1, Yes: true, Timeout: 5 * time.Second,
+			Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second}}
+		cluster := ClientCluster(client, ex, cfg.Verify, false, "")
+		patches := &recordingPatcher{}
+		cluster.Patcher, cluster.Access = patches, nil
+		r := &Refresher{Config: cfg, Cluster: cluster}
+		if restarting {
+			r.Restarting = map[WorkloadKey]bool{{Kind: "Pod", Namespace: "ns", Name: "solo"}: true}
+		}
+		p, err := r.Plan(context.Background(), snap, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		early, planned := len(p.Abandon()), strings.Contains(summary(p.Actions), "annotate pod/solo")
+		if early == 1 == restarting || planned != restarting {
+			t.Errorf("restarting %t: %d early results, solo in the plan %t (%s)", restarting, early, planned, summary(p.Actions))
+		}
+	}
+}

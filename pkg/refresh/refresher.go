@@ -71,6 +71,11 @@ func ClientCluster(c kubernetes.Interface, ex inspect.Executor, vo inspect.Verif
 type Refresher struct {
 	Config
 	Cluster
+	// Restarting are workloads the caller restarts besides the plan (the
+	// continuous refresh's Reloader reload lists): their pods are not
+	// annotated before the plan is made, so that the caller can fold their
+	// annotations into the restart.
+	Restarting map[WorkloadKey]bool
 }
 
 // Planned is a plan with what its Apply needs.

@@ -3,6 +3,7 @@ package refresh
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -459,9 +460,11 @@ func converged(r Result, items []inspect.Item) (progress, string) {
 	return reached, ""
 }
 
-// NamedOnly tells whether every consumer of the action is ModeNamed: it
-// was made for Reloader's reload annotation alone.
-func (a Action) NamedOnly() bool { return namedOnly(a.Consumers) }
+// Named tells whether a consumer of the action is ModeNamed: the action
+// restarts a workload for Reloader's reload annotation.
+func (a Action) Named() bool {
+	return slices.ContainsFunc(a.Consumers, func(c Consumer) bool { return c.Mode == ModeNamed })
+}
 
 // namedOnly tells whether every consumer of a restart is ModeNamed.
 func namedOnly(cs []Consumer) bool {

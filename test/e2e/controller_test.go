@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/nodereader"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
@@ -34,14 +37,21 @@ const (
 // the end of the test.
 func (f *fx) deployController(args ...string) {
 	f.t.Helper()
+	f.deployControllerFrom("controller", func([]string) []string { return args })
+}
+
+// deployControllerFrom applies a kustomization of deploy/ with the test's
+// image and the arguments args makes of the kustomization's.
+func (f *fx) deployControllerFrom(kustomization string, args func([]string) []string) {
+	f.t.Helper()
 	dir, err := kubectlBinDir()
 	if err != nil {
 		f.t.Fatalf("the cluster's kubectl: %v", err)
 	}
 	kubectl := filepath.Join(dir, "kubectl")
-	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "deploy", "controller")).Output()
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "deploy", kustomization)).Output()
 	if err != nil {
-		f.t.Fatalf("kubectl kustomize deploy/controller: %v", err)
+		f.t.Fatalf("kubectl kustomize deploy/%s: %v", kustomization, err)
 	}
 	var docs []string
 	for _, doc := range strings.Split(string(out), "\n---\n") {
@@ -54,8 +64,12 @@ func (f *fx) deployController(args ...string) {
 			if c["image"] != "localhost/kubectl-cmsync:dev" {
 				f.t.Fatalf("deploy/controller's image is %v, want localhost/kubectl-cmsync:dev (what make image builds)", c["image"])
 			}
+			var base []string
+			for _, a := range c["args"].([]any) {
+				base = append(base, a.(string))
+			}
 			c["image"], c["imagePullPolicy"] = cmsyncImage, "Never"
-			c["args"] = args
+			c["args"] = args(base)
 		}
 		b, _ := yaml.Marshal(u.Object)
 		docs = append(docs, string(b))
@@ -370,4 +384,66 @@ func (f *fx) kubeEventCount(kind, name, reason string) int32 {
 		}
 	}
 	return n
+}
+
+// deploy/controller-node-reader in the cluster: the controller reads a
+// container with no shell through a reader pod in cmsync-readers and
+// verifies its volume current after an edit; when the controller is
+// removed, its reader pods go with it.
+func TestControllerNodeReader(t *testing.T) {
+	f := newFx(t)
+	loadImage(t)
+	const readers = "cmsync-readers"
+	t.Cleanup(func() {
+		_ = f.cs.CoreV1().Namespaces().Delete(f.ctx, readers, metav1.DeleteOptions{})
+		f.poll("namespace "+readers+" deleted", 2*time.Minute, func() (bool, error) {
+			_, err := f.cs.CoreV1().Namespaces().Get(f.ctx, readers, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))
+	f.createAnnotatedDeployment("noshell", 1, withVolumes(podSpec(withMounts(noShell("c"), mount("v", "/etc/app"))), cmVolume("v", "app")),
+		map[string]string{watch.AnnotationWatch: "true"})
+	f.waitDeploymentSettled("noshell")
+	f.deployControllerFrom("controller-node-reader", func(base []string) []string {
+		var out []string
+		for _, a := range base {
+			if a == "--all-namespaces" {
+				a = "--namespace=" + f.ns
+			}
+			out = append(out, a)
+		}
+		if !slices.Contains(out, "--reader=node") || !slices.Contains(out, "--reader-namespace="+readers) {
+			t.Fatalf("deploy/controller-node-reader's args %v, want --reader=node and --reader-namespace=%s", out, readers)
+		}
+		return append(out, "--reader-image="+imageBusybox, "--debounce=1s")
+	})
+	leader := f.leader()
+	f.waitControllerEvent(leader, "resumed", isResume)
+
+	before, _ := f.deploymentPods("noshell")
+	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
+	for name := range before {
+		e := f.waitControllerEvent(leader, "pod "+name+" refreshed", isResult(refresh.ActionAnnotate, "pod/"+name))
+		if e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("annotate pod/%s: %s (%s), want current: read by the node reader, shell or not", name, e.Outcome, e.Message)
+		}
+		if e.SinceChange != nil {
+			t.Logf("pod %s verified current %s after the edit", name, *e.SinceChange)
+		}
+	}
+	sel := labels.SelectorFromSet(labels.Set{nodereader.LabelManagedBy: nodereader.ManagedBy, nodereader.LabelComponent: nodereader.Component}).String()
+	if l, err := f.cs.CoreV1().Pods(readers).List(f.ctx, metav1.ListOptions{LabelSelector: sel}); err != nil || len(l.Items) == 0 {
+		t.Errorf("reader pods in %s: %v (%v), want the leader's", readers, l, err)
+	}
+	if after, restarts := f.deploymentPods("noshell"); fmt.Sprint(after) != fmt.Sprint(before) || restarts != 0 {
+		t.Errorf("pods of noshell: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
+	}
+
+	t.Log("the controller removed: its reader pods are deleted with it")
+	f.removeController()
+	f.poll("no reader pod left in "+readers, time.Minute, func() (bool, error) {
+		l, err := f.cs.CoreV1().Pods(readers).List(f.ctx, metav1.ListOptions{LabelSelector: sel})
+		return err == nil && len(l.Items) == 0, err
+	})
 }
