@@ -232,7 +232,7 @@ func TestControllerNodeReaderOverlay(t *testing.T) {
 	}
 	ns := strict[corev1.Namespace](t, docs, "Namespace/cmsync-readers")
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
-		t.Errorf("namespace labels %v, want the privileged Pod Security level (hostPID, hostPath, capabilities)", ns.Labels)
+		t.Errorf("namespace labels %v, want the privileged Pod Security level (hostPID, capabilities)", ns.Labels)
 	}
 	role := strict[rbacv1.Role](t, docs, "Role/kubectl-cmsync-node-reader")
 	var want []rbac.Rule

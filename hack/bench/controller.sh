@@ -54,7 +54,8 @@ for d in $(seq 0 $((DEPLOYMENTS - 1))); do kubectl -n $NS rollout status deploym
 sleep "${SETTLE:-20}"
 r0=$(restarts $NS)
 ts "deploying the controller"
-trap 'kubectl delete namespace $CTL cmsync-readers --ignore-not-found --wait=false >/dev/null 2>&1 || true; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
+readers=""; [ "$READER" = node ] && readers=cmsync-readers && fresh_namespace $readers
+trap 'kubectl delete namespace $CTL $readers --ignore-not-found --wait=false >/dev/null 2>&1 || true; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
 kubectl kustomize $KUSTOMIZATION |
   sed -e "s#image: localhost/kubectl-cmsync:dev#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
       -e "s#- --all-namespaces#- $( [ "$ALL" = 1 ] && echo --all-namespaces || echo --namespace=$NS )#" \

@@ -155,7 +155,10 @@ stop() { # name [group]: SIGTERM (to its whole process group with "group"), up t
     else
       kill -TERM -- "$t" 2>/dev/null
       for i in $(seq $((g * 10))); do running "$p" || break; sleep 0.1; done
-      if running "$p"; then echo "  $n ($p) did not exit $g s after SIGTERM: SIGKILL"; kill -KILL -- "$t" 2>/dev/null; sleep 0.5; fi
+      if running "$p"; then
+        echo "  $n ($p) did not exit $g s after SIGTERM: SIGKILL"; kill -KILL -- "$t" 2>/dev/null
+        for i in $(seq 50); do running "$p" || break; sleep 0.1; done
+      fi
       echo "stopped $n ($p)"
     fi
   fi

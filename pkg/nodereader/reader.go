@@ -164,6 +164,26 @@ func (r *Reader) readFallback(ctx context.Context, reqs []inspect.ContainerReque
 	}
 }
 
+// readOn reads the node through its reader pod. A reader that ended (its
+// --reader-lifetime, an eviction) is replaced and the read made once more
+// on the new one, so that a long-running controller's reads go on past a
+// reader's deadline. started is false when no reader pod could be started
+// (the caller falls back on exec where it may).
+func (r *Reader) readOn(ctx context.Context, nr *nodeRead, dir string, o inspect.VerifyReadOptions) (got *nodeRead2, started bool, verr *inspect.VerifyError) {
+	for attempt := 0; attempt < 2; attempt++ {
+		var pod string
+		if pod, verr = r.podFor(ctx, nr.node); verr != nil {
+			return nil, false, verr
+		}
+		got, verr = r.execNode(ctx, pod, nr, dir, o)
+		if verr == nil || r.running(pod) {
+			return got, true, verr
+		}
+		r.forget(nr.node, pod) // ended: a new one for the next attempt, or the next read
+	}
+	return nil, true, verr
+}
+
 // readNode reads the containers of the jobs, merged into one read of the
 // node, into each job's out; a failure is every one of their containers'.
 func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspect.VerifyReadOptions, jobs []*job) {
@@ -179,18 +199,12 @@ func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspe
 			fail(&inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprint("internal error: ", p)})
 		}
 	}()
-	pod, verr := r.podFor(ctx, nr.node)
+	got, started, verr := r.readOn(ctx, nr, dir, o)
 	if verr != nil {
 		fail(verr)
-		r.fallBack(ctx, nr.node, jobs)
-		return
-	}
-	got, verr := r.execNode(ctx, pod, nr, dir, o)
-	if verr != nil {
-		if !r.running(pod) {
-			r.forget(nr.node, pod) // ended (deadline, eviction): the next read makes a new one
+		if !started {
+			r.fallBack(ctx, nr.node, jobs)
 		}
-		fail(verr)
 		return
 	}
 	for _, j := range jobs {

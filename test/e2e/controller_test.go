@@ -57,12 +57,12 @@ func (f *fx) deployControllerFrom(kustomization string, args func([]string) []st
 	for _, doc := range strings.Split(string(out), "\n---\n") {
 		var u unstructured.Unstructured
 		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			f.t.Fatalf("deploy/controller: %v", err)
+			f.t.Fatalf("deploy/%s: %v", kustomization, err)
 		}
 		if u.GetKind() == "Deployment" {
 			c := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 			if c["image"] != "localhost/kubectl-cmsync:dev" {
-				f.t.Fatalf("deploy/controller's image is %v, want localhost/kubectl-cmsync:dev (what make image builds)", c["image"])
+				f.t.Fatalf("deploy/%s's image is %v, want localhost/kubectl-cmsync:dev (what make image builds)", kustomization, c["image"])
 			}
 			var base []string
 			for _, a := range c["args"].([]any) {
@@ -78,7 +78,7 @@ func (f *fx) deployControllerFrom(kustomization string, args func([]string) []st
 	apply := exec.Command(kubectl, "apply", "-f", "-")
 	apply.Stdin = strings.NewReader(strings.Join(docs, "\n---\n"))
 	if out, err := apply.CombinedOutput(); err != nil {
-		f.t.Fatalf("kubectl apply of deploy/controller: %v\n%s", err, out)
+		f.t.Fatalf("kubectl apply of deploy/%s: %v\n%s", kustomization, err, out)
 	}
 }
 
@@ -401,10 +401,12 @@ func TestControllerNodeReader(t *testing.T) {
 			return apierrors.IsNotFound(err), nil
 		})
 	})
-	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))
-	f.createAnnotatedDeployment("noshell", 1, withVolumes(podSpec(withMounts(noShell("c"), mount("v", "/etc/app"))), cmVolume("v", "app")),
-		map[string]string{watch.AnnotationWatch: "true"})
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0", "level": "l0"}))
+	optIn := map[string]string{watch.AnnotationWatch: "true"}
+	f.createAnnotatedDeployment("noshell", 1, withVolumes(podSpec(withMounts(noShell("c"), mount("v", "/etc/app"))), cmVolume("v", "app")), optIn)
+	f.createAnnotatedDeployment("noshellenv", 1, podSpec(withEnv(noShell("c"), cmEnv("LEVEL", "app", "level", nil))), optIn)
 	f.waitDeploymentSettled("noshell")
+	f.waitDeploymentSettled("noshellenv")
 	f.deployControllerFrom("controller-node-reader", func(base []string) []string {
 		var out []string
 		for _, a := range base {
@@ -416,7 +418,8 @@ func TestControllerNodeReader(t *testing.T) {
 		if !slices.Contains(out, "--reader=node") || !slices.Contains(out, "--reader-namespace="+readers) {
 			t.Fatalf("deploy/controller-node-reader's args %v, want --reader=node and --reader-namespace=%s", out, readers)
 		}
-		return append(out, "--reader-image="+imageBusybox, "--debounce=1s")
+		// readers end 15 s after they start: the env edit below comes after that
+		return append(out, "--reader-image="+imageBusybox, "--debounce=1s", "--reader-lifetime=15s")
 	})
 	leader := f.leader()
 	f.waitControllerEvent(leader, "resumed", isResume)
@@ -438,6 +441,25 @@ func TestControllerNodeReader(t *testing.T) {
 	}
 	if after, restarts := f.deploymentPods("noshell"); fmt.Sprint(after) != fmt.Sprint(before) || restarts != 0 {
 		t.Errorf("pods of noshell: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
+	}
+
+	t.Log("after the readers' deadline: an env edit is read on a new reader and restarts its consumer")
+	f.poll("the readers ended by their deadline", time.Minute, func() (bool, error) {
+		l, err := f.cs.CoreV1().Pods(readers).List(f.ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range l.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	f.patchConfigMapData("app", map[string]string{"level": "l1"})
+	e := f.waitControllerEvent(leader, "noshellenv restarted", isResult(refresh.ActionRestart, "deployment/noshellenv"))
+	if e.Outcome != refresh.OutcomeCurrent {
+		t.Errorf("restart deployment/noshellenv: %s (%s), want current", e.Outcome, e.Message)
 	}
 
 	t.Log("the controller removed: its reader pods are deleted with it")
