@@ -30,7 +30,7 @@ type NamedWorkloads interface {
 // Only edits count (Reloader's default): not a creation, a deletion or the
 // state found at start, which no record can tell current.
 func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snapshot, changes map[inspect.ObjectKey]*pending) ([]refresh.Action, error) {
-	if l.Named == nil || !slices.ContainsFunc(slices.Collect(maps.Values(changes)), edited) {
+	if l.Named == nil || !anyEdited(changes) {
 		return nil, nil
 	}
 	ws, err := l.Named.Annotated(ctx, ns, watch.ReloaderConfigMapReload, watch.ReloaderSecretReload)
@@ -47,12 +47,13 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 			continue // -l selects pods, and the workload's are not among them
 		}
 		target := refresh.Target{Kind: w.Kind, Namespace: ns, Name: w.Name}
+		read := templateReads(w, ns)
 		var a *refresh.Action
 		for _, k := range slices.SortedFunc(maps.Keys(changes), compareKeys) {
 			p := changes[k]
 			s := watch.Subject{Annotations: w.Annotations, TemplateAnnotations: w.Template}
 			o := watch.Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)}
-			if !edited(p) || !watch.Named(s, o) || reads(w, ns, k) || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
+			if !edited(p) || !watch.Named(s, o) || read[k] || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
 				continue
 			}
 			d := watch.Select(l.RequireOptIn, s, o)
@@ -101,10 +102,22 @@ func edited(p *pending) bool {
 	return len(p.change.Keys) > 0 && !p.change.Created && !p.change.Deleted && !p.existing
 }
 
-// reads tells whether the workload's pod template reads the object.
-func reads(w refresh.AnnotatedWorkload, ns string, k inspect.ObjectKey) bool {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: w.Spec}
-	return slices.ContainsFunc(inspect.Uses(pod), func(it inspect.Item) bool { return it.Key() == k })
+func anyEdited(changes map[inspect.ObjectKey]*pending) bool {
+	for _, p := range changes {
+		if edited(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// templateReads are the objects the workload's pod template reads.
+func templateReads(w refresh.AnnotatedWorkload, ns string) map[inspect.ObjectKey]bool {
+	out := map[inspect.ObjectKey]bool{}
+	for _, it := range inspect.Uses(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: w.Spec}) {
+		out[it.Key()] = true
+	}
+	return out
 }
 
 // withNamed adds the named restarts to a plan's actions. A workload the plan
