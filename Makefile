@@ -63,7 +63,7 @@ FUZZ_TOOLCHAIN ?= go1.27.1
 FUZZMINIMIZE ?= 1s
 FUZZ = GOTOOLCHAIN=$(FUZZ_TOOLCHAIN) $(GO) test -run='^$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE)
 fuzz:
-	$(FUZZ) -fuzz='^FuzzParseVerified$$' ./pkg/inspect
+	$(FUZZ) -fuzz='^FuzzParseVerified$$' ./internal/containerread
 	$(FUZZ) -fuzz='^FuzzExpectedFiles$$' ./pkg/inspect
 	$(FUZZ) -fuzz='^FuzzUses$$' ./pkg/inspect
 	$(FUZZ) -fuzz='^FuzzPlan$$' ./pkg/refresh

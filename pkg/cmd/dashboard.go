@@ -23,11 +23,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
 )
 
@@ -74,7 +75,7 @@ type DashboardOptions struct {
 	Context    string
 	Client     kubernetes.Interface
 	RESTConfig *rest.Config
-	Executor   inspect.Executor
+	Executor   containerread.Executor
 	// Access and Patcher replace the client's (tests); nil: the client's.
 	Access  refresh.AccessReviewer
 	Patcher refresh.Patcher

@@ -15,8 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 )
 
 const diffTS = "..2024_05_06_07_08_09.123456789"
@@ -30,7 +31,7 @@ func diffPod(name string, c corev1.Container, vols ...corev1.Volume) corev1.Pod 
 
 // diffFixture: pod "old" has a stale volume and env, pod "new" is in sync;
 // a Secret consumed by pod "sec".
-func diffFixture() (*inspect.Snapshot, *inspecttest.Executor) {
+func diffFixture() (*inspect.Snapshot, *readtest.Executor) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg",
 		CreationTimestamp: metav1.NewTime(time.Now().Add(-20 * time.Second))},
 		Data: map[string]string{"greeting": "hello v2\n", "same": "s\n"}}
@@ -51,14 +52,14 @@ func diffFixture() (*inspect.Snapshot, *inspecttest.Executor) {
 		Secrets:     map[inspect.ObjectKey]*corev1.Secret{{Kind: inspect.KindSecret, Namespace: "ns", Name: "creds"}: sec},
 		ReplicaSets: nil, SecretsListed: true,
 	}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{
-		"ns/old/app": {Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: diffTS, Files: map[string][]byte{
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{
+		"ns/old/app": {Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: diffTS, Files: map[string][]byte{
 			"greeting": []byte("hello v1\n"), "same": []byte("s\n"), "removed": []byte("r\n")}}},
 			Env: map[string]string{"GREETING": "hello v1\n", "PATH": "/bin"}},
-		"ns/new/app": {Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: diffTS, Files: map[string][]byte{
+		"ns/new/app": {Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: diffTS, Files: map[string][]byte{
 			"greeting": []byte("hello v2\n"), "same": []byte("s\n")}}},
 			Env: map[string]string{"GREETING": "hello v2\n"}},
-		"ns/sec/app": {Volumes: map[string]inspecttest.Volume{"/etc/creds": {Target: diffTS, Files: map[string][]byte{
+		"ns/sec/app": {Volumes: map[string]readtest.Volume{"/etc/creds": {Target: diffTS, Files: map[string][]byte{
 			"password": []byte("hunter2-old"), "user": []byte("admin")}}},
 			Env: map[string]string{"PASSWORD": "hunter2-old"}},
 	}}
@@ -207,7 +208,7 @@ func TestDiffExternal(t *testing.T) {
 func TestDiffUnverifiable(t *testing.T) {
 	_, errOut, err := runDiff(t, cfgKey, func(o *DiffOptions) {
 		o.Pod = "new"
-		o.Verify.Executor = &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/new/app": {NoShell: true}}}
+		o.Verify.Executor = &readtest.Executor{Containers: map[string]*readtest.Container{"ns/new/app": {NoShell: true}}}
 	})
 	if ExitCode(err) != ExitFailure || !strings.Contains(errOut, "unverifiable") {
 		t.Errorf("exit %d (%v), stderr %s", ExitCode(err), err, errOut)
@@ -238,8 +239,8 @@ func TestDiffConfigMapNeverShowsSecretOverrides(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"DB_PASSWORD": "from-cm", "HOST": "db"}}
 	snap := &inspect.Snapshot{Pods: []corev1.Pod{diffPod("p", app, proj)},
 		ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{cfgKey: cm}}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/p/app": {
-		Volumes: map[string]inspecttest.Volume{"/etc/proj": {Target: diffTS, Files: map[string][]byte{"DB_PASSWORD": []byte(value), "HOST": []byte("db")}}},
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{"ns/p/app": {
+		Volumes: map[string]readtest.Volume{"/etc/proj": {Target: diffTS, Files: map[string][]byte{"DB_PASSWORD": []byte(value), "HOST": []byte("db")}}},
 		Env:     map[string]string{"DB_PASSWORD": value, "HOST": "db"}}}}
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "mydiff")
@@ -285,7 +286,7 @@ func TestDiffRendererFingerprintsSecretSources(t *testing.T) {
 			{Name: "OTHER", Key: "OTHER", Expected: "new", ExpectedSet: true, Verified: "old", VerifiedSet: true}}}},
 		{Item: volUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StatePending, Files: []inspect.FileComparison{
 			{Path: "pw", Key: "pw", Status: inspect.FileDiffers, Expected: &inspect.ExpectedFile{Path: "pw", Key: "pw", Data: []byte("cm")},
-				Verified: &inspect.VerifiedFile{Path: "pw", Data: []byte(value), HasData: true, Size: int64(len(value))}}}}},
+				Verified: &containerread.VerifiedFile{Path: "pw", Data: []byte(value), HasData: true, Size: int64(len(value))}}}}},
 	}
 	var out, errOut bytes.Buffer
 	r := diffRenderer{Out: &out, ErrOut: &errOut, HMACKey: []byte("k")}
@@ -316,7 +317,7 @@ func TestDiffSecretsFlag(t *testing.T) {
 	}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"DB_PASSWORD": "from-cm", "HOST": "db-v2"}}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"DB_PASSWORD": []byte(value)}}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/p/app": {
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{"ns/p/app": {
 		Env: map[string]string{"DB_PASSWORD": value, "HOST": "db-v1"}}}}
 	for _, secrets := range []bool{false, true} {
 		var out, errOut bytes.Buffer
@@ -373,7 +374,7 @@ func TestDiffInitContainerStale(t *testing.T) {
 	o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
 		return &inspect.Snapshot{Pods: []corev1.Pod{p}, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{cfgKey: cm}}, nil
 	}
-	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second, Executor: &inspecttest.Executor{}}
+	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second, Executor: &readtest.Executor{}}
 	err := o.Run(context.Background())
 	if ExitCode(err) != ExitCheck || !strings.Contains(out.String(), "diff pod/db-0 container copy volume /src configmap/cfg (stale)") ||
 		!strings.Contains(out.String(), "after the init container finished") {

@@ -15,8 +15,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -27,7 +27,7 @@ const redactSentinel = "S3CRET-tenant-7f3a"
 // whose expressions expand to Secret data: $(TENANT) (a secretKeyRef) and
 // $(DERIVED) (a literal that refers to $(TENANT)). The container shows them
 // as empty directories (the payload has no such path).
-func redactCluster() ([]runtime.Object, *inspecttest.Executor) {
+func redactCluster() ([]runtime.Object, *readtest.Executor) {
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tenant"}, Data: map[string][]byte{"id": []byte(redactSentinel)}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
 		Data: map[string]string{"app.conf": "v2"}}
@@ -42,7 +42,7 @@ func redactCluster() ([]runtime.Object, *inspecttest.Executor) {
 		}}
 	p := diffPod("p", c, corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/p/app": {
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{"ns/p/app": {
 		Dirs: map[string]map[string][]byte{"/etc/t": {}, "/etc/d": {}},
 		Env:  map[string]string{"TENANT": redactSentinel, "DERIVED": "x-" + redactSentinel}}}}
 	return []runtime.Object{sec, cm, &p}, ex
@@ -116,7 +116,7 @@ func TestOutputEdgeRedactsExecErrors(t *testing.T) {
 		Data: map[string]string{"app.conf": "v2"}}
 	p := diffPod("p", corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}},
 		corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/p/app": {
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{"ns/p/app": {
 		Err: errors.New("command terminated: cannot open /run/tenant-" + redactSentinel + ": permission denied")}}}
 	objs := []runtime.Object{sec, cm, &p}
 	for _, format := range []string{"", "wide", "json", "yaml"} {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
@@ -95,7 +96,7 @@ type RefreshOptions struct {
 	Names      []inspect.ObjectKey
 	Client     kubernetes.Interface
 	RESTConfig *rest.Config
-	Executor   inspect.Executor
+	Executor   containerread.Executor
 	Workloads  refresh.Workloads
 	Patcher    refresh.Patcher
 	Evictor    refresh.Evictor

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -35,15 +35,15 @@ func TestRefreshWaitLosesTheAPIServerSaysWhatChanged(t *testing.T) {
 	const refused = `Patch "https://127.0.0.1:6443/api/v1/namespaces/ns/pods/api-2": dial tcp 127.0.0.1:6443: connect: connection refused`
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
 	objs := []runtime.Object{cm}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{}}
-	old := inspecttest.Volume{Target: "..2024_05_06_06_10_00.1", Files: map[string][]byte{"K": []byte("old")}}
-	current := inspecttest.Volume{Target: "..2024_05_06_07_10_00.2", Files: map[string][]byte{"K": []byte("new")}}
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{}}
+	old := readtest.Volume{Target: "..2024_05_06_06_10_00.1", Files: map[string][]byte{"K": []byte("old")}}
+	current := readtest.Volume{Target: "..2024_05_06_07_10_00.2", Files: map[string][]byte{"K": []byte("new")}}
 	for _, name := range []string{"api-1", "api-2"} {
 		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
 			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
 				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}})
-		ex.Containers["ns/"+name+"/app"] = &inspecttest.Container{Volumes: map[string]inspecttest.Volume{"/etc/cfg": old}}
+		ex.Containers["ns/"+name+"/app"] = &readtest.Container{Volumes: map[string]readtest.Volume{"/etc/cfg": old}}
 	}
 	client := fake.NewClientset(objs...)
 	// down: the API server answers nothing. With api2Fails, the patch of
@@ -71,7 +71,7 @@ func TestRefreshWaitLosesTheAPIServerSaysWhatChanged(t *testing.T) {
 		}
 		patched = append(patched, name) // the fake's lock is held: no race
 		// the kubelet re-syncs the annotated pod
-		ex.Update("ns/"+name+"/app", func(c *inspecttest.Container) { c.Volumes["/etc/cfg"] = current })
+		ex.Update("ns/"+name+"/app", func(c *readtest.Container) { c.Volumes["/etc/cfg"] = current })
 		return false, nil, nil
 	})
 	run := func() (string, string, error) {

@@ -22,8 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -83,7 +84,7 @@ func staleEnvFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *bytes.Bu
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/web-1-a/app": {Env: map[string]string{"K": "old"}}}}
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{"ns/web-1-a/app": {Env: map[string]string{"K": "old"}}}}
 	p := &countingPatcher{}
 	out := &bytes.Buffer{}
 	o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
@@ -147,7 +148,7 @@ func TestRefreshClientDryRunExecsOnlyWhenThePlanNeedsIt(t *testing.T) {
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatalf("Run() = %v", err)
 			}
-			execs := len(o.Executor.(*inspecttest.Executor).Calls)
+			execs := len(o.Executor.(*readtest.Executor).Calls)
 			if (execs > 0) != tt.wantExecs {
 				t.Errorf("--dry-run=client --strategy %s made %d execs, want execs: %v", tt.strategy, execs, tt.wantExecs)
 			}
@@ -186,7 +187,7 @@ func staleStatefulSetFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "sts-uid"},
 		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
 	objs := []runtime.Object{cm, sts}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{}}
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{}}
 	for _, name := range []string{"db-0", "db-1", "db-2"} {
 		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
 			Labels:          map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": name},
@@ -194,7 +195,7 @@ func staleStatefulSetFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *
 			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
 				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}})
-		ex.Containers["ns/"+name+"/app"] = &inspecttest.Container{Env: map[string]string{"K": "old"}}
+		ex.Containers["ns/"+name+"/app"] = &readtest.Container{Env: map[string]string{"K": "old"}}
 	}
 	p := &countingPatcher{}
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
@@ -290,7 +291,7 @@ func TestRefreshEvictRetriesRefusalAndSendsNoPatch(t *testing.T) {
 
 // gatedExecutor holds every exec until open is closed (or a second passes).
 type gatedExecutor struct {
-	inner    inspect.Executor
+	inner    containerread.Executor
 	open     chan struct{}
 	mu       sync.Mutex
 	timedOut bool
@@ -342,9 +343,9 @@ func TestRefreshAnnotatesVolumePodsWhileVerifyingTheOthers(t *testing.T) {
 				Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
 					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
 				Status: running}
-			inner := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{
+			inner := &readtest.Executor{Containers: map[string]*readtest.Container{
 				"ns/env/app": {Env: map[string]string{"K": "v1"}},
-				"ns/vol/app": {Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: "..2026_01_01_00_00_00.1", Files: map[string][]byte{"K": []byte("v1")}}}},
+				"ns/vol/app": {Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..2026_01_01_00_00_00.1", Files: map[string][]byte{"K": []byte("v1")}}}},
 			}}
 			open := make(chan struct{})
 			ex := &gatedExecutor{inner: inner, open: open}

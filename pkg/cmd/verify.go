@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/nodereader"
 )
@@ -38,7 +39,7 @@ type VerifyFlags struct {
 	node *nodereader.Reader
 
 	// Executor replaces the API server exec (tests).
-	Executor inspect.Executor
+	Executor containerread.Executor
 	// Now replaces the clock (tests).
 	Now func() time.Time
 }
@@ -118,14 +119,14 @@ func (v *VerifyFlags) Options(progress io.Writer) inspect.VerifyOptions {
 // executor returns the configured executor, or one through the API server.
 // With --reader=node it also makes the node reader (Options hands it to
 // the reads; Close deletes its pods).
-func (v *VerifyFlags) executor(cfg *rest.Config) (inspect.Executor, error) {
+func (v *VerifyFlags) executor(cfg *rest.Config) (containerread.Executor, error) {
 	ex := v.Executor
 	if ex == nil {
 		if cfg == nil {
 			return nil, errors.New("--verify needs a connection to the cluster")
 		}
 		var err error
-		if ex, err = inspect.NewRemoteExecutor(cfg); err != nil {
+		if ex, err = containerread.NewRemoteExecutor(cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -140,7 +141,7 @@ func (v *VerifyFlags) executor(cfg *rest.Config) (inspect.Executor, error) {
 		o := nodereader.Options{Namespace: v.ReaderNamespace, Image: v.ReaderImage,
 			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, Concurrency: v.Concurrency, Now: apiClock.Now}
 		if v.Reader == readerAuto {
-			o.Fallback = inspect.ExecReader{Executor: ex, Concurrency: v.Concurrency}
+			o.Fallback = containerread.ExecReader{Executor: ex, Concurrency: v.Concurrency}
 		}
 		v.node = nodereader.New(cs, ex, o)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -96,7 +97,7 @@ type WatchOptions struct {
 	Names      []inspect.ObjectKey
 	Client     kubernetes.Interface
 	RESTConfig *rest.Config
-	Executor   inspect.Executor
+	Executor   containerread.Executor
 	Now        func() time.Time
 }
 

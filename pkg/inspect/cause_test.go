@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // Every unverifiable state that cannot pass by waiting carries a typed
@@ -16,27 +18,27 @@ func TestStateCauses(t *testing.T) {
 	envFrom := volItem(ModeEnvFrom, "")
 	envFrom.Volume = nil
 	volObs := atomicObs(map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": secretValue, "a": "1", "token": secretValue})
-	envObs := &Verified{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": "cm-shared", "a": "1"}}
+	envObs := &containerread.Verified{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": "cm-shared", "a": "1"}}
 	plain := volItem(ModeVolume, "/etc/cfg")
 	simple := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}, Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}}}})
 	cm := cmObject(map[string]string{"a": "1"}, nil)
-	noListing := &Verified{NoShell: true, Paths: map[string]*VerifiedPath{"/etc/cfg": {Kind: PathUnknown,
-		Files: map[string]*VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}}
+	noListing := &containerread.Verified{NoShell: true, Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": {Kind: containerread.PathUnknown,
+		Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}}
 	cases := []struct {
 		name      string
 		it        Item
 		obj       Object
-		obs       *Verified
+		obs       *containerread.Verified
 		want      StateCause
 		permanent bool
 	}{
 		{"projected volume with an unread Secret source", proj, unread.Object(proj.Key()), volObs, CauseSecretsNotRead, true},
 		{"envFrom that an unread Secret may override", envFrom, unread.Object(envFrom.Key()), envObs, CauseSecretsNotRead, true},
-		{"exec forbidden", plain, cm, &Verified{Err: &VerifyError{Reason: VerifyForbidden, Message: "nope"}}, CauseExecForbidden, true},
-		{"no shell at all", plain, cm, &Verified{Err: &VerifyError{Reason: VerifyNoShell, Message: "no sh"}}, CauseNoShell, true},
+		{"exec forbidden", plain, cm, &containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyForbidden, Message: "nope"}}, CauseExecForbidden, true},
+		{"no shell at all", plain, cm, &containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyNoShell, Message: "no sh"}}, CauseNoShell, true},
 		{"no shell, files cannot be listed", plain, cm, noListing, CauseNoShell, true},
-		{"exec timed out", plain, cm, &Verified{Err: &VerifyError{Reason: VerifyTimeout, Message: "slow"}}, CauseExecTimeout, false},
+		{"exec timed out", plain, cm, &containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyTimeout, Message: "slow"}}, CauseExecTimeout, false},
 		{"in sync", plain, cm, atomicObs(map[string]string{"a": "1"}), "", false},
 	}
 	for _, c := range cases {

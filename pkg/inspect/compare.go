@@ -2,14 +2,14 @@ package inspect
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // FileStatus is how one file of a use compares.
@@ -31,7 +31,7 @@ type FileComparison struct {
 	Key      string
 	Status   FileStatus
 	Expected *ExpectedFile
-	Verified *VerifiedFile
+	Verified *containerread.VerifiedFile
 	// ExpectedMode is the mode the kubelet leaves (fsGroup included);
 	// ModeDiffers is informational: modes come from the pod spec, never
 	// from the object, so they do not make a use stale.
@@ -99,11 +99,11 @@ type CompareOptions struct {
 // pod is the consuming pod (its spec says which other sources share a
 // projected volume and which env entries override others); obj the object
 // as the API has it now.
-func CompareUse(it Item, pod *corev1.Pod, obj Object, obs *Verified, o CompareOptions) Comparison {
+func CompareUse(it Item, pod *corev1.Pod, obj Object, obs *containerread.Verified, o CompareOptions) Comparison {
 	return compareUse(it, pod, inputsFor(it, obj), obs, o)
 }
 
-func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *Verified, o CompareOptions) Comparison {
+func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *containerread.Verified, o CompareOptions) Comparison {
 	obj := in.obj
 	if o.Now.IsZero() {
 		o.Now = time.Now()
@@ -118,7 +118,7 @@ func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *Verified, o Compare
 		return Comparison{State: StateUnverifiable, Reason: "the container was not observed"}
 	}
 	if obs.Err != nil {
-		return Comparison{State: StateUnverifiable, Reason: obs.Err.reasonFor(it.Object.Kind), Cause: causeOfVerifyError(obs.Err.Reason)}
+		return Comparison{State: StateUnverifiable, Reason: obs.Err.ReasonFor(it.Object.Kind == KindSecret), Cause: causeOfVerifyError(obs.Err.Reason)}
 	}
 	if obj.Unread {
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("%s %q was not read (add --secrets)", it.Object.Kind, it.Object.Name), Cause: CauseSecretsNotRead}
@@ -144,7 +144,7 @@ func hasFSGroup(pod *corev1.Pod) bool {
 	return pod != nil && pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.FSGroup != nil
 }
 
-func noShellNote(obs *Verified) string {
+func noShellNote(obs *containerread.Verified) string {
 	if obs.NoShell {
 		return " (no shell in the container: read file by file)"
 	}
@@ -152,7 +152,7 @@ func noShellNote(obs *Verified) string {
 }
 
 // compareFile compares one expected file with what the container has.
-func compareFile(e *ExpectedFile, of *VerifiedFile, fsGroup bool) FileComparison {
+func compareFile(e *ExpectedFile, of *containerread.VerifiedFile, fsGroup bool) FileComparison {
 	fc := FileComparison{Expected: e, Verified: of, ExpectedMode: -1}
 	if e != nil {
 		fc.Path, fc.Key = e.Path, e.Key
@@ -175,7 +175,7 @@ func compareFile(e *ExpectedFile, of *VerifiedFile, fsGroup bool) FileComparison
 		}
 	case of.SHA256 != "":
 		fc.Status = FileDiffers
-		if (of.Size < 0 || of.Size == int64(len(e.Data))) && of.SHA256 == sha256Hex(e.Data) {
+		if (of.Size < 0 || of.Size == int64(len(e.Data))) && of.SHA256 == containerread.SHA256Hex(e.Data) {
 			fc.Status = FileEqual
 		}
 	case of.Size >= 0 && of.Size != int64(len(e.Data)):
@@ -184,11 +184,6 @@ func compareFile(e *ExpectedFile, of *VerifiedFile, fsGroup bool) FileComparison
 		fc.Status = FileNotCompared
 	}
 	return fc
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 // tally summarises file comparisons.

@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
-func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *Verified) Comparison {
+func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *containerread.Verified) Comparison {
 	if !obs.EnvRead {
 		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + cmp.Or(obs.EnvErr, "unknown reason")}
 	}
@@ -68,7 +70,7 @@ func serviceLinks(pod *corev1.Pod) bool {
 
 // compareEnvFrom compares an envFrom use: each variable the object sets
 // (with the prefix), and those the container still has from removed keys.
-func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Verified, o CompareOptions) Comparison {
+func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *containerread.Verified, o CompareOptions) Comparison {
 	if !obs.EnvRead {
 		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + cmp.Or(obs.EnvErr, "unknown reason")}
 	}
@@ -117,7 +119,7 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *Verified, o Compa
 // them) unless another source sets them, or the kubelet (service links).
 // Removed keys are not detected for envFrom without a prefix: any variable
 // of the container (the image's, the runtime's) would match.
-func removedKeyVars(it Item, pod *corev1.Pod, obj Object, obs *Verified, es envSources) []EnvComparison {
+func removedKeyVars(it Item, pod *corev1.Pod, obj Object, obs *containerread.Verified, es envSources) []EnvComparison {
 	if it.EnvPrefix == "" {
 		return nil
 	}

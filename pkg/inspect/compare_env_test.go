@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 func TestCompareEnv(t *testing.T) {
@@ -35,12 +37,14 @@ func TestCompareEnv(t *testing.T) {
 	}
 	envFrom := volItem(ModeEnvFrom, "")
 	envFrom.Volume, envFrom.EnvPrefix = nil, "P_"
-	obs := func(vars map[string]string) *Verified { return &Verified{EnvRead: true, Env: vars} }
+	obs := func(vars map[string]string) *containerread.Verified {
+		return &containerread.Verified{EnvRead: true, Env: vars}
+	}
 	allGood := map[string]string{"X": "1", "P_A": "1", "P_with-dash": "d", "P_with.dot": "later wins", "P_9lives": "n"}
 	cases := []struct {
 		name string
 		it   Item
-		obs  *Verified
+		obs  *containerread.Verified
 		want State
 		text string
 	}{
@@ -54,7 +58,7 @@ func TestCompareEnv(t *testing.T) {
 		{"envFrom equal (every key, later source wins)", envFrom, obs(allGood), StateCurrent, "3 variables match"},
 		{"envFrom one differs", envFrom, obs(map[string]string{"P_A": "1", "P_with-dash": "old", "P_9lives": "n"}), StateStale, "P_with-dash"},
 		{"envFrom key added", envFrom, obs(map[string]string{"P_A": "1", "P_with-dash": "d"}), StateStale, "P_9lives (not set)"},
-		{"env unreadable", env("X", "A"), &Verified{EnvErr: "no /proc"}, StateUnverifiable, "no /proc"},
+		{"env unreadable", env("X", "A"), &containerread.Verified{EnvErr: "no /proc"}, StateUnverifiable, "no /proc"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,19 +92,19 @@ func TestCompareEnvFromRemovedKey(t *testing.T) {
 	it := volItem(ModeEnvFrom, "")
 	it.Volume, it.EnvPrefix = nil, "APP_"
 	env := map[string]string{"APP_A": "1", "APP_O": "o", "APP_LITERAL": "x", "APP_DB_SERVICE_HOST": "10.0.0.1", "APP_DB_PORT_5432_TCP": "tcp://x", "OTHER": "y"}
-	got := CompareUse(it, pod, cm, &Verified{EnvRead: true, Env: env}, CompareOptions{Now: testNow, Object: lookup})
+	got := CompareUse(it, pod, cm, &containerread.Verified{EnvRead: true, Env: env}, CompareOptions{Now: testNow, Object: lookup})
 	if got.State != StateCurrent {
 		t.Errorf("nothing removed: %s (%s)", got.State, got.Reason)
 	}
 	env["APP_GONE"] = "old"
-	got = CompareUse(it, pod, cm, &Verified{EnvRead: true, Env: env}, CompareOptions{Now: testNow, Object: lookup})
+	got = CompareUse(it, pod, cm, &containerread.Verified{EnvRead: true, Env: env}, CompareOptions{Now: testNow, Object: lookup})
 	if got.State != StateStale || !strings.Contains(got.Reason, "APP_GONE still set") || !got.Differs() {
 		t.Errorf("removed key: %s (%s)", got.State, got.Reason)
 	}
 	// Without a prefix, removed keys are not detected.
 	it.EnvPrefix = ""
 	pod.Spec.Containers[0].EnvFrom[0].Prefix = ""
-	got = CompareUse(it, pod, cm, &Verified{EnvRead: true, Env: map[string]string{"A": "1", "GONE": "old"}}, CompareOptions{Now: testNow, Object: lookup})
+	got = CompareUse(it, pod, cm, &containerread.Verified{EnvRead: true, Env: map[string]string{"A": "1", "GONE": "old"}}, CompareOptions{Now: testNow, Object: lookup})
 	if got.State != StateCurrent {
 		t.Errorf("no prefix: %s (%s)", got.State, got.Reason)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // subPathRestart is what a stale subPath use needs.
@@ -14,7 +16,7 @@ const subPathRestart = "a subPath mount is bound when the container starts and n
 
 // compareSubPath compares a subPath (or subPathExpr) use: a file or a
 // directory of the volume, bound when the container started.
-func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Verified, o CompareOptions) Comparison {
+func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *containerread.Verified, o CompareOptions) Comparison {
 	op, bad := mountRead(it, obs)
 	if bad != nil {
 		return *bad
@@ -37,13 +39,13 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 		s.prefix = ""
 	}
 	s.collectExpected()
-	if op.Kind == PathFile || (op.Kind == PathUnknown && op.Files[""] != nil) {
+	if op.Kind == containerread.PathFile || (op.Kind == containerread.PathUnknown && op.Files[""] != nil) {
 		return s.leftoverFile()
 	}
-	if op.Kind == PathMissing {
+	if op.Kind == containerread.PathMissing {
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("mountPath %q does not exist in the container", it.Volume.MountPath)}
 	}
-	if op.Kind == PathOther || op.Kind == PathAtomic {
+	if op.Kind == containerread.PathOther || op.Kind == containerread.PathAtomic {
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("mountPath %q is not what a subPath mount of this volume shows", it.Volume.MountPath)}
 	}
 	// subPath onto a directory (or onto a path the payload lacks, which the
@@ -53,7 +55,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 
 // resolveSubPath is the use's subPath as a payload path, subPathExpr
 // expanded with the container's environment.
-func resolveSubPath(it Item, obs *Verified) (string, *Comparison) {
+func resolveSubPath(it Item, obs *containerread.Verified) (string, *Comparison) {
 	sub := it.Volume.SubPath
 	if it.Mode == ModeSubPathExpr {
 		if !obs.EnvRead {
@@ -71,8 +73,8 @@ func resolveSubPath(it Item, obs *Verified) (string, *Comparison) {
 // subPathFiles compares one subPath use.
 type subPathFiles struct {
 	it      Item
-	obs     *Verified
-	op      *VerifiedPath
+	obs     *containerread.Verified
+	op      *containerread.VerifiedPath
 	pl      Payload
 	ps      projectedSources
 	sub     string // the subPath, a payload path
@@ -96,12 +98,12 @@ func (s *subPathFiles) onFile(f ExpectedFile) Comparison {
 	}
 	f.Path = ""
 	switch {
-	case op.Kind == PathDir || (op.Kind == PathUnknown && slices.Contains(op.Dirs, "")):
+	case op.Kind == containerread.PathDir || (op.Kind == containerread.PathUnknown && slices.Contains(op.Dirs, "")):
 		return Comparison{State: StateStale, Reason: fmt.Sprintf("the container sees a directory at %q: it started before key %q existed; %s", it.Volume.MountPath, f.Key, subPathRestart),
 			Files: []FileComparison{{Path: "", Key: f.Key, Status: FileMissing, Expected: &f, ExpectedMode: FSGroupMode(f.Mode, s.fsGroup)}}}
-	case op.Kind == PathMissing:
+	case op.Kind == containerread.PathMissing:
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("mountPath %q does not exist in the container", it.Volume.MountPath)}
-	case op.Kind == PathOther:
+	case op.Kind == containerread.PathOther:
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("mountPath %q is not a regular file in the container", it.Volume.MountPath)}
 	}
 	fc := compareFile(&f, op.Files[""], s.fsGroup)
@@ -209,7 +211,7 @@ func (s *subPathFiles) dirVerdict(c *Comparison) {
 	case seen == 0 && op.Listed:
 		c.State = StateBroken
 		c.Reason = fmt.Sprintf("the container sees an empty directory at %q: the kubelet deleted the directory this subPath was bound to when the %s changed; restart the workload (and mount the volume without subPath to get updates)", it.Volume.MountPath, s.kind)
-	case op.Kind == PathUnknown && t.equal == 0 && t.notCompared == 0 && len(s.expected) > 0 &&
+	case op.Kind == containerread.PathUnknown && t.equal == 0 && t.notCompared == 0 && len(s.expected) > 0 &&
 		!slices.ContainsFunc(c.Files, func(f FileComparison) bool { return f.Status == FileExtra }):
 		c.State = StateBroken
 		c.Reason = fmt.Sprintf("none of the files is at %q any more: the kubelet deleted the directory this subPath was bound to when the %s changed; restart the workload", it.Volume.MountPath, s.kind)

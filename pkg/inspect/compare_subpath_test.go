@@ -3,6 +3,8 @@ package inspect
 import (
 	"strings"
 	"testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 func TestCompareSubPath(t *testing.T) {
@@ -13,44 +15,44 @@ func TestCompareSubPath(t *testing.T) {
 		it.Items = items
 		return it
 	}
-	fileObs := func(kind PathKind, files map[string]string) *Verified {
-		op := &VerifiedPath{Kind: kind, Listed: true, Files: map[string]*VerifiedFile{}}
+	fileObs := func(kind containerread.PathKind, files map[string]string) *containerread.Verified {
+		op := &containerread.VerifiedPath{Kind: kind, Listed: true, Files: map[string]*containerread.VerifiedFile{}}
 		for p, c := range files {
-			op.Files[p] = &VerifiedFile{Path: p, Mode: 0o644, Size: int64(len(c)), Data: []byte(c), HasData: true}
+			op.Files[p] = &containerread.VerifiedFile{Path: p, Mode: 0o644, Size: int64(len(c)), Data: []byte(c), HasData: true}
 		}
-		return &Verified{Paths: map[string]*VerifiedPath{"/etc/app.conf": op}, EnvRead: true, Env: map[string]string{"POD": "p-1"}}
+		return &containerread.Verified{Paths: map[string]*containerread.VerifiedPath{"/etc/app.conf": op}, EnvRead: true, Env: map[string]string{"POD": "p-1"}}
 	}
 	obj := cmWith(map[string]string{"app.conf": "v2", "a": "1", "b": "2"}, testNow)
 	cases := []struct {
 		name   string
 		it     Item
-		obs    *Verified
+		obs    *containerread.Verified
 		want   State
 		reason string
 	}{
-		{"onto a file, equal", sub("app.conf"), fileObs(PathFile, map[string]string{"": "v2"}), StateCurrent, "matches the API now"},
-		{"onto a file, old content", sub("app.conf"), fileObs(PathFile, map[string]string{"": "v1"}), StateStale, "restart the workload"},
-		{"through ..data", sub("..data/app.conf"), fileObs(PathFile, map[string]string{"": "v2"}), StateCurrent, ""},
-		{"onto a file, started before the key existed", sub("app.conf"), fileObs(PathDir, nil), StateStale, "directory"},
+		{"onto a file, equal", sub("app.conf"), fileObs(containerread.PathFile, map[string]string{"": "v2"}), StateCurrent, "matches the API now"},
+		{"onto a file, old content", sub("app.conf"), fileObs(containerread.PathFile, map[string]string{"": "v1"}), StateStale, "restart the workload"},
+		{"through ..data", sub("..data/app.conf"), fileObs(containerread.PathFile, map[string]string{"": "v2"}), StateCurrent, ""},
+		{"onto a file, started before the key existed", sub("app.conf"), fileObs(containerread.PathDir, nil), StateStale, "directory"},
 		{"onto a directory, equal", sub("dir", KeyPath{Key: "a", Path: "dir/a"}, KeyPath{Key: "b", Path: "dir/sub/b"}),
-			fileObs(PathDir, map[string]string{"a": "1", "sub/b": "2"}), StateCurrent, "deletes this directory"},
+			fileObs(containerread.PathDir, map[string]string{"a": "1", "sub/b": "2"}), StateCurrent, "deletes this directory"},
 		{"onto a directory, emptied by the kubelet", sub("dir", KeyPath{Key: "a", Path: "dir/a"}),
-			fileObs(PathDir, nil), StateBroken, "restart the workload"},
+			fileObs(containerread.PathDir, nil), StateBroken, "restart the workload"},
 		{"onto a directory, old content", sub("dir", KeyPath{Key: "a", Path: "dir/a"}),
-			fileObs(PathDir, map[string]string{"a": "0"}), StateStale, ""},
-		{"not in the payload, empty dir", sub("nothing"), fileObs(PathDir, nil), StateCurrent, "not in the payload"},
-		{"key removed, file stays", sub("gone"), fileObs(PathFile, map[string]string{"": "x"}), StateStale, "no longer provides"},
+			fileObs(containerread.PathDir, map[string]string{"a": "0"}), StateStale, ""},
+		{"not in the payload, empty dir", sub("nothing"), fileObs(containerread.PathDir, nil), StateCurrent, "not in the payload"},
+		{"key removed, file stays", sub("gone"), fileObs(containerread.PathFile, map[string]string{"": "x"}), StateStale, "no longer provides"},
 		{"subPathExpr via the container's env", func() Item {
 			it := volItem(ModeSubPathExpr, "/etc/app.conf")
 			it.Volume.SubPathExpr = "$(POD)"
 			it.Items = []KeyPath{{Key: "app.conf", Path: "p-1"}}
 			return it
-		}(), fileObs(PathFile, map[string]string{"": "v2"}), StateCurrent, ""},
+		}(), fileObs(containerread.PathFile, map[string]string{"": "v2"}), StateCurrent, ""},
 		{"subPathExpr unresolved", func() Item {
 			it := volItem(ModeSubPathExpr, "/etc/app.conf")
 			it.Volume.SubPathExpr = "$(NOPE)"
 			return it
-		}(), fileObs(PathFile, map[string]string{"": "v2"}), StateUnverifiable, "NOPE"},
+		}(), fileObs(containerread.PathFile, map[string]string{"": "v2"}), StateUnverifiable, "NOPE"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
 var testNow = time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)
@@ -44,10 +47,10 @@ func cmWith(data map[string]string, changed time.Time) Object {
 	return o
 }
 
-func atomicObs(files map[string]string) *Verified {
-	op := &VerifiedPath{Kind: PathAtomic, Target: testTS, Listed: true, Files: map[string]*VerifiedFile{}}
+func atomicObs(files map[string]string) *containerread.Verified {
+	op := &containerread.VerifiedPath{Kind: containerread.PathAtomic, Target: readtest.TS, Listed: true, Files: map[string]*containerread.VerifiedFile{}}
 	for p, c := range files {
-		op.Files[p] = &VerifiedFile{Path: p, Mode: 0o644, Size: int64(len(c)), Data: []byte(c), HasData: true}
+		op.Files[p] = &containerread.VerifiedFile{Path: p, Mode: 0o644, Size: int64(len(c)), Data: []byte(c), HasData: true}
 	}
-	return &Verified{Paths: map[string]*VerifiedPath{"/etc/cfg": op}}
+	return &containerread.Verified{Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": op}}
 }

@@ -9,27 +9,29 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // compareVolume compares a volume use (a whole object, items, or a source
 // of a projected volume): the files of the kubelet's payload against the
 // files under the atomic ..data link at the mountPath.
-func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *Verified, o CompareOptions) Comparison {
+func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *containerread.Verified, o CompareOptions) Comparison {
 	op, bad := mountRead(it, obs)
 	if bad != nil {
 		return *bad
 	}
 	switch op.Kind {
-	case PathMissing:
+	case containerread.PathMissing:
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("mountPath %q does not exist in the container", it.Volume.MountPath)}
-	case PathDir, PathFile, PathOther:
+	case containerread.PathDir, containerread.PathFile, containerread.PathOther:
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("no ..data link at mountPath %q: what the container sees there is not the kubelet's volume (shadowed by another mount?)", it.Volume.MountPath)}
 	}
 	if op.Unstable {
 		return Comparison{State: StateUnverifiable, Reason: "the kubelet rewrote the volume while it was being read; run again"}
 	}
 	var c Comparison
-	if t, ok := SyncedAt(op.Target); ok {
+	if t, ok := containerread.SyncedAt(op.Target); ok {
 		c.SyncedAt = &t
 	}
 	if plErr != nil {
@@ -50,7 +52,7 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 
 // mountRead is what the container showed at the use's mountPath, or the
 // verdict when the read did not reach it.
-func mountRead(it Item, obs *Verified) (*VerifiedPath, *Comparison) {
+func mountRead(it Item, obs *containerread.Verified) (*containerread.VerifiedPath, *Comparison) {
 	op := obs.Paths[it.Volume.MountPath]
 	if op == nil {
 		return nil, &Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
@@ -89,7 +91,7 @@ func (t *fileTally) overriddenNote() string {
 type volumeFiles struct {
 	it      Item
 	pl      Payload
-	op      *VerifiedPath
+	op      *containerread.VerifiedPath
 	ps      projectedSources
 	fsGroup bool
 	fileTally
@@ -147,11 +149,11 @@ func (v *volumeFiles) compareExtras() {
 		if strings.HasPrefix(n, "..") || seen[n] {
 			continue
 		}
-		v.extra(n, &VerifiedFile{Path: n, Mode: -1, Size: -1})
+		v.extra(n, &containerread.VerifiedFile{Path: n, Mode: -1, Size: -1})
 	}
 }
 
-func (v *volumeFiles) extra(p string, of *VerifiedFile) {
+func (v *volumeFiles) extra(p string, of *containerread.VerifiedFile) {
 	if _, ok := v.pl.File(p); ok {
 		return
 	}
@@ -171,7 +173,7 @@ func (v *volumeFiles) extra(p string, of *VerifiedFile) {
 
 // volumeVerdict sets the state and reason of a volume comparison from its
 // files.
-func volumeVerdict(c *Comparison, it Item, obj Object, obs *Verified, now time.Time, v *volumeFiles) {
+func volumeVerdict(c *Comparison, it Item, obj Object, obs *containerread.Verified, now time.Time, v *volumeFiles) {
 	t := tallyFiles(c.Files)
 	written := ""
 	if c.SyncedAt != nil {

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
 func TestCompareVolume(t *testing.T) {
@@ -39,7 +42,7 @@ func TestCompareVolume(t *testing.T) {
 		it         Item
 		pod        *corev1.Pod
 		obj        Object
-		obs        *Verified
+		obs        *containerread.Verified
 		want       State
 		reason     []string
 		fileStatus map[string]FileStatus
@@ -79,49 +82,49 @@ func TestCompareVolume(t *testing.T) {
 		}(), obj: cmWith(map[string]string{"a": "1", "unlisted": "u"}, recent),
 			obs: atomicObs(map[string]string{"x/y/a": "1"}), want: StateInSync},
 		{name: "large file, sha256 equal", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"big": big}, recent),
-			obs: func() *Verified {
+			obs: func() *containerread.Verified {
 				o := atomicObs(nil)
-				o.Paths["/etc/cfg"].Files["big"] = &VerifiedFile{Path: "big", Mode: 0o644, Size: 100, SHA256: sha256Hex([]byte(big))}
+				o.Paths["/etc/cfg"].Files["big"] = &containerread.VerifiedFile{Path: "big", Mode: 0o644, Size: 100, SHA256: containerread.SHA256Hex([]byte(big))}
 				return o
 			}(), want: StateInSync},
 		{name: "large file, no sha256sum, same size", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"big": big}, recent),
-			obs: func() *Verified {
+			obs: func() *containerread.Verified {
 				o := atomicObs(nil)
-				o.Paths["/etc/cfg"].Files["big"] = &VerifiedFile{Path: "big", Mode: 0o644, Size: 100, Unread: "x"}
+				o.Paths["/etc/cfg"].Files["big"] = &containerread.VerifiedFile{Path: "big", Mode: 0o644, Size: 100, Unread: "x"}
 				return o
 			}(), want: StateUnverifiable, reason: []string{"not compared"}},
 		{name: "large file, no sha256sum, size differs", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"big": big}, recent),
-			obs: func() *Verified {
+			obs: func() *containerread.Verified {
 				o := atomicObs(nil)
-				o.Paths["/etc/cfg"].Files["big"] = &VerifiedFile{Path: "big", Mode: 0o644, Size: 99, Unread: "x"}
+				o.Paths["/etc/cfg"].Files["big"] = &containerread.VerifiedFile{Path: "big", Mode: 0o644, Size: 99, Unread: "x"}
 				return o
 			}(), want: StatePending},
 		{name: "no ..data", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"a": "1"}, recent),
-			obs:  &Verified{Paths: map[string]*VerifiedPath{"/etc/cfg": {Kind: PathDir, Listed: true, Files: map[string]*VerifiedFile{}}}},
+			obs:  &containerread.Verified{Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": {Kind: containerread.PathDir, Listed: true, Files: map[string]*containerread.VerifiedFile{}}}},
 			want: StateUnverifiable, reason: []string{"no ..data"}},
 		{name: "unstable", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"a": "1"}, recent),
-			obs: func() *Verified {
+			obs: func() *containerread.Verified {
 				o := atomicObs(map[string]string{"a": "1"})
 				o.Paths["/etc/cfg"].Unstable = true
 				return o
 			}(),
 			want: StateUnverifiable, reason: []string{"run again"}},
 		{name: "exec failed", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"a": "1"}, recent),
-			obs:  &Verified{Err: &VerifyError{Reason: VerifyForbidden, Message: "nope", Hint: "get and create"}},
+			obs:  &containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyForbidden, Message: "nope", Hint: "get and create"}},
 			want: StateUnverifiable, reason: []string{"forbidden", "get and create"}},
 		{name: "no shell, no listing, whole volume", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"a": "1"}, recent),
-			obs: &Verified{NoShell: true, Paths: map[string]*VerifiedPath{"/etc/cfg": {Kind: PathUnknown,
-				Files: map[string]*VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}},
+			obs: &containerread.Verified{NoShell: true, Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": {Kind: containerread.PathUnknown,
+				Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}},
 			want: StateUnverifiable, reason: []string{"no shell"}},
 		{name: "no shell, listing shows a removed key", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"a": "1"}, recent),
-			obs: &Verified{NoShell: true, Paths: map[string]*VerifiedPath{"/etc/cfg": {Kind: PathAtomic, Target: testTS,
-				Names: []string{"..data", testTS, "a", "gone"},
-				Files: map[string]*VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}},
+			obs: &containerread.Verified{NoShell: true, Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": {Kind: containerread.PathAtomic, Target: readtest.TS,
+				Names: []string{"..data", readtest.TS, "a", "gone"},
+				Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}},
 			want: StatePending, fileStatus: map[string]FileStatus{"gone": FileExtra}},
 		{name: "no shell, listing, in sync", it: volItem(ModeVolume, "/etc/cfg"), obj: cmWith(map[string]string{"a": "1"}, recent),
-			obs: &Verified{NoShell: true, Paths: map[string]*VerifiedPath{"/etc/cfg": {Kind: PathAtomic, Target: testTS,
-				Names: []string{"..data", testTS, "a"},
-				Files: map[string]*VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}},
+			obs: &containerread.Verified{NoShell: true, Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": {Kind: containerread.PathAtomic, Target: readtest.TS,
+				Names: []string{"..data", readtest.TS, "a"},
+				Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}},
 			want: StateInSync, reason: []string{"no shell"}},
 		{name: "optional object missing, volume empty", it: func() Item { it := volItem(ModeVolume, "/etc/cfg"); it.Optional = true; return it }(),
 			obj: Object{Kind: KindConfigMap, Name: "cm"}, obs: atomicObs(nil), want: StateInSync},

@@ -6,15 +6,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 func TestSyncedAt(t *testing.T) {
-	got, ok := SyncedAt("..2024_05_06_07_08_09.123456789")
+	got, ok := containerread.SyncedAt("..2024_05_06_07_08_09.123456789")
 	if !ok || !got.Equal(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)) {
 		t.Errorf("got %v %v", got, ok)
 	}
 	for _, bad := range []string{"..data", "2024_05_06_07_08_09.1", "..2024_05_06_07_08_09", "..2024_05_06_07_08_09.", "..2024_13_06_07_08_09.1", "..2024_05_06_07_08_09.1x"} {
-		if _, ok := SyncedAt(bad); ok {
+		if _, ok := containerread.SyncedAt(bad); ok {
 			t.Errorf("SyncedAt(%q) ok", bad)
 		}
 	}

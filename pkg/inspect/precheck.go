@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // precheck decides the uses that need no exec: nothing to read, a
@@ -82,7 +84,7 @@ func precheckContainer(it Item, pod *corev1.Pod, obj Object) (Comparison, bool) 
 			return Comparison{State: StateNA, Reason: fmt.Sprintf("the init container has not run yet (%s): it reads the current content when it starts", r)}, true
 		}
 		if msg, ok := restartingReason(st); ok {
-			return Comparison{State: StateUnverifiable, Reason: VerifyNotRunning + ": " + msg, Cause: CauseNotRunning}, true
+			return Comparison{State: StateUnverifiable, Reason: containerread.VerifyNotRunning + ": " + msg, Cause: CauseNotRunning}, true
 		}
 		if st.LastTerminationState.Terminated == nil && st.RestartCount == 0 {
 			return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("not running: the container never started (waiting: %s)", r), Cause: CauseNotRunning}, true

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 func cmProj(name string, optional bool, items ...corev1.KeyToPath) corev1.VolumeProjection {
@@ -209,7 +211,7 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 
 	// the status says running, the exec meets the container gone
 	for _, msg := range []string{"error executing command in container: failed to exec in container: failed to start exec: task 123 not found", "container not found (\"c\")"} {
-		obs := explainRestart(&Verified{Err: ClassifyExecError(context.Background(), errors.New(msg), nil)}, pod, it.Container)
+		obs := explainRestart(&containerread.Verified{Err: containerread.ClassifyExecError(context.Background(), errors.New(msg), nil)}, pod, it.Container)
 		c := CompareUse(it, pod, obj, obs, CompareOptions{Now: testNow})
 		if c.Cause != CauseNotRunning || !strings.HasPrefix(c.Reason, "not running: the container is restarting (") || !strings.Contains(c.Reason, "restart count 3; last exit: Error, code 1") {
 			t.Errorf("exec %q: %s %s (%s), want not running with the restart state", msg, c.State, c.Cause, c.Reason)
@@ -223,8 +225,8 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 	}
 	// killed as the container stops: the same answer; a read that failed
 	// by itself keeps its own
-	for code, want := range map[string]string{"exit code 137": VerifyNotRunning, "exit code 2: sh: bad": VerifyFailed} {
-		obs := explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: code}}, pod, it.Container)
+	for code, want := range map[string]string{"exit code 137": containerread.VerifyNotRunning, "exit code 2: sh: bad": containerread.VerifyFailed} {
+		obs := explainRestart(&containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: code}}, pod, it.Container)
 		if obs.Err.Reason != want {
 			t.Errorf("%s: %v, want %s", code, obs.Err, want)
 		}
@@ -237,9 +239,9 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 	rs.RestartCount = 3
 	rs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}
 	rs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-	for msg, want := range map[string]string{"node reader ns/r: bad output": VerifyFailed, "node reader ns/r: exit code 2": VerifyFailed,
-		"node reader ns/r: exit code 137": VerifyNotRunning} {
-		obs := explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: msg}}, running, it.Container)
+	for msg, want := range map[string]string{"node reader ns/r: bad output": containerread.VerifyFailed, "node reader ns/r: exit code 2": containerread.VerifyFailed,
+		"node reader ns/r: exit code 137": containerread.VerifyNotRunning} {
+		obs := explainRestart(&containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: msg}}, running, it.Container)
 		if obs.Err.Reason != want {
 			t.Errorf("running after a restart, %q: %v, want %s", msg, obs.Err, want)
 		}
@@ -247,12 +249,12 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 	// a container that never restarted keeps the exec's own answer; killed
 	// (the status was read before its first run ended) it is not running
 	fresh := configMapVolumePod()
-	obs := explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "exit code 2"}}, fresh, it.Container)
-	if obs.Err.Reason != VerifyFailed {
+	obs := explainRestart(&containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "exit code 2"}}, fresh, it.Container)
+	if obs.Err.Reason != containerread.VerifyFailed {
 		t.Errorf("no restart: %v, want the exec failure kept", obs.Err)
 	}
-	obs = explainRestart(&Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "exit code 137"}}, fresh, it.Container)
-	if obs.Err.Reason != VerifyNotRunning || obs.Err.Message != "the container stopped while it was read (exit code 137)" {
+	obs = explainRestart(&containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "exit code 137"}}, fresh, it.Container)
+	if obs.Err.Reason != containerread.VerifyNotRunning || obs.Err.Message != "the container stopped while it was read (exit code 137)" {
 		t.Errorf("killed in its first run: %v, want not running", obs.Err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package inspect answers "who uses which ConfigMap or Secret, how, and is it
 // current?". Everything here that decides is a pure function over plain
 // Kubernetes objects; cluster I/O sits behind the small interfaces in
-// snapshot.go and verify_exec.go (the verify read: see verify.go).
+// snapshot.go and, for reading containers, internal/containerread (see
+// verify.go).
 package inspect
 
 import (
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // APIVersion is the apiVersion of every document the plugin prints.
@@ -104,13 +107,13 @@ func (c StateCause) Permanent() bool {
 // causeOfVerifyError maps an VerifyError reason to a StateCause.
 func causeOfVerifyError(reason string) StateCause {
 	switch reason {
-	case VerifyForbidden:
+	case containerread.VerifyForbidden:
 		return CauseExecForbidden
-	case VerifyNoShell:
+	case containerread.VerifyNoShell:
 		return CauseNoShell
-	case VerifyNotRunning:
+	case containerread.VerifyNotRunning:
 		return CauseNotRunning
-	case VerifyTimeout:
+	case containerread.VerifyTimeout:
 		return CauseExecTimeout
 	}
 	return CauseExecFailed

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // secretOverridePod: container c takes envFrom [configMapRef cm, secretRef
@@ -55,8 +57,8 @@ func leaks(c Comparison) bool {
 // With it read, they are left out and the rest compares.
 func TestCompareSecretOverrides(t *testing.T) {
 	pod := secretOverridePod()
-	envObs := &Verified{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": "cm-shared", "a": "1", "token": secretValue}}
-	volObs := func() *Verified {
+	envObs := &containerread.Verified{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": "cm-shared", "a": "1", "token": secretValue}}
+	volObs := func() *containerread.Verified {
 		o := atomicObs(map[string]string{"DB_PASSWORD": secretValue, "HOST": "db", "shared": secretValue, "a": "1", "token": secretValue})
 		return o
 	}
@@ -67,7 +69,7 @@ func TestCompareSecretOverrides(t *testing.T) {
 		name   string
 		listed bool
 		it     Item
-		obs    *Verified
+		obs    *containerread.Verified
 		want   State
 		reason string
 	}{
@@ -91,7 +93,7 @@ func TestCompareSecretOverrides(t *testing.T) {
 	// A definite difference elsewhere is still stale (envFrom) or pending
 	// (volume), without the unknown values.
 	snap := secretSnapshot(false)
-	obs := &Verified{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "old"}}
+	obs := &containerread.Verified{EnvRead: true, Env: map[string]string{"DB_PASSWORD": secretValue, "HOST": "old"}}
 	secretPrefixed := secretOverridePod()
 	secretPrefixed.Spec.Containers[0].EnvFrom[1].Prefix = "S_"
 	got := CompareUse(envFrom, secretPrefixed, snap.Object(envFrom.Key()), obs, CompareOptions{Now: testNow, Object: snap.Object})

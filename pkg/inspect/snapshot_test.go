@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kubectl-cmsync/kubectl-cmsync/internal/fixtures"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/fixtures"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"

@@ -2,32 +2,27 @@ package inspect
 
 // The words of --verify, as the files and unexported names use them:
 //
-//   - verify: the in-container read. For each consuming container, one exec
-//     (verify_exec.go) runs a read-only script (verify_script.go) whose
-//     output is parsed (verify_parse.go) into what the container shows; a
-//     container without sh gets a file-by-file fallback (verify_noshell.go).
-//     Exec failures become the contract's reasons (verify_errors.go). This
-//     file plans the reads, one per container, runs them and gathers the
-//     results.
+//   - read: what a container has, read by a containerread.Reader (one exec
+//     per container, or one per node with pkg/nodereader). This file plans
+//     the reads, one per container (verify_request.go says what each use
+//     needs read), runs them and gathers the results.
 //   - precheck: the uses decided without a read (precheck.go).
 //   - compare: what the container shows against what the API holds, one
 //     file per kind of use (compare_volume.go, compare_subpath.go,
 //     compare_env.go), giving a Comparison and its State.
-//   - The exported names say the same: ReadContainer reads one container
-//     and returns a Verified (its files as VerifiedFile and VerifiedPath,
-//     a failure as VerifyError); VerifyResults verifies a report's uses.
-//     pkg/refresh's Verifier re-reads pods while a refresh waits, with
-//     these.
+//   - VerifyResults verifies a report's uses; pkg/refresh's Verifier
+//     re-reads pods while a refresh waits, with it.
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // VerifyOptions tune Verify.
@@ -48,43 +43,7 @@ type VerifyOptions struct {
 	ProgressAfter time.Duration
 	// Reader reads the containers; nil: one exec per container through the
 	// Executor given to VerifyResults (ExecReader).
-	Reader ContainerReader
-}
-
-// ContainerReader reads what containers show, all the containers of one
-// VerifyResults at once: VerifyResults decides what to read in each
-// container and compares what was read, the reader only reads. Every
-// reader returns the same Verified, so the comparisons cannot tell them
-// apart. ReadContainers returns one Verified per request, in order; what
-// could not be read is a Verified with Err.
-type ContainerReader interface {
-	ReadContainers(ctx context.Context, reqs []ContainerRequest, o VerifyReadOptions) []*Verified
-}
-
-// Preparer is a ContainerReader that can get ready for the nodes it will
-// read before the first read (the node reader starts its pods): a
-// refresh prepares the nodes of the pods it patches while the patches go
-// out. Prepare returns without waiting for the nodes to be ready; a
-// failure is the first read's to report.
-type Preparer interface {
-	Prepare(ctx context.Context, nodes []string)
-}
-
-// ContainerRequest is one container to read and its pod (nil when the
-// pod is not in the snapshot): a reader outside the container finds the
-// container, its volumes and its mounts through the pod.
-type ContainerRequest struct {
-	VerifyRequest
-	Pod *corev1.Pod
-}
-
-// ExecReader is the ContainerReader of one exec per container
-// (ReadContainer), at most Concurrency at once, with the progress line.
-type ExecReader struct {
-	Executor      Executor
-	Concurrency   int
-	Progress      io.Writer
-	ProgressAfter time.Duration
+	Reader containerread.Reader
 }
 
 func (o VerifyOptions) withDefaults() VerifyOptions {
@@ -119,7 +78,7 @@ type Result struct {
 // most opts.Concurrency at once) and fills State, StateReason and SyncedAt
 // of each item. It never fails: what could not be checked is unverifiable
 // with the reason.
-func Verify(ctx context.Context, items []Item, snap *Snapshot, ex Executor, opts VerifyOptions) []Item {
+func Verify(ctx context.Context, items []Item, snap *Snapshot, ex containerread.Executor, opts VerifyOptions) []Item {
 	res := VerifyResults(ctx, items, snap, ex, opts)
 	out := make([]Item, len(res))
 	for i, r := range res {
@@ -130,7 +89,7 @@ func Verify(ctx context.Context, items []Item, snap *Snapshot, ex Executor, opts
 
 // VerifyResults is Verify with the comparisons behind each state (what
 // `diff` prints). Results are in the order of items.
-func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executor, opts VerifyOptions) []Result {
+func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex containerread.Executor, opts VerifyOptions) []Result {
 	opts = opts.withDefaults()
 	if snap == nil {
 		snap = &Snapshot{}
@@ -141,9 +100,9 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex Executo
 	reads := planReads(items, snap, results, inputs)
 	reader := opts.Reader
 	if reader == nil {
-		reader = ExecReader{Executor: ex, Concurrency: opts.Concurrency, Progress: opts.Progress, ProgressAfter: opts.ProgressAfter}
+		reader = containerread.ExecReader{Executor: ex, Concurrency: opts.Concurrency, Progress: opts.Progress, ProgressAfter: opts.ProgressAfter}
 	}
-	readAll(ctx, reads, reader, VerifyReadOptions{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
+	readAll(ctx, reads, reader, containerread.Options{MaxBytes: opts.MaxBytes, Timeout: opts.ExecTimeout})
 	co := CompareOptions{Now: opts.Now(), Object: snap.Object}
 	for _, r := range reads {
 		r.obs = explainRestart(r.obs, r.pod, r.container)
@@ -164,10 +123,10 @@ type containerKey struct{ namespace, pod, container string }
 // the paths to read (merged over the uses), the indexes of those uses, and
 // what the read showed.
 type containerRead struct {
-	req   VerifyRequest
+	req   containerread.ExecRequest
 	paths map[string]int // index in req.Paths by path
 	uses  []int
-	obs   *Verified
+	obs   *containerread.Verified
 
 	// pod and container: the reader reads by the pod (its node, its
 	// containers' IDs), and their status explains a failed read
@@ -203,7 +162,7 @@ func planReads(items []Item, snap *Snapshot, results []Result, inputs []useInput
 		k := containerKey{it.Object.Namespace, it.Pod.Name, it.Container.Name}
 		r := byContainer[k]
 		if r == nil {
-			r = &containerRead{req: VerifyRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{},
+			r = &containerRead{req: containerread.ExecRequest{Namespace: k.namespace, Pod: k.pod, Container: k.container}, paths: map[string]int{},
 				pod: pod, container: it.Container}
 			byContainer[k] = r
 			reads = append(reads, r)
@@ -216,7 +175,7 @@ func planReads(items []Item, snap *Snapshot, results []Result, inputs []useInput
 }
 
 // add merges what one use needs read into the container's request.
-func (r *containerRead) add(prs []PathRequest, env bool) {
+func (r *containerRead) add(prs []containerread.PathRequest, env bool) {
 	r.req.Env = r.req.Env || env
 	for _, pr := range prs {
 		j, ok := r.paths[pr.Path]
@@ -234,18 +193,18 @@ func (r *containerRead) add(prs []PathRequest, env bool) {
 // readAll hands every read to the reader and keeps what each showed; a
 // reader that panics or answers for fewer containers leaves the others
 // failed, not the run.
-func readAll(ctx context.Context, reads []*containerRead, reader ContainerReader, o VerifyReadOptions) {
-	reqs := make([]ContainerRequest, len(reads))
+func readAll(ctx context.Context, reads []*containerRead, reader containerread.Reader, o containerread.Options) {
+	reqs := make([]containerread.Request, len(reads))
 	for i, r := range reads {
-		reqs[i] = ContainerRequest{VerifyRequest: r.req, Pod: r.pod}
+		reqs[i] = containerread.Request{ExecRequest: r.req, Pod: r.pod}
 	}
-	var got []*Verified
+	var got []*containerread.Verified
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
 				got = nil
 				for _, r := range reads {
-					r.obs = &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: fmt.Sprint("internal error: ", p)}}
+					r.obs = &containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: fmt.Sprint("internal error: ", p)}}
 				}
 			}
 		}()
@@ -256,117 +215,9 @@ func readAll(ctx context.Context, reads []*containerRead, reader ContainerReader
 		case i < len(got) && got[i] != nil:
 			r.obs = got[i]
 		case r.obs == nil:
-			r.obs = &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "internal error: the reader returned no result"}}
+			r.obs = &containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "internal error: the reader returned no result"}}
 		}
 	}
-}
-
-// ReadContainers implements ContainerReader: one exec per container, at
-// most Concurrency at once, with a progress line on Progress once they
-// take longer than ProgressAfter.
-func (e ExecReader) ReadContainers(ctx context.Context, reqs []ContainerRequest, o VerifyReadOptions) []*Verified {
-	if e.Concurrency <= 0 {
-		e.Concurrency = 16
-	}
-	if e.ProgressAfter <= 0 {
-		e.ProgressAfter = 2 * time.Second
-	}
-	out := make([]*Verified, len(reqs))
-	var wg sync.WaitGroup
-	pr := &progressLine{w: e.Progress, total: len(reqs), after: e.ProgressAfter, start: time.Now()}
-	sem := make(chan struct{}, e.Concurrency)
-	stop := pr.tick(200 * time.Millisecond)
-	for i, req := range reqs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			defer pr.step()
-			out[i] = readContainer(ctx, req.VerifyRequest, e.Executor, o)
-		}()
-	}
-	wg.Wait()
-	stop()
-	pr.clear()
-	return out
-}
-
-// readContainer is one read; a panic in it is that container's failure,
-// not the run's.
-func readContainer(ctx context.Context, req VerifyRequest, ex Executor, o VerifyReadOptions) (obs *Verified) {
-	defer func() {
-		if r := recover(); r != nil {
-			obs = &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: fmt.Sprint("internal error: ", r)}}
-		}
-	}()
-	if ctx.Err() != nil {
-		return &Verified{Err: &VerifyError{Reason: VerifyFailed, Message: "interrupted"}}
-	}
-	return ReadContainer(ctx, ex, req, o)
-}
-
-// progressLine is the "\r"-rewritten "verifying: n/m containers" line,
-// shown once the reads have taken longer than after, and only for two
-// containers or more.
-type progressLine struct {
-	w     io.Writer
-	total int
-	after time.Duration
-	start time.Time
-
-	mu      sync.Mutex
-	done    int
-	printed bool
-}
-
-// tick prints the line every interval until stop is called.
-func (p *progressLine) tick(interval time.Duration) (stop func()) {
-	ticker := time.NewTicker(interval)
-	stopTicker := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-ticker.C:
-				p.print()
-			case <-stopTicker:
-				return
-			}
-		}
-	}()
-	return func() {
-		ticker.Stop()
-		close(stopTicker)
-	}
-}
-
-func (p *progressLine) print() {
-	if p.w == nil || p.total < 2 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if time.Since(p.start) < p.after {
-		return
-	}
-	p.printed = true
-	fmt.Fprintf(p.w, "\rverifying: %d/%d containers", p.done, p.total)
-}
-
-// step counts one finished read.
-func (p *progressLine) step() {
-	p.mu.Lock()
-	p.done++
-	p.mu.Unlock()
-}
-
-// clear erases the line if it was shown.
-func (p *progressLine) clear() {
-	p.mu.Lock()
-	if p.printed {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-	p.mu.Unlock()
 }
 
 // withComparison is the item with the state the comparison decided.
@@ -386,7 +237,7 @@ func withComparison(it Item, c Comparison) Item {
 
 // safeCompare is CompareUse that turns a panic into an unverifiable state:
 // one odd container must not take the whole report down.
-func safeCompare(it Item, pod *corev1.Pod, in useInputs, obs *Verified, o CompareOptions) (c Comparison) {
+func safeCompare(it Item, pod *corev1.Pod, in useInputs, obs *containerread.Verified, o CompareOptions) (c Comparison) {
 	defer func() {
 		if r := recover(); r != nil {
 			c = Comparison{State: StateUnverifiable, Reason: fmt.Sprint("internal error while comparing: ", r)}

@@ -7,22 +7,25 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
 // recordingReader answers from a table by container and records what it
 // was asked.
 type recordingReader struct {
-	got  []ContainerRequest
-	obs  map[string]*Verified
+	got  []containerread.Request
+	obs  map[string]*containerread.Verified
 	skip bool // answer for no container
 }
 
-func (r *recordingReader) ReadContainers(_ context.Context, reqs []ContainerRequest, _ VerifyReadOptions) []*Verified {
+func (r *recordingReader) ReadContainers(_ context.Context, reqs []containerread.Request, _ containerread.Options) []*containerread.Verified {
 	r.got = append(r.got, reqs...)
 	if r.skip {
 		return nil
 	}
-	out := make([]*Verified, len(reqs))
+	out := make([]*containerread.Verified, len(reqs))
 	for i, q := range reqs {
 		out[i] = r.obs[q.Pod.Name+"/"+q.Container]
 	}
@@ -41,9 +44,9 @@ func TestVerifyResultsThroughReader(t *testing.T) {
 	env := volItem(ModeEnvFrom, "")
 	env.Volume = nil
 	snap := &Snapshot{Pods: []corev1.Pod{*pod}, ConfigMaps: map[ObjectKey]*corev1.ConfigMap{{KindConfigMap, "ns", "cm"}: cm}}
-	r := &recordingReader{obs: map[string]*Verified{"p/c": {
-		Paths: map[string]*VerifiedPath{"/etc/cfg": {Kind: PathAtomic, Target: testTS, Listed: true,
-			Files: map[string]*VerifiedFile{"a": {Path: "a", Mode: 0o644, Size: 1, Data: []byte("0"), HasData: true}}}},
+	r := &recordingReader{obs: map[string]*containerread.Verified{"p/c": {
+		Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": {Kind: containerread.PathAtomic, Target: readtest.TS, Listed: true,
+			Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: 0o644, Size: 1, Data: []byte("0"), HasData: true}}}},
 		Env: map[string]string{"a": "1"}, EnvRead: true}}}
 	res := VerifyResults(context.Background(), []Item{vol, env}, snap, nil, VerifyOptions{Reader: r, Now: func() time.Time { return testNow }})
 	if len(r.got) != 1 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // useInputs is what one use is compared with, computed once per use: the
@@ -25,13 +27,13 @@ func inputsFor(it Item, obj Object) useInputs {
 }
 
 // requestFor says what to read in the container for one use.
-func requestFor(it Item, pod *corev1.Pod, in useInputs, lookup func(ObjectKey) Object) ([]PathRequest, bool) {
+func requestFor(it Item, pod *corev1.Pod, in useInputs, lookup func(ObjectKey) Object) ([]containerread.PathRequest, bool) {
 	pl := in.pl
 	switch it.Mode {
 	case ModeEnv, ModeEnvFrom:
 		return nil, true
 	case ModeVolume, ModeItems, ModeProjected:
-		pr := PathRequest{Path: it.Volume.MountPath, List: len(it.Items) == 0}
+		pr := containerread.PathRequest{Path: it.Volume.MountPath, List: len(it.Items) == 0}
 		for _, f := range pl.Files {
 			pr.Expect = append(pr.Expect, f.Path)
 		}
@@ -40,9 +42,9 @@ func requestFor(it Item, pod *corev1.Pod, in useInputs, lookup func(ObjectKey) O
 				pr.Expect = unionStrings(pr.Expect, []string{path.Clean(kp.Path)})
 			}
 		}
-		return []PathRequest{pr}, false
+		return []containerread.PathRequest{pr}, false
 	case ModeSubPath, ModeSubPathExpr:
-		pr := PathRequest{Path: it.Volume.MountPath, Expect: []string{""}}
+		pr := containerread.PathRequest{Path: it.Volume.MountPath, Expect: []string{""}}
 		sub := it.Volume.SubPath
 		if it.Mode == ModeSubPathExpr {
 			// Only for the no-shell fallback's list of files to read: the
@@ -55,7 +57,7 @@ func requestFor(it Item, pod *corev1.Pod, in useInputs, lookup func(ObjectKey) O
 				pr.Expect = append(pr.Expect, rel)
 			}
 		}
-		return []PathRequest{pr}, it.Mode == ModeSubPathExpr
+		return []containerread.PathRequest{pr}, it.Mode == ModeSubPathExpr
 	}
 	return nil, false
 }

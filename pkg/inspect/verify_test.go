@@ -13,11 +13,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
 // countingExecutor wraps an executor and records concurrency.
 type countingExecutor struct {
-	inner        Executor
+	inner        containerread.Executor
 	mu           sync.Mutex
 	perContainer map[string]int
 	running, max int32
@@ -40,7 +43,7 @@ func (c *countingExecutor) Exec(ctx context.Context, ns, pod, container string, 
 // TestVerifyWithScript runs the real script (dash or busybox) against
 // volumes laid out as the kubelet does, through Verify.
 func TestVerifyWithScript(t *testing.T) {
-	sets := shells(t)
+	sets := readtest.Shells(t)
 	tools := sets["busybox"]
 	if tools == nil {
 		for _, s := range sets {
@@ -50,8 +53,8 @@ func TestVerifyWithScript(t *testing.T) {
 	root := t.TempDir()
 	syncVol := filepath.Join(root, "in sync")
 	staleVol := filepath.Join(root, "etc", "x;touch "+filepath.Join(root, "pwned"))
-	atomicVolume(t, syncVol, testTS, map[string][]byte{"a": []byte("1"), "with-dash": []byte("d"), "bin": {0, 0xff}}, nil)
-	atomicVolume(t, staleVol, testTS, map[string][]byte{"a": []byte("0"), "bin": {0, 0xff}}, nil)
+	readtest.AtomicVolume(t, syncVol, readtest.TS, map[string][]byte{"a": []byte("1"), "with-dash": []byte("d"), "bin": {0, 0xff}}, nil)
+	readtest.AtomicVolume(t, staleVol, readtest.TS, map[string][]byte{"a": []byte("0"), "bin": {0, 0xff}}, nil)
 	subFile := filepath.Join(root, "app.conf")
 	if err := os.WriteFile(subFile, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
@@ -78,7 +81,7 @@ func TestVerifyWithScript(t *testing.T) {
 	unmounted.Container = nil
 	items = append(items, unmounted)
 	snap := &Snapshot{Pods: pods, ConfigMaps: map[ObjectKey]*corev1.ConfigMap{{KindConfigMap, "ns", "cm"}: cm}}
-	ex := &countingExecutor{inner: &localExecutor{binDir: toolDir(t, tools), env: []string{"a=1", "with-dash=d"}},
+	ex := &countingExecutor{inner: &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, tools), Env: []string{"a=1", "with-dash=d"}},
 		perContainer: map[string]int{}, delay: 50 * time.Millisecond}
 	var progress bytes.Buffer
 	got := Verify(context.Background(), items, snap, ex, VerifyOptions{Now: func() time.Time { return testNow }, Concurrency: 1, Progress: &progress})

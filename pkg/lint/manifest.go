@@ -19,7 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 )
 
 // StdinName is the file name of manifests read from standard input, as

@@ -1,8 +1,6 @@
 package nodereader
 
-import (
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-)
+import "github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 
 // A wait verifies each pod on its own, as soon as its own patch is
 // acknowledged: many small reads of one node at once. One read runs per
@@ -15,7 +13,7 @@ import (
 // their results go.
 type job struct {
 	nr  *nodeRead
-	out []*inspect.Verified
+	out []*containerread.Verified
 	// fallback marks, by request like out, the containers to read with
 	// Options.Fallback (their node has no reader)
 	fallback []bool

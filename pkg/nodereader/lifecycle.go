@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // readerPod is a node's reader pod, or why it could not run; ready is
@@ -22,7 +22,7 @@ import (
 type readerPod struct {
 	ready chan struct{}
 	name  string
-	err   *inspect.VerifyError
+	err   *containerread.VerifyError
 	// prepared: started by Prepare, whose failure is kept for the first
 	// read to report (and fall back on) rather than tried again at once
 	prepared bool
@@ -34,7 +34,7 @@ type readerPod struct {
 // creates.
 const prepareWait = 2 * time.Second
 
-// Prepare implements inspect.Preparer: it starts the reader pods of the
+// Prepare implements containerread.Preparer: it starts the reader pods of the
 // nodes that have none yet, so that they start while the caller does
 // other work (a refresh, while it patches). It returns once the API
 // server has answered the creates (at most prepareWait), not when the
@@ -83,11 +83,11 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 // podFor returns the name of the node's running reader pod, creating it
 // the first time (or taking over the one Prepare started). Concurrent
 // callers for one node wait for one pod.
-func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.VerifyError) {
+func (r *Reader) podFor(ctx context.Context, node string) (string, *containerread.VerifyError) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
+		return "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}
 	rp := r.pods[node]
 	switch {
@@ -111,7 +111,7 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *inspect.Veri
 	select {
 	case <-rp.ready:
 	case <-ctx.Done():
-		return "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
+		return "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}
 	return rp.name, rp.err
 }
@@ -128,13 +128,13 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 	r.sweep.Do(func() { r.removeEnded(ctx) })
 	rp.name, rp.err = r.start(ctx, node, rp.sent)
 	if rp.err != nil && r.bg.Err() != nil {
-		rp.err = &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
+		rp.err = &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}
 	r.mu.Lock()
 	if r.closed && rp.err == nil {
 		// it started after Close listed this run's pods
 		_ = r.delete(rp.name)
-		rp.name, rp.err = "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "interrupted"}
+		rp.name, rp.err = "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}
 	close(rp.ready)
 	if rp.err != nil && !rp.prepared && r.pods[node] == rp {
@@ -270,7 +270,7 @@ func Ended(p *corev1.Pod, now time.Time) bool {
 // start creates the node's reader pod and waits until it runs; a pod that
 // does not run is deleted. sent is closed once the create has been
 // answered.
-func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (string, *inspect.VerifyError) {
+func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (string, *containerread.VerifyError) {
 	pod := ReaderPod(r.opts.Namespace, node, r.opts.Image, r.runID, r.opts.Lifetime)
 	r.created.Store(true)
 	created, err := r.client.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{})
@@ -286,19 +286,19 @@ func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (st
 }
 
 // createError says why the reader pod could not be created, and what to do.
-func (r *Reader) createError(err error) *inspect.VerifyError {
+func (r *Reader) createError(err error) *containerread.VerifyError {
 	ns := r.opts.Namespace
 	msg := err.Error()
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "PodSecurity"):
-		return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "Pod Security admission rejects the node reader in namespace " + ns + ": " + firstLine(msg),
+		return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "Pod Security admission rejects the node reader in namespace " + ns + ": " + firstLine(msg),
 			Hint: "it needs hostPID and the capabilities SYS_PTRACE and DAC_READ_SEARCH, which only the privileged level allows: " +
 				"label the namespace pod-security.kubernetes.io/enforce=privileged, or pass --reader-namespace with one that allows it, or use --reader=exec"}
 	case apierrors.IsForbidden(err):
-		return &inspect.VerifyError{Reason: inspect.VerifyForbidden, Message: "create pods in namespace " + ns + " (" + firstLine(msg) + ")",
+		return &containerread.VerifyError{Reason: containerread.VerifyForbidden, Message: "create pods in namespace " + ns + " (" + firstLine(msg) + ")",
 			Hint: "the node reader needs create, get, list, watch and delete on pods and get and create on pods/exec in namespace " + ns + "; see deploy/rbac.yaml, or use --reader=exec"}
 	}
-	return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "creating the node reader in namespace " + ns + ": " + firstLine(msg)}
+	return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "creating the node reader in namespace " + ns + ": " + firstLine(msg)}
 }
 
 // waitRunning waits until the pod's container runs, failing early on
@@ -306,7 +306,7 @@ func (r *Reader) createError(err error) *inspect.VerifyError {
 // kubelet rejected) and at StartTimeout with the pod's last event. It
 // watches the pod from rv (the create's resourceVersion) and GETs it now
 // and then too: a watch that is refused or ends only slows it down.
-func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *inspect.VerifyError {
+func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *containerread.VerifyError {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
 	pods := r.client.CoreV1().Pods(r.opts.Namespace)
@@ -323,9 +323,9 @@ func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *inspec
 				return verr
 			}
 		} else if apierrors.IsNotFound(err) {
-			return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: where + " was deleted before it ran"}
+			return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + " was deleted before it ran"}
 		} else if ctx.Err() == nil {
-			return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: where + ": " + firstLine(err.Error())}
+			return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + ": " + firstLine(err.Error())}
 		}
 		if verr, done := r.nextEvent(ctx, &events, delay, name, where); done {
 			return verr
@@ -336,13 +336,13 @@ func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *inspec
 // nextEvent waits for the next watch event of the pod (or delay, or the
 // end of ctx) and says whether the start is decided. A closed watch is
 // set to nil: the caller polls from then on.
-func (r *Reader) nextEvent(ctx context.Context, events *<-chan watch.Event, delay time.Duration, name, where string) (*inspect.VerifyError, bool) {
+func (r *Reader) nextEvent(ctx context.Context, events *<-chan watch.Event, delay time.Duration, name, where string) (*containerread.VerifyError, bool) {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return &inspect.VerifyError{Reason: inspect.VerifyTimeout,
+			return &containerread.VerifyError{Reason: containerread.VerifyTimeout,
 				Message: fmt.Sprintf("%s did not run within %s%s", where, r.opts.StartTimeout, r.lastEvent(name))}, true
 		case <-timer.C:
 			return nil, false
@@ -352,7 +352,7 @@ func (r *Reader) nextEvent(ctx context.Context, events *<-chan watch.Event, dela
 				continue
 			}
 			if ev.Type == watch.Deleted {
-				return &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: where + " was deleted before it ran"}, true
+				return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + " was deleted before it ran"}, true
 			}
 			if p, isPod := ev.Object.(*corev1.Pod); isPod {
 				if done, verr := podStarted(p, where, r.opts.Image); done {
@@ -365,9 +365,9 @@ func (r *Reader) nextEvent(ctx context.Context, events *<-chan watch.Event, dela
 
 // podStarted says whether the pod's start is decided: running (no error),
 // or failed for a reason waiting cannot mend.
-func podStarted(p *corev1.Pod, where, image string) (bool, *inspect.VerifyError) {
+func podStarted(p *corev1.Pod, where, image string) (bool, *containerread.VerifyError) {
 	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-		return true, &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprintf("%s ended: %s %s", where, p.Status.Reason, p.Status.Message)}
+		return true, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: fmt.Sprintf("%s ended: %s %s", where, p.Status.Reason, p.Status.Message)}
 	}
 	for _, s := range p.Status.ContainerStatuses {
 		if s.State.Running != nil {
@@ -376,7 +376,7 @@ func podStarted(p *corev1.Pod, where, image string) (bool, *inspect.VerifyError)
 		if w := s.State.Waiting; w != nil {
 			switch w.Reason {
 			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError":
-				return true, &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprintf("%s cannot start: %s: %s", where, w.Reason, firstLine(w.Message)),
+				return true, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: fmt.Sprintf("%s cannot start: %s: %s", where, w.Reason, firstLine(w.Message)),
 					Hint: "pass --reader-image with an image the node can pull (it has " + image + "), or use --reader=exec"}
 			}
 		}

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 func TestReaderPodLeastPrivilege(t *testing.T) {
@@ -81,10 +81,10 @@ func consumer(node, containerID string, running bool) *corev1.Pod {
 	}
 }
 
-func request(p *corev1.Pod, env bool, paths ...string) inspect.ContainerRequest {
-	q := inspect.ContainerRequest{VerifyRequest: inspect.VerifyRequest{Namespace: p.Namespace, Pod: p.Name, Container: "c", Env: env}, Pod: p}
+func request(p *corev1.Pod, env bool, paths ...string) containerread.Request {
+	q := containerread.Request{ExecRequest: containerread.ExecRequest{Namespace: p.Namespace, Pod: p.Name, Container: "c", Env: env}, Pod: p}
 	for _, pth := range paths {
-		q.Paths = append(q.Paths, inspect.PathRequest{Path: pth})
+		q.Paths = append(q.Paths, containerread.PathRequest{Path: pth})
 	}
 	return q
 }
@@ -92,18 +92,18 @@ func request(p *corev1.Pod, env bool, paths ...string) inspect.ContainerRequest 
 func TestPlanNodes(t *testing.T) {
 	good := consumer("n1", "containerd://"+cid, true)
 	other := consumer("n2", "containerd://"+strings.Repeat("f", 64), true)
-	reqs := []inspect.ContainerRequest{
+	reqs := []containerread.Request{
 		request(good, true, "/etc/cfg", "/etc/app.conf", "/etc/sec"),
 		request(consumer("n1", "", false), false, "/etc/cfg"),
 		request(consumer("n1", "containerd://$(reboot)", true), false, "/etc/cfg"),
 		request(other, false, "/etc/cfg"),
-		{VerifyRequest: inspect.VerifyRequest{Container: "c"}},
+		{ExecRequest: containerread.ExecRequest{Container: "c"}},
 	}
 	nodes, failed := planNodes(reqs, "/d")
 	if len(nodes) != 2 || nodes[0].node != "n1" || nodes[1].node != "n2" {
 		t.Fatalf("nodes = %+v", nodes)
 	}
-	if failed[1] == nil || failed[1].Reason != inspect.VerifyNotRunning || failed[2] == nil || failed[4] == nil || len(failed) != 3 {
+	if failed[1] == nil || failed[1].Reason != containerread.VerifyNotRunning || failed[2] == nil || failed[4] == nil || len(failed) != 3 {
 		t.Fatalf("failed = %v", failed)
 	}
 	c := nodes[0].containers[0]
@@ -127,7 +127,7 @@ func TestPlanNodes(t *testing.T) {
 		t.Fatalf("paths = %v", nodes[0].paths)
 	}
 	// a path that is neither a volume nor a subPath mount is not read
-	_, failed = planNodes([]inspect.ContainerRequest{request(good, false, "/etc/passwd")}, "/d")
+	_, failed = planNodes([]containerread.Request{request(good, false, "/etc/passwd")}, "/d")
 	if failed[0] == nil || !strings.Contains(failed[0].Message, "neither a volume nor a subPath mount") {
 		t.Fatalf("a path outside the kubelet's mounts: %v", failed)
 	}
@@ -145,9 +145,9 @@ func busybox(t *testing.T) string {
 // runNodeScript runs the node script with shell (argv: busybox sh, whose
 // applets are busybox's; or dash, with the machine's GNU tools) and
 // parses both sections.
-func runNodeScript(t *testing.T, shell []string, nr *nodeRead, dir, rootDir string) (*nodeOutput, *inspect.Verified) {
+func runNodeScript(t *testing.T, shell []string, nr *nodeRead, dir, rootDir string) (*nodeOutput, *containerread.Verified) {
 	t.Helper()
-	n1, n2 := inspect.NewNonce(), inspect.NewNonce()
+	n1, n2 := containerread.NewNonce(), containerread.NewNonce()
 	argv := nodeArgv(nr, dir, rootDir, 1<<20, n1, n2)
 	cmd := exec.Command(shell[0], append(shell[1:], argv[1:]...)...)
 	var out, errb bytes.Buffer
@@ -172,7 +172,7 @@ func runNodeScript(t *testing.T, shell []string, nr *nodeRead, dir, rootDir stri
 // runVerifyScript reads the node read's paths with the exec reader's
 // script, as the node script does where its image has no tar, dir/k
 // linked to rootDir as the node script links it.
-func runVerifyScript(t *testing.T, nr *nodeRead, dir, rootDir string) *inspect.Verified {
+func runVerifyScript(t *testing.T, nr *nodeRead, dir, rootDir string) *containerread.Verified {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -181,12 +181,12 @@ func runVerifyScript(t *testing.T, nr *nodeRead, dir, rootDir string) *inspect.V
 	if err := os.Symlink(rootDir, filepath.Join(dir, "k")); err != nil {
 		t.Fatal(err)
 	}
-	n := inspect.NewNonce()
+	n := containerread.NewNonce()
 	out, err := exec.Command(busybox(t), append([]string{"sh", "-c", verifyScriptText(), "sh", "1048576", n, "0"}, nr.paths...)...).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := inspect.ParseVerified(out, n, nr.paths)
+	obs, err := containerread.ParseVerified(out, n, nr.paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "scratch")
-	nodes, failed := planNodes([]inspect.ContainerRequest{request(p, true, "/etc/cfg", "/etc/app.conf")}, dir)
+	nodes, failed := planNodes([]containerread.Request{request(p, true, "/etc/cfg", "/etc/app.conf")}, dir)
 	if len(failed) != 0 {
 		t.Fatal(failed)
 	}
@@ -264,11 +264,11 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 		t.Fatal("a container that does not run here was found")
 	}
 	got := containerVerified(nodes[0].containers[0], &nodeRead2{no: no, obs: obs}, "n1")
-	if got.Err == nil || got.Err.Reason != inspect.VerifyNotRunning {
+	if got.Err == nil || got.Err.Reason != containerread.VerifyNotRunning {
 		t.Fatalf("err = %v, want not running", got.Err)
 	}
 	vp := obs.Paths[nodes[0].containers[0].view["/etc/cfg"]]
-	if vp == nil || vp.Kind != inspect.PathAtomic || vp.Target != "..2024_05_06_07_08_09.123456789" {
+	if vp == nil || vp.Kind != containerread.PathAtomic || vp.Target != "..2024_05_06_07_08_09.123456789" {
 		t.Fatalf("volume = %+v", vp)
 	}
 	if f := vp.Files["a"]; f == nil || string(f.Data) != "1" || f.Mode != 0o400 {
@@ -365,9 +365,9 @@ func TestCreateErrors(t *testing.T) {
 		mustSay []string
 	}{
 		"pod security": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`violates PodSecurity "baseline:latest": host namespaces (hostPID=true)`)),
-			inspect.VerifyFailed, []string{"Pod Security", "pod-security.kubernetes.io/enforce=privileged", "--reader-namespace"}},
+			containerread.VerifyFailed, []string{"Pod Security", "pod-security.kubernetes.io/enforce=privileged", "--reader-namespace"}},
 		"rbac": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`User "alice" cannot create resource "pods"`)),
-			inspect.VerifyForbidden, []string{"create pods", "create, get, list, watch and delete on pods", "pods/exec"}},
+			containerread.VerifyForbidden, []string{"create pods", "create, get, list, watch and delete on pods", "pods/exec"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -375,7 +375,7 @@ func TestCreateErrors(t *testing.T) {
 			cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
 			r := New(cs, nil, Options{Namespace: "ns"})
 			defer r.Close()
-			got := r.ReadContainers(context.Background(), []inspect.ContainerRequest{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, inspect.VerifyReadOptions{})
+			got := r.ReadContainers(context.Background(), []containerread.Request{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, containerread.Options{})
 			if got[0] == nil || got[0].Err == nil || got[0].Err.Reason != tc.reason {
 				t.Fatalf("got %+v, want reason %s", got[0], tc.reason)
 			}
@@ -388,19 +388,19 @@ func TestCreateErrors(t *testing.T) {
 	}
 }
 
-// recordingReader is a fallback ContainerReader that records what it reads.
+// recordingReader is a fallback containerread.Reader that records what it reads.
 type recordingReader struct {
 	mu   sync.Mutex
 	pods []string
 }
 
-func (f *recordingReader) ReadContainers(_ context.Context, reqs []inspect.ContainerRequest, _ inspect.VerifyReadOptions) []*inspect.Verified {
+func (f *recordingReader) ReadContainers(_ context.Context, reqs []containerread.Request, _ containerread.Options) []*containerread.Verified {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]*inspect.Verified, len(reqs))
+	out := make([]*containerread.Verified, len(reqs))
 	for i, q := range reqs {
 		f.pods = append(f.pods, q.Pod.Spec.NodeName+"/"+q.Container)
-		out[i] = &inspect.Verified{}
+		out[i] = &containerread.Verified{}
 	}
 	return out
 }
@@ -419,16 +419,16 @@ func TestFallbackReadsWhereNoReaderStarts(t *testing.T) {
 	fb := &recordingReader{}
 	r := New(cs, nil, Options{Namespace: "ns", Fallback: fb})
 	defer r.Close()
-	reqs := []inspect.ContainerRequest{
+	reqs := []containerread.Request{
 		request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg"),
 		request(consumer("n1", "", false), false, "/etc/cfg"), // not running: no reader reads it
 	}
 	for round := 1; round <= 2; round++ {
-		got := r.ReadContainers(context.Background(), reqs, inspect.VerifyReadOptions{})
+		got := r.ReadContainers(context.Background(), reqs, containerread.Options{})
 		if got[0] == nil || got[0].Err != nil {
 			t.Fatalf("round %d: %+v, want the fallback's read", round, got[0])
 		}
-		if got[1] == nil || got[1].Err == nil || got[1].Err.Reason != inspect.VerifyNotRunning {
+		if got[1] == nil || got[1].Err == nil || got[1].Err.Reason != containerread.VerifyNotRunning {
 			t.Fatalf("round %d: a container not running: %+v", round, got[1])
 		}
 	}
@@ -437,7 +437,7 @@ func TestFallbackReadsWhereNoReaderStarts(t *testing.T) {
 	}
 }
 
-func dump(v *inspect.Verified) string {
+func dump(v *containerread.Verified) string {
 	b, _ := json.MarshalIndent(v, "", " ")
 	return string(b)
 }
@@ -458,10 +458,10 @@ func TestPrepareFailureIsTheFirstReadsThenTriedAgain(t *testing.T) {
 	r := New(cs, nil, Options{Namespace: "ns"})
 	defer r.Close()
 	r.Prepare(context.Background(), []string{"n1", "n1", ""})
-	read := func() *inspect.Verified {
-		return r.ReadContainers(context.Background(), []inspect.ContainerRequest{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, inspect.VerifyReadOptions{})[0]
+	read := func() *containerread.Verified {
+		return r.ReadContainers(context.Background(), []containerread.Request{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, containerread.Options{})[0]
 	}
-	if got := read(); got == nil || got.Err == nil || got.Err.Reason != inspect.VerifyForbidden {
+	if got := read(); got == nil || got.Err == nil || got.Err.Reason != containerread.VerifyForbidden {
 		t.Fatalf("first read: %+v, want the prepared reader's error", got)
 	}
 	mu.Lock()

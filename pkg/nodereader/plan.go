@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // nodeRead is everything one exec on one node reads: the containers (by
@@ -50,8 +50,8 @@ var (
 // directory: dir/k links to the kubelet's root directory, dir/c/ID to the
 // root of container ID. A request that cannot be read this way gets its
 // failure in failed.
-func planNodes(reqs []inspect.ContainerRequest, dir string) (nodes []*nodeRead, failed map[int]*inspect.VerifyError) {
-	failed = map[int]*inspect.VerifyError{}
+func planNodes(reqs []containerread.Request, dir string) (nodes []*nodeRead, failed map[int]*containerread.VerifyError) {
+	failed = map[int]*containerread.VerifyError{}
 	byNode := map[string]*nodeRead{}
 	for i, q := range reqs {
 		cp, node, err := planContainer(q, dir)
@@ -96,13 +96,13 @@ func sortedValues(m map[string]string) []string {
 // paths is seen from the node: a whole configMap, secret or projected
 // volume in the kubelet's directory, anything else (a subPath mount) in
 // the container's root.
-func planContainer(q inspect.ContainerRequest, dir string) (containerPlan, string, *inspect.VerifyError) {
+func planContainer(q containerread.Request, dir string) (containerPlan, string, *containerread.VerifyError) {
 	p := q.Pod
 	if p == nil {
-		return containerPlan{}, "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: "the pod is not in the snapshot"}
+		return containerPlan{}, "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "the pod is not in the snapshot"}
 	}
 	if p.Spec.NodeName == "" {
-		return containerPlan{}, "", &inspect.VerifyError{Reason: inspect.VerifyNotRunning, Message: "the pod is not on a node"}
+		return containerPlan{}, "", &containerread.VerifyError{Reason: containerread.VerifyNotRunning, Message: "the pod is not on a node"}
 	}
 	id, err := runningContainerID(p, q.Container)
 	if err != nil {
@@ -119,7 +119,7 @@ func planContainer(q inspect.ContainerRequest, dir string) (containerPlan, strin
 			// never through the container's root: a symlink the container
 			// planted on the way would be followed in the reader's root,
 			// which sees the node's processes
-			return containerPlan{}, "", &inspect.VerifyError{Reason: inspect.VerifyFailed,
+			return containerPlan{}, "", &containerread.VerifyError{Reason: containerread.VerifyFailed,
 				Message: fmt.Sprintf("%s is neither a volume nor a subPath mount the kubelet made; --reader=exec reads it", pr.Path)}
 		}
 		cp.view[pr.Path] = hp
@@ -185,23 +185,23 @@ func volumeDir(p *corev1.Pod, c *corev1.Container, mountPath, dir string) (strin
 
 // runningContainerID is the ID of the running container from the pod's
 // status ("containerd://ID" -> "ID").
-func runningContainerID(p *corev1.Pod, name string) (string, *inspect.VerifyError) {
+func runningContainerID(p *corev1.Pod, name string) (string, *containerread.VerifyError) {
 	for _, sts := range [][]corev1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses} {
 		for _, s := range sts {
 			if s.Name != name {
 				continue
 			}
 			if s.State.Running == nil || s.ContainerID == "" {
-				return "", &inspect.VerifyError{Reason: inspect.VerifyNotRunning, Message: "container " + name + " is not running"}
+				return "", &containerread.VerifyError{Reason: containerread.VerifyNotRunning, Message: "container " + name + " is not running"}
 			}
 			_, id, ok := strings.Cut(s.ContainerID, "://")
 			if !ok || !hexID.MatchString(id) {
-				return "", &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprintf("container ID %q is not one the node reader can find", s.ContainerID)}
+				return "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: fmt.Sprintf("container ID %q is not one the node reader can find", s.ContainerID)}
 			}
 			return id, nil
 		}
 	}
-	return "", &inspect.VerifyError{Reason: inspect.VerifyNotRunning, Message: "container " + name + " has no status"}
+	return "", &containerread.VerifyError{Reason: containerread.VerifyNotRunning, Message: "container " + name + " has no status"}
 }
 
 func findContainer(p *corev1.Pod, name string) *corev1.Container {

@@ -8,7 +8,7 @@
 // every requested container of that node (one tar of all its paths,
 // parsed into what the exec reader's script would have shown; that
 // script itself where the image has no tar), so the results are the same
-// inspect.Verified and go through the same comparisons. Shell-less
+// containerread.Verified and go through the same comparisons. Shell-less
 // containers are read like any other.
 package nodereader
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/coalesce"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // Options configure a Reader.
@@ -36,7 +36,7 @@ type Options struct {
 	// where no reader pod can start (forbidden by RBAC or Pod Security, an
 	// image that cannot be pulled, a node it cannot be scheduled on); that
 	// node is not tried again for the rest of the run.
-	Fallback inspect.ContainerReader
+	Fallback containerread.Reader
 	// Now is the API server's time (default time.Now): a reader pod of
 	// another run has outlived its deadline by the clock that wrote its
 	// creation time, not by a client's that may run ahead.
@@ -65,12 +65,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Reader is an inspect.ContainerReader with one reader pod per node, made
+// Reader is a containerread.Reader with one reader pod per node, made
 // when a node is first read and kept until Close (a wait reads the same
 // nodes again and again). Close must be called: it deletes the pods.
 type Reader struct {
 	client kubernetes.Interface
-	exec   inspect.Executor
+	exec   containerread.Executor
 	opts   Options
 	runID  string
 
@@ -94,7 +94,7 @@ type Reader struct {
 
 // New returns a Reader; ex runs the reads in the reader pods (the exec
 // reader's Executor).
-func New(client kubernetes.Interface, ex inspect.Executor, o Options) *Reader {
+func New(client kubernetes.Interface, ex containerread.Executor, o Options) *Reader {
 	o = o.withDefaults()
 	bg, stop := context.WithCancel(context.Background())
 	return &Reader{client: client, exec: ex, opts: o, runID: NewRunID(), pods: map[string]*readerPod{},
@@ -104,15 +104,15 @@ func New(client kubernetes.Interface, ex inspect.Executor, o Options) *Reader {
 // RunID is the value of this run's LabelRun.
 func (r *Reader) RunID() string { return r.runID }
 
-// ReadContainers implements inspect.ContainerReader: one exec per node.
-func (r *Reader) ReadContainers(ctx context.Context, reqs []inspect.ContainerRequest, o inspect.VerifyReadOptions) []*inspect.Verified {
-	out := make([]*inspect.Verified, len(reqs))
+// ReadContainers implements containerread.Reader: one exec per node.
+func (r *Reader) ReadContainers(ctx context.Context, reqs []containerread.Request, o containerread.Options) []*containerread.Verified {
+	out := make([]*containerread.Verified, len(reqs))
 	fallback := make([]bool, len(reqs))
 	// one read runs per node at a time (batch.go): one directory serves
 	dir := scratchDir + "/read"
 	nodes, failed := planNodes(reqs, dir)
 	for i, err := range failed {
-		out[i] = &inspect.Verified{Err: err}
+		out[i] = &containerread.Verified{Err: err}
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.opts.Concurrency)
@@ -148,8 +148,8 @@ func (r *Reader) isUnavailable(node string) bool {
 }
 
 // readFallback reads the containers marked for Options.Fallback with it.
-func (r *Reader) readFallback(ctx context.Context, reqs []inspect.ContainerRequest, out []*inspect.Verified, marked []bool, o inspect.VerifyReadOptions) {
-	var sub []inspect.ContainerRequest
+func (r *Reader) readFallback(ctx context.Context, reqs []containerread.Request, out []*containerread.Verified, marked []bool, o containerread.Options) {
+	var sub []containerread.Request
 	var at []int
 	for i, m := range marked {
 		if m {
@@ -169,7 +169,7 @@ func (r *Reader) readFallback(ctx context.Context, reqs []inspect.ContainerReque
 // on the new one, so that a long-running controller's reads go on past a
 // reader's deadline. started is false when no reader pod could be started
 // (the caller falls back on exec where it may).
-func (r *Reader) readOn(ctx context.Context, nr *nodeRead, dir string, o inspect.VerifyReadOptions) (got *nodeRead2, started bool, verr *inspect.VerifyError) {
+func (r *Reader) readOn(ctx context.Context, nr *nodeRead, dir string, o containerread.Options) (got *nodeRead2, started bool, verr *containerread.VerifyError) {
 	for attempt := 0; attempt < 2; attempt++ {
 		var pod string
 		if pod, verr = r.podFor(ctx, nr.node); verr != nil {
@@ -186,17 +186,17 @@ func (r *Reader) readOn(ctx context.Context, nr *nodeRead, dir string, o inspect
 
 // readNode reads the containers of the jobs, merged into one read of the
 // node, into each job's out; a failure is every one of their containers'.
-func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o inspect.VerifyReadOptions, jobs []*job) {
-	fail := func(err *inspect.VerifyError) {
+func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o containerread.Options, jobs []*job) {
+	fail := func(err *containerread.VerifyError) {
 		for _, j := range jobs {
 			for _, c := range j.nr.containers {
-				j.out[c.req] = &inspect.Verified{Err: err, Execs: 1}
+				j.out[c.req] = &containerread.Verified{Err: err, Execs: 1}
 			}
 		}
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			fail(&inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprint("internal error: ", p)})
+			fail(&containerread.VerifyError{Reason: containerread.VerifyFailed, Message: fmt.Sprint("internal error: ", p)})
 		}
 	}()
 	got, started, verr := r.readOn(ctx, nr, dir, o)
@@ -238,7 +238,7 @@ func (r *Reader) fallBack(ctx context.Context, node string, jobs []*job) {
 }
 
 // execNode runs the node script in the reader pod and parses its output.
-func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir string, o inspect.VerifyReadOptions) (*nodeRead2, *inspect.VerifyError) {
+func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir string, o containerread.Options) (*nodeRead2, *containerread.VerifyError) {
 	maxBytes := o.MaxBytes
 	if maxBytes < 0 {
 		maxBytes = 0
@@ -253,7 +253,7 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir str
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	n1, n2 := inspect.NewNonce(), inspect.NewNonce()
+	n1, n2 := containerread.NewNonce(), containerread.NewNonce()
 	var stdout, stderr bytes.Buffer
 	err := r.exec.Exec(cctx, r.opts.Namespace, pod, containerName, nodeArgv(nr, dir, r.opts.KubeletRootDir, maxBytes, n1, n2), &stdout, &stderr)
 	if err == nil && cctx.Err() != nil {
@@ -261,23 +261,23 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir str
 	}
 	no, perr := parseNodeOutput(stdout.Bytes(), n2)
 	if perr == nil {
-		var obs *inspect.Verified
+		var obs *containerread.Verified
 		if obs, perr = parsePaths(no.rest, n1, n2, nr.paths, maxBytes); perr == nil {
 			return &nodeRead2{no: no, obs: obs}, nil
 		}
 	}
 	if err != nil {
-		ve := inspect.ClassifyExecError(cctx, err, stderr.Bytes())
+		ve := containerread.ClassifyExecError(cctx, err, stderr.Bytes())
 		ve.Message = "node reader " + r.opts.Namespace + "/" + pod + ": " + ve.Message
 		return nil, ve
 	}
-	return nil, &inspect.VerifyError{Reason: inspect.VerifyFailed, Message: fmt.Sprintf("node reader %s/%s: unexpected output (%v)", r.opts.Namespace, pod, perr)}
+	return nil, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: fmt.Sprintf("node reader %s/%s: unexpected output (%v)", r.opts.Namespace, pod, perr)}
 }
 
 // parsePaths parses what the node script showed of the paths: a tar (T,
 // parsed by tarread.go), or the verify script's records (V: the image has
 // no tar, or tar failed).
-func parsePaths(rest []byte, n1, n2 string, paths []string, maxBytes int64) (*inspect.Verified, error) {
+func parsePaths(rest []byte, n1, n2 string, paths []string, maxBytes int64) (*containerread.Verified, error) {
 	if bytes.HasPrefix(rest, []byte("T\x00")) {
 		v, after, err := parseTarSection(rest[2:], n2, paths, maxBytes)
 		if err != nil || v != nil {
@@ -286,25 +286,25 @@ func parsePaths(rest []byte, n1, n2 string, paths []string, maxBytes int64) (*in
 		rest = after
 	}
 	if bytes.HasPrefix(rest, []byte("V\x00")) {
-		return inspect.ParseVerified(rest[2:], n1, paths)
+		return containerread.ParseVerified(rest[2:], n1, paths)
 	}
-	return nil, inspect.ErrTruncated
+	return nil, containerread.ErrTruncated
 }
 
 // nodeRead2 is what one node read showed.
 type nodeRead2 struct {
 	no  *nodeOutput
-	obs *inspect.Verified
+	obs *containerread.Verified
 }
 
 // containerVerified is one container's share of a node read, keyed by the
 // container's own paths as the exec reader keys them.
-func containerVerified(c containerPlan, got *nodeRead2, node string) *inspect.Verified {
+func containerVerified(c containerPlan, got *nodeRead2, node string) *containerread.Verified {
 	if _, ok := got.no.pids[c.id]; !ok {
-		return &inspect.Verified{Execs: 1, Err: &inspect.VerifyError{Reason: inspect.VerifyNotRunning,
+		return &containerread.Verified{Execs: 1, Err: &containerread.VerifyError{Reason: containerread.VerifyNotRunning,
 			Message: fmt.Sprintf("no process of container %.12s on node %s (it may have just stopped)", c.id, node)}}
 	}
-	v := &inspect.Verified{Paths: map[string]*inspect.VerifiedPath{}, Execs: 1}
+	v := &containerread.Verified{Paths: map[string]*containerread.VerifiedPath{}, Execs: 1}
 	for own, seen := range c.view {
 		if p, ok := got.obs.Paths[seen]; ok {
 			v.Paths[own] = p

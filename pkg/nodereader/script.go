@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // nodeScript runs in the reader pod, once per node per read. Everything
@@ -144,7 +144,7 @@ const (
 // the ..data target read by readlink; "" when the script no longer has the
 // line to replace (a unit test fails then).
 func verifyScriptText() string {
-	s := inspect.ScriptArgv(0, "n", false, nil)[2]
+	s := containerread.ScriptArgv(0, "n", false, nil)[2]
 	if strings.Count(s, targetByCd) != 1 {
 		return ""
 	}
@@ -181,7 +181,7 @@ type nodeOutput struct {
 // parseNodeOutput reads the records up to Y.
 func parseNodeOutput(out []byte, nonce string) (*nodeOutput, error) {
 	o := &nodeOutput{pids: map[string]string{}, env: map[string]map[string]string{}, noEnv: map[string]bool{}}
-	p := &inspect.NULFields{B: out}
+	p := &containerread.NULFields{B: out}
 	trailer := append([]byte(nonce), 0)
 	for {
 		tag, err := p.Field()
@@ -208,9 +208,9 @@ func parseNodeOutput(out []byte, nonce string) (*nodeOutput, error) {
 			}
 			i := bytes.Index(p.B[p.Pos:], trailer)
 			if i < 0 {
-				return nil, inspect.ErrTruncated
+				return nil, containerread.ErrTruncated
 			}
-			o.env[id] = inspect.ParseEnviron(p.B[p.Pos : p.Pos+i])
+			o.env[id] = containerread.ParseEnviron(p.B[p.Pos : p.Pos+i])
 			p.Pos += i + len(trailer)
 		case "N":
 			id, err := p.Field()

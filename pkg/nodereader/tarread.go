@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // What the node script's tar showed, as the exec reader's script would
@@ -36,10 +36,10 @@ type tarMembers map[string]*tarEntry
 // of the ..data links, the tar, X nonce status and the listing again. A
 // tar that failed (status not 0) gives no Verified but the output after
 // the section, where the verify script's records follow.
-func parseTarSection(out []byte, nonce string, paths []string, maxBytes int64) (*inspect.Verified, []byte, error) {
-	f := &inspect.NULFields{B: out}
+func parseTarSection(out []byte, nonce string, paths []string, maxBytes int64) (*containerread.Verified, []byte, error) {
+	f := &containerread.NULFields{B: out}
 	if tag, err := f.Field(); err != nil || tag != "B" {
-		return nil, nil, inspect.ErrTruncated
+		return nil, nil, containerread.ErrTruncated
 	}
 	before, err := f.Field()
 	if err != nil {
@@ -48,7 +48,7 @@ func parseTarSection(out []byte, nonce string, paths []string, maxBytes int64) (
 	marker := []byte("X\x00" + nonce + "\x00")
 	end := bytes.Index(out[f.Pos:], marker)
 	if end < 0 {
-		return nil, nil, inspect.ErrTruncated
+		return nil, nil, containerread.ErrTruncated
 	}
 	archive := out[f.Pos : f.Pos+end]
 	f.Pos += end + len(marker)
@@ -64,7 +64,7 @@ func parseTarSection(out []byte, nonce string, paths []string, maxBytes int64) (
 		return nil, nil, err
 	}
 	a, q := dataTargets(before, paths), dataTargets(tail[1], paths)
-	v := &inspect.Verified{Paths: map[string]*inspect.VerifiedPath{}}
+	v := &containerread.Verified{Paths: map[string]*containerread.VerifiedPath{}}
 	for _, p := range paths {
 		v.Paths[p] = members.path(memberName(p), a[p], q[p], maxBytes)
 	}
@@ -131,8 +131,8 @@ func memberName(p string) string {
 // ..data target as listed before and after the tar ("" when it has none):
 // they differ, or differ from the link in the tar, when the kubelet
 // swapped the volume as it was read.
-func (m tarMembers) path(name, before, after string, maxBytes int64) *inspect.VerifiedPath {
-	vp := &inspect.VerifiedPath{Files: map[string]*inspect.VerifiedFile{}, Listed: true}
+func (m tarMembers) path(name, before, after string, maxBytes int64) *containerread.VerifiedPath {
+	vp := &containerread.VerifiedPath{Files: map[string]*containerread.VerifiedFile{}, Listed: true}
 	link := m[name+"/..data"]
 	if before != "" || (link != nil && link.hdr.Typeflag == tar.TypeSymlink) {
 		archived := ""
@@ -142,7 +142,7 @@ func (m tarMembers) path(name, before, after string, maxBytes int64) *inspect.Ve
 		if before == "" {
 			before = archived
 		}
-		vp.Kind, vp.Target = inspect.PathAtomic, before
+		vp.Kind, vp.Target = containerread.PathAtomic, before
 		vp.Unstable = after != before || archived != before
 		m.walk(vp, name+"/"+vp.Target, maxBytes)
 		return vp
@@ -150,21 +150,21 @@ func (m tarMembers) path(name, before, after string, maxBytes int64) *inspect.Ve
 	self := m[name]
 	switch {
 	case self == nil:
-		vp.Kind, vp.Listed = inspect.PathMissing, false
+		vp.Kind, vp.Listed = containerread.PathMissing, false
 	case self.hdr.Typeflag == tar.TypeDir:
-		vp.Kind = inspect.PathDir
+		vp.Kind = containerread.PathDir
 		m.walk(vp, name, maxBytes)
 	case self.hdr.Typeflag == tar.TypeReg:
-		vp.Kind = inspect.PathFile
+		vp.Kind = containerread.PathFile
 		vp.Files[""] = file("", self, maxBytes)
 	default:
-		vp.Kind, vp.Listed = inspect.PathOther, false
+		vp.Kind, vp.Listed = containerread.PathOther, false
 	}
 	return vp
 }
 
 // walk adds the members under root to vp, by their path relative to it.
-func (m tarMembers) walk(vp *inspect.VerifiedPath, root string, maxBytes int64) {
+func (m tarMembers) walk(vp *containerread.VerifiedPath, root string, maxBytes int64) {
 	prefix := root + "/"
 	for name, e := range m {
 		rel, ok := strings.CutPrefix(name, prefix)
@@ -186,8 +186,8 @@ func (m tarMembers) walk(vp *inspect.VerifiedPath, root string, maxBytes int64) 
 
 // file is one regular file: its content when at most maxBytes, else its
 // sha256 (the exec reader's rule).
-func file(rel string, e *tarEntry, maxBytes int64) *inspect.VerifiedFile {
-	f := &inspect.VerifiedFile{Path: rel, Mode: int32(e.hdr.Mode & 0o7777), Size: int64(len(e.data))}
+func file(rel string, e *tarEntry, maxBytes int64) *containerread.VerifiedFile {
+	f := &containerread.VerifiedFile{Path: rel, Mode: int32(e.hdr.Mode & 0o7777), Size: int64(len(e.data))}
 	if f.Size <= maxBytes {
 		f.Data, f.HasData = e.data, true
 		return f

@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // tarOf builds a tar of members: a name ending in "/" is a directory, a
@@ -77,7 +77,7 @@ func TestParseTarSection(t *testing.T) {
 		t.Fatalf("err %v, %d bytes left", err, len(rest))
 	}
 	cfg := got.Paths[v]
-	if cfg.Kind != inspect.PathAtomic || cfg.Target != "..ts1" || cfg.Unstable || !cfg.Listed {
+	if cfg.Kind != containerread.PathAtomic || cfg.Target != "..ts1" || cfg.Unstable || !cfg.Listed {
 		t.Fatalf("volume = %+v", cfg)
 	}
 	if f := cfg.Files["small"]; f == nil || string(f.Data) != "abc" || !f.HasData || f.Mode != 0o644 || f.Size != 3 {
@@ -93,10 +93,10 @@ func TestParseTarSection(t *testing.T) {
 	if len(cfg.Files) != 3 || len(cfg.Dirs) != 0 || len(cfg.Others) != 0 {
 		t.Errorf("volume lists files %v, dirs %v, others %v: only the data directory's content counts", cfg.Files, cfg.Dirs, cfg.Others)
 	}
-	if m := got.Paths[moved]; m.Kind != inspect.PathAtomic || !m.Unstable {
+	if m := got.Paths[moved]; m.Kind != containerread.PathAtomic || !m.Unstable {
 		t.Errorf("..data moved while archived: %+v, want unstable", m)
 	}
-	if m := got.Paths["/r/none"]; m.Kind != inspect.PathMissing || m.Listed {
+	if m := got.Paths["/r/none"]; m.Kind != containerread.PathMissing || m.Listed {
 		t.Errorf("missing path = %+v", m)
 	}
 	if _, _, err := parseTarSection(out[:len(out)-len(after)-8], n, []string{v}, 5); err == nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/coalesce"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
@@ -21,7 +22,7 @@ import (
 // objects by running pods (terminating pods are left out).
 type ClusterVerifier struct {
 	Client   kubernetes.Interface
-	Executor inspect.Executor
+	Executor containerread.Executor
 	Verify   inspect.VerifyOptions
 	Secrets  bool
 	// PodSelector is the user's -l: pods outside it are never touched.
@@ -62,7 +63,7 @@ func (c *ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, ob
 	return inspect.Verify(ctx, picked, snap, c.Executor, c.Verify), nil
 }
 
-// VerifyPod implements Verifier. With a ContainerReader that reads many
+// VerifyPod implements Verifier. With a containerread.Reader that reads many
 // containers at once (the node reader), the calls for one namespace made
 // while a read runs are merged into the next (internal/coalesce): a wait
 // that verifies each pod as soon as its own patch is acknowledged then
@@ -84,7 +85,7 @@ func (c *ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, 
 }
 
 // MergesPodReads tells Wait whether concurrent VerifyPod calls are merged
-// (a ContainerReader is set: it reads all the containers of one Verify at
+// (a containerread.Reader is set: it reads all the containers of one Verify at
 // once): every waiting pod may then call at once, the batches bound the
 // reads.
 func (c *ClusterVerifier) MergesPodReads() bool { return c.Verify.Reader != nil }

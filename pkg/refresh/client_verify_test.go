@@ -12,8 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 )
 
 // TestVerifyPodMergesConcurrentCalls: pods verified at once by a wait are
@@ -24,7 +25,7 @@ func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
 	const n = 20
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
 	objs := []runtime.Object{cm}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{}}
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{}}
 	running := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true,
 		ContainerID: "containerd://0", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
 	for i := range n {
@@ -37,11 +38,11 @@ func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
 		if i%2 == 1 {
 			data = "old" // odd pods still show the previous value
 		}
-		ex.Containers["ns/"+name+"/app"] = &inspecttest.Container{Volumes: map[string]inspecttest.Volume{"/etc/cfg": {Target: "..ts", Files: map[string][]byte{"K": []byte(data)}}}}
+		ex.Containers["ns/"+name+"/app"] = &readtest.Container{Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..ts", Files: map[string][]byte{"K": []byte(data)}}}}
 	}
 	client := fake.NewClientset(objs...)
-	// a ContainerReader that reads all containers of one Verify: merged
-	reader := inspect.ExecReader{Executor: ex, Concurrency: 4}
+	// a containerread.Reader that reads all containers of one Verify: merged
+	reader := containerread.ExecReader{Executor: ex, Concurrency: 4}
 	v := &ClusterVerifier{Client: client, Executor: ex, Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Reader: reader}}
 	client.ClearActions()
 	key := []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}

@@ -15,15 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 )
 
 // earlyCluster: pod w-a, owned by a workload of kind owner (none for
 // "Pod"), whose env still has the old value of cfg (observed first); and
 // bare pod solo, which only mounts cfg as a volume (annotated early with
 // --yes).
-func earlyCluster(owner string) ([]runtime.Object, *inspecttest.Executor) {
+func earlyCluster(owner string) ([]runtime.Object, *readtest.Executor) {
 	ctrl := true
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "w"}}
 	meta := metav1.ObjectMeta{Name: "w", Namespace: "ns", UID: "w-uid", Labels: sel.MatchLabels}
@@ -60,7 +60,7 @@ func earlyCluster(owner string) ([]runtime.Object, *inspecttest.Executor) {
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
 			Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}},
 		Status: running}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/w-a/app": {Env: map[string]string{"K": "old"}}}}
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{"ns/w-a/app": {Env: map[string]string{"K": "old"}}}}
 	return append(objs, envPod, solo), ex
 }
 

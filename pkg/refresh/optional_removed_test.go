@@ -12,14 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 )
 
 // optionalCluster: Deployment web's pod web-1-a has container app with the
 // given env and envFrom, and the environment env; cm, when not nil, is the
 // ConfigMap cfg.
-func optionalCluster(cm *corev1.ConfigMap, env []corev1.EnvVar, envFrom []corev1.EnvFromSource, has map[string]string) ([]runtime.Object, *inspecttest.Executor) {
+func optionalCluster(cm *corev1.ConfigMap, env []corev1.EnvVar, envFrom []corev1.EnvFromSource, has map[string]string) ([]runtime.Object, *readtest.Executor) {
 	ctrl := true
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "dep"}, Spec: appsv1.DeploymentSpec{Selector: sel}}
@@ -34,7 +34,7 @@ func optionalCluster(cm *corev1.ConfigMap, env []corev1.EnvVar, envFrom []corev1
 	if cm != nil {
 		objs = append(objs, cm)
 	}
-	return objs, &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/web-1-a/app": {Env: has}}}
+	return objs, &readtest.Executor{Containers: map[string]*readtest.Container{"ns/web-1-a/app": {Env: has}}}
 }
 
 // An env or envFrom use whose optional key or optional object was removed

@@ -12,14 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 )
 
 // kruiseCluster: pod db-0, owned by an OpenKruise Advanced StatefulSet
 // (apps.kruise.io, kind StatefulSet) named db, whose env still has the old
 // value of cfg; an apps/v1 StatefulSet also named db, with the same labels.
-func kruiseCluster() (*fake.Clientset, *inspecttest.Executor) {
+func kruiseCluster() (*fake.Clientset, *readtest.Executor) {
 	ctrl := true
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
@@ -30,7 +30,7 @@ func kruiseCluster() (*fake.Clientset, *inspecttest.Executor) {
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/db-0/app": {Env: map[string]string{"K": "old"}}}}
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{"ns/db-0/app": {Env: map[string]string{"K": "old"}}}}
 	return fake.NewClientset(cm, sts, pod), ex
 }
 

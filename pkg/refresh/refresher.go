@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
@@ -46,7 +47,7 @@ type Config struct {
 // concern (see the client_*.go adapters).
 type Cluster struct {
 	// Executor reads the consumers before the plan.
-	Executor  inspect.Executor
+	Executor  containerread.Executor
 	Workloads Workloads
 	Patcher   Patcher
 	Evictor   Evictor
@@ -59,7 +60,7 @@ type Cluster struct {
 
 // ClientCluster is the Cluster of client-go adapters over one client.
 // secrets and selector scope the wait's reads as the command's.
-func ClientCluster(c kubernetes.Interface, ex inspect.Executor, vo inspect.VerifyOptions, secrets bool, selector string) Cluster {
+func ClientCluster(c kubernetes.Interface, ex containerread.Executor, vo inspect.VerifyOptions, secrets bool, selector string) Cluster {
 	return Cluster{Executor: ex, Workloads: ClientWorkloads{Client: c}, Patcher: ClientPatcher{Client: c},
 		Evictor: ClientEvictor{Client: c}, Rollouts: ClusterRollout{Client: c}, Access: SelfAccessReviewer{Client: c},
 		Verifier: &ClusterVerifier{Client: c, Executor: ex, Verify: vo, Secrets: secrets, PodSelector: selector}}
@@ -302,7 +303,7 @@ func (p *Planned) redact(results []Result) []Result {
 
 // verifyPods observes the uses of the pods in need (by PodKey) and returns
 // every item, the others without a state, and the pods left unobserved.
-func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot, ex inspect.Executor, vo inspect.VerifyOptions) ([]inspect.Item, map[string]bool) {
+func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot, ex containerread.Executor, vo inspect.VerifyOptions) ([]inspect.Item, map[string]bool) {
 	var picked []inspect.Item
 	var at []int
 	notVerified := map[string]bool{}
@@ -343,9 +344,9 @@ func nodesOf(actions []Action, pods map[string]*corev1.Pod) []string {
 }
 
 // prepare lets the wait's reader get ready for nodes while the patches go
-// out (inspect.Preparer), in a real run that waits.
+// out (containerread.Preparer), in a real run that waits.
 func (r *Refresher) prepare(ctx context.Context, nodes []string) {
-	if pr, ok := r.Verify.Reader.(inspect.Preparer); ok && r.Wait && r.DryRun == DryRunNone && len(nodes) > 0 {
+	if pr, ok := r.Verify.Reader.(containerread.Preparer); ok && r.Wait && r.DryRun == DryRunNone && len(nodes) > 0 {
 		pr.Prepare(ctx, nodes)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 )
 
 // denying denies the listed resources.
@@ -27,7 +27,7 @@ func (d denying) Allowed(_ context.Context, p Permission) (bool, error) { return
 // staleEnvCluster: Deployment web (selector app=web) with pod web-1-a
 // through ReplicaSet web-1, whose env still has the old value of cfg; a
 // terminating pod web-1-z of the same ReplicaSet.
-func staleEnvCluster() (kubernetes.Interface, *inspecttest.Executor) {
+func staleEnvCluster() (kubernetes.Interface, *readtest.Executor) {
 	ctrl := true
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
@@ -47,7 +47,7 @@ func staleEnvCluster() (kubernetes.Interface, *inspecttest.Executor) {
 		}
 		return p
 	}
-	ex := &inspecttest.Executor{Containers: map[string]*inspecttest.Container{"ns/web-1-a/app": {Env: map[string]string{"K": "old"}}}}
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{"ns/web-1-a/app": {Env: map[string]string{"K": "old"}}}}
 	return fake.NewClientset(cm, dep, rs, pod("web-1-a", false), pod("web-1-z", true)), ex
 }
 

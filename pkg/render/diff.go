@@ -15,8 +15,9 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 )
 
 // Diff prints comparisons (diff, and the dashboard's diff screen) as
@@ -254,7 +255,7 @@ func sizeNote(f inspect.FileComparison) string {
 
 // renderSecretFile prints "key: differs" and the fingerprints of both sides.
 func (r *Diff) renderSecretFile(it inspect.Item, f inspect.FileComparison, key string) {
-	side := func(of *inspect.VerifiedFile) string {
+	side := func(of *containerread.VerifiedFile) string {
 		switch {
 		case of == nil:
 			return "absent"

@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 )
 
 // None is the cell of a value that is not there, as kubectl writes it.

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 )
 
 // WatchLine is one event of `watch` as a line of text: the time (UTC), the

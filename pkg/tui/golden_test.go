@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
 )
 
@@ -39,7 +39,7 @@ func TestGolden(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, 100, 24) // the fixture; its model is not used
-			h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Env["GREETING"] = "v0" })
+			h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) { c.Env["GREETING"] = "v0" })
 			m := tui.New(h.opts)
 			tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 24),
 				teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))

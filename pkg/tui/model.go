@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
@@ -767,7 +768,7 @@ func useLabel(it inspect.Item) string {
 	case it.EnvName != "":
 		s += " " + it.EnvName
 	}
-	return inspect.Printable(s + " of " + strings.ToLower(it.Object.Kind) + "/" + it.Object.Name)
+	return text.Printable(s + " of " + strings.ToLower(it.Object.Kind) + "/" + it.Object.Name)
 }
 
 // unverifiableSummary names, for the status line, how many consumers could

@@ -28,8 +28,8 @@ import (
 	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/cmd"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect/inspecttest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
 )
 
@@ -77,10 +77,10 @@ func cluster() []runtime.Object {
 }
 
 // containers is what the fake executor shows: web has v1 everywhere.
-func containers() map[string]*inspecttest.Container {
-	return map[string]*inspecttest.Container{
+func containers() map[string]*readtest.Container {
+	return map[string]*readtest.Container{
 		ns + "/web-5d8f-x2x9q/app": {
-			Volumes: map[string]inspecttest.Volume{"/etc/app": {Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v1")}}},
+			Volumes: map[string]readtest.Volume{"/etc/app": {Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v1")}}},
 			Env:     map[string]string{"GREETING": "v1"},
 		},
 		ns + "/toolbox/app": {Files: map[string][]byte{"/etc/flags.conf": []byte("a=1")}},
@@ -95,7 +95,7 @@ type harness struct {
 	client *fake.Clientset
 	// api is the model's client when set (wrapping client), else client
 	api  kubernetes.Interface
-	exec *inspecttest.Executor
+	exec *readtest.Executor
 	m    *tui.Model
 	opts tui.Options
 	msgs chan tea.Msg
@@ -116,7 +116,7 @@ func newHarness(t *testing.T, width, height int, setup ...func(*harness)) *harne
 // startHarness is newHarness without waiting for the first data.
 func startHarness(t *testing.T, width, height int, setup ...func(*harness)) *harness {
 	t.Helper()
-	h := &harness{t: t, client: fake.NewClientset(cluster()...), exec: &inspecttest.Executor{Containers: containers()}, msgs: make(chan tea.Msg, 64)}
+	h := &harness{t: t, client: fake.NewClientset(cluster()...), exec: &readtest.Executor{Containers: containers()}, msgs: make(chan tea.Msg, 64)}
 	for _, f := range setup {
 		f(h)
 	}
@@ -138,7 +138,7 @@ func startHarness(t *testing.T, width, height int, setup ...func(*harness)) *har
 
 // container changes what the fake executor shows of a container of ns
 // ("pod/container") while the model may be verifying it.
-func (h *harness) container(podContainer string, change func(c *inspecttest.Container)) {
+func (h *harness) container(podContainer string, change func(c *readtest.Container)) {
 	h.exec.Update(ns+"/"+podContainer, change)
 }
 
@@ -316,8 +316,8 @@ func TestEditMarksPendingThenInSync(t *testing.T) {
 	// the kubelet writes the change, 2s after it (the fake clientset stamps
 	// managedFields with the real clock)
 	written := time.Now().UTC().Add(2 * time.Second).Format("2006_01_02_15_04_05")
-	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) {
-		c.Volumes["/etc/app"] = inspecttest.Volume{Target: ".." + written + ".456", Files: map[string][]byte{"greeting": []byte("v2")}}
+	h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) {
+		c.Volumes["/etc/app"] = readtest.Volume{Target: ".." + written + ".456", Files: map[string][]byte{"greeting": []byte("v2")}}
 	})
 	h.until("the volume is in-sync", func(s string) bool { return strings.Contains(line(s, "/etc/app"), "in-sync") })
 	// whole seconds on both sides: 1 to 3 s
@@ -329,7 +329,7 @@ func TestEditMarksPendingThenInSync(t *testing.T) {
 func TestRefreshDeclinedChangesNothing(t *testing.T) {
 	h := newHarness(t, 160, 24)
 	// the env use is stale: the plan restarts deployment/web
-	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Env["GREETING"] = "v0" })
+	h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) { c.Env["GREETING"] = "v0" })
 	h.client.ClearActions()
 	h.key("r")
 	h.until("the plan is shown", contains("restart", "deployment/web", "[y/N]"))
@@ -352,8 +352,8 @@ func TestRefreshConfirmedAnnotatesPendingPod(t *testing.T) {
 			p := a.(k8stesting.PatchAction)
 			if p.GetPatchType() == types.MergePatchType && p.GetName() == "web-5d8f-x2x9q" {
 				patched.Do(func() { // the kubelet re-syncs the annotated pod
-					h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) {
-						c.Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_07_10_00.1", Files: map[string][]byte{"greeting": []byte("v1")}}
+					h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) {
+						c.Volumes["/etc/app"] = readtest.Volume{Target: "..2024_05_06_07_10_00.1", Files: map[string][]byte{"greeting": []byte("v1")}}
 					})
 				})
 			}
@@ -361,8 +361,8 @@ func TestRefreshConfirmedAnnotatesPendingPod(t *testing.T) {
 		})
 	})
 	// the volume is pending (old content), the env current
-	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) {
-		c.Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
+	h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) {
+		c.Volumes["/etc/app"] = readtest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
 	})
 	h.key("r")
 	h.until("the plan is shown", contains("annotate", "pod/web-5d8f-x2x9q", "Apply this plan? [y/N]"))
@@ -384,7 +384,7 @@ func TestRefreshConfirmedAnnotatesPendingPod(t *testing.T) {
 
 func TestDiffScreenShowsTheDiffOfTheCommand(t *testing.T) {
 	h := newHarness(t, 120, 20)
-	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Env["GREETING"] = "v0" })
+	h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) { c.Env["GREETING"] = "v0" })
 	h.key("enter")
 	h.key("down") // the env row
 	h.key("d")
@@ -474,8 +474,8 @@ func TestQuitWhileApplyingAsksAgainAndIsReported(t *testing.T) {
 			return false, nil, nil
 		})
 	})
-	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) {
-		c.Volumes["/etc/app"] = inspecttest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
+	h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) {
+		c.Volumes["/etc/app"] = readtest.Volume{Target: "..2024_05_06_06_10_00.123", Files: map[string][]byte{"greeting": []byte("v0")}}
 	})
 	h.key("r")
 	h.until("the plan is shown", contains("annotate", "pod/web-5d8f-x2x9q", "Apply this plan? [y/N]"))
@@ -498,7 +498,7 @@ func TestQuitWhileApplyingAsksAgainAndIsReported(t *testing.T) {
 func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
 	h := newHarness(t, 200, 20)
 	denied := errors.New(`unable to upgrade connection: pods "web-5d8f-x2x9q" is forbidden: User "system:serviceaccount:shop:reader" cannot create resource "pods/exec" in API group "" in the namespace "shop"`)
-	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Err = denied })
+	h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) { c.Err = denied })
 	h.key("v") // the selected object: app-config
 	h.until("app-config is verified", contains("verified 2 consumers"))
 	st := line(h.screen(), "verified 2 consumers")
@@ -517,7 +517,7 @@ func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
 func TestVerifyErrorWithEscapeSequencesIsEscaped(t *testing.T) {
 	h := newHarness(t, 200, 20)
 	hostile := errors.New("boom \x1b]0;pwned\x07\x1b[2J")
-	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Err = hostile })
+	h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) { c.Err = hostile })
 	h.key("v") // the selected object: app-config
 	h.until("app-config is verified", contains("verified 2 consumers"))
 	h.key("enter")
@@ -576,7 +576,7 @@ func TestRefreshWaitsForSyncedCaches(t *testing.T) {
 		h.api = slowJobsClient{Interface: h.client, release: release}
 	})
 	h.until("the rows while Jobs are still listed", contains("app-config", "○ syncing"))
-	h.container("web-5d8f-x2x9q/app", func(c *inspecttest.Container) { c.Env["GREETING"] = "v0" })
+	h.container("web-5d8f-x2x9q/app", func(c *readtest.Container) { c.Env["GREETING"] = "v0" })
 	h.client.ClearActions()
 	h.key("r")
 	h.until("the refusal", contains("not planned: the watches have not synced yet"))

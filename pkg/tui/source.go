@@ -101,7 +101,7 @@ func NewSource(client kubernetes.Interface, scope Scope, now func() time.Time) *
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Source{client: client, scope: scope, ctx: ctx, cancel: cancel, now: now, dirty: make(chan struct{}, 1),
 		errs: map[string]string{}, errRV: map[string]string{}, denied: map[string]string{}}
-	opts := []informers.SharedInformerOption{informers.WithTransform(Transform)}
+	opts := []informers.SharedInformerOption{informers.WithTransform(inspect.Trim)}
 	if scope.Namespace != "" {
 		opts = append(opts, informers.WithNamespace(scope.Namespace))
 	}

@@ -27,7 +27,7 @@ func TestTransformKeepsWhatTheCoreReads(t *testing.T) {
 			{Manager: "kubectl-edit", Time: &t1, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:a":{}}}`)}},
 			{Manager: "labeler", Time: &t2, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}},
 		}}, Data: map[string]string{"a": "1"}}
-	out, err := tui.Transform(cm)
+	out, err := inspect.Trim(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestTransformKeepsWhatTheCoreReads(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Message: "m"},
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "r", Message: "m"}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "busybox", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
-	out, _ = tui.Transform(pod)
+	out, _ = inspect.Trim(pod)
 	gp := out.(*corev1.Pod)
 	if gp.ManagedFields != nil || gp.Status.ContainerStatuses[0].Image != "" {
 		t.Errorf("pod not trimmed: %+v", gp)
@@ -85,7 +85,7 @@ func TestTransformKeepsWhatTheCoreReads(t *testing.T) {
 	yes := true
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rs", OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "d", Controller: &yes}}},
 		Spec: appsv1.ReplicaSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}}}
-	out, _ = tui.Transform(rs)
+	out, _ = inspect.Trim(rs)
 	grs := out.(*appsv1.ReplicaSet)
 	if len(grs.Spec.Template.Spec.Containers) != 0 || metav1.GetControllerOf(grs) == nil {
 		t.Errorf("replicaset: %+v", grs)

@@ -10,9 +10,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render/text"
 )
 
 // Styles, all in one place. Without colour (NO_COLOR, or the ASCII
@@ -335,11 +335,11 @@ func (m *Model) statusLine() string {
 	}
 	// what the status line shows may quote the cluster (errors, exec
 	// stderr in the unverifiable summary): escaped before it is styled
-	text, isErr := m.statusText()
+	line, isErr := m.statusText()
 	if isErr {
-		return styleError.Render(inspect.Printable(text))
+		return styleError.Render(text.Printable(line))
 	}
-	return styleDim.Render(inspect.Printable(text))
+	return styleDim.Render(text.Printable(line))
 }
 
 // statusText is the status line's text, and whether it is an error.
@@ -394,7 +394,7 @@ func (m *Model) detailLine() string {
 		return ""
 	}
 	// reasons quote exec stderr and paths from the cluster
-	return inspect.Printable(m.detailText(it))
+	return text.Printable(m.detailText(it))
 }
 
 func (m *Model) detailText(it inspect.Item) string {

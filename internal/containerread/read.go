@@ -1,4 +1,4 @@
-package inspect
+package containerread
 
 import (
 	"context"
@@ -21,16 +21,16 @@ type PathRequest struct {
 	List bool
 }
 
-// VerifyRequest is everything read from one container in one exec.
-type VerifyRequest struct {
+// ExecRequest is everything read from one container in one exec.
+type ExecRequest struct {
 	Namespace, Pod, Container string
 	Paths                     []PathRequest
 	// Env reads the container's environment.
 	Env bool
 }
 
-// VerifyReadOptions bound one verify read.
-type VerifyReadOptions struct {
+// Options bound one verify read.
+type Options struct {
 	// MaxBytes: larger files are compared by size and sha256 only.
 	MaxBytes int64
 	// Timeout of one exec (0: none).
@@ -121,7 +121,7 @@ func NewNonce() string {
 // sh gets a fallback: one `cat` per expected file, `ls -1a` for listings,
 // `cat /proc/self/environ` (else `env`) for the environment. It never fails:
 // what could not be read is said in the Verified.
-func ReadContainer(ctx context.Context, ex Executor, req VerifyRequest, o VerifyReadOptions) *Verified {
+func ReadContainer(ctx context.Context, ex Executor, req ExecRequest, o Options) *Verified {
 	if o.MaxBytes < 0 {
 		o.MaxBytes = 0
 	}

@@ -1,43 +1,14 @@
-package inspect
+package containerread
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
 	utilexec "k8s.io/client-go/util/exec"
 )
-
-// TestVerifyErrorRedacted: malformed output is quoted a few bytes long,
-// and not at all for a Secret use.
-func TestVerifyErrorRedacted(t *testing.T) {
-	long := "AAAAAAAA" + secretValue
-	ex := &rawExecutor{out: "P\x000\x00K\x00f\x00F\x00\x00-rw-r--r--\x00" + long + "\x00"}
-	obs := ReadContainer(context.Background(), ex, VerifyRequest{Paths: []PathRequest{{Path: "/f"}}}, VerifyReadOptions{MaxBytes: 10})
-	if obs.Err == nil {
-		t.Fatal("malformed output accepted")
-	}
-	cm := CompareUse(volItem(ModeVolume, "/f"), nil, cmObject(nil, nil), obs, CompareOptions{})
-	if !strings.Contains(cm.Reason, `bad size "AAAAAAAA..."`) || strings.Contains(cm.Reason, secretValue) {
-		t.Errorf("configmap reason: %s", cm.Reason)
-	}
-	it := volItem(ModeVolume, "/f")
-	it.Object.Kind = KindSecret
-	sec := CompareUse(it, nil, Object{Kind: KindSecret, Exists: true}, obs, CompareOptions{})
-	if !strings.Contains(sec.Reason, "bad size") || strings.Contains(sec.Reason, "AAAA") {
-		t.Errorf("secret reason: %s", sec.Reason)
-	}
-}
-
-type rawExecutor struct{ out string }
-
-func (r *rawExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
-	io.WriteString(stdout, r.out)
-	return nil
-}
 
 func TestClassifyExecError(t *testing.T) {
 	ctx := context.Background()
@@ -92,9 +63,6 @@ func TestForbiddenExecReason(t *testing.T) {
 		got := ClassifyExecError(context.Background(), errors.New(c.msg), nil)
 		if got.Reason != VerifyForbidden || got.Error() != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got.Error(), c.want)
-		}
-		if c := causeOfVerifyError(got.Reason); c != CauseExecForbidden {
-			t.Errorf("cause %q, want %q", c, CauseExecForbidden)
 		}
 	}
 }

@@ -1,156 +1,21 @@
-package inspect
+package containerread
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	utilexec "k8s.io/client-go/util/exec"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
-// localExecutor runs argv on this machine, as if the container were the
-// host: PATH is restricted to binDir, so a test chooses the tools the
-// "container" has. argv[0] missing from binDir fails the way containerd
-// reports it.
-type localExecutor struct {
-	binDir string
-	env    []string
-	calls  [][]string
-}
-
-func (l *localExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
-	l.calls = append(l.calls, argv)
-	bin := filepath.Join(l.binDir, argv[0])
-	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("Internal error occurred: error executing command in container: failed to exec in container: failed to start exec \"abc\": OCI runtime exec failed: exec failed: unable to start container process: exec: %q: executable file not found in $PATH: unknown", argv[0])
-	}
-	cmd := exec.CommandContext(ctx, bin, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	cmd.Env = append([]string{"PATH=" + l.binDir}, l.env...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", ee.ExitCode()), Code: ee.ExitCode()}
-	}
-	return err
-}
-
-// toolDir makes a directory of symlinks: name -> target path.
-func toolDir(t *testing.T, tools map[string]string) string {
-	t.Helper()
-	d := t.TempDir()
-	for name, target := range tools {
-		if err := os.Symlink(target, filepath.Join(d, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
-
-func lookTools(t *testing.T, names ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, n := range names {
-		p, err := exec.LookPath(n)
-		if err != nil {
-			t.Skipf("%s not installed", n)
-		}
-		out[n] = p
-	}
-	return out
-}
-
-// shells returns the tool sets the script must work with.
-func shells(t *testing.T) map[string]map[string]string {
-	t.Helper()
-	sets := map[string]map[string]string{}
-	core := []string{"ls", "cat", "wc", "sha256sum"}
-	for _, sh := range []string{"dash", "bash"} {
-		if p, err := exec.LookPath(sh); err == nil {
-			m := map[string]string{"sh": p}
-			ok := true
-			for _, c := range core {
-				cp, err := exec.LookPath(c)
-				if err != nil {
-					ok = false
-					break
-				}
-				m[c] = cp
-			}
-			if ok {
-				sets[sh+"+coreutils"] = m
-				// with stat, a directory's files are read in one batch
-				if st, err := exec.LookPath("stat"); err == nil {
-					ms := maps.Clone(m)
-					ms["stat"] = st
-					sets[sh+"+coreutils+stat"] = ms
-				}
-			}
-		}
-	}
-	if bb, err := exec.LookPath("busybox"); err == nil {
-		m := map[string]string{}
-		for _, n := range append([]string{"sh", "stat"}, core...) {
-			m[n] = bb
-		}
-		sets["busybox"] = m
-	}
-	if len(sets) == 0 {
-		t.Skip("no shell to test with")
-	}
-	return sets
-}
-
-// atomicVolume lays out dir as the kubelet's atomic writer does.
-func atomicVolume(t *testing.T, dir, ts string, files map[string][]byte, modes map[string]os.FileMode) {
-	t.Helper()
-	data := filepath.Join(dir, ts)
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	top := map[string]bool{}
-	for p, content := range files {
-		full := filepath.Join(data, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		m := os.FileMode(0o644)
-		if mm, ok := modes[p]; ok {
-			m = mm
-		}
-		if err := os.WriteFile(full, content, m); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(full, m); err != nil {
-			t.Fatal(err)
-		}
-		top[strings.SplitN(p, "/", 2)[0]] = true
-	}
-	if err := os.Symlink(ts, filepath.Join(dir, "..data")); err != nil {
-		t.Fatal(err)
-	}
-	for name := range top {
-		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-const testTS = "..2024_05_06_07_08_09.123456789"
-
 func TestScriptReadsVolumes(t *testing.T) {
-	for name, tools := range shells(t) {
+	for name, tools := range readtest.Shells(t) {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
 			pwned := filepath.Join(root, "pwned")
@@ -173,7 +38,7 @@ func TestScriptReadsVolumes(t *testing.T) {
 				"..dots":                   []byte("d"),
 				"sp ace":                   []byte("s"),
 			}
-			atomicVolume(t, vol, testTS, files, map[string]os.FileMode{"app.conf": 0o600, "bin": 0o755})
+			readtest.AtomicVolume(t, vol, readtest.TS, files, map[string]os.FileMode{"app.conf": 0o600, "bin": 0o755})
 			sub := filepath.Join(root, "subfile")
 			if err := os.WriteFile(sub, []byte("subpath content"), 0o644); err != nil {
 				t.Fatal(err)
@@ -183,14 +48,14 @@ func TestScriptReadsVolumes(t *testing.T) {
 				t.Fatal(err)
 			}
 			missing := filepath.Join(root, "nope")
-			ex := &localExecutor{binDir: toolDir(t, tools), env: []string{"with-dash=1", "with.dot=2", "9lives=3", "MULTI=a\nb=c", "EMPTY="}}
-			req := VerifyRequest{Paths: []PathRequest{{Path: vol}, {Path: sub}, {Path: emptyDir}, {Path: missing}}, Env: true}
-			obs := ReadContainer(context.Background(), ex, req, VerifyReadOptions{MaxBytes: 4096, Timeout: 10 * time.Second})
+			ex := &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, tools), Env: []string{"with-dash=1", "with.dot=2", "9lives=3", "MULTI=a\nb=c", "EMPTY="}}
+			req := ExecRequest{Paths: []PathRequest{{Path: vol}, {Path: sub}, {Path: emptyDir}, {Path: missing}}, Env: true}
+			obs := ReadContainer(context.Background(), ex, req, Options{MaxBytes: 4096, Timeout: 10 * time.Second})
 			if obs.Err != nil {
 				t.Fatalf("observe: %v", obs.Err)
 			}
-			if len(ex.calls) != 1 {
-				t.Errorf("execs = %d, want 1", len(ex.calls))
+			if len(ex.Calls) != 1 {
+				t.Errorf("execs = %d, want 1", len(ex.Calls))
 			}
 			for _, p := range []string{pwned, pwned + "2", pwned + "3"} {
 				if _, err := os.Stat(p); err == nil {
@@ -198,7 +63,7 @@ func TestScriptReadsVolumes(t *testing.T) {
 				}
 			}
 			v := obs.Paths[vol]
-			if v == nil || v.Kind != PathAtomic || v.Target != testTS || v.Unstable || !v.Listed {
+			if v == nil || v.Kind != PathAtomic || v.Target != readtest.TS || v.Unstable || !v.Listed {
 				t.Fatalf("volume observation = %+v", v)
 			}
 			for p, want := range files {
@@ -208,7 +73,7 @@ func TestScriptReadsVolumes(t *testing.T) {
 					continue
 				}
 				if int64(len(want)) > 4096 {
-					if f.HasData || f.SHA256 != sha256Hex(want) || f.Size != int64(len(want)) {
+					if f.HasData || f.SHA256 != SHA256Hex(want) || f.Size != int64(len(want)) {
 						t.Errorf("big file: %+v", f)
 					}
 					continue
@@ -251,14 +116,14 @@ func TestScriptReadsVolumes(t *testing.T) {
 }
 
 func TestScriptWithoutSha256sum(t *testing.T) {
-	for name, tools := range shells(t) {
+	for name, tools := range readtest.Shells(t) {
 		t.Run(name, func(t *testing.T) {
 			delete(tools, "sha256sum")
 			root := t.TempDir()
 			vol := filepath.Join(root, "v")
-			atomicVolume(t, vol, testTS, map[string][]byte{"big": bytes.Repeat([]byte("q"), 100), "small": []byte("s")}, nil)
-			ex := &localExecutor{binDir: toolDir(t, tools)}
-			obs := ReadContainer(context.Background(), ex, VerifyRequest{Paths: []PathRequest{{Path: vol}}}, VerifyReadOptions{MaxBytes: 10})
+			readtest.AtomicVolume(t, vol, readtest.TS, map[string][]byte{"big": bytes.Repeat([]byte("q"), 100), "small": []byte("s")}, nil)
+			ex := &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, tools)}
+			obs := ReadContainer(context.Background(), ex, ExecRequest{Paths: []PathRequest{{Path: vol}}}, Options{MaxBytes: 10})
 			if obs.Err != nil {
 				t.Fatal(obs.Err)
 			}
@@ -281,7 +146,7 @@ func TestScriptWithoutSha256sum(t *testing.T) {
 // 1,000 keys) are read with one stat and one cat, not a fork per file, and
 // every file, hostile names included, comes out right.
 func TestScriptBatchesManyFiles(t *testing.T) {
-	for name, tools := range shells(t) {
+	for name, tools := range readtest.Shells(t) {
 		if tools["stat"] == "" {
 			continue
 		}
@@ -294,7 +159,7 @@ func TestScriptBatchesManyFiles(t *testing.T) {
 				files[fmt.Sprintf("k%04d", i)] = []byte(fmt.Sprintf("v-%d", i))
 			}
 			vol := filepath.Join(root, "v")
-			atomicVolume(t, vol, testTS, files, map[string]os.FileMode{"-n": 0o600})
+			readtest.AtomicVolume(t, vol, readtest.TS, files, map[string]os.FileMode{"-n": 0o600})
 			// count the forks of cat: a wrapper that logs each run
 			log := filepath.Join(root, "cat.log")
 			wrapper := filepath.Join(root, "catwrap")
@@ -306,8 +171,8 @@ func TestScriptBatchesManyFiles(t *testing.T) {
 				tools = maps.Clone(tools)
 				tools["cat"] = wrapper
 			}
-			ex := &localExecutor{binDir: toolDir(t, tools)}
-			obs := ReadContainer(context.Background(), ex, VerifyRequest{Paths: []PathRequest{{Path: vol}}}, VerifyReadOptions{MaxBytes: 4096, Timeout: time.Minute})
+			ex := &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, tools)}
+			obs := ReadContainer(context.Background(), ex, ExecRequest{Paths: []PathRequest{{Path: vol}}}, Options{MaxBytes: 4096, Timeout: time.Minute})
 			if obs.Err != nil {
 				t.Fatal(obs.Err)
 			}

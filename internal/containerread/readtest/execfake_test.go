@@ -1,4 +1,4 @@
-package inspecttest
+package readtest
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
@@ -31,7 +32,7 @@ func runningPod(name string, spec corev1.PodSpec) corev1.Pod {
 
 // slowExecutor delays every exec, so that a run shows progress.
 type slowExecutor struct {
-	inner inspect.Executor
+	inner containerread.Executor
 	delay time.Duration
 }
 
@@ -58,9 +59,9 @@ func TestVerifyFakeRoundTrip(t *testing.T) {
 		Dirs:    map[string]map[string][]byte{"/d": {}},
 		Env:     map[string]string{"A": "1", "with-dash": "2"},
 	}}}
-	req := inspect.VerifyRequest{Namespace: "ns", Pod: "p", Container: "c", Env: true,
-		Paths: []inspect.PathRequest{{Path: "/v"}, {Path: "/f"}, {Path: "/d"}, {Path: "/nope"}}}
-	obs := inspect.ReadContainer(context.Background(), ex, req, inspect.VerifyReadOptions{MaxBytes: 100})
+	req := containerread.ExecRequest{Namespace: "ns", Pod: "p", Container: "c", Env: true,
+		Paths: []containerread.PathRequest{{Path: "/v"}, {Path: "/f"}, {Path: "/d"}, {Path: "/nope"}}}
+	obs := containerread.ReadContainer(context.Background(), ex, req, containerread.Options{MaxBytes: 100})
 	if obs.Err != nil || obs.Execs != 1 {
 		t.Fatalf("err %v, execs %d", obs.Err, obs.Execs)
 	}
@@ -79,7 +80,7 @@ func TestVerifyFakeRoundTrip(t *testing.T) {
 			t.Errorf("%q: %q mode %o", p, f.Data, f.Mode)
 		}
 	}
-	if string(obs.Paths["/f"].Files[""].Data) != "file" || obs.Paths["/d"].Kind != inspect.PathDir || obs.Paths["/nope"].Kind != inspect.PathMissing {
+	if string(obs.Paths["/f"].Files[""].Data) != "file" || obs.Paths["/d"].Kind != containerread.PathDir || obs.Paths["/nope"].Kind != containerread.PathMissing {
 		t.Errorf("paths: %+v %+v %+v", obs.Paths["/f"], obs.Paths["/d"], obs.Paths["/nope"])
 	}
 	if obs.Env["with-dash"] != "2" {

@@ -1,4 +1,4 @@
-package inspect
+package containerread
 
 import (
 	"bytes"
@@ -93,7 +93,7 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-func runExec(ctx context.Context, ex Executor, req VerifyRequest, argv []string, timeout time.Duration, limit int64) (*limitWriter, *limitWriter, error) {
+func runExec(ctx context.Context, ex Executor, req ExecRequest, argv []string, timeout time.Duration, limit int64) (*limitWriter, *limitWriter, error) {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, timeout)

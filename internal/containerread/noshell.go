@@ -1,4 +1,4 @@
-package inspect
+package containerread
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 )
 
 // verifyWithoutShell is the fallback for containers without sh.
-func verifyWithoutShell(ctx context.Context, ex Executor, req VerifyRequest, o VerifyReadOptions, limit int64) *Verified {
+func verifyWithoutShell(ctx context.Context, ex Executor, req ExecRequest, o Options, limit int64) *Verified {
 	r := &noShellRead{ctx: ctx, ex: ex, req: req, o: o, limit: limit,
 		obs: &Verified{NoShell: true, Paths: map[string]*VerifiedPath{}}}
 	if req.Env && r.readEnv() {
@@ -46,8 +46,8 @@ func verifyWithoutShell(ctx context.Context, ex Executor, req VerifyRequest, o V
 type noShellRead struct {
 	ctx   context.Context
 	ex    Executor
-	req   VerifyRequest
-	o     VerifyReadOptions
+	req   ExecRequest
+	o     Options
 	limit int64
 	obs   *Verified
 	// noCat: the container has no cat either.
@@ -142,7 +142,7 @@ func (r *noShellRead) readFile(op *VerifiedPath, dir, rel string) (fatal bool) {
 		f := &VerifiedFile{Path: rel, Mode: -1, Size: int64(len(out))}
 		if int64(len(out)) > r.o.MaxBytes && r.o.MaxBytes > 0 {
 			// The whole file came anyway: compare its hash like the script would.
-			f.SHA256 = sha256Hex(out)
+			f.SHA256 = SHA256Hex(out)
 		} else {
 			f.Data, f.HasData = out, true
 		}

@@ -1,8 +1,8 @@
-// Package inspecttest holds a fake inspect.Executor for tests of the
+// Package readtest holds a fake containerread.Executor for tests of the
 // commands built on inspect.Verify: it answers the observation script from
 // containers described in memory. It is imported by tests only, so it never
 // ships in the binary.
-package inspecttest
+package readtest
 
 import (
 	"context"
@@ -16,8 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
 // Container is what a Executor container shows: atomic-writer
@@ -56,7 +54,7 @@ type Executor struct {
 	Calls map[string][][]string
 }
 
-// Exec implements inspect.Executor.
+// Exec implements containerread.Executor.
 func (f *Executor) Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error {
 	key := namespace + "/" + pod + "/" + container
 	f.mu.Lock()
@@ -115,7 +113,7 @@ func (f *Executor) Exec(ctx context.Context, namespace, pod, container string, a
 			v := c.Volumes[p]
 			mode := v.Mode
 			if mode == 0 {
-				mode = inspect.DefaultFileMode
+				mode = defaultFileMode
 			}
 			rec("A", v.Target)
 			dirs(v.Files)
@@ -125,13 +123,13 @@ func (f *Executor) Exec(ctx context.Context, namespace, pod, container string, a
 			rec("Q", v.Target)
 		case c.Files[p] != nil:
 			rec("K", "f")
-			file("", c.Files[p], inspect.DefaultFileMode)
+			file("", c.Files[p], defaultFileMode)
 			rec("Q", "")
 		case c.Dirs[p] != nil:
 			rec("K", "d")
 			dirs(c.Dirs[p])
 			for _, rel := range sortedKeys(c.Dirs[p]) {
-				file(rel, c.Dirs[p][rel], inspect.DefaultFileMode)
+				file(rel, c.Dirs[p][rel], defaultFileMode)
 			}
 			rec("Q", "")
 		default:
@@ -211,3 +209,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// defaultFileMode is the mode the kubelet gives a file of a ConfigMap or
+// Secret volume with no defaultMode (0644).
+const defaultFileMode = 0o644

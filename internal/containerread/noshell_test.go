@@ -1,4 +1,4 @@
-package inspect
+package containerread
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
 func TestVerifyNoShellFallback(t *testing.T) {
@@ -16,12 +18,12 @@ func TestVerifyNoShellFallback(t *testing.T) {
 	ls, _ := exec.LookPath("ls")
 	root := t.TempDir()
 	vol := filepath.Join(root, "v")
-	atomicVolume(t, vol, testTS, map[string][]byte{"a": []byte("1"), "old": []byte("gone")}, nil)
+	readtest.AtomicVolume(t, vol, readtest.TS, map[string][]byte{"a": []byte("1"), "old": []byte("gone")}, nil)
 
 	t.Run("cat and ls", func(t *testing.T) {
-		ex := &localExecutor{binDir: toolDir(t, map[string]string{"cat": cat, "ls": ls}), env: []string{"with-dash=x"}}
-		req := VerifyRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a", "b"}, List: true}}, Env: true}
-		obs := ReadContainer(context.Background(), ex, req, VerifyReadOptions{MaxBytes: 1 << 20})
+		ex := &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, map[string]string{"cat": cat, "ls": ls}), Env: []string{"with-dash=x"}}
+		req := ExecRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a", "b"}, List: true}}, Env: true}
+		obs := ReadContainer(context.Background(), ex, req, Options{MaxBytes: 1 << 20})
 		if obs.Err != nil || !obs.NoShell {
 			t.Fatalf("obs = %+v", obs)
 		}
@@ -32,13 +34,13 @@ func TestVerifyNoShellFallback(t *testing.T) {
 		if string(p.Files["a"].Data) != "1" || p.Files["b"] != nil {
 			t.Errorf("files = %v", p.Files)
 		}
-		if p.Target != testTS || !slices.Contains(p.Names, "old") {
+		if p.Target != readtest.TS || !slices.Contains(p.Names, "old") {
 			t.Errorf("listing = %q target %q", p.Names, p.Target)
 		}
 	})
 	t.Run("nothing", func(t *testing.T) {
-		ex := &localExecutor{binDir: t.TempDir()}
-		obs := ReadContainer(context.Background(), ex, VerifyRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a"}}}}, VerifyReadOptions{})
+		ex := &readtest.LocalExecutor{BinDir: t.TempDir()}
+		obs := ReadContainer(context.Background(), ex, ExecRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a"}}}}, Options{})
 		if obs.Err == nil || obs.Err.Reason != VerifyNoShell {
 			t.Fatalf("err = %v", obs.Err)
 		}
