@@ -11,7 +11,7 @@ import (
 )
 
 // Reader reads what containers show, all the containers of one
-// VerifyResults at once: VerifyResults decides what to read in each
+// VerifyUses at once: VerifyUses decides what to read in each
 // container and compares what was read, the reader only reads. Every
 // reader returns the same Verified, so the comparisons cannot tell them
 // apart. ReadContainers returns one Verified per request, in order; what

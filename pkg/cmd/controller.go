@@ -192,12 +192,12 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 			l.DigestKey, l.Resume = key, len(key) > 0
 			return l
 		},
-		Log:      o.logLine,
-		Metrics:  controller.NewMetrics(),
-		Recorder: controller.Recorder{EventRecorder: o.recorder},
+		Log:     o.logLine,
+		Metrics: controller.NewMetrics(),
+		Events:  controller.EventPoster{EventRecorder: o.recorder},
 	}
 	if c.DryRun {
-		c.Recorder = controller.Recorder{} // nothing is done: no Event says otherwise
+		c.Events = controller.EventPoster{} // nothing is done: no Event says otherwise
 	}
 	if o.RESTConfig != nil {
 		lc, err := kubernetes.NewForConfig(rest.CopyConfig(o.RESTConfig)) // a rate limiter of its own

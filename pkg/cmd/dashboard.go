@@ -204,8 +204,8 @@ func (o *DashboardOptions) TUIOptions() tui.Options {
 	return tui.Options{
 		Scope:   tui.Scope{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem},
 		Context: o.Context, Server: server, Now: o.Now, Timeout: o.Timeout,
-		NewSource: func(s tui.Scope) *tui.Source { return tui.NewSource(o.Client, s, o.Now) },
-		Actions:   &dashboardActions{o: o, hmacKey: key},
+		NewFeed: func(s tui.Scope) *tui.Feed { return tui.NewFeed(o.Client, s, o.Now) },
+		Actions: &dashboardActions{o: o, hmacKey: key},
 	}
 }
 
@@ -223,15 +223,15 @@ func (a *dashboardActions) verifyOptions() inspect.VerifyOptions {
 }
 
 // Verify implements tui.Actions.
-func (a *dashboardActions) Verify(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) []inspect.Item {
+func (a *dashboardActions) Verify(ctx context.Context, snap *inspect.Snapshot, items []inspect.Use) []inspect.Use {
 	// the output edge, as in status: reasons derived from Secret data are
 	// redacted before they reach the screen
 	return inspect.NewRedactor(snap).Items(inspect.Verify(ctx, items, snap, a.o.Executor, a.verifyOptions()))
 }
 
 // Diff implements tui.Actions with the renderer of `kubectl cmsync diff`.
-func (a *dashboardActions) Diff(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) (string, error) {
-	results := inspect.VerifyResults(ctx, items, snap, a.o.Executor, a.verifyOptions())
+func (a *dashboardActions) Diff(ctx context.Context, snap *inspect.Snapshot, items []inspect.Use) (string, error) {
+	results := inspect.VerifyUses(ctx, items, snap, a.o.Executor, a.verifyOptions())
 	var out bytes.Buffer
 	r := diffRenderer{Out: &out, ErrOut: &out, HMACKey: a.hmacKey, Redact: inspect.NewRedactor(snap)}
 	if _, err := r.render(results, ""); err != nil {
@@ -316,11 +316,11 @@ func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, key
 	if err := render.PlanTable(&table, planned.Actions, false); err != nil {
 		return tui.Plan{}, err
 	}
-	return tui.Plan{Keys: keys, Actions: planned.Actions, Text: table.String(), Planned: planned}, nil
+	return tui.Plan{Plan: planned, Keys: keys, Text: table.String()}, nil
 }
 
 // Apply implements tui.Actions: the patches or evictions and the wait of
 // `refresh`, which verifies what the plan changed.
 func (a *dashboardActions) Apply(ctx context.Context, plan tui.Plan, progress func(refresh.Progress)) []refresh.Result {
-	return a.refresher().Apply(ctx, plan.Planned, progress)
+	return a.refresher().Apply(ctx, plan.Plan, progress)
 }

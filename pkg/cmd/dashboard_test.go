@@ -81,7 +81,7 @@ func TestDashboardPlanChecksPermissionsFirst(t *testing.T) {
 	// allowed: the plan restarts the Deployment
 	a.o.Access = denyingReviewer{}
 	plan, err := a.Plan(context.Background(), snap, dashCfg)
-	if err != nil || plan.Restarts() != 1 || plan.Planned == nil {
+	if err != nil || plan.Restarts != 1 || plan.Plan == nil {
 		t.Fatalf("Plan() = %+v, %v; want one restart", plan, err)
 	}
 }
@@ -100,7 +100,7 @@ func TestDashboardPlanMaxRestartsAndEvict(t *testing.T) {
 	}
 	a.o.Access = denyingReviewer{}
 	plan, err := a.Plan(context.Background(), snap, dashCfg)
-	if err != nil || len(plan.Actions) == 0 || plan.Actions[0].Action != refresh.ActionEvict || plan.Restarts() != 1 {
+	if err != nil || len(plan.Actions) == 0 || plan.Actions[0].Action != refresh.ActionEvict || plan.Restarts != 1 {
 		t.Fatalf("Plan() = %+v, %v; want one evict action", plan.Actions, err)
 	}
 }

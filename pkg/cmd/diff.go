@@ -172,7 +172,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return explainNotFound(err)
 	}
-	var selected []inspect.Item
+	var selected []inspect.Use
 	for _, it := range items {
 		if it.Pod.Name == "" || it.Container == nil {
 			continue // unused rows, volumes no container mounts
@@ -204,7 +204,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if isTerminal(o.ErrOut) {
 		progress = o.ErrOut
 	}
-	results := inspect.VerifyResults(ctx, selected, snap, ex, o.Verify.Options(progress))
+	results := inspect.VerifyUses(ctx, selected, snap, ex, o.Verify.Options(progress))
 	r := diffRenderer{Out: o.Out, ErrOut: o.ErrOut, Color: o.Color, HMACKey: o.HMACKey, ShowSecretValues: o.ShowSecretValues, Redact: inspect.NewRedactor(snap)}
 	sum, err := r.render(results, o.ExternalDiff)
 	if err != nil {
@@ -238,7 +238,7 @@ type diffSummary = render.DiffSummary
 
 // render prints every result; ConfigMap files go through the external diff
 // program when one is set.
-func (r *diffRenderer) render(results []inspect.Result, external string) (diffSummary, error) {
+func (r *diffRenderer) render(results []inspect.VerifiedUse, external string) (diffSummary, error) {
 	d := render.Diff{Out: r.Out, ErrOut: r.ErrOut, Color: r.Color, HMACKey: r.HMACKey, ShowSecretValues: r.ShowSecretValues, Redact: r.Redact}
 	var ext *externalDiff
 	if external != "" {
@@ -296,7 +296,7 @@ func safeName(s string) string {
 }
 
 // useDir is the directory of one use inside each side.
-func useDir(it inspect.Item) string {
+func useDir(it inspect.Use) string {
 	what := string(it.Mode)
 	if it.Volume != nil {
 		what += "-" + it.Volume.Name
@@ -318,7 +318,7 @@ func (e *externalDiff) write(root, rel string, data []byte) {
 }
 
 // AddFile implements render.DiffFiles.
-func (e *externalDiff) AddFile(it inspect.Item, f inspect.FileComparison, old []byte, oldOK bool, new []byte, newOK bool) {
+func (e *externalDiff) AddFile(it inspect.Use, f inspect.FileComparison, old []byte, oldOK bool, new []byte, newOK bool) {
 	name := f.Path
 	if name == "" {
 		name = path.Base(it.Volume.MountPath)
@@ -336,7 +336,7 @@ func (e *externalDiff) AddFile(it inspect.Item, f inspect.FileComparison, old []
 }
 
 // AddEnv implements render.DiffFiles.
-func (e *externalDiff) AddEnv(it inspect.Item, old, new string) {
+func (e *externalDiff) AddEnv(it inspect.Use, old, new string) {
 	rel := filepath.Join(useDir(it), "environment")
 	e.write(e.from, rel, []byte(old))
 	e.write(e.to, rel, []byte(new))

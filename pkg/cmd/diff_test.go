@@ -275,16 +275,16 @@ func TestDiffRendererFingerprintsSecretSources(t *testing.T) {
 		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
 	}}}}
 	pod := diffPod("p", app, proj)
-	base := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}, Pod: inspect.PodRef{Name: "p"},
+	base := inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}, Pod: inspect.PodRef{Name: "p"},
 		Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular}}
 	envUse, volUse := base, base
 	envUse.Mode, envUse.EnvPrefix = inspect.ModeEnvFrom, "S_"
 	volUse.Mode, volUse.Volume = inspect.ModeProjected, &inspect.VolumeRef{Name: "proj", MountPath: "/etc/proj"}
-	results := []inspect.Result{
-		{Item: envUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StateStale, Env: []inspect.EnvComparison{
+	results := []inspect.VerifiedUse{
+		{Use: envUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StateStale, Env: []inspect.EnvComparison{
 			{Name: "S_PW", Key: "PW", Expected: "cm", ExpectedSet: true, Verified: value, VerifiedSet: true},
 			{Name: "OTHER", Key: "OTHER", Expected: "new", ExpectedSet: true, Verified: "old", VerifiedSet: true}}}},
-		{Item: volUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StatePending, Files: []inspect.FileComparison{
+		{Use: volUse, Pod: &pod, Comparison: inspect.Comparison{State: inspect.StatePending, Files: []inspect.FileComparison{
 			{Path: "pw", Key: "pw", Status: inspect.FileDiffers, Expected: &inspect.ExpectedFile{Path: "pw", Key: "pw", Data: []byte("cm")},
 				Verified: &containerread.VerifiedFile{Path: "pw", Data: []byte(value), HasData: true, Size: int64(len(value))}}}}},
 	}

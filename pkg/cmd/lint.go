@@ -241,7 +241,7 @@ func parseErrors(err error) error {
 	return fmt.Errorf("cannot read the manifests:\n  %s\nFix the manifests (kubectl apply -f would reject them too) and run lint again", strings.Join(lines, "\n  "))
 }
 
-func (o *LintOptions) print(items []lint.Item) error {
+func (o *LintOptions) print(items []lint.ManifestUse) error {
 	switch o.Output {
 	case "json", "yaml":
 		return printDocument(o.Out, lint.NewReport(items), o.Output)
@@ -251,7 +251,7 @@ func (o *LintOptions) print(items []lint.Item) error {
 	return printLintTable(o.Out, items, o.Output == "wide", o.NoHeaders)
 }
 
-func printLintTable(out io.Writer, items []lint.Item, wide, noHeaders bool) error {
+func printLintTable(out io.Writer, items []lint.ManifestUse, wide, noHeaders bool) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -264,8 +264,8 @@ func printLintTable(out io.Writer, items []lint.Item, wide, noHeaders bool) erro
 		fmt.Fprintln(w, strings.Join(head, "\t"))
 	}
 	for _, it := range items {
-		row := []string{it.Source.String(), render.Workload(it.Item), render.Container(it.Item), lintObjectColumn(it.Item),
-			render.Mode(it.Item), render.PathKeys(it.Item), string(it.Verdict), fmt.Sprintf("%s: %s", it.Finding.Severity, it.Finding.Code)}
+		row := []string{it.Source.String(), render.Workload(it.Use), render.Container(it.Use), lintObjectColumn(it.Use),
+			render.Mode(it.Use), render.PathKeys(it.Use), string(it.Verdict), fmt.Sprintf("%s: %s", it.Finding.Severity, it.Finding.Code)}
 		if wide {
 			row = append(row, it.Object.Namespace, render.OrNone(inspect.FormatDelay(it.Delay)), render.YesNo(it.Optional), it.Finding.Message, render.OrNone(it.Finding.Hint))
 		}
@@ -274,7 +274,7 @@ func printLintTable(out io.Writer, items []lint.Item, wide, noHeaders bool) erro
 	return w.Flush()
 }
 
-func lintObjectColumn(it inspect.Item) string {
+func lintObjectColumn(it inspect.Use) string {
 	s := strings.ToLower(it.Object.Kind) + "/" + it.Object.Name
 	if !it.Object.Exists {
 		s += " (missing)"
@@ -282,7 +282,7 @@ func lintObjectColumn(it inspect.Item) string {
 	return s
 }
 
-func lintSummary(items []lint.Item, files int, wide bool) string {
+func lintSummary(items []lint.ManifestUse, files int, wide bool) string {
 	c := lint.Counts(items)
 	s := fmt.Sprintf("%s in %s: %s, %s, %d info", render.Plural(len(items), "use"), render.Plural(files, "file"),
 		render.Plural(c[lint.SeverityError], "error"), render.Plural(c[lint.SeverityWarning], "warning"), c[lint.SeverityInfo])
@@ -295,7 +295,7 @@ func lintSummary(items []lint.Item, files int, wide bool) string {
 // printGitHub prints a GitHub Actions workflow command per error and
 // warning (`::error file=F,line=L,title=T::message`). Info findings are
 // left out: GitHub shows only the first few annotations of a step.
-func printGitHub(out io.Writer, items []lint.Item) error {
+func printGitHub(out io.Writer, items []lint.ManifestUse) error {
 	for _, it := range items {
 		cmd := map[lint.Severity]string{lint.SeverityError: "error", lint.SeverityWarning: "warning"}[it.Finding.Severity]
 		if cmd == "" {

@@ -120,8 +120,8 @@ data: {k: "100%"}
 		t.Errorf("exit %d, got:\n%q\nwant:\n%q", code, out, want)
 	}
 	var b bytes.Buffer
-	items := []lint.Item{{Source: lint.Source{File: "a,b:c%.yaml", Line: 3}, Finding: lint.Finding{Severity: lint.SeverityWarning, Code: "no-hash", Message: "50% off\r\nnow"}}}
-	items = append(items, lint.Item{Source: lint.Source{File: "x", Line: 1}, Finding: lint.Finding{Severity: lint.SeverityInfo, Code: "hot-update"}})
+	items := []lint.ManifestUse{{Source: lint.Location{File: "a,b:c%.yaml", Line: 3}, Finding: lint.Finding{Severity: lint.SeverityWarning, Code: "no-hash", Message: "50% off\r\nnow"}}}
+	items = append(items, lint.ManifestUse{Source: lint.Location{File: "x", Line: 1}, Finding: lint.Finding{Severity: lint.SeverityInfo, Code: "hot-update"}})
 	if err := printGitHub(&b, items); err != nil {
 		t.Fatal(err)
 	}

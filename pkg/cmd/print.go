@@ -37,7 +37,7 @@ const (
 
 // printReport prints a StatusReport as a table, or as the JSON/YAML document
 // of the contract.
-func printReport(out io.Writer, items []inspect.Item, o printOptions) error {
+func printReport(out io.Writer, items []inspect.Use, o printOptions) error {
 	switch o.Format {
 	case "json":
 		return streamReport(out, inspect.NewReport(items))
@@ -160,15 +160,15 @@ func printDocument(out io.Writer, doc any, format string) error {
 	return err
 }
 
-func printStatusTable(out io.Writer, items []inspect.Item, o printOptions) error {
+func printStatusTable(out io.Writer, items []inspect.Use, o printOptions) error {
 	return render.StatusTable(out, items, render.StatusOptions{Wide: o.Format == "wide", AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders,
 		Verify: o.Verify, Secrets: o.Secrets, Now: o.Now, ByWorkload: o.GroupBy == groupByWorkload})
 }
 
 // The cells of a use are render's. These names stay for the files of
 // pkg/cmd that print them (lint, dashboard) until they call render.
-func printableRow(cells ...string) string    { return render.Row(cells...) }
-func orNone(s string) string                 { return render.OrNone(s) }
-func containerColumn(it inspect.Item) string { return render.Container(it) }
-func pathKeys(it inspect.Item) string        { return render.PathKeys(it) }
-func stateColumn(it inspect.Item) string     { return render.State(it) }
+func printableRow(cells ...string) string   { return render.Row(cells...) }
+func orNone(s string) string                { return render.OrNone(s) }
+func containerColumn(it inspect.Use) string { return render.Container(it) }
+func pathKeys(it inspect.Use) string        { return render.PathKeys(it) }
+func stateColumn(it inspect.Use) string     { return render.State(it) }

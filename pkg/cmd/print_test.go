@@ -151,7 +151,7 @@ func TestStatusNeverPrintsSecretValues(t *testing.T) {
 func TestPrintVerifyColumns(t *testing.T) {
 	now := time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)
 	synced := metav1.NewTime(now.Add(-150 * time.Second))
-	items := []inspect.Item{
+	items := []inspect.Use{
 		{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web-config", Exists: true},
 			Pod: inspect.PodRef{Name: "web-1", Node: "node-1"}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
 			Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeVolume, Volume: &inspect.VolumeRef{Name: "c", MountPath: "/etc/web"},
@@ -192,20 +192,20 @@ func TestPrintVerifyColumns(t *testing.T) {
 // Secrets are shown; an optional missing use reads "missing (optional)",
 // a required one "missing".
 func TestPrintObjectHeaderAndOptionalMissing(t *testing.T) {
-	cm := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}, Pod: inspect.PodRef{Name: "p"},
+	cm := inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}, Pod: inspect.PodRef{Name: "p"},
 		Mode: inspect.ModeEnv, EnvName: "A", Keys: []string{"a"}, Verdict: inspect.VerdictMissing, Optional: true}
 	req := cm
 	req.EnvName, req.Optional = "B", false
 	sec := cm
 	sec.Object.Kind, sec.Object.Name, sec.Verdict, sec.Optional = inspect.KindSecret, "creds", inspect.VerdictRestartNeeded, false
 	for _, c := range []struct {
-		items   []inspect.Item
+		items   []inspect.Use
 		secrets bool
 		head    string
 	}{
-		{[]inspect.Item{cm, req}, false, "CONFIGMAP"},
-		{[]inspect.Item{cm, req}, true, "OBJECT"},
-		{[]inspect.Item{cm, sec}, false, "OBJECT"},
+		{[]inspect.Use{cm, req}, false, "CONFIGMAP"},
+		{[]inspect.Use{cm, req}, true, "OBJECT"},
+		{[]inspect.Use{cm, sec}, false, "OBJECT"},
 	} {
 		var out bytes.Buffer
 		if err := printReport(&out, c.items, printOptions{Secrets: c.secrets}); err != nil {
@@ -220,7 +220,7 @@ func TestPrintObjectHeaderAndOptionalMissing(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	_ = printReport(&out, []inspect.Item{req}, printOptions{})
+	_ = printReport(&out, []inspect.Use{req}, printOptions{})
 	if strings.Contains(out.String(), "(optional)") || !strings.Contains(out.String(), " missing ") {
 		t.Errorf("required missing row: %q", out.String())
 	}
@@ -229,9 +229,9 @@ func TestPrintObjectHeaderAndOptionalMissing(t *testing.T) {
 // TestStreamReportSameBytes: the streamed JSON report is byte for byte the
 // document printDocument writes, for no, one and several items.
 func TestStreamReportSameBytes(t *testing.T) {
-	it := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a<b>&c"},
+	it := inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a<b>&c"},
 		Pod: inspect.PodRef{Name: "p"}, Mode: inspect.ModeEnv, EnvName: "X", Keys: []string{"k"}, Verdict: inspect.VerdictRestartNeeded, Reason: "why"}
-	for _, items := range [][]inspect.Item{nil, {it}, {it, it, it}} {
+	for _, items := range [][]inspect.Use{nil, {it}, {it, it, it}} {
 		var want, got bytes.Buffer
 		if err := printDocument(&want, inspect.NewReport(items), "json"); err != nil {
 			t.Fatal(err)
@@ -255,8 +255,8 @@ func TestIndentJSON(t *testing.T) {
 		"plain",
 		map[string]any{"a": []any{}, "b": map[string]any{}, "c": []any{1, "x", nil, true, 2.5}},
 		map[string]any{"tricky": `{"[,:]"} \" \\ \n <&> é`, "k\"ey": []any{map[string]any{"x": []any{[]any{}}}}},
-		inspect.NewReport([]inspect.Item{{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"},
-			Pod: inspect.PodRef{Name: "p"}, Mode: inspect.ModeItems, Items: []inspect.KeyPath{{Key: "k", Path: "p/q"}}, Keys: []string{"k"},
+		inspect.NewReport([]inspect.Use{{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"},
+			Pod: inspect.PodRef{Name: "p"}, Mode: inspect.ModeItems, KeyPaths: []inspect.KeyPath{{Key: "k", Path: "p/q"}}, Keys: []string{"k"},
 			Verdict: inspect.VerdictHotUpdate, Reason: `it "quotes" and \ slashes`}}),
 	}
 	for _, d := range docs {
@@ -278,13 +278,13 @@ func TestIndentJSON(t *testing.T) {
 // checked in them) and the STATE column says why, "terminating"; the
 // summary says they are not counted by --check, and --check ignores them.
 func TestPrintTerminatingPods(t *testing.T) {
-	use := func(pod, phase string, state inspect.State) inspect.Item {
-		return inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web-config", Exists: true},
+	use := func(pod, phase string, state inspect.State) inspect.Use {
+		return inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web-config", Exists: true},
 			Pod: inspect.PodRef{Name: pod, Phase: phase}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
 			Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeVolume, Volume: &inspect.VolumeRef{Name: "c", MountPath: "/etc/web"},
 			Verdict: inspect.VerdictHotUpdate, Reason: "mounted", State: state}
 	}
-	items := []inspect.Item{
+	items := []inspect.Use{
 		use("web-new", "Running", inspect.StateInSync),
 		use("web-old", "Terminating", inspect.StateNA),
 		use("job-done", "Running", inspect.StateNA), // n/a for another reason

@@ -36,8 +36,8 @@ func TestStatusTableEscapesHostilePaths(t *testing.T) {
 
 // hostilePathItem is a volume use whose mount path holds a newline and an
 // escape sequence.
-func hostilePathItem() inspect.Item {
-	return inspect.Item{
+func hostilePathItem() inspect.Use {
+	return inspect.Use{
 		Object:    inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true},
 		Pod:       inspect.PodRef{Name: "p"},
 		Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
@@ -51,7 +51,7 @@ func hostilePathItem() inspect.Item {
 func testStatusTableEscapesHostilePaths(t *testing.T, groupBy string) {
 	it := hostilePathItem()
 	var out bytes.Buffer
-	if err := printReport(&out, []inspect.Item{it}, printOptions{Format: "wide", GroupBy: groupBy}); err != nil {
+	if err := printReport(&out, []inspect.Use{it}, printOptions{Format: "wide", GroupBy: groupBy}); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()

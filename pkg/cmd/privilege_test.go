@@ -121,7 +121,7 @@ The ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what
 // TestMissingPermissionsNamesExec: consumers unverifiable because exec is
 // forbidden add the exec rule to the refusal.
 func TestMissingPermissionsNamesExec(t *testing.T) {
-	items := []inspect.Item{{Object: inspect.ObjectRef{Namespace: "shop"}, State: inspect.StateUnverifiable, StateCause: inspect.CauseExecForbidden},
+	items := []inspect.Use{{Object: inspect.ObjectRef{Namespace: "shop"}, State: inspect.StateUnverifiable, StateCause: inspect.CauseExecForbidden},
 		{Object: inspect.ObjectRef{Namespace: "shop"}, State: inspect.StateUnverifiable, StateCause: inspect.CauseExecForbidden}}
 	err := missingPermissionsError([]refresh.Permission{{Verb: "patch", Resource: "pods", Namespace: "shop", Targets: []string{"pod/a"}}}, items)
 	want := `cannot refresh: the credentials lack permissions the plan needs; nothing was changed:

@@ -292,7 +292,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 
 // selection reads the snapshot and builds the uses of the selected
 // objects, printing a note per kind RBAC kept from being read.
-func (o *RefreshOptions) selection(ctx context.Context) (*inspect.Snapshot, []inspect.Item, error) {
+func (o *RefreshOptions) selection(ctx context.Context) (*inspect.Snapshot, []inspect.Use, error) {
 	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
 	snap, err := inspect.Load(ctx, o.Client, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets})
 	if err != nil {
@@ -354,7 +354,7 @@ func (o *RefreshOptions) runInfo() runInfo {
 
 // refused prints what a refused plan would have done and the results of
 // the pods annotated meanwhile, and returns err in kubectl's terms.
-func (o *RefreshOptions) refused(plan *refresh.Planned, err error) error {
+func (o *RefreshOptions) refused(plan *refresh.Plan, err error) error {
 	var tooMany *refresh.TooManyRestartsError
 	var beyond *refresh.BeyondSelectorError
 	var denied *refresh.PermissionError
@@ -390,7 +390,7 @@ type refusal struct {
 func (r *refusal) Error() string { return r.err.Error() }
 
 // confirmPlan asks before a real run restarts anything, unless --yes.
-func (o *RefreshOptions) confirmPlan(plan *refresh.Planned) error {
+func (o *RefreshOptions) confirmPlan(plan *refresh.Plan) error {
 	restarts := plan.Restarts
 	if restarts == 0 || o.Yes || refresh.DryRun(o.DryRun) != refresh.DryRunNone {
 		return nil

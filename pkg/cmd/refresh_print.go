@@ -96,7 +96,7 @@ func resultError(results []refresh.Result, run runInfo) error {
 // missingPermissionsError says, before anything is sent, every permission
 // the plan needs and the credentials lack, each with the Role rule that
 // grants it; and exec, when the consumers could not be observed for it.
-func missingPermissionsError(missing []refresh.Permission, items []inspect.Item) error {
+func missingPermissionsError(missing []refresh.Permission, items []inspect.Use) error {
 	var b strings.Builder
 	b.WriteString("cannot refresh: the credentials lack permissions the plan needs; nothing was changed:")
 	for _, p := range missing {

@@ -233,7 +233,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.KubeletConfig && o.Client != nil {
 		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
 	}
-	var items []inspect.Item
+	var items []inspect.Use
 	var redactor *inspect.Redactor
 	if builder != nil {
 		items, err = builder.Items()
@@ -290,7 +290,7 @@ func noConsumersMessage(ns string, secrets bool) string {
 }
 
 // CheckFailures lists the uses that fail --check, one line each.
-func CheckFailures(items []inspect.Item, verified bool) []string {
+func CheckFailures(items []inspect.Use, verified bool) []string {
 	var out []string
 	for _, it := range items {
 		why := ""

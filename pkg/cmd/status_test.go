@@ -280,12 +280,12 @@ func TestStatusOptions(t *testing.T) {
 
 // TestCheckFailures: which verdicts and states fail --check.
 func TestCheckFailures(t *testing.T) {
-	row := func(v inspect.Verdict, optional bool, st inspect.State) inspect.Item {
-		return inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "cm"}, Pod: inspect.PodRef{Name: "p"},
+	row := func(v inspect.Verdict, optional bool, st inspect.State) inspect.Use {
+		return inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Name: "cm"}, Pod: inspect.PodRef{Name: "p"},
 			Container: &inspect.ContainerRef{Name: "c"}, Mode: inspect.ModeVolume, Verdict: v, Optional: optional, State: st, Reason: "r"}
 	}
 	cases := []struct {
-		it       inspect.Item
+		it       inspect.Use
 		verified bool
 		fails    bool
 	}{
@@ -309,7 +309,7 @@ func TestCheckFailures(t *testing.T) {
 		{row(inspect.VerdictHotUpdate, false, inspect.StateNA), true, false},
 	}
 	for _, tc := range cases {
-		got := CheckFailures([]inspect.Item{tc.it}, tc.verified)
+		got := CheckFailures([]inspect.Use{tc.it}, tc.verified)
 		if (len(got) > 0) != tc.fails {
 			t.Errorf("verdict %s optional %v state %q verified %v: failures %q, want failing %v", tc.it.Verdict, tc.it.Optional, tc.it.State, tc.verified, got, tc.fails)
 		}
@@ -317,7 +317,7 @@ func TestCheckFailures(t *testing.T) {
 	st := row(inspect.VerdictHotUpdate, false, inspect.StateStale)
 	st.StateReason = "differs"
 	st.Object.Namespace = "ns"
-	if got, want := CheckFailures([]inspect.Item{st}, true), []string{"configmap/cm pod/p c volume (namespace ns): stale: differs"}; !reflect.DeepEqual(got, want) {
+	if got, want := CheckFailures([]inspect.Use{st}, true), []string{"configmap/cm pod/p c volume (namespace ns): stale: differs"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("CheckFailures = %q, want %q", got, want)
 	}
 }

@@ -164,7 +164,7 @@ func (v *VerifyFlags) Close(errOut io.Writer) {
 // Run observes every consumer of items (one exec per container) and fills
 // their state, stateReason and syncedAt. Progress goes to errOut only when
 // it is a terminal and the run takes a while.
-func (v *VerifyFlags) Run(ctx context.Context, cfg *rest.Config, snap *inspect.Snapshot, items []inspect.Item, errOut io.Writer) ([]inspect.Item, error) {
+func (v *VerifyFlags) Run(ctx context.Context, cfg *rest.Config, snap *inspect.Snapshot, items []inspect.Use, errOut io.Writer) ([]inspect.Use, error) {
 	ex, err := v.executor(cfg)
 	if err != nil {
 		return items, err

@@ -55,9 +55,9 @@ type Controller struct {
 	// (its Emit is set by the controller).
 	NewLoop func(key []byte) *reconcile.Loop
 	// Log writes one structured line per event.
-	Log      func(reconcile.Event)
-	Metrics  *Metrics
-	Recorder Recorder
+	Log     func(reconcile.Event)
+	Metrics *Metrics
+	Events  EventPoster
 	// Ready, when set, is told the address served once it listens.
 	Ready func(addr string)
 
@@ -209,18 +209,18 @@ func (c *Controller) lead(ctx context.Context) error {
 		return err
 	}
 	l := c.NewLoop(key)
-	l.Emit = c.observe
+	l.Emit = c.handle
 	return l.Run(ctx)
 }
 
-// observe logs, counts and posts one event of the loop.
-func (c *Controller) observe(e reconcile.Event) {
+// handle logs, counts and posts one event of the loop.
+func (c *Controller) handle(e reconcile.Event) {
 	if e.Kind == reconcile.EventReady {
 		c.probes.synced.Store(true)
 	}
 	c.log(e)
-	c.Metrics.Observe(e)
-	c.Recorder.Observe(e)
+	c.Metrics.Handle(e)
+	c.Events.Handle(e)
 }
 
 func (c *Controller) log(e reconcile.Event) {

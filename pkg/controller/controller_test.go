@@ -39,7 +39,7 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		{Kind: reconcile.EventIgnored, Object: &cm},
 		{Kind: reconcile.EventError, Message: "x"},
 	} {
-		m.Observe(e)
+		m.Handle(e)
 	}
 	m.SetLeader(true)
 	code, body := get(t, Handler(m, &Probes{}), "/metrics")

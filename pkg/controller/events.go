@@ -23,12 +23,12 @@ const (
 	ReasonRefreshError    = "RefreshError"    // a stuck rollout, a record that could not be written
 )
 
-// Recorder posts the Kubernetes Event of each loop event about an object
+// EventPoster posts the Kubernetes Event of each loop event about an object
 // the controller acted on (record.EventRecorder: aggregated, rate-limited).
-type Recorder struct{ record.EventRecorder }
+type EventPoster struct{ record.EventRecorder }
 
-// Observe posts the Event of e, if it has one.
-func (r Recorder) Observe(e reconcile.Event) {
+// Handle posts the Event of e, if it has one.
+func (r EventPoster) Handle(e reconcile.Event) {
 	if r.EventRecorder == nil {
 		return
 	}

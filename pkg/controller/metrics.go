@@ -51,8 +51,8 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// Observe counts one event of the loop.
-func (m *Metrics) Observe(e reconcile.Event) {
+// Handle counts one event of the loop.
+func (m *Metrics) Handle(e reconcile.Event) {
 	switch e.Kind {
 	case reconcile.EventChange:
 		if e.Object != nil {

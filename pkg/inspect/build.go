@@ -49,7 +49,7 @@ func (e *NotFoundError) Error() string {
 // its owner and prediction, filtered and sorted (namespace, kind, name, pod,
 // container, mode). A named object that does not exist and has no consumers
 // is a *NotFoundError.
-func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
+func Build(snap *Snapshot, o BuildOptions) ([]Use, error) {
 	b := newBuilder(snap, o)
 	// One allocation for the items of every running pod: at 10,000 pods
 	// (70,000 uses) growing the slice by doubling cost more than building
@@ -63,7 +63,7 @@ func Build(snap *Snapshot, o BuildOptions) ([]Item, error) {
 			most = max(most, useCount(&snap.Pods[i], all))
 		}
 	}
-	b.items = make([]Item, 0, n+most)
+	b.items = make([]Use, 0, n+most)
 	for i := range snap.Pods {
 		b.Add(&snap.Pods[i])
 	}
@@ -78,7 +78,7 @@ type Builder struct {
 	snap      *Snapshot
 	o         BuildOptions
 	keep      func(ObjectKey) bool
-	items     []Item
+	items     []Use
 	used      map[ObjectKey]bool
 	reasons   map[string]string
 	completed map[ObjectKey][]string
@@ -93,7 +93,7 @@ type Builder struct {
 	// the rest: every growth copies the slice without a preemption point
 	// (the collector spins meanwhile) into fresh, zeroed memory. Items
 	// joins the chunks in the sorted order, copying each item once.
-	full [][]Item
+	full [][]Use
 }
 
 // chunkItems is the size of a Builder's chunks of items (about 1.6 MB);
@@ -109,7 +109,7 @@ func NewBuilder(snap *Snapshot, o BuildOptions) *Builder {
 	if len(snap.Secrets) > 0 {
 		b.names = map[string]bool{}
 	}
-	b.items = make([]Item, 0, chunkItems+chunkRoom)
+	b.items = make([]Use, 0, chunkItems+chunkRoom)
 	return b
 }
 
@@ -153,7 +153,7 @@ func (b *Builder) Add(pod *corev1.Pod) {
 	}
 	if b.stream && len(b.items) >= chunkItems {
 		b.full = append(b.full, b.items)
-		b.items = make([]Item, 0, chunkItems+chunkRoom)
+		b.items = make([]Use, 0, chunkItems+chunkRoom)
 	}
 	var owner *WorkloadRef
 	items := b.items
@@ -191,7 +191,7 @@ func (b *Builder) Add(pod *corev1.Pod) {
 
 // Items ends the report: the rows of named objects without consumers and
 // of --unused, then the sort of Build. Call it once, after the last Add.
-func (b *Builder) Items() ([]Item, error) {
+func (b *Builder) Items() ([]Use, error) {
 	snap, o, items := b.snap, b.o, b.items
 	for _, k := range o.Names {
 		if b.used[k] {
@@ -206,7 +206,7 @@ func (b *Builder) Items() ([]Item, error) {
 		templates := templateUses(snap)
 		for _, k := range unusedKeys(snap, o, b.used, b.keep) {
 			obj := snap.Object(k)
-			base := Item{Object: ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true, Immutable: obj.Immutable}}
+			base := Use{Object: ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true, Immutable: obj.Immutable}}
 			lc := obj.LastChange.UTC()
 			base.Object.LastChange = timePtr(lc)
 			n := len(items)
@@ -239,7 +239,7 @@ func (b *Builder) Items() ([]Item, error) {
 	b.items = nil
 	if len(b.full) == 0 {
 		if items == nil {
-			items = []Item{} // as Build's: never nil
+			items = []Use{} // as Build's: never nil
 		}
 		SortItems(items)
 		return items, nil
@@ -251,14 +251,14 @@ func (b *Builder) Items() ([]Item, error) {
 	for _, c := range chunks {
 		n += len(c)
 	}
-	at := make([]*Item, 0, n)
+	at := make([]*Use, 0, n)
 	for _, c := range chunks {
 		for i := range c {
 			at = append(at, &c[i])
 		}
 	}
-	perm := sortOrder(n, func(i int) *Item { return at[i] })
-	out := make([]Item, n)
+	perm := sortOrder(n, func(i int) *Use { return at[i] })
+	out := make([]Use, n)
 	for i, j := range perm {
 		out[i] = *at[j]
 	}
@@ -323,15 +323,15 @@ func modeRank(m Mode) int {
 // that compare equal keep their order.
 //
 // It sorts a permutation of indexes, with the ranks computed once, and then
-// moves each item once: an Item is a few hundred bytes, and a stable sort
+// moves each item once: a Use is a few hundred bytes, and a stable sort
 // of 70,000 of them moved each many times.
-func SortItems(items []Item) {
-	permute(items, sortOrder(len(items), func(i int) *Item { return &items[i] }))
+func SortItems(items []Use) {
+	permute(items, sortOrder(len(items), func(i int) *Use { return &items[i] }))
 }
 
 // sortOrder is the order of SortItems of the n items at(0)..at(n-1): the
 // index of the item that goes first, then the next...
-func sortOrder(n int, at func(int) *Item) []int32 {
+func sortOrder(n int, at func(int) *Use) []int32 {
 	objRank := map[ObjectKey]int{}
 	prob := make([]int8, n)
 	for i := range n {
@@ -397,7 +397,7 @@ func sortOrder(n int, at func(int) *Item) []int32 {
 
 // permute puts items[perm[i]] at i, moving each item once (cycle by cycle);
 // perm is consumed.
-func permute(items []Item, perm []int32) {
+func permute(items []Use, perm []int32) {
 	for start := range perm {
 		if perm[start] < 0 || int(perm[start]) == start {
 			continue
@@ -419,7 +419,7 @@ func permute(items []Item, perm []int32) {
 
 // compareVolumes orders two uses by volume name and mount path, or by
 // environment variable name when they are not volume uses.
-func compareVolumes(a, b *Item) int {
+func compareVolumes(a, b *Use) int {
 	if a.Volume == nil || b.Volume == nil {
 		an, bn := a.EnvName, b.EnvName
 		if a.Volume != nil {
@@ -439,7 +439,7 @@ func compareVolumes(a, b *Item) int {
 // problemRank: 0 for a problem a pod cannot run or keep running with
 // (required missing, breaks-on-change), 2 for an optional object or key
 // that is absent (often by design), 1 for the rest.
-func problemRank(it Item) int {
+func problemRank(it Use) int {
 	switch {
 	case it.Verdict == VerdictMissing && !it.Optional, it.Verdict == VerdictBreaksOnChange:
 		return 0

@@ -15,7 +15,7 @@ import (
 )
 
 // buildRow renders the sort key, verdict and workload of a report row.
-func buildRow(it Item) string {
+func buildRow(it Use) string {
 	where := ""
 	if it.Volume != nil {
 		where = it.Volume.Name + ":" + it.Volume.MountPath
@@ -28,7 +28,7 @@ func buildRow(it Item) string {
 
 // buildObjects lists the distinct objects of the rows in order, with the
 // number of rows of each: "shop configmap/app-config 27".
-func buildObjects(items []Item) []string {
+func buildObjects(items []Use) []string {
 	var out []string
 	n := 0
 	for i, it := range items {
@@ -213,10 +213,10 @@ func TestBuildOrder(t *testing.T) {
 
 // TestSortItems: namespace, then ConfigMap before Secret, then name.
 func TestSortItems(t *testing.T) {
-	row := func(ns, kind, name, pod string) Item {
-		return Item{Object: ObjectRef{Kind: kind, Namespace: ns, Name: name}, Pod: PodRef{Name: pod}}
+	row := func(ns, kind, name, pod string) Use {
+		return Use{Object: ObjectRef{Kind: kind, Namespace: ns, Name: name}, Pod: PodRef{Name: pod}}
 	}
-	items := []Item{
+	items := []Use{
 		row("b", KindConfigMap, "a", "p"),
 		row("a", KindSecret, "a", "p"),
 		row("a", KindConfigMap, "z", "p"),
@@ -294,7 +294,7 @@ func TestSortItemsShuffled(t *testing.T) {
 	if len(sorted) < 20 {
 		t.Fatalf("only %d fixture uses", len(sorted))
 	}
-	rows := func(items []Item) string {
+	rows := func(items []Use) string {
 		var out []string
 		for _, it := range items {
 			out = append(out, buildRow(it)+" "+it.Reason)
@@ -312,11 +312,11 @@ func TestSortItemsShuffled(t *testing.T) {
 		}
 	}
 	// equal keys: the input order stays
-	eq := []Item{sorted[0], sorted[0], sorted[0]}
+	eq := []Use{sorted[0], sorted[0], sorted[0]}
 	for i, reason := range []string{"first", "second", "third"} {
 		eq[i].Reason = reason
 	}
-	eq = append([]Item{sorted[len(sorted)-1]}, eq...)
+	eq = append([]Use{sorted[len(sorted)-1]}, eq...)
 	SortItems(eq)
 	var got []string
 	for _, it := range eq[:3] {

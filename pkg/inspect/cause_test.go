@@ -27,7 +27,7 @@ func TestStateCauses(t *testing.T) {
 		Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}}
 	cases := []struct {
 		name      string
-		it        Item
+		it        Use
 		obj       Object
 		obs       *containerread.Verified
 		want      StateCause
@@ -59,7 +59,7 @@ func TestStateCauses(t *testing.T) {
 
 	// precheck: a volume the kubelet cannot write, a container not running
 	bad := volItem(ModeItems, "/etc/cfg")
-	bad.Items = []KeyPath{{Key: "a", Path: "../escape"}}
+	bad.KeyPaths = []KeyPath{{Key: "a", Path: "../escape"}}
 	if got, _ := precheck(bad, runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}), inputsFor(bad, cm)); got.Cause != CauseVolumeNotWritable || !got.Cause.Permanent() {
 		t.Errorf("bad items path: %s (%s) cause %q, want %q", got.State, got.Reason, got.Cause, CauseVolumeNotWritable)
 	}
@@ -72,9 +72,9 @@ func TestStateCauses(t *testing.T) {
 	// Verify copies the cause into the item (the json field stateCause).
 	snap := secretSnapshot(false)
 	snap.Pods = []corev1.Pod{*pod}
-	sec := Item{Object: ObjectRef{Kind: KindSecret, Namespace: "ns", Name: "creds"}, Pod: PodRef{Name: "p"},
+	sec := Use{Object: ObjectRef{Kind: KindSecret, Namespace: "ns", Name: "creds"}, Pod: PodRef{Name: "p"},
 		Container: &ContainerRef{Name: "c", Type: ContainerRegular}, Mode: ModeEnvFrom, Verdict: VerdictRestartNeeded}
-	items := Verify(t.Context(), []Item{sec}, snap, nil, VerifyOptions{})
+	items := Verify(t.Context(), []Use{sec}, snap, nil, VerifyOptions{})
 	if items[0].State != StateUnverifiable || items[0].StateCause != CauseSecretsNotRead {
 		t.Errorf("Secret not read: %s cause %q (%s)", items[0].State, items[0].StateCause, items[0].StateReason)
 	}

@@ -99,11 +99,11 @@ type CompareOptions struct {
 // pod is the consuming pod (its spec says which other sources share a
 // projected volume and which env entries override others); obj the object
 // as the API has it now.
-func CompareUse(it Item, pod *corev1.Pod, obj Object, obs *containerread.Verified, o CompareOptions) Comparison {
+func CompareUse(it Use, pod *corev1.Pod, obj Object, obs *containerread.Verified, o CompareOptions) Comparison {
 	return compareUse(it, pod, inputsFor(it, obj), obs, o)
 }
 
-func compareUse(it Item, pod *corev1.Pod, in useInputs, obs *containerread.Verified, o CompareOptions) Comparison {
+func compareUse(it Use, pod *corev1.Pod, in useInputs, obs *containerread.Verified, o CompareOptions) Comparison {
 	obj := in.obj
 	if o.Now.IsZero() {
 		o.Now = time.Now()

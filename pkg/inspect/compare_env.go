@@ -13,7 +13,7 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
-func compareEnv(it Item, pod *corev1.Pod, obj Object, obs *containerread.Verified) Comparison {
+func compareEnv(it Use, pod *corev1.Pod, obj Object, obs *containerread.Verified) Comparison {
 	if !obs.EnvRead {
 		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + cmp.Or(obs.EnvErr, "unknown reason")}
 	}
@@ -70,7 +70,7 @@ func serviceLinks(pod *corev1.Pod) bool {
 
 // compareEnvFrom compares an envFrom use: each variable the object sets
 // (with the prefix), and those the container still has from removed keys.
-func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *containerread.Verified, o CompareOptions) Comparison {
+func compareEnvFrom(it Use, pod *corev1.Pod, obj Object, obs *containerread.Verified, o CompareOptions) Comparison {
 	if !obs.EnvRead {
 		return Comparison{State: StateUnverifiable, Reason: "cannot read the container's environment: " + cmp.Or(obs.EnvErr, "unknown reason")}
 	}
@@ -119,7 +119,7 @@ func compareEnvFrom(it Item, pod *corev1.Pod, obj Object, obs *containerread.Ver
 // them) unless another source sets them, or the kubelet (service links).
 // Removed keys are not detected for envFrom without a prefix: any variable
 // of the container (the image's, the runtime's) would match.
-func removedKeyVars(it Item, pod *corev1.Pod, obj Object, obs *containerread.Verified, es envSources) []EnvComparison {
+func removedKeyVars(it Use, pod *corev1.Pod, obj Object, obs *containerread.Verified, es envSources) []EnvComparison {
 	if it.EnvPrefix == "" {
 		return nil
 	}
@@ -147,7 +147,7 @@ func removedKeyVars(it Item, pod *corev1.Pod, obj Object, obs *containerread.Ver
 
 // envFromVerdict sets the state and reason of an envFrom comparison from
 // its variables.
-func envFromVerdict(c *Comparison, it Item, obj Object, unknown, unreadBy []string, note string) {
+func envFromVerdict(c *Comparison, it Use, obj Object, unknown, unreadBy []string, note string) {
 	kind := strings.ToLower(it.Object.Kind)
 	var differ, removed []string
 	for _, e := range c.Env {

@@ -30,7 +30,7 @@ func TestCompareEnv(t *testing.T) {
 		}
 		return Object{Kind: k.Kind, Name: k.Name}
 	}
-	env := func(name, key string) Item {
+	env := func(name, key string) Use {
 		it := volItem(ModeEnv, "")
 		it.Volume, it.EnvName, it.Keys, it.Optional = nil, name, []string{key}, true
 		return it
@@ -43,7 +43,7 @@ func TestCompareEnv(t *testing.T) {
 	allGood := map[string]string{"X": "1", "P_A": "1", "P_with-dash": "d", "P_with.dot": "later wins", "P_9lives": "n"}
 	cases := []struct {
 		name string
-		it   Item
+		it   Use
 		obs  *containerread.Verified
 		want State
 		text string

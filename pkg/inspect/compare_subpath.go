@@ -16,7 +16,7 @@ const subPathRestart = "a subPath mount is bound when the container starts and n
 
 // compareSubPath compares a subPath (or subPathExpr) use: a file or a
 // directory of the volume, bound when the container started.
-func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *containerread.Verified, o CompareOptions) Comparison {
+func compareSubPath(it Use, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *containerread.Verified, o CompareOptions) Comparison {
 	op, bad := mountRead(it, obs)
 	if bad != nil {
 		return *bad
@@ -55,7 +55,7 @@ func compareSubPath(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr erro
 
 // resolveSubPath is the use's subPath as a payload path, subPathExpr
 // expanded with the container's environment.
-func resolveSubPath(it Item, obs *containerread.Verified) (string, *Comparison) {
+func resolveSubPath(it Use, obs *containerread.Verified) (string, *Comparison) {
 	sub := it.Volume.SubPath
 	if it.Mode == ModeSubPathExpr {
 		if !obs.EnvRead {
@@ -72,7 +72,7 @@ func resolveSubPath(it Item, obs *containerread.Verified) (string, *Comparison) 
 
 // subPathFiles compares one subPath use.
 type subPathFiles struct {
-	it      Item
+	it      Use
 	obs     *containerread.Verified
 	op      *containerread.VerifiedPath
 	pl      Payload
@@ -149,7 +149,7 @@ func (s *subPathFiles) collectExpected() {
 func (s *subPathFiles) leftoverFile() Comparison {
 	known, maybe := s.ps.writes(s.sub)
 	switch {
-	case known || (s.ps.projected && len(s.it.Items) > 0):
+	case known || (s.ps.projected && len(s.it.KeyPaths) > 0):
 		return Comparison{State: StateNA, Reason: fmt.Sprintf("subPath %s comes from another source of the projected volume", s.shown)}
 	case len(maybe) > 0:
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("the container has a file at subPath %s, which the %s does not provide: it %s", s.shown, s.kind, unreadNote("", maybe)[1:]), Cause: CauseSecretsNotRead}

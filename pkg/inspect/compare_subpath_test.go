@@ -9,10 +9,10 @@ import (
 
 func TestCompareSubPath(t *testing.T) {
 	pod := configMapVolumePod()
-	sub := func(subPath string, items ...KeyPath) Item {
+	sub := func(subPath string, items ...KeyPath) Use {
 		it := volItem(ModeSubPath, "/etc/app.conf")
 		it.Volume.SubPath = subPath
-		it.Items = items
+		it.KeyPaths = items
 		return it
 	}
 	fileObs := func(kind containerread.PathKind, files map[string]string) *containerread.Verified {
@@ -25,7 +25,7 @@ func TestCompareSubPath(t *testing.T) {
 	obj := cmWith(map[string]string{"app.conf": "v2", "a": "1", "b": "2"}, testNow)
 	cases := []struct {
 		name   string
-		it     Item
+		it     Use
 		obs    *containerread.Verified
 		want   State
 		reason string
@@ -42,13 +42,13 @@ func TestCompareSubPath(t *testing.T) {
 			fileObs(containerread.PathDir, map[string]string{"a": "0"}), StateStale, ""},
 		{"not in the payload, empty dir", sub("nothing"), fileObs(containerread.PathDir, nil), StateCurrent, "not in the payload"},
 		{"key removed, file stays", sub("gone"), fileObs(containerread.PathFile, map[string]string{"": "x"}), StateStale, "no longer provides"},
-		{"subPathExpr via the container's env", func() Item {
+		{"subPathExpr via the container's env", func() Use {
 			it := volItem(ModeSubPathExpr, "/etc/app.conf")
 			it.Volume.SubPathExpr = "$(POD)"
-			it.Items = []KeyPath{{Key: "app.conf", Path: "p-1"}}
+			it.KeyPaths = []KeyPath{{Key: "app.conf", Path: "p-1"}}
 			return it
 		}(), fileObs(containerread.PathFile, map[string]string{"": "v2"}), StateCurrent, ""},
-		{"subPathExpr unresolved", func() Item {
+		{"subPathExpr unresolved", func() Use {
 			it := volItem(ModeSubPathExpr, "/etc/app.conf")
 			it.Volume.SubPathExpr = "$(NOPE)"
 			return it

@@ -35,8 +35,8 @@ func configMapVolumePod() *corev1.Pod {
 		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}})
 }
 
-func volItem(mode Mode, mountPath string) Item {
-	return Item{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cm", Exists: true},
+func volItem(mode Mode, mountPath string) Use {
+	return Use{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cm", Exists: true},
 		Pod: PodRef{Name: "p", Phase: "Running"}, Container: &ContainerRef{Name: "c", Type: ContainerRegular},
 		Mode: mode, Volume: &VolumeRef{Name: "v", MountPath: mountPath}, Verdict: VerdictHotUpdate}
 }

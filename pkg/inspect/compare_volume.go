@@ -16,7 +16,7 @@ import (
 // compareVolume compares a volume use (a whole object, items, or a source
 // of a projected volume): the files of the kubelet's payload against the
 // files under the atomic ..data link at the mountPath.
-func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *containerread.Verified, o CompareOptions) Comparison {
+func compareVolume(it Use, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *containerread.Verified, o CompareOptions) Comparison {
 	op, bad := mountRead(it, obs)
 	if bad != nil {
 		return *bad
@@ -52,7 +52,7 @@ func compareVolume(it Item, pod *corev1.Pod, obj Object, pl Payload, plErr error
 
 // mountRead is what the container showed at the use's mountPath, or the
 // verdict when the read did not reach it.
-func mountRead(it Item, obs *containerread.Verified) (*containerread.VerifiedPath, *Comparison) {
+func mountRead(it Use, obs *containerread.Verified) (*containerread.VerifiedPath, *Comparison) {
 	op := obs.Paths[it.Volume.MountPath]
 	if op == nil {
 		return nil, &Comparison{State: StateUnverifiable, Reason: "the mount was not read"}
@@ -89,7 +89,7 @@ func (t *fileTally) overriddenNote() string {
 
 // volumeFiles compares the files of one volume use.
 type volumeFiles struct {
-	it      Item
+	it      Use
 	pl      Payload
 	op      *containerread.VerifiedPath
 	ps      projectedSources
@@ -139,7 +139,7 @@ func (v *volumeFiles) compareExtras() {
 		seen[p] = true
 		v.extra(p, v.op.Files[p])
 	}
-	if len(v.it.Items) > 0 {
+	if len(v.it.KeyPaths) > 0 {
 		return
 	}
 	if v.op.Names == nil {
@@ -158,7 +158,7 @@ func (v *volumeFiles) extra(p string, of *containerread.VerifiedFile) {
 		return
 	}
 	mine, maybe := ownsExtra(v.it, v.ps, p)
-	if mine && v.ps.unknown > 0 && len(v.it.Items) == 0 {
+	if mine && v.ps.unknown > 0 && len(v.it.KeyPaths) == 0 {
 		// it may be the file of a source this client does not know
 		v.foreign++
 		return
@@ -173,7 +173,7 @@ func (v *volumeFiles) extra(p string, of *containerread.VerifiedFile) {
 
 // volumeVerdict sets the state and reason of a volume comparison from its
 // files.
-func volumeVerdict(c *Comparison, it Item, obj Object, obs *containerread.Verified, now time.Time, v *volumeFiles) {
+func volumeVerdict(c *Comparison, it Use, obj Object, obs *containerread.Verified, now time.Time, v *volumeFiles) {
 	t := tallyFiles(c.Files)
 	written := ""
 	if c.SyncedAt != nil {
@@ -226,9 +226,9 @@ func volumeVerdict(c *Comparison, it Item, obj Object, obs *containerread.Verifi
 // projected volume, a top-level name. A path another source writes is not;
 // a path an unread Secret source may write is not either, and unreadBy names
 // those sources.
-func ownsExtra(it Item, ps projectedSources, p string) (mine bool, unreadBy []string) {
-	if len(it.Items) > 0 {
-		listed := slices.ContainsFunc(it.Items, func(kp KeyPath) bool { return path.Clean(kp.Path) == p })
+func ownsExtra(it Use, ps projectedSources, p string) (mine bool, unreadBy []string) {
+	if len(it.KeyPaths) > 0 {
+		listed := slices.ContainsFunc(it.KeyPaths, func(kp KeyPath) bool { return path.Clean(kp.Path) == p })
 		if !listed {
 			return false, nil
 		}

@@ -39,7 +39,7 @@ func TestCompareVolume(t *testing.T) {
 
 	cases := []struct {
 		name       string
-		it         Item
+		it         Use
 		pod        *corev1.Pod
 		obj        Object
 		obs        *containerread.Verified
@@ -68,16 +68,16 @@ func TestCompareVolume(t *testing.T) {
 			obj: cmWith(map[string]string{"a": "1"}, recent),
 			obs: atomicObs(map[string]string{"a": "1", "o": "x", "token": "jwt", "gone": "x"}), want: StatePending,
 			fileStatus: map[string]FileStatus{"gone": FileExtra}},
-		{name: "items: optional key removed", it: func() Item {
+		{name: "items: optional key removed", it: func() Use {
 			it := volItem(ModeItems, "/etc/cfg")
 			it.Optional = true
-			it.Items = []KeyPath{{Key: "a", Path: "x/a"}, {Key: "b", Path: "b"}}
+			it.KeyPaths = []KeyPath{{Key: "a", Path: "x/a"}, {Key: "b", Path: "b"}}
 			return it
 		}(), obj: cmWith(map[string]string{"a": "1"}, recent),
 			obs: atomicObs(map[string]string{"x/a": "1", "b": "old"}), want: StatePending, fileStatus: map[string]FileStatus{"b": FileExtra}},
-		{name: "items: nested in sync", it: func() Item {
+		{name: "items: nested in sync", it: func() Use {
 			it := volItem(ModeItems, "/etc/cfg")
-			it.Items = []KeyPath{{Key: "a", Path: "x/y/a"}}
+			it.KeyPaths = []KeyPath{{Key: "a", Path: "x/y/a"}}
 			return it
 		}(), obj: cmWith(map[string]string{"a": "1", "unlisted": "u"}, recent),
 			obs: atomicObs(map[string]string{"x/y/a": "1"}), want: StateInSync},
@@ -126,9 +126,9 @@ func TestCompareVolume(t *testing.T) {
 				Names: []string{"..data", readtest.TS, "a"},
 				Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}},
 			want: StateInSync, reason: []string{"no shell"}},
-		{name: "optional object missing, volume empty", it: func() Item { it := volItem(ModeVolume, "/etc/cfg"); it.Optional = true; return it }(),
+		{name: "optional object missing, volume empty", it: func() Use { it := volItem(ModeVolume, "/etc/cfg"); it.Optional = true; return it }(),
 			obj: Object{Kind: KindConfigMap, Name: "cm"}, obs: atomicObs(nil), want: StateInSync},
-		{name: "optional object deleted, files remain", it: func() Item { it := volItem(ModeVolume, "/etc/cfg"); it.Optional = true; return it }(),
+		{name: "optional object deleted, files remain", it: func() Use { it := volItem(ModeVolume, "/etc/cfg"); it.Optional = true; return it }(),
 			obj: Object{Kind: KindConfigMap, Name: "cm"}, obs: atomicObs(map[string]string{"a": "1"}), want: StatePending},
 	}
 	for _, c := range cases {

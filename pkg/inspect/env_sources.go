@@ -65,7 +65,7 @@ func (s envFromSource) sets(name string) (known, maybe bool) {
 	return known, false
 }
 
-func otherEnvSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) envSources {
+func otherEnvSources(it Use, pod *corev1.Pod, lookup func(ObjectKey) Object) envSources {
 	es := envSources{names: map[string]bool{}}
 	c, ok := findContainer(pod, it.ContainerName())
 	if !ok {

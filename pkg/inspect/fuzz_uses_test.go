@@ -50,7 +50,7 @@ func FuzzUses(f *testing.F) {
 
 // checkUseCount: useCount counts what Uses returns, with every object kept
 // and with the Secrets left out.
-func checkUseCount(t *testing.T, pod *corev1.Pod, uses []Item) {
+func checkUseCount(t *testing.T, pod *corev1.Pod, uses []Use) {
 	t.Helper()
 	if n := useCount(pod, func(ObjectKey) bool { return true }); n != len(uses) {
 		t.Fatalf("pod %s: useCount = %d, Uses returned %d", pod.Name, n, len(uses))

@@ -128,7 +128,7 @@ func basisText(b DelayBasis) string {
 
 // pendingTiming says how long ago the object changed against the delay
 // estimate.
-func pendingTiming(it Item, obj Object, now time.Time) string {
+func pendingTiming(it Use, obj Object, now time.Time) string {
 	d := Delay{Min: durationOf(0), Max: durationOf(time.Duration(float64(DefaultSyncFrequency) * (1 + syncJitter))), Basis: BasisDefault}
 	if it.Delay != nil {
 		d = *it.Delay

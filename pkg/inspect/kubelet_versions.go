@@ -182,7 +182,7 @@ func (k NodeKubelet) Strategy() (strategy string, known bool) {
 // copy while any pod of the node references it; Cache re-fetches it once
 // its TTL has passed (and at once for a new pod, whose registration drops
 // the cached copy); Get reads it from the API server on every use.
-func recreatedImmutable(it *Item, snap *Snapshot) string {
+func recreatedImmutable(it *Use, snap *Snapshot) string {
 	k := nodeKubelet(it.Pod.Node, snap)
 	strategy, known := k.Strategy()
 	basis := fmt.Sprintf("the %s strategy of node %q's kubelet configuration", strategy, k.Node)
@@ -207,7 +207,7 @@ func recreatedImmutable(it *Item, snap *Snapshot) string {
 // are off (the pod is rejected), a projected volume with a source the
 // kubelet fails the whole volume on (the pod does not start). "" when the
 // kubelet has what the use needs.
-func kubeletWithout(it *Item, pod *corev1.Pod, snap *Snapshot) (Verdict, string) {
+func kubeletWithout(it *Use, pod *corev1.Pod, snap *Snapshot) (Verdict, string) {
 	if it.Container != nil && it.Container.Type == ContainerSidecar {
 		if fs := nodeKubelet(it.Pod.Node, snap).Feature(FeatureSidecarContainers); !fs.On {
 			return VerdictRestartNeeded, fmt.Sprintf("sidecar container %s (an init container with restartPolicy Always) on a kubelet without sidecar support (%s): it %s; nothing runs to read this %s",
@@ -223,7 +223,7 @@ func kubeletWithout(it *Item, pod *corev1.Pod, snap *Snapshot) (Verdict, string)
 // projectionBlocker names the source of the use's projected volume that
 // the node's kubelet fails the whole volume on (a clusterTrustBundle or
 // podCertificate source it has not enabled), and why; "" when none.
-func projectionBlocker(it *Item, pod *corev1.Pod, snap *Snapshot) string {
+func projectionBlocker(it *Use, pod *corev1.Pod, snap *Snapshot) string {
 	if it.Mode != ModeProjected || it.Volume == nil || pod == nil {
 		return ""
 	}

@@ -112,7 +112,7 @@ func TestMixedVersionNodesPredictPerNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]Item{}
+	got := map[string]Use{}
 	for _, it := range items {
 		got[it.Pod.Name+" "+it.Volume.MountPath] = it
 	}
@@ -171,7 +171,7 @@ func TestRecreatedImmutableByStrategy(t *testing.T) {
 		{"old", ModeVolume, `(kubelet v1.25.0 on node "old": this was checked on v1.30 to v1.37 only)`},
 	}
 	for _, c := range cases {
-		it := Item{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "frozen"}, Pod: PodRef{Name: "p", Node: c.node},
+		it := Use{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "frozen"}, Pod: PodRef{Name: "p", Node: c.node},
 			Container: &ContainerRef{Name: "c", Type: ContainerRegular}, Mode: c.mode, EnvName: "K", Keys: []string{"k"}}
 		Predict(&it, nil, obj, snap)
 		if it.Verdict != VerdictNeverChanges || !strings.Contains(it.Reason, c.want) {
@@ -197,7 +197,7 @@ func TestSidecarOnAKubeletWithoutSidecars(t *testing.T) {
 		"on":  "mounted volume: the kubelet rewrites it",
 		"off": `sidecar container proxy (an init container with restartPolicy Always) on a kubelet without sidecar support (kubelet v1.30.14 on node "off": feature gate SidecarContainers=false in its configuration): it rejects the pod at admission`,
 	} {
-		it := Item{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cm"}, Pod: PodRef{Name: "p", Node: node},
+		it := Use{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cm"}, Pod: PodRef{Name: "p", Node: node},
 			Container: &ContainerRef{Name: "proxy", Type: ContainerSidecar}, Mode: ModeVolume, Volume: &VolumeRef{Name: "v", MountPath: "/etc/v"}}
 		Predict(&it, nil, obj, snap)
 		if !strings.Contains(it.Reason, want) {

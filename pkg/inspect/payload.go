@@ -171,8 +171,8 @@ func ValidPayloadPath(p string) bool {
 
 // ItemPayload builds the payload of a volume use from its item: Items and
 // DefaultMode as uses.go recorded them.
-func ItemPayload(it Item, obj Object) (Payload, error) {
-	return ExpectedFiles(obj, it.Items, it.DefaultMode, it.Optional)
+func ItemPayload(it Use, obj Object) (Payload, error) {
+	return ExpectedFiles(obj, it.KeyPaths, it.DefaultMode, it.Optional)
 }
 
 // FSGroupMode returns the mode the kubelet leaves on a file of a configMap,

@@ -14,7 +14,7 @@ import (
 
 // precheck decides the uses that need no exec: nothing to read, a
 // required object or key that is missing, a pod or container not running.
-func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
+func precheck(it Use, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 	if it.Mode == ModeUnmounted || it.Container == nil {
 		return Comparison{State: StateNA, Reason: "no container mounts this volume: there is nothing to check"}, true
 	}
@@ -35,7 +35,7 @@ func precheck(it Item, pod *corev1.Pod, in useInputs) (Comparison, bool) {
 
 // precheckObject decides the uses whose object, key or payload is missing
 // or cannot be written.
-func precheckObject(it Item, in useInputs) (Comparison, bool) {
+func precheckObject(it Use, in useInputs) (Comparison, bool) {
 	obj := in.obj
 	what := fmt.Sprintf("%s %q", it.Object.Kind, it.Object.Name)
 	switch it.Mode {
@@ -66,7 +66,7 @@ func precheckObject(it Item, in useInputs) (Comparison, bool) {
 // precheckContainer decides by the container's status, whatever the pod's
 // phase: a Pending pod whose other containers run still holds what they
 // read. A running container is for the read (false).
-func precheckContainer(it Item, pod *corev1.Pod, obj Object) (Comparison, bool) {
+func precheckContainer(it Use, pod *corev1.Pod, obj Object) (Comparison, bool) {
 	st, found := containerStatus(pod, it.Container.Name, it.Container.Type)
 	if it.Container.Type == ContainerInit && found && st.State.Terminated != nil {
 		return initContainerByTime(it, obj, st.State.Terminated), true
@@ -109,7 +109,7 @@ func PodTerminated(pod *corev1.Pod) bool {
 // with when the container ran: changed after it finished is stale, before it
 // started is current, in between cannot be told. The last change is the
 // object's (any key), to the second.
-func initContainerByTime(it Item, obj Object, t *corev1.ContainerStateTerminated) Comparison {
+func initContainerByTime(it Use, obj Object, t *corev1.ContainerStateTerminated) Comparison {
 	kind := strings.ToLower(it.Object.Kind)
 	last := obj.LastChange
 	if last.IsZero() && it.Object.LastChange != nil {

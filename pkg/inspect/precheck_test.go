@@ -32,27 +32,27 @@ func TestPrecheck(t *testing.T) {
 	ran.Status.InitContainerStatuses[0].State.Terminated.FinishedAt = metav1.NewTime(t0.Add(20 * time.Second))
 	cmAt := func(d time.Duration) Object { return cmWith(map[string]string{"a": "1"}, t0.Add(d)) }
 	cm := cmObject(map[string]string{"a": "1"}, nil)
-	mk := func(mode Mode, container string, ctype ContainerType) Item {
+	mk := func(mode Mode, container string, ctype ContainerType) Use {
 		it := volItem(mode, "/m")
 		it.Container = &ContainerRef{Name: container, Type: ctype}
 		return it
 	}
 	cases := []struct {
 		name  string
-		it    Item
+		it    Use
 		pod   *corev1.Pod
 		obj   Object
 		want  State
 		check bool // false: needs an exec
 	}{
-		{"unmounted", func() Item { it := mk(ModeUnmounted, "", ""); it.Container = nil; return it }(), pod, cm, StateNA, true},
+		{"unmounted", func() Use { it := mk(ModeUnmounted, "", ""); it.Container = nil; return it }(), pod, cm, StateNA, true},
 		{"required object missing", mk(ModeVolume, "c", ContainerRegular), pod, Object{Kind: KindConfigMap, Name: "cm"}, StateMissing, true},
-		{"required key missing", func() Item {
+		{"required key missing", func() Use {
 			it := mk(ModeItems, "c", ContainerRegular)
-			it.Items = []KeyPath{{Key: "zz", Path: "z"}}
+			it.KeyPaths = []KeyPath{{Key: "zz", Path: "z"}}
 			return it
 		}(), pod, cm, StateMissing, true},
-		{"required env key missing", func() Item {
+		{"required env key missing", func() Use {
 			it := mk(ModeEnv, "c", ContainerRegular)
 			it.Keys, it.EnvName = []string{"zz"}, "Z"
 			return it
@@ -68,7 +68,7 @@ func TestPrecheck(t *testing.T) {
 		{"init container finished, changed before it ran", mk(ModeVolume, "init", ContainerInit), ran, cmAt(5 * time.Second), StateCurrent, true},
 		{"init container finished, changed after it finished", mk(ModeVolume, "init", ContainerInit), ran, cmAt(time.Minute), StateStale, true},
 		{"init container finished, changed while it ran", mk(ModeVolume, "init", ContainerInit), ran, cmAt(15 * time.Second), StateUnverifiable, true},
-		{"init container env, changed after it finished", func() Item {
+		{"init container env, changed after it finished", func() Use {
 			it := mk(ModeEnv, "init", ContainerInit)
 			it.Keys, it.EnvName = []string{"a"}, "A"
 			return it
@@ -91,7 +91,7 @@ func TestPrecheck(t *testing.T) {
 func TestPrecheckTerminatingPod(t *testing.T) {
 	now := metav1.Now()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: &now}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	it := Item{Object: ObjectRef{Kind: KindConfigMap, Name: "cm"}, Container: &ContainerRef{Name: "c", Type: ContainerRegular}, Mode: ModeEnv, Keys: []string{"k"}}
+	it := Use{Object: ObjectRef{Kind: KindConfigMap, Name: "cm"}, Container: &ContainerRef{Name: "c", Type: ContainerRegular}, Mode: ModeEnv, Keys: []string{"k"}}
 	obj := Object{Kind: KindConfigMap, Name: "cm", Exists: true, Data: map[string][]byte{"k": []byte("v")}}
 	c, done := precheck(it, pod, inputsFor(it, obj))
 	if !done || c.State != StateNA || !strings.Contains(c.Reason, "terminating") {

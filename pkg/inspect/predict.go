@@ -13,7 +13,7 @@ import (
 
 // Predict fills the object fields, verdict, reason and delay of a use. pod
 // is the consuming pod (for subPathExpr expansion); obj its object.
-func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
+func Predict(it *Use, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	it.Object.Exists = obj.Exists
 	it.Object.Immutable = obj.Immutable
 	if obj.Exists {
@@ -106,7 +106,7 @@ func Predict(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 
 // predictSubPath decides between restart-needed (subPath onto a file) and
 // breaks-on-change (subPath onto a directory of the volume).
-func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
+func predictSubPath(it *Use, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	sub := it.Volume.SubPath
 	if it.Mode == ModeSubPathExpr {
 		var lookup func(ObjectKey) Object
@@ -172,12 +172,12 @@ func predictSubPath(it *Item, pod *corev1.Pod, obj Object, snap *Snapshot) {
 }
 
 // payloadPaths maps each visible path of the use's source to its key.
-func payloadPaths(it *Item, obj Object) map[string]string {
+func payloadPaths(it *Use, obj Object) map[string]string {
 	out := map[string]string{}
-	if len(it.Items) > 0 {
+	if len(it.KeyPaths) > 0 {
 		// Cleaned as the atomic writer does (an invalid path fails the
 		// whole volume; precheck and compare report that).
-		for _, kp := range it.Items {
+		for _, kp := range it.KeyPaths {
 			if ValidPayloadPath(kp.Path) {
 				out[path.Clean(kp.Path)] = kp.Key
 			}
@@ -301,7 +301,7 @@ func podField(pod *corev1.Pod, path string) (string, bool) {
 
 // missingKeys lists the keys a use names that the object lacks. env reads
 // only a ConfigMap's data, never its binaryData.
-func missingKeys(it *Item, obj Object) []string {
+func missingKeys(it *Use, obj Object) []string {
 	var missing []string
 	for _, k := range it.Keys {
 		_, ok := obj.Data[k]

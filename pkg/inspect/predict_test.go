@@ -14,7 +14,7 @@ import (
 
 // useID names one use of a fixture pod: object, container and where it is
 // read (mount path, $VARIABLE, envFrom, or the unmounted volume).
-func useID(it Item) string {
+func useID(it Use) string {
 	where := ""
 	switch {
 	case it.Mode == ModeUnmounted:
@@ -31,20 +31,20 @@ func useID(it Item) string {
 
 // predictedUses runs Predict on every use of the namespace shop fixture
 // pods, with the kubelet configuration of two nodes known (--kubelet-config).
-func predictedUses(t *testing.T) map[string]map[string]Item {
+func predictedUses(t *testing.T) map[string]map[string]Use {
 	t.Helper()
 	snap := statusSnapshot(t)
 	snap.KubeletConfigs = map[string]KubeletTiming{
 		"node-kc":       {SyncFrequency: 2 * time.Minute, Strategy: StrategyCache},
 		"node-kc-nottl": {SyncFrequency: 30 * time.Second, Strategy: StrategyCache},
 	}
-	out := map[string]map[string]Item{}
+	out := map[string]map[string]Use{}
 	for i := range snap.Pods {
 		pod := &snap.Pods[i]
 		if pod.Namespace != "shop" {
 			continue
 		}
-		out[pod.Name] = map[string]Item{}
+		out[pod.Name] = map[string]Use{}
 		for _, it := range Uses(pod) {
 			Predict(&it, pod, snap.Object(it.Key()), snap)
 			id := useID(it)
@@ -326,7 +326,7 @@ func TestPredictSubPathAgreesWithCompare(t *testing.T) {
 			pod := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Env: c.env, VolumeMounts: []corev1.VolumeMount{c.mount}}},
 				Volumes: []corev1.Volume{c.vol}})
 			snap := &Snapshot{Pods: []corev1.Pod{*pod}, ConfigMaps: map[ObjectKey]*corev1.ConfigMap{{KindConfigMap, "ns", "cm"}: cm}}
-			var got *Item
+			var got *Use
 			for _, it := range Uses(pod) {
 				if it.Object.Kind == KindConfigMap && it.Volume != nil {
 					Predict(&it, pod, snap.Object(it.Key()), snap)
@@ -346,11 +346,11 @@ func TestPredictSubPathAgreesWithCompare(t *testing.T) {
 // listed key is absent is the use missing.
 func TestPredictOptionalItemsSkipKey(t *testing.T) {
 	obj := Object{Kind: KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true, Data: map[string][]byte{"a": []byte("1")}}
-	use := func(optional bool, keys ...string) Item {
-		it := Item{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cfg"}, Mode: ModeItems, Optional: optional,
+	use := func(optional bool, keys ...string) Use {
+		it := Use{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cfg"}, Mode: ModeItems, Optional: optional,
 			Volume: &VolumeRef{Name: "v", MountPath: "/etc/v"}, Container: &ContainerRef{Name: "app", Type: ContainerRegular}}
 		for _, k := range keys {
-			it.Items = append(it.Items, KeyPath{Key: k, Path: k})
+			it.KeyPaths = append(it.KeyPaths, KeyPath{Key: k, Path: k})
 			it.Keys = append(it.Keys, k)
 		}
 		return it
@@ -379,7 +379,7 @@ func TestPredictOptionalItemsSkipKey(t *testing.T) {
 func TestPredictInitContainerVolume(t *testing.T) {
 	obj := Object{Kind: KindConfigMap, Namespace: "ns", Name: "cfg", Exists: true, Data: map[string][]byte{"a": []byte("1")}}
 	for _, ct := range []ContainerType{ContainerInit, ContainerSidecar, ContainerRegular} {
-		it := Item{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cfg"}, Mode: ModeVolume,
+		it := Use{Object: ObjectRef{Kind: KindConfigMap, Namespace: "ns", Name: "cfg"}, Mode: ModeVolume,
 			Volume: &VolumeRef{Name: "v", MountPath: "/etc/v"}, Container: &ContainerRef{Name: "c", Type: ct}}
 		Predict(&it, nil, obj, &Snapshot{})
 		want := VerdictHotUpdate

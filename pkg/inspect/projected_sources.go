@@ -51,14 +51,14 @@ type projectedSources struct {
 // isOwnSource tells whether the i-th source of the projected volume is the
 // use's own: by its position when the volume names the object more than
 // once, else by kind, name and items.
-func isOwnSource(it Item, i int, kind, name string, items []corev1.KeyToPath) bool {
+func isOwnSource(it Use, i int, kind, name string, items []corev1.KeyToPath) bool {
 	if kind != it.Object.Kind || name != it.Object.Name {
 		return false
 	}
 	if it.Volume != nil && it.Volume.Source > 0 {
 		return it.Volume.Source == i+1
 	}
-	return sameItems(items, it.Items)
+	return sameItems(items, it.KeyPaths)
 }
 
 // keepRepeatedPositions keeps the position of the sources whose object the
@@ -87,7 +87,7 @@ func knownProjection(s corev1.VolumeProjection) bool {
 // otherSources describes the other sources of the use's projected volume:
 // configMap, secret, downwardAPI, serviceAccountToken, clusterTrustBundle
 // and podCertificate. lookup reads the configMap and secret sources.
-func otherSources(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) projectedSources {
+func otherSources(it Use, pod *corev1.Pod, lookup func(ObjectKey) Object) projectedSources {
 	var v *corev1.Volume
 	if it.Volume != nil {
 		v = podVolume(pod, it.Volume.Name)
@@ -232,7 +232,7 @@ func sameItems(a []corev1.KeyToPath, b []KeyPath) bool {
 // kubelet then fails the whole volume's update, and every source of the
 // volume keeps its old content (observed). "" when none is known to be
 // (a source that was not read is not counted).
-func blockingSource(it Item, pod *corev1.Pod, lookup func(ObjectKey) Object) string {
+func blockingSource(it Use, pod *corev1.Pod, lookup func(ObjectKey) Object) string {
 	if it.Volume == nil || it.Mode != ModeProjected || lookup == nil {
 		return ""
 	}

@@ -39,7 +39,7 @@ func cmNamed(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Data: data}
 }
 
-func predictedUse(t *testing.T, snap *Snapshot, name string) Item {
+func predictedUse(t *testing.T, snap *Snapshot, name string) Use {
 	t.Helper()
 	items, err := Build(snap, BuildOptions{IncludeSystem: true})
 	if err != nil {
@@ -51,7 +51,7 @@ func predictedUse(t *testing.T, snap *Snapshot, name string) Item {
 		}
 	}
 	t.Fatalf("no use of %s in %v", name, items)
-	return Item{}
+	return Use{}
 }
 
 // A required source whose object or listed key is missing makes the
@@ -110,7 +110,7 @@ func TestRepeatedProjectedSourceHasDistinctIDs(t *testing.T) {
 	pod := projectedPod(cmProj("cm", false, corev1.KeyToPath{Key: "a", Path: "a.txt"}), cmProj("other", false),
 		cmProj("cm", false, corev1.KeyToPath{Key: "b", Path: "b.txt"}))
 	uses := Uses(pod)
-	var cm []Item
+	var cm []Use
 	for _, u := range uses {
 		if u.Object.Name == "cm" {
 			cm = append(cm, u)
@@ -139,7 +139,7 @@ func TestRepeatedProjectedSourceHasDistinctIDs(t *testing.T) {
 	for _, it := range items {
 		c := CompareUse(it, pod, snap.Object(it.Key()), obs, CompareOptions{Now: testNow, Object: snap.Object})
 		if c.State != StateInSync {
-			t.Errorf("%s %+v: %s (%s), want in-sync", it.Object.Name, it.Items, c.State, c.Reason)
+			t.Errorf("%s %+v: %s (%s), want in-sync", it.Object.Name, it.KeyPaths, c.State, c.Reason)
 		}
 		if seen[it.ID()] {
 			t.Errorf("two uses with ID %+v", it.ID())

@@ -120,8 +120,8 @@ func (r *Redactor) Strings(list []string) []string {
 // Items redacts the free text of report rows (a new slice): the reason and
 // the state reason. Names, paths and keys come from the pod spec and object
 // metadata, never from Secret data.
-func (r *Redactor) Items(items []Item) []Item {
-	out := make([]Item, len(items))
+func (r *Redactor) Items(items []Use) []Use {
+	out := make([]Use, len(items))
 	copy(out, items)
 	r.Redact(out)
 	return out
@@ -129,7 +129,7 @@ func (r *Redactor) Items(items []Item) []Item {
 
 // Redact redacts the free text of report rows in place, as Items does:
 // status redacts its 70,000 rows at 10,000 pods without a second copy.
-func (r *Redactor) Redact(items []Item) {
+func (r *Redactor) Redact(items []Use) {
 	for i := range items {
 		items[i].Reason = r.String(items[i].Reason)
 		items[i].StateReason = r.String(items[i].StateReason)
@@ -201,7 +201,7 @@ func refersTo(expr string, secret func(string) bool) bool {
 // subPathShown is how reasons name the subPath of a use: the expanded path,
 // or, for a subPathExpr whose value may come from a Secret, the expression
 // with a note (the expanded value is never printed).
-func subPathShown(it Item, pod *corev1.Pod, sub string) string {
+func subPathShown(it Use, pod *corev1.Pod, sub string) string {
 	if it.Mode == ModeSubPathExpr && it.Volume != nil && refersTo(it.Volume.SubPathExpr, secretDerived(pod, it.ContainerName())) {
 		return fmt.Sprintf("from subPathExpr %q (expanded from Secret data: not shown)", it.Volume.SubPathExpr)
 	}

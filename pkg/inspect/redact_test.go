@@ -23,7 +23,7 @@ func TestRedactor(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	items := r.Items([]Item{{Reason: "a hunter2-long", StateReason: "b hunter2-long"}})
+	items := r.Items([]Use{{Reason: "a hunter2-long", StateReason: "b hunter2-long"}})
 	if strings.Contains(items[0].Reason+items[0].StateReason, "hunter2") {
 		t.Errorf("Items left a value: %+v", items[0])
 	}

@@ -24,7 +24,7 @@ type SecretExposure struct {
 
 // SecretExposureOf returns the exposure of a use; with no pod, everything
 // may come from a Secret.
-func SecretExposureOf(it Item, pod *corev1.Pod) SecretExposure {
+func SecretExposureOf(it Use, pod *corev1.Pod) SecretExposure {
 	if it.Object.Kind == KindSecret || pod == nil {
 		return SecretExposure{all: true}
 	}

@@ -68,7 +68,7 @@ func TestCompareSecretOverrides(t *testing.T) {
 	cases := []struct {
 		name   string
 		listed bool
-		it     Item
+		it     Use
 		obs    *containerread.Verified
 		want   State
 		reason string

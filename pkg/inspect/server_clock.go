@@ -48,9 +48,9 @@ func (c *ServerClock) Offset() (time.Duration, bool) {
 	return c.lo + (c.hi-c.lo)/2, true
 }
 
-// Observe records an answer's Date, the request having been sent at sent
+// Learn records an answer's Date, the request having been sent at sent
 // and the answer received at received (local times).
-func (c *ServerClock) Observe(sent, received, date time.Time) {
+func (c *ServerClock) Learn(sent, received, date time.Time) {
 	lo := date.Sub(received)
 	hi := date.Add(time.Second).Sub(sent)
 	c.mu.Lock()
@@ -81,7 +81,7 @@ func (t clockTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if d, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
-		t.clock.Observe(sent, t.clock.local(), d)
+		t.clock.Learn(sent, t.clock.local(), d)
 	}
 	return resp, nil
 }

@@ -43,15 +43,15 @@ func TestServerClockFollowsTheServer(t *testing.T) {
 func TestServerClockBounds(t *testing.T) {
 	local := time.Date(2024, 5, 6, 7, 0, 0, 0, time.UTC)
 	c := NewServerClock(func() time.Time { return local })
-	c.Observe(local, local.Add(200*time.Millisecond), local.Add(10*time.Second))
+	c.Learn(local, local.Add(200*time.Millisecond), local.Add(10*time.Second))
 	if off, _ := c.Offset(); off != 10*time.Second+400*time.Millisecond {
 		t.Errorf("offset %v, want the middle of [9.8s, 11s]", off)
 	}
-	c.Observe(local, local.Add(100*time.Millisecond), local.Add(10*time.Second))
+	c.Learn(local, local.Add(100*time.Millisecond), local.Add(10*time.Second))
 	if off, _ := c.Offset(); off != 10*time.Second+450*time.Millisecond {
 		t.Errorf("offset %v, want the middle of [9.9s, 11s]", off)
 	}
-	c.Observe(local, local, local.Add(-time.Hour))
+	c.Learn(local, local, local.Add(-time.Hour))
 	if off, _ := c.Offset(); off != -time.Hour+500*time.Millisecond {
 		t.Errorf("offset %v after a contradicting answer, want about -1h", off)
 	}

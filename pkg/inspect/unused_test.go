@@ -49,7 +49,7 @@ func TestUnusedConsultsTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]Item{}
+	got := map[string]Use{}
 	for _, it := range items {
 		if it.Pod.Name == "" {
 			got[it.Object.Name] = it

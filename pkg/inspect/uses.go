@@ -91,23 +91,23 @@ func findContainer(pod *corev1.Pod, name string) (containerView, bool) {
 	return containerView{}, false
 }
 
-// Uses returns every use of a ConfigMap or Secret by the pod: one Item per
+// Uses returns every use of a ConfigMap or Secret by the pod: one Use per
 // container and mount, env variable or envFrom entry, and one per volume
 // source that no container mounts. Object state, owner and prediction are
 // filled in later (see Build).
-func Uses(pod *corev1.Pod) []Item {
+func Uses(pod *corev1.Pod) []Use {
 	return appendUses(nil, pod)
 }
 
 // appendUses appends the uses of the pod to out (see Uses).
-func appendUses(out []Item, pod *corev1.Pod) []Item {
-	base := Item{Pod: PodRef{Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName, Phase: podPhase(pod)}}
+func appendUses(out []Use, pod *corev1.Pod) []Use {
+	base := Use{Pod: PodRef{Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName, Phase: podPhase(pod)}}
 	mounted := map[string]bool{}
 	volumes := map[string]corev1.Volume{}
 	for _, v := range pod.Spec.Volumes {
 		volumes[v.Name] = v
 	}
-	newItem := func(kind, name string, c ContainerRef) Item {
+	newItem := func(kind, name string, c ContainerRef) Use {
 		it := base
 		it.Object = ObjectRef{Kind: kind, Namespace: pod.Namespace, Name: name}
 		cc := c
@@ -138,7 +138,7 @@ func appendUses(out []Item, pod *corev1.Pod) []Item {
 			if e.ValueFrom == nil {
 				continue
 			}
-			var it Item
+			var it Use
 			switch {
 			case e.ValueFrom.ConfigMapKeyRef != nil:
 				r := e.ValueFrom.ConfigMapKeyRef
@@ -155,7 +155,7 @@ func appendUses(out []Item, pod *corev1.Pod) []Item {
 			out = append(out, it)
 		}
 		for _, e := range c.envFrom {
-			var it Item
+			var it Use
 			switch {
 			case e.ConfigMapRef != nil:
 				it = newItem(KindConfigMap, e.ConfigMapRef.Name, c.ref)
@@ -187,7 +187,7 @@ func appendUses(out []Item, pod *corev1.Pod) []Item {
 }
 
 // fillSource sets the mode, keys, items and options of a volume use.
-func fillSource(it *Item, s source) {
+func fillSource(it *Use, s source) {
 	it.Optional = s.optional
 	it.DefaultMode = s.defaultMode
 	switch {
@@ -199,7 +199,7 @@ func fillSource(it *Item, s source) {
 		it.Mode = ModeVolume
 	}
 	for _, kp := range s.items {
-		it.Items = append(it.Items, KeyPath{Key: kp.Key, Path: kp.Path, Mode: kp.Mode})
+		it.KeyPaths = append(it.KeyPaths, KeyPath{Key: kp.Key, Path: kp.Path, Mode: kp.Mode})
 		it.Keys = append(it.Keys, kp.Key)
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // useRow renders everything Uses decides about one use on one line.
-func useRow(it Item) string {
+func useRow(it Use) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s", strings.ToLower(it.Object.Kind), it.Object.Name)
 	if it.Container != nil {
@@ -37,9 +37,9 @@ func useRow(it Item) string {
 	if len(it.Keys) > 0 {
 		fmt.Fprintf(&b, " keys=%s", strings.Join(it.Keys, ","))
 	}
-	if len(it.Items) > 0 {
+	if len(it.KeyPaths) > 0 {
 		var kps []string
-		for _, kp := range it.Items {
+		for _, kp := range it.KeyPaths {
 			s := kp.Key + ">" + kp.Path
 			if kp.Mode != nil {
 				s += fmt.Sprintf(":%#o", *kp.Mode)

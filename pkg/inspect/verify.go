@@ -10,7 +10,7 @@ package inspect
 //   - compare: what the container shows against what the API holds, one
 //     file per kind of use (compare_volume.go, compare_subpath.go,
 //     compare_env.go), giving a Comparison and its State.
-//   - VerifyResults verifies a report's uses; pkg/refresh's Verifier
+//   - VerifyUses verifies a report's uses; pkg/refresh's Verifier
 //     re-reads pods while a refresh waits, with it.
 
 import (
@@ -42,7 +42,7 @@ type VerifyOptions struct {
 	Progress      io.Writer
 	ProgressAfter time.Duration
 	// Reader reads the containers; nil: one exec per container through the
-	// Executor given to VerifyResults (ExecReader).
+	// Executor given to VerifyUses (ExecReader).
 	Reader containerread.Reader
 }
 
@@ -65,9 +65,9 @@ func (o VerifyOptions) withDefaults() VerifyOptions {
 	return o
 }
 
-// Result is one verified use.
-type Result struct {
-	Item       Item
+// VerifiedUse is one verified use.
+type VerifiedUse struct {
+	Use        Use
 	Comparison Comparison
 	// Pod is the consuming pod (nil when it is not in the snapshot): its
 	// spec tells which values of the container may come from a Secret.
@@ -78,23 +78,23 @@ type Result struct {
 // most opts.Concurrency at once) and fills State, StateReason and SyncedAt
 // of each item. It never fails: what could not be checked is unverifiable
 // with the reason.
-func Verify(ctx context.Context, items []Item, snap *Snapshot, ex containerread.Executor, opts VerifyOptions) []Item {
-	res := VerifyResults(ctx, items, snap, ex, opts)
-	out := make([]Item, len(res))
+func Verify(ctx context.Context, items []Use, snap *Snapshot, ex containerread.Executor, opts VerifyOptions) []Use {
+	res := VerifyUses(ctx, items, snap, ex, opts)
+	out := make([]Use, len(res))
 	for i, r := range res {
-		out[i] = r.Item
+		out[i] = r.Use
 	}
 	return out
 }
 
-// VerifyResults is Verify with the comparisons behind each state (what
+// VerifyUses is Verify with the comparisons behind each state (what
 // `diff` prints). Results are in the order of items.
-func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex containerread.Executor, opts VerifyOptions) []Result {
+func VerifyUses(ctx context.Context, items []Use, snap *Snapshot, ex containerread.Executor, opts VerifyOptions) []VerifiedUse {
 	opts = opts.withDefaults()
 	if snap == nil {
 		snap = &Snapshot{}
 	}
-	results := make([]Result, len(items))
+	results := make([]VerifiedUse, len(items))
 	// Each use's object and payload, computed once.
 	inputs := make([]useInputs, len(items))
 	reads := planReads(items, snap, results, inputs)
@@ -111,7 +111,7 @@ func VerifyResults(ctx context.Context, items []Item, snap *Snapshot, ex contain
 		}
 	}
 	for i := range results {
-		results[i].Item = withComparison(results[i].Item, results[i].Comparison)
+		results[i].Use = withComparison(results[i].Use, results[i].Comparison)
 	}
 	return results
 }
@@ -137,7 +137,7 @@ type containerRead struct {
 // planReads fills each result's item and pod, decides the uses that need no
 // exec (precheck), and groups the others by container, in the order of
 // their first use.
-func planReads(items []Item, snap *Snapshot, results []Result, inputs []useInputs) []*containerRead {
+func planReads(items []Use, snap *Snapshot, results []VerifiedUse, inputs []useInputs) []*containerRead {
 	pods := map[NamespacedName]*corev1.Pod{}
 	for i := range snap.Pods {
 		p := &snap.Pods[i]
@@ -146,7 +146,7 @@ func planReads(items []Item, snap *Snapshot, results []Result, inputs []useInput
 	byContainer := map[containerKey]*containerRead{}
 	var reads []*containerRead
 	for i, it := range items {
-		results[i].Item = it
+		results[i].Use = it
 		pod := pods[NamespacedName{it.Object.Namespace, it.Pod.Name}]
 		results[i].Pod = pod
 		obj := snap.Object(it.Key())
@@ -221,7 +221,7 @@ func readAll(ctx context.Context, reads []*containerRead, reader containerread.R
 }
 
 // withComparison is the item with the state the comparison decided.
-func withComparison(it Item, c Comparison) Item {
+func withComparison(it Use, c Comparison) Use {
 	it.State = c.State
 	it.StateReason = c.Reason
 	it.StateCause = c.Cause
@@ -237,7 +237,7 @@ func withComparison(it Item, c Comparison) Item {
 
 // safeCompare is CompareUse that turns a panic into an unverifiable state:
 // one odd container must not take the whole report down.
-func safeCompare(it Item, pod *corev1.Pod, in useInputs, obs *containerread.Verified, o CompareOptions) (c Comparison) {
+func safeCompare(it Use, pod *corev1.Pod, in useInputs, obs *containerread.Verified, o CompareOptions) (c Comparison) {
 	defer func() {
 		if r := recover(); r != nil {
 			c = Comparison{State: StateUnverifiable, Reason: fmt.Sprint("internal error while comparing: ", r)}

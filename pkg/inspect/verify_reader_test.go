@@ -32,10 +32,10 @@ func (r *recordingReader) ReadContainers(_ context.Context, reqs []containerread
 	return out
 }
 
-// TestVerifyResultsThroughReader: a reader set in VerifyOptions gets one
+// TestVerifyUsesThroughReader: a reader set in VerifyOptions gets one
 // request per container with the pod and every path its uses need, and
 // what it returns goes through the same comparisons.
-func TestVerifyResultsThroughReader(t *testing.T) {
+func TestVerifyUsesThroughReader(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", CreationTimestamp: metav1.NewTime(testNow.Add(-time.Minute))},
 		Data: map[string]string{"a": "1"}}
 	pod := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
@@ -48,7 +48,7 @@ func TestVerifyResultsThroughReader(t *testing.T) {
 		Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": {Kind: containerread.PathAtomic, Target: readtest.TS, Listed: true,
 			Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: 0o644, Size: 1, Data: []byte("0"), HasData: true}}}},
 		Env: map[string]string{"a": "1"}, EnvRead: true}}}
-	res := VerifyResults(context.Background(), []Item{vol, env}, snap, nil, VerifyOptions{Reader: r, Now: func() time.Time { return testNow }})
+	res := VerifyUses(context.Background(), []Use{vol, env}, snap, nil, VerifyOptions{Reader: r, Now: func() time.Time { return testNow }})
 	if len(r.got) != 1 {
 		t.Fatalf("requests = %d, want one for the one container", len(r.got))
 	}
@@ -56,14 +56,14 @@ func TestVerifyResultsThroughReader(t *testing.T) {
 	if q.Pod == nil || q.Pod.Name != "p" || q.Container != "c" || !q.Env || len(q.Paths) != 1 || q.Paths[0].Path != "/etc/cfg" {
 		t.Fatalf("request = %+v", q)
 	}
-	if res[0].Item.State != StatePending || res[1].Item.State != StateCurrent && res[1].Item.State != StateInSync {
-		t.Fatalf("states = %s (%s), %s (%s)", res[0].Item.State, res[0].Item.StateReason, res[1].Item.State, res[1].Item.StateReason)
+	if res[0].Use.State != StatePending || res[1].Use.State != StateCurrent && res[1].Use.State != StateInSync {
+		t.Fatalf("states = %s (%s), %s (%s)", res[0].Use.State, res[0].Use.StateReason, res[1].Use.State, res[1].Use.StateReason)
 	}
 
 	// a reader that answers for nobody leaves every use unverifiable
 	none := &recordingReader{skip: true}
-	res = VerifyResults(context.Background(), []Item{vol}, snap, nil, VerifyOptions{Reader: none, Now: func() time.Time { return testNow }})
-	if res[0].Item.State != StateUnverifiable {
-		t.Fatalf("state with no answer = %s, want unverifiable", res[0].Item.State)
+	res = VerifyUses(context.Background(), []Use{vol}, snap, nil, VerifyOptions{Reader: none, Now: func() time.Time { return testNow }})
+	if res[0].Use.State != StateUnverifiable {
+		t.Fatalf("state with no answer = %s, want unverifiable", res[0].Use.State)
 	}
 }

@@ -17,7 +17,7 @@ type useInputs struct {
 	plErr error
 }
 
-func inputsFor(it Item, obj Object) useInputs {
+func inputsFor(it Use, obj Object) useInputs {
 	in := useInputs{obj: obj}
 	switch it.Mode {
 	case ModeVolume, ModeItems, ModeProjected, ModeSubPath, ModeSubPathExpr:
@@ -27,17 +27,17 @@ func inputsFor(it Item, obj Object) useInputs {
 }
 
 // requestFor says what to read in the container for one use.
-func requestFor(it Item, pod *corev1.Pod, in useInputs, lookup func(ObjectKey) Object) ([]containerread.PathRequest, bool) {
+func requestFor(it Use, pod *corev1.Pod, in useInputs, lookup func(ObjectKey) Object) ([]containerread.PathRequest, bool) {
 	pl := in.pl
 	switch it.Mode {
 	case ModeEnv, ModeEnvFrom:
 		return nil, true
 	case ModeVolume, ModeItems, ModeProjected:
-		pr := containerread.PathRequest{Path: it.Volume.MountPath, List: len(it.Items) == 0}
+		pr := containerread.PathRequest{Path: it.Volume.MountPath, List: len(it.KeyPaths) == 0}
 		for _, f := range pl.Files {
 			pr.Expect = append(pr.Expect, f.Path)
 		}
-		for _, kp := range it.Items {
+		for _, kp := range it.KeyPaths {
 			if ValidPayloadPath(kp.Path) {
 				pr.Expect = unionStrings(pr.Expect, []string{path.Clean(kp.Path)})
 			}

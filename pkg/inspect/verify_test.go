@@ -62,7 +62,7 @@ func TestVerifyWithScript(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", CreationTimestamp: metav1.NewTime(testNow.Add(-time.Minute))},
 		Data: map[string]string{"a": "1", "with-dash": "d"}, BinaryData: map[string][]byte{"bin": {0, 0xff}}}
 	var pods []corev1.Pod
-	var items []Item
+	var items []Use
 	for i, mp := range []string{syncVol, staleVol} {
 		name := []string{"p0", "p1"}[i]
 		pods = append(pods, *runningPod(name, corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
@@ -123,13 +123,13 @@ func TestVerifySecretOverrideNotStale(t *testing.T) {
 		}
 		ex := &scriptedEnv{env: "DB_PASSWORD=" + secretValue + "\x00HOST=db\x00a=1\x00shared=cm-shared\x00token=" + secretValue + "\x00"}
 		checked := 0
-		for _, r := range VerifyResults(context.Background(), items, snap, ex, VerifyOptions{Now: func() time.Time { return testNow }}) {
-			if r.Item.Mode != ModeEnvFrom {
+		for _, r := range VerifyUses(context.Background(), items, snap, ex, VerifyOptions{Now: func() time.Time { return testNow }}) {
+			if r.Use.Mode != ModeEnvFrom {
 				continue
 			}
 			checked++
-			if r.Item.State == StateStale || leaks(r.Comparison) {
-				t.Errorf("listed %v: %s (%s) %+v", listed, r.Item.State, r.Item.StateReason, r.Comparison.Env)
+			if r.Use.State == StateStale || leaks(r.Comparison) {
+				t.Errorf("listed %v: %s (%s) %+v", listed, r.Use.State, r.Use.StateReason, r.Comparison.Env)
 			}
 			if r.Pod == nil {
 				t.Error("result without its pod")

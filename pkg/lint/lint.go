@@ -47,25 +47,25 @@ type Finding struct {
 	Hint     string   `json:"hint,omitempty"`
 }
 
-// Item is a status item (the contract's use, with the workload in place of
+// ManifestUse is a status item (the contract's use, with the workload in place of
 // the pod) with where it is declared and the finding about it.
-type Item struct {
-	inspect.Item
-	Source  Source  `json:"source"`
-	Finding Finding `json:"finding"`
+type ManifestUse struct {
+	inspect.Use
+	Source  Location `json:"source"`
+	Finding Finding  `json:"finding"`
 }
 
 // Report is the document `lint -o json|yaml` prints.
 type Report struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Items      []Item `json:"items"`
+	APIVersion string        `json:"apiVersion"`
+	Kind       string        `json:"kind"`
+	Items      []ManifestUse `json:"items"`
 }
 
 // NewReport wraps items in a LintReport document.
-func NewReport(items []Item) Report {
+func NewReport(items []ManifestUse) Report {
 	if items == nil {
-		items = []Item{}
+		items = []ManifestUse{}
 	}
 	return Report{APIVersion: inspect.APIVersion, Kind: KindLintReport, Items: items}
 }
@@ -122,7 +122,7 @@ func (s *Set) snapshot(live map[inspect.ObjectKey]Lookup) *inspect.Snapshot {
 // uses runs the core over the set: every use of every workload, with its
 // verdict, as `status` builds them (Secrets included, system ConfigMaps
 // such as kube-root-ca.crt left out).
-func (s *Set) uses(live map[inspect.ObjectKey]Lookup) []inspect.Item {
+func (s *Set) uses(live map[inspect.ObjectKey]Lookup) []inspect.Use {
 	// Build fails only for objects named in its options; none are.
 	items, _ := inspect.Build(s.snapshot(live), inspect.BuildOptions{Secrets: true})
 	return items
@@ -145,8 +145,8 @@ func (s *Set) Missing() []inspect.ObjectKey {
 
 // Lint returns one item per use of a ConfigMap or Secret by a pod template
 // of the set, with its finding, ordered by file and line.
-func Lint(s *Set, o Options) []Item {
-	var out []Item
+func Lint(s *Set, o Options) []ManifestUse {
+	var out []ManifestUse
 	for _, it := range s.uses(o.Live) {
 		i, _ := strconv.Atoi(it.Pod.UID)
 		w := &s.Workloads[i]
@@ -157,7 +157,7 @@ func Lint(s *Set, o Options) []Item {
 			it.Object.LastChange = nil
 		}
 		it.Pod = inspect.PodRef{}
-		li := Item{Item: it, Source: Source{File: w.Source.File, Line: w.line(it)}}
+		li := ManifestUse{Use: it, Source: Location{File: w.Source.File, Line: w.line(it)}}
 		li.Finding = s.finding(w, it, inSet, o.Live)
 		out = append(out, li)
 	}
@@ -173,7 +173,7 @@ func Lint(s *Set, o Options) []Item {
 
 // finding decides what to say about one use from its verdict (the core's)
 // and, for uses that never update, whether anything rolls the workload.
-func (s *Set) finding(w *Workload, it inspect.Item, inSet bool, live map[inspect.ObjectKey]Lookup) Finding {
+func (s *Set) finding(w *Workload, it inspect.Use, inSet bool, live map[inspect.ObjectKey]Lookup) Finding {
 	k := it.Key()
 	what := fmt.Sprintf("%s %q", it.Object.Kind, it.Object.Name)
 	where := ""
@@ -240,7 +240,7 @@ func (s *Set) finding(w *Workload, it inspect.Item, inSet bool, live map[inspect
 // when it is certain (a key absent from an object of the set, or --cluster
 // confirmed the object absent), a warning otherwise; an optional one is
 // information.
-func missingFinding(it inspect.Item, what string, inSet bool, live map[inspect.ObjectKey]Lookup) Finding {
+func missingFinding(it inspect.Use, what string, inSet bool, live map[inspect.ObjectKey]Lookup) Finding {
 	if it.Optional {
 		return Finding{SeverityInfo, CodeOptionalMissing, it.Reason, ""}
 	}
@@ -265,7 +265,7 @@ func missingFinding(it inspect.Item, what string, inSet bool, live map[inspect.O
 }
 
 // Counts tallies the findings by severity.
-func Counts(items []Item) map[Severity]int {
+func Counts(items []ManifestUse) map[Severity]int {
 	out := map[Severity]int{}
 	for _, it := range items {
 		out[it.Finding.Severity]++
@@ -275,8 +275,8 @@ func Counts(items []Item) map[Severity]int {
 
 // Failed lists the items that fail --check: errors, and with strict also
 // warnings.
-func Failed(items []Item, strict bool) []Item {
-	var out []Item
+func Failed(items []ManifestUse, strict bool) []ManifestUse {
+	var out []ManifestUse
 	for _, it := range items {
 		if it.Finding.Severity == SeverityError || strict && it.Finding.Severity == SeverityWarning {
 			out = append(out, it)

@@ -32,13 +32,13 @@ func readSet(t *testing.T, files ...string) *Set {
 }
 
 // row renders an item compactly: where, what, and the finding.
-func row(it Item) string {
+func row(it ManifestUse) string {
 	obj := strings.ToLower(it.Object.Kind) + "/" + it.Object.Name
 	return fmt.Sprintf("%s %s/%s %s %s %s %s %s", it.Source, strings.ToLower(it.Workload.Kind), it.Workload.Name,
 		it.ContainerName(), obj, it.Mode, it.Finding.Severity, it.Finding.Code)
 }
 
-func rows(items []Item) []string {
+func rows(items []ManifestUse) []string {
 	var out []string
 	for _, it := range items {
 		out = append(out, row(it))

@@ -26,18 +26,18 @@ import (
 // kubectl calls it.
 const StdinName = "STDIN"
 
-// Source is where an item comes from: a file (or STDIN) and a 1-based line.
-type Source struct {
+// Location is where an item comes from: a file (or STDIN) and a 1-based line.
+type Location struct {
 	File string `json:"file"`
 	Line int    `json:"line"`
 }
 
-func (s Source) String() string { return fmt.Sprintf("%s:%d", s.File, s.Line) }
+func (s Location) String() string { return fmt.Sprintf("%s:%d", s.File, s.Line) }
 
 // Document is one Kubernetes object of a manifest stream (an item of a
 // List is a document of its own).
 type Document struct {
-	Source     Source
+	Source     Location
 	APIVersion string
 	Kind       string
 	Name       string
@@ -262,7 +262,7 @@ func documentOf(file string, n *yaml.Node) (Document, error) {
 	if n.Kind != yaml.MappingNode {
 		return Document{}, &ParseError{File: file, Line: n.Line, Msg: "expected a Kubernetes object (a mapping with apiVersion and kind), found " + nodeKind(n)}
 	}
-	d := Document{Source: Source{File: file, Line: n.Line}, Node: n,
+	d := Document{Source: Location{File: file, Line: n.Line}, Node: n,
 		APIVersion: scalar(mapValue(n, "apiVersion")), Kind: scalar(mapValue(n, "kind"))}
 	switch {
 	case d.APIVersion == "":

@@ -11,7 +11,7 @@ import (
 // of another mount, the env or envFrom entry, or the volumes entry of a
 // volume no container mounts. It falls back to the container, then to the
 // workload.
-func (w *Workload) line(it inspect.Item) int {
+func (w *Workload) line(it inspect.Use) int {
 	if it.Mode == inspect.ModeUnmounted && it.Volume != nil {
 		if v := entry(mapValue(w.spec, "volumes"), func(n *yaml.Node) bool { return scalar(mapValue(n, "name")) == it.Volume.Name }); v != nil {
 			return v.Line

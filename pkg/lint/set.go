@@ -17,7 +17,7 @@ import (
 // other kind with spec.template.spec or spec.jobTemplate.spec.template.spec
 // (custom workloads such as Argo Rollouts).
 type Workload struct {
-	Source     Source
+	Source     Location
 	APIVersion string
 	Kind       string
 	Name       string
@@ -37,13 +37,13 @@ type Set struct {
 	ConfigMaps map[inspect.ObjectKey]*corev1.ConfigMap
 	Secrets    map[inspect.ObjectKey]*corev1.Secret
 	// Sources says where each ConfigMap and Secret is declared.
-	Sources map[inspect.ObjectKey]Source
+	Sources map[inspect.ObjectKey]Location
 }
 
 // NewSet returns an empty set.
 func NewSet() *Set {
 	return &Set{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{}, Secrets: map[inspect.ObjectKey]*corev1.Secret{},
-		Sources: map[inspect.ObjectKey]Source{}}
+		Sources: map[inspect.ObjectKey]Location{}}
 }
 
 // Add decodes documents into the set. namespace is the namespace of

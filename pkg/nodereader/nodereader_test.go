@@ -99,7 +99,7 @@ func TestPlanNodes(t *testing.T) {
 		request(other, false, "/etc/cfg"),
 		{ExecRequest: containerread.ExecRequest{Container: "c"}},
 	}
-	nodes, failed := planNodes(reqs, "/d")
+	nodes, failed := batchByNode(reqs, "/d")
 	if len(nodes) != 2 || nodes[0].node != "n1" || nodes[1].node != "n2" {
 		t.Fatalf("nodes = %+v", nodes)
 	}
@@ -127,7 +127,7 @@ func TestPlanNodes(t *testing.T) {
 		t.Fatalf("paths = %v", nodes[0].paths)
 	}
 	// a path that is neither a volume nor a subPath mount is not read
-	_, failed = planNodes([]containerread.Request{request(good, false, "/etc/passwd")}, "/d")
+	_, failed = batchByNode([]containerread.Request{request(good, false, "/etc/passwd")}, "/d")
 	if failed[0] == nil || !strings.Contains(failed[0].Message, "neither a volume nor a subPath mount") {
 		t.Fatalf("a path outside the kubelet's mounts: %v", failed)
 	}
@@ -145,7 +145,7 @@ func busybox(t *testing.T) string {
 // runNodeScript runs the node script with shell (argv: busybox sh, whose
 // applets are busybox's; or dash, with the machine's GNU tools) and
 // parses both sections.
-func runNodeScript(t *testing.T, shell []string, nr *nodeRead, dir, rootDir string) (*nodeOutput, *containerread.Verified) {
+func runNodeScript(t *testing.T, shell []string, nr *nodeBatch, dir, rootDir string) (*nodeOutput, *containerread.Verified) {
 	t.Helper()
 	n1, n2 := containerread.NewNonce(), containerread.NewNonce()
 	argv := nodeArgv(nr, dir, rootDir, 1<<20, n1, n2)
@@ -172,7 +172,7 @@ func runNodeScript(t *testing.T, shell []string, nr *nodeRead, dir, rootDir stri
 // runVerifyScript reads the node read's paths with the exec reader's
 // script, as the node script does where its image has no tar, dir/k
 // linked to rootDir as the node script links it.
-func runVerifyScript(t *testing.T, nr *nodeRead, dir, rootDir string) *containerread.Verified {
+func runVerifyScript(t *testing.T, nr *nodeBatch, dir, rootDir string) *containerread.Verified {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "scratch")
-	nodes, failed := planNodes([]containerread.Request{request(p, true, "/etc/cfg", "/etc/app.conf")}, dir)
+	nodes, failed := batchByNode([]containerread.Request{request(p, true, "/etc/cfg", "/etc/app.conf")}, dir)
 	if len(failed) != 0 {
 		t.Fatal(failed)
 	}
@@ -263,7 +263,7 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 	if _, ok := no.pids[cid]; ok {
 		t.Fatal("a container that does not run here was found")
 	}
-	got := containerVerified(nodes[0].containers[0], &nodeRead2{no: no, obs: obs}, "n1")
+	got := containerVerified(nodes[0].containers[0], &nodeResult{no: no, obs: obs}, "n1")
 	if got.Err == nil || got.Err.Reason != containerread.VerifyNotRunning {
 		t.Fatalf("err = %v, want not running", got.Err)
 	}

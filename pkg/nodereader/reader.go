@@ -110,7 +110,7 @@ func (r *Reader) ReadContainers(ctx context.Context, reqs []containerread.Reques
 	fallback := make([]bool, len(reqs))
 	// one read runs per node at a time (batch.go): one directory serves
 	dir := scratchDir + "/read"
-	nodes, failed := planNodes(reqs, dir)
+	nodes, failed := batchByNode(reqs, dir)
 	for i, err := range failed {
 		out[i] = &containerread.Verified{Err: err}
 	}
@@ -169,7 +169,7 @@ func (r *Reader) readFallback(ctx context.Context, reqs []containerread.Request,
 // on the new one, so that a long-running controller's reads go on past a
 // reader's deadline. started is false when no reader pod could be started
 // (the caller falls back on exec where it may).
-func (r *Reader) readOn(ctx context.Context, nr *nodeRead, dir string, o containerread.Options) (got *nodeRead2, started bool, verr *containerread.VerifyError) {
+func (r *Reader) readOn(ctx context.Context, nr *nodeBatch, dir string, o containerread.Options) (got *nodeResult, started bool, verr *containerread.VerifyError) {
 	for attempt := 0; attempt < 2; attempt++ {
 		var pod string
 		if pod, verr = r.podFor(ctx, nr.node); verr != nil {
@@ -186,7 +186,7 @@ func (r *Reader) readOn(ctx context.Context, nr *nodeRead, dir string, o contain
 
 // readNode reads the containers of the jobs, merged into one read of the
 // node, into each job's out; a failure is every one of their containers'.
-func (r *Reader) readNode(ctx context.Context, nr *nodeRead, dir string, o containerread.Options, jobs []*job) {
+func (r *Reader) readNode(ctx context.Context, nr *nodeBatch, dir string, o containerread.Options, jobs []*job) {
 	fail := func(err *containerread.VerifyError) {
 		for _, j := range jobs {
 			for _, c := range j.nr.containers {
@@ -238,7 +238,7 @@ func (r *Reader) fallBack(ctx context.Context, node string, jobs []*job) {
 }
 
 // execNode runs the node script in the reader pod and parses its output.
-func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir string, o containerread.Options) (*nodeRead2, *containerread.VerifyError) {
+func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeBatch, dir string, o containerread.Options) (*nodeResult, *containerread.VerifyError) {
 	maxBytes := o.MaxBytes
 	if maxBytes < 0 {
 		maxBytes = 0
@@ -263,7 +263,7 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeRead, dir str
 	if perr == nil {
 		var obs *containerread.Verified
 		if obs, perr = parsePaths(no.rest, n1, n2, nr.paths, maxBytes); perr == nil {
-			return &nodeRead2{no: no, obs: obs}, nil
+			return &nodeResult{no: no, obs: obs}, nil
 		}
 	}
 	if err != nil {
@@ -291,15 +291,16 @@ func parsePaths(rest []byte, n1, n2 string, paths []string, maxBytes int64) (*co
 	return nil, containerread.ErrTruncated
 }
 
-// nodeRead2 is what one node read showed.
-type nodeRead2 struct {
+// nodeResult is what one node read showed: the node script's output and
+// the containers' files parsed from it.
+type nodeResult struct {
 	no  *nodeOutput
 	obs *containerread.Verified
 }
 
 // containerVerified is one container's share of a node read, keyed by the
 // container's own paths as the exec reader keys them.
-func containerVerified(c containerPlan, got *nodeRead2, node string) *containerread.Verified {
+func containerVerified(c containerPaths, got *nodeResult, node string) *containerread.Verified {
 	if _, ok := got.no.pids[c.id]; !ok {
 		return &containerread.Verified{Execs: 1, Err: &containerread.VerifyError{Reason: containerread.VerifyNotRunning,
 			Message: fmt.Sprintf("no process of container %.12s on node %s (it may have just stopped)", c.id, node)}}

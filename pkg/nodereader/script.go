@@ -152,7 +152,7 @@ func verifyScriptText() string {
 }
 
 // nodeArgv is the argv of one node read.
-func nodeArgv(nr *nodeRead, dir, rootDir string, maxBytes int64, nonce1, nonce2 string) []string {
+func nodeArgv(nr *nodeBatch, dir, rootDir string, maxBytes int64, nonce1, nonce2 string) []string {
 	argv := []string{"sh", "-c", nodeScript, "sh", dir, rootDir, verifyScriptText(), strconv.FormatInt(maxBytes, 10), nonce1, nonce2,
 		strconv.Itoa(len(nr.containers))}
 	for _, c := range nr.containers {

@@ -53,7 +53,7 @@ func Gate(actions []refresh.Action, limit int, rollout func(refresh.Target) Hold
 // under way RolloutWait after the first hold, is reported and dropped. A
 // dry run changes nothing, so nothing is held: every restart is shown.
 // It returns the actions held back.
-func (l *Loop) gate(ctx context.Context, plan *refresh.Planned, changes map[inspect.ObjectKey]*pending) []refresh.Action {
+func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect.ObjectKey]*pending) []refresh.Action {
 	if l.dryRun() {
 		return nil
 	}

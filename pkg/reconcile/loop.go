@@ -247,10 +247,10 @@ func (l *Loop) watchKind(what string, inf cache.SharedIndexInformer) cache.Infor
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if !initial {
-				l.observe(inspect.Object{}, objectOf(obj))
+				l.noteChange(inspect.Object{}, objectOf(obj))
 			}
 		},
-		UpdateFunc: func(oldObj, newObj any) { l.observe(objectOf(oldObj), objectOf(newObj)) },
+		UpdateFunc: func(oldObj, newObj any) { l.noteChange(objectOf(oldObj), objectOf(newObj)) },
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
@@ -258,7 +258,7 @@ func (l *Loop) watchKind(what string, inf cache.SharedIndexInformer) cache.Infor
 			old := objectOf(obj)
 			gone := old
 			gone.Exists, gone.Data, gone.BinaryKeys = false, nil, nil
-			l.observe(old, gone)
+			l.noteChange(old, gone)
 		},
 	})
 	return inf.HasSynced
@@ -274,9 +274,9 @@ func objectOf(obj any) inspect.Object {
 	return inspect.Object{}
 }
 
-// observe records a change of one object, if it is selected and changed
+// noteChange records a change of one object, if it is selected and changed
 // anything a consumer can read.
-func (l *Loop) observe(old, cur inspect.Object) {
+func (l *Loop) noteChange(old, cur inspect.Object) {
 	c := watch.Diff(old, cur)
 	if c.Empty() || !l.selects(c.Object) {
 		return

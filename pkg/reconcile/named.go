@@ -126,7 +126,7 @@ func templateReads(w refresh.AnnotatedWorkload, ns string) map[inspect.ObjectKey
 // named restart replaces are folded into it, as the planner folds them into
 // a consumer's restart. Where the plan evicts some of the workload's pods
 // (--restart-via=evict), the named object is left to a manual restart.
-func withNamed(actions, named []refresh.Action, items []inspect.Item) []refresh.Action {
+func withNamed(actions, named []refresh.Action, items []inspect.Use) []refresh.Action {
 	for _, n := range named {
 		n.Consumers = slices.Clone(n.Consumers)
 		i := slices.IndexFunc(actions, func(a refresh.Action) bool {
@@ -174,7 +174,7 @@ func restarting(named []refresh.Action) map[refresh.WorkloadKey]bool {
 }
 
 // podsOf are the names of the workload's pods among the items.
-func podsOf(items []inspect.Item, t refresh.Target) map[string]bool {
+func podsOf(items []inspect.Use, t refresh.Target) map[string]bool {
 	out := map[string]bool{}
 	for _, it := range items {
 		if it.Pod.Name != "" && it.Object.Namespace == t.Namespace && it.Workload.Name == t.Name && it.Workload.GroupKind() == t.Kind {

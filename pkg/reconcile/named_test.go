@@ -112,7 +112,7 @@ func TestNamedRestartsJoinThePlan(t *testing.T) {
 		{Action: refresh.ActionAnnotate, Target: target("Pod", "web-1"), Consumers: []refresh.Consumer{vol}},
 		{Action: refresh.ActionAnnotate, Target: target("Pod", "other-1")},
 	}
-	items := []inspect.Item{{Object: inspect.ObjectRef{Namespace: "ns", Name: "v"}, Pod: inspect.PodRef{Name: "web-1"},
+	items := []inspect.Use{{Object: inspect.ObjectRef{Namespace: "ns", Name: "v"}, Pod: inspect.PodRef{Name: "web-1"},
 		Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}}}
 	manualDB := restartable(named("StatefulSet", "db"), refresh.AnnotatedWorkload{Partition: 2})
 	got := withNamed(plan, []refresh.Action{named("Deployment", "api"), named("Deployment", "evicted"), manualDB, named("Deployment", "web")}, items)

@@ -35,15 +35,15 @@ func TestMergeJoinsSuccessiveChanges(t *testing.T) {
 	}
 }
 
-func item(object, pod string, keys ...string) inspect.Item {
-	return inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: object, Exists: true},
+func item(object, pod string, keys ...string) inspect.Use {
+	return inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: object, Exists: true},
 		Pod: inspect.PodRef{Name: pod}, Keys: keys}
 }
 
 func TestConcernedKeepsTheUsesThatReadAChangedKey(t *testing.T) {
 	app := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
 	other := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "other"}
-	items := []inspect.Item{
+	items := []inspect.Use{
 		item("app", "whole"),        // reads every key
 		item("app", "reads-a", "a"), // items / env of key a
 		item("app", "reads-b", "b"),
@@ -158,10 +158,10 @@ func TestDueTakesANamespaceAtOnce(t *testing.T) {
 		return inspect.Object{Kind: inspect.KindConfigMap, Namespace: ns, Name: name, Exists: true, Data: map[string][]byte{"k": []byte(v)}}
 	}
 	at := func(d time.Duration) { now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(d) }
-	l.observe(cm("a", "one", "0"), cm("a", "one", "1"))
-	l.observe(cm("b", "three", "0"), cm("b", "three", "1"))
+	l.noteChange(cm("a", "one", "0"), cm("a", "one", "1"))
+	l.noteChange(cm("b", "three", "0"), cm("b", "three", "1"))
 	at(1500 * time.Millisecond)
-	l.observe(cm("a", "two", "0"), cm("a", "two", "1"))
+	l.noteChange(cm("a", "two", "0"), cm("a", "two", "1"))
 	names := func(due map[inspect.ObjectKey]*pending) string {
 		var out []string
 		for k := range due {
@@ -192,7 +192,7 @@ func TestDeferralIsToldOncePerEdit(t *testing.T) {
 	cm := func(v string) inspect.Object {
 		return inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app", Exists: true, Data: map[string][]byte{"k": []byte(v)}}
 	}
-	l.observe(cm("0"), cm("1"))
+	l.noteChange(cm("0"), cm("1"))
 	p := l.pending[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}]
 	rollout, limit := Hold{Rollout: true}, Hold{}
 	steps := []struct {
@@ -205,7 +205,7 @@ func TestDeferralIsToldOncePerEdit(t *testing.T) {
 			t.Errorf("step %d (%s, rollout %t): %t, want %t", i, s.workload, s.hold.Rollout, got, s.want)
 		}
 	}
-	l.observe(cm("1"), cm("2"))
+	l.noteChange(cm("1"), cm("2"))
 	if !p.firstDeferral("Deployment/a", rollout) {
 		t.Errorf("after a new edit: not told again")
 	}

@@ -31,7 +31,7 @@ type subject struct {
 	workload inspect.WorkloadRef
 }
 
-func subjectOf(it inspect.Item) subject {
+func subjectOf(it inspect.Use) subject {
 	if recordedOnWorkload(it.Workload) {
 		return subject{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name, workload: it.Workload}
 	}
@@ -84,7 +84,7 @@ func (r Record) String() string {
 
 // digests computes, for each subject with a pod, the digest of what it
 // reads of each object (the uses' keys; all keys for a whole-object use).
-func digests(key []byte, snap *inspect.Snapshot, items []inspect.Item) map[subject]Record {
+func digests(key []byte, snap *inspect.Snapshot, items []inspect.Use) map[subject]Record {
 	type read struct {
 		subject subject
 		object  inspect.ObjectKey

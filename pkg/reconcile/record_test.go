@@ -159,7 +159,7 @@ func TestResumeReadsAgainAfterAFailedRead(t *testing.T) {
 }
 
 func TestDigestsIgnoreScaleAndFollowTheKeysRead(t *testing.T) {
-	snap := func(v, unread string, pods int) (*inspect.Snapshot, []inspect.Item) {
+	snap := func(v, unread string, pods int) (*inspect.Snapshot, []inspect.Use) {
 		objs := []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Data: map[string]string{"k": v, "u": unread}}}
 		objs = append(objs, deployment("web", "a", "k", pods)...)
 		s, err := inspect.Load(context.Background(), fake.NewClientset(objs...), inspect.LoadOptions{Namespace: "ns"})
@@ -257,7 +257,7 @@ func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
 	if got := l.unchangedSince("ns", []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/y" {
 		t.Errorf("unchangedSince = %v: an object with a change pending is not recorded by this round", got)
 	}
-	l.observe(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("1")}},
+	l.noteChange(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("1")}},
 		inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("2")}})
 	if l.pending[k].only != nil {
 		t.Errorf("after a new edit only = %v, want every use", l.pending[k].only)

@@ -44,7 +44,7 @@ func completed(r refresh.Result) bool {
 // record writes, on each subject of the round's uses whose actions all
 // completed, the digests of the objects the round made current. Nothing is
 // recorded without DigestKey or in a dry run.
-func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspect.Item, meta map[inspect.WorkloadRef]subjectMeta, results []refresh.Result) {
+func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspect.Use, meta map[inspect.WorkloadRef]subjectMeta, results []refresh.Result) {
 	if len(l.DigestKey) == 0 || l.dryRun() || ctx.Err() != nil {
 		return
 	}
@@ -98,12 +98,12 @@ func compareSubjects(a, b subject) int {
 }
 
 // allItems are every use of the snapshot's watched objects by a pod.
-func (l *Loop) allItems(snap *inspect.Snapshot) []inspect.Item {
+func (l *Loop) allItems(snap *inspect.Snapshot) []inspect.Use {
 	items, err := inspect.Build(snap, inspect.BuildOptions{Secrets: l.Secrets && snap.SecretsListed, IncludeSystem: l.IncludeSystem})
 	if err != nil {
 		return nil
 	}
-	return slices.DeleteFunc(items, func(it inspect.Item) bool { return it.Pod.Name == "" || !l.selects(it.Key()) })
+	return slices.DeleteFunc(items, func(it inspect.Use) bool { return it.Pod.Name == "" || !l.selects(it.Key()) })
 }
 
 // recordOf is the subject's record as read this round: a workload's from
@@ -207,7 +207,7 @@ const resumeAttempts = 4
 // namespace that could not be read is an error; consumers whose
 // annotations could not be read are left out, each reported then (not on
 // the attempts before, which are read again).
-func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot, []inspect.Item, map[inspect.WorkloadRef]subjectMeta, error) {
+func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot, []inspect.Use, map[inspect.WorkloadRef]subjectMeta, error) {
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
 		snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
@@ -270,7 +270,7 @@ func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspe
 // not a reason to act. They are tried again after the debounce; a stuck
 // rollout, or one still under way RolloutWait after the first hold, is
 // checked at once (the plan says what it can do).
-func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Item, changes map[inspect.ObjectKey]*pending) []inspect.Item {
+func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Use, changes map[inspect.ObjectKey]*pending) []inspect.Use {
 	holds := map[inspect.WorkloadRef]Hold{}
 	retry := map[inspect.ObjectKey]map[string]bool{}
 	kept := items[:0:0]

@@ -98,7 +98,7 @@ func changeMessage(c watch.Change) string {
 
 // build returns the uses of the changed objects. An object that is gone
 // and that no pod consumes has no uses: it is reported and left out.
-func (l *Loop) build(snap *inspect.Snapshot, keys []inspect.ObjectKey) []inspect.Item {
+func (l *Loop) build(snap *inspect.Snapshot, keys []inspect.ObjectKey) []inspect.Use {
 	names := slices.Clone(keys)
 	for len(names) > 0 {
 		items, err := inspect.Build(snap, inspect.BuildOptions{Names: names, Secrets: l.Secrets && snap.SecretsListed, IncludeSystem: l.IncludeSystem})
@@ -119,7 +119,7 @@ func (l *Loop) build(snap *inspect.Snapshot, keys []inspect.ObjectKey) []inspect
 // concerned keeps the uses that read a changed key (every use for
 // --sync-existing) and reports each object none of whose uses does and no
 // named restart is for.
-func (l *Loop) concerned(items []inspect.Item, changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey, named []refresh.Action) []inspect.Item {
+func (l *Loop) concerned(items []inspect.Use, changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey, named []refresh.Action) []inspect.Use {
 	kept, acted := concernedItems(items, changes)
 	for _, a := range named {
 		for _, c := range a.Consumers {
@@ -131,7 +131,7 @@ func (l *Loop) concerned(items []inspect.Item, changes map[inspect.ObjectKey]*pe
 			continue
 		}
 		msg := "no pod consumes it"
-		if slices.ContainsFunc(items, func(it inspect.Item) bool { return it.Key() == k }) {
+		if slices.ContainsFunc(items, func(it inspect.Use) bool { return it.Key() == k }) {
 			msg = "no consumer reads the changed keys"
 		}
 		l.emit(Event{Kind: EventIgnored, Object: &k, Keys: changes[k].change.Keys, Message: msg})
@@ -142,8 +142,8 @@ func (l *Loop) concerned(items []inspect.Item, changes map[inspect.ObjectKey]*pe
 // concernedItems returns the items that a change concerns (watch.Concerns; for a
 // change of --sync-existing, every item of the object) and the objects that
 // have at least one.
-func concernedItems(items []inspect.Item, changes map[inspect.ObjectKey]*pending) ([]inspect.Item, map[inspect.ObjectKey]bool) {
-	var kept []inspect.Item
+func concernedItems(items []inspect.Use, changes map[inspect.ObjectKey]*pending) ([]inspect.Use, map[inspect.ObjectKey]bool) {
+	var kept []inspect.Use
 	acted := map[inspect.ObjectKey]bool{}
 	for _, it := range items {
 		p := changes[it.Key()]

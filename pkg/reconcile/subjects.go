@@ -25,10 +25,10 @@ type subjectKey struct {
 // (watch.Select), and hands emit each workload left alone, once per
 // object (a skip, or an error where its annotations could not be read).
 // It returns the annotations it read, by workload.
-func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item, emit func(Event)) ([]inspect.Item, map[inspect.WorkloadRef]subjectMeta) {
+func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Use, emit func(Event)) ([]inspect.Use, map[inspect.WorkloadRef]subjectMeta) {
 	decisions := map[subjectKey]watch.Decision{}
 	meta := map[inspect.WorkloadRef]subjectMeta{}
-	var kept []inspect.Item
+	var kept []inspect.Use
 	for _, it := range items {
 		sk := subjectKey{workload: it.Workload, object: it.Key()}
 		d, seen := decisions[sk]
@@ -59,7 +59,7 @@ type subjectMeta struct {
 
 // decide selects one workload for one object, with the event that reports
 // a skip.
-func (l *Loop) decide(m subjectMeta, it inspect.Item, snap *inspect.Snapshot) (watch.Decision, *Event) {
+func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (watch.Decision, *Event) {
 	k := it.Key()
 	target := &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name}
 	if m.err != nil {
@@ -79,7 +79,7 @@ func (l *Loop) decide(m subjectMeta, it inspect.Item, snap *inspect.Snapshot) (w
 // pod template: a built-in workload's own (Deployment, StatefulSet,
 // DaemonSet), read once a round; for a bare pod, or an owner whose
 // template cmsync does not read (a Job, a custom controller), the pod's.
-func (l *Loop) subjectAnnotations(ctx context.Context, snap *inspect.Snapshot, it inspect.Item) subjectMeta {
+func (l *Loop) subjectAnnotations(ctx context.Context, snap *inspect.Snapshot, it inspect.Use) subjectMeta {
 	if gk, ok := refresh.BuiltinKind(it.Workload.Kind); ok && gk.Group == "apps" && gk.Kind != "ReplicaSet" && it.Workload.APIVersion == "" && l.Annotations != nil {
 		w, t, err := l.Annotations.Annotations(ctx, it.Workload.Kind, it.Object.Namespace, it.Workload.Name)
 		return subjectMeta{workload: w, template: t, err: err}

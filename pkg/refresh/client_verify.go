@@ -33,7 +33,7 @@ type ClusterVerifier struct {
 }
 
 // VerifyPods implements Verifier.
-func (c *ClusterVerifier) VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+func (c *ClusterVerifier) VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Use) bool) ([]inspect.Use, error) {
 	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || inspect.NamesSecret(objects)})
 	if err != nil {
 		return nil, err
@@ -49,12 +49,12 @@ func (c *ClusterVerifier) VerifyPods(ctx context.Context, namespace string, obje
 }
 
 // verify reads by exec the uses of objects in snap that want picks.
-func (c *ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+func (c *ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, objects []inspect.ObjectKey, want func(inspect.Use) bool) ([]inspect.Use, error) {
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: objects, Secrets: true, IncludeSystem: true})
 	if err != nil {
 		return nil, err
 	}
-	var picked []inspect.Item
+	var picked []inspect.Use
 	for _, it := range items {
 		if want(it) {
 			picked = append(picked, it)
@@ -67,12 +67,12 @@ func (c *ClusterVerifier) verify(ctx context.Context, snap *inspect.Snapshot, ob
 // containers at once (the node reader), the calls for one namespace made
 // while a read runs are merged into the next (internal/coalesce): a wait
 // that verifies each pod as soon as its own patch is acknowledged then
-// costs, per round, one read of the pods, one GET of each object and one
+// costs, per poll, one read of the pods, one GET of each object and one
 // read of each node, not one of each per pod. With the exec reader (one
 // exec per container anyway) each pod is read on its own, so that a slow
 // one does not hold the others back. A pod that no longer exists (or left
 // -l) yields no items: the wait says its uses are gone.
-func (c *ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+func (c *ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Use, error) {
 	if !c.MergesPodReads() {
 		return c.verifyOne(ctx, namespace, pod, objects)
 	}
@@ -94,13 +94,13 @@ func (c *ClusterVerifier) MergesPodReads() bool { return c.Verify.Reader != nil 
 type podJob struct {
 	pod     string
 	objects []inspect.ObjectKey
-	items   []inspect.Item
+	items   []inspect.Use
 	err     error
 }
 
 // verifyOne verifies the uses of objects by one pod, read afresh: one GET
 // of the pod and one of each object, then one read of its containers.
-func (c *ClusterVerifier) verifyOne(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
+func (c *ClusterVerifier) verifyOne(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Use, error) {
 	pods, err := c.getPods(ctx, namespace, []string{pod})
 	if err != nil || len(pods) == 0 {
 		return nil, err
@@ -109,7 +109,7 @@ func (c *ClusterVerifier) verifyOne(ctx context.Context, namespace, pod string, 
 	if err != nil {
 		return nil, err
 	}
-	return c.verify(ctx, snap, objects, func(it inspect.Item) bool { return it.Pod.Name == pod && it.Object.Namespace == namespace })
+	return c.verify(ctx, snap, objects, func(it inspect.Use) bool { return it.Pod.Name == pod && it.Object.Namespace == namespace })
 }
 
 // verifyBatch reads the jobs' pods and objects once and verifies every
@@ -142,7 +142,7 @@ func (c *ClusterVerifier) tryBatch(ctx context.Context, namespace string, jobs [
 	if err != nil {
 		return err
 	}
-	items, err := c.verify(ctx, snap, objects, func(it inspect.Item) bool {
+	items, err := c.verify(ctx, snap, objects, func(it inspect.Use) bool {
 		return it.Object.Namespace == namespace && asked[it.Pod.Name][it.Key()]
 	})
 	if err != nil {

@@ -54,7 +54,7 @@ func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	byPod := map[string][]inspect.Item{}
+	byPod := map[string][]inspect.Use{}
 	for pod, objects := range calls {
 		wg.Add(1)
 		go func() {
@@ -72,7 +72,7 @@ func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
 	if len(byPod["p-gone"]) != 0 {
 		t.Errorf("a pod that no longer exists got %+v", byPod["p-gone"])
 	}
-	got := make([][]inspect.Item, n)
+	got := make([][]inspect.Use, n)
 	for i := range n {
 		got[i] = byPod[fmt.Sprintf("p%d", i)]
 	}

@@ -177,7 +177,7 @@ func (c ClientWorkloads) pods(ctx context.Context, kind, namespace, name string,
 
 // LoadWorkloads reads each Deployment, StatefulSet and DaemonSet that owns
 // a consumer of items: one read per workload, not per pod.
-func LoadWorkloads(ctx context.Context, w Workloads, items []inspect.Item) (map[WorkloadKey]WorkloadInfo, error) {
+func LoadWorkloads(ctx context.Context, w Workloads, items []inspect.Use) (map[WorkloadKey]WorkloadInfo, error) {
 	out := map[WorkloadKey]WorkloadInfo{}
 	for _, it := range items {
 		k := workloadKey(it)

@@ -20,7 +20,7 @@ import (
 // pods/eviction) granted; otherwise everything is planned after the
 // observation. It returns the items left to plan and the channel of the
 // early results (nil when nothing was started).
-func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor) ([]inspect.Item, <-chan []Result) {
+func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor) ([]inspect.Use, <-chan []Result) {
 	if !r.Yes || r.MaxRestarts >= 0 || len(need) == 0 {
 		return items, nil
 	}
@@ -33,7 +33,7 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 			busy[workloadKey(it)] = true
 		}
 	}
-	var now, rest []inspect.Item
+	var now, rest []inspect.Use
 	notVerified := map[string]bool{}
 	for _, it := range items {
 		k := PodKey(it.Object.Namespace, it.Pod.Name)
@@ -47,7 +47,7 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 	if len(now) == 0 {
 		return items, nil
 	}
-	plan := Plan(PlanInput{Items: redactor.Items(now), Pods: pods, Strategy: r.Strategy, Verified: true, NotVerified: notVerified, Selector: sel})
+	plan := PlanActions(PlanInput{Items: redactor.Items(now), Pods: pods, Strategy: r.Strategy, Verified: true, NotVerified: notVerified, Selector: sel})
 	if r.Access != nil && len(Missing(ctx, r.Access, Permissions(r.worstCase(plan, rest, pods), DryRunNone))) > 0 {
 		return items, nil // planned after the observation, and refused then if it must be
 	}
@@ -69,9 +69,9 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Item, nee
 // is evicted under --restart-via=evict but not restarted): every pod
 // annotated, and every use stale, each workload taken to exist, so that
 // each is restarted or its pods evicted wherever the planner would.
-func (r *Refresher) worstCase(plan []Action, rest []inspect.Item, pods map[string]*corev1.Pod) []Action {
+func (r *Refresher) worstCase(plan []Action, rest []inspect.Use, pods map[string]*corev1.Pod) []Action {
 	worst := append([]Action{}, plan...)
-	stale := make([]inspect.Item, 0, len(rest))
+	stale := make([]inspect.Use, 0, len(rest))
 	workloads := map[WorkloadKey]WorkloadInfo{}
 	for _, it := range rest {
 		if it.Pod.Name == "" {
@@ -82,6 +82,6 @@ func (r *Refresher) worstCase(plan []Action, rest []inspect.Item, pods map[strin
 		stale = append(stale, it)
 		workloads[workloadKey(it)] = WorkloadInfo{Exists: true}
 	}
-	return append(worst, Plan(PlanInput{Items: stale, Pods: pods, Workload: workloads, Strategy: r.Strategy, Verified: true,
+	return append(worst, PlanActions(PlanInput{Items: stale, Pods: pods, Workload: workloads, Strategy: r.Strategy, Verified: true,
 		RestartVia: r.RestartVia, MaxUnavailable: r.MaxUnavailable})...)
 }

@@ -106,13 +106,13 @@ func TestEarlyAnnotationOnlyWhenThePlanCannotBeRefused(t *testing.T) {
 
 // sentinelVerifier answers every read of an annotated pod with its uses
 // pending, for a reason that quotes Secret data.
-type sentinelVerifier struct{ items []inspect.Item }
+type sentinelVerifier struct{ items []inspect.Use }
 
-func (v sentinelVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+func (v sentinelVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Use) bool) ([]inspect.Use, error) {
 	return nil, nil
 }
-func (v sentinelVerifier) VerifyPod(_ context.Context, _, pod string, _ []inspect.ObjectKey) ([]inspect.Item, error) {
-	var out []inspect.Item
+func (v sentinelVerifier) VerifyPod(_ context.Context, _, pod string, _ []inspect.ObjectKey) ([]inspect.Use, error) {
+	var out []inspect.Use
 	for _, it := range v.items {
 		if it.Pod.Name == pod {
 			it.State, it.StateReason = inspect.StatePending, "differs: the file reads "+earlySentinel

@@ -41,7 +41,7 @@ var Evictable = map[string]bool{"Deployment": true, "StatefulSet": true, "Daemon
 
 // notEvictable says why evicting the pod of this use would not refresh it,
 // or "" when it would.
-func notEvictable(it inspect.Item, in PlanInput) string {
+func notEvictable(it inspect.Use, in PlanInput) string {
 	w := it.Workload
 	if !w.Builtin() {
 		return foreignOwnerReason(it)

@@ -247,30 +247,30 @@ func TestPlanEvict(t *testing.T) {
 		{"DaemonSet", "ns", "agent"}:  {Exists: true, OnDelete: true},
 		{"Deployment", "ns", "other"}: {Exists: true},
 	}
-	envStale := func(pod, kind, name string) inspect.Item {
+	envStale := func(pod, kind, name string) inspect.Use {
 		return use(pod, kind, name, inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
 	}
-	pending := func(pod, kind, name string) inspect.Item {
+	pending := func(pod, kind, name string) inspect.Use {
 		return use(pod, kind, name, inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
 	}
 	pods := map[string]*corev1.Pod{PodKey("ns", "web-a"): readyPod(true), PodKey("ns", "web-c"): readyPod(false)}
 	for _, tt := range []struct {
 		name  string
-		items []inspect.Item
+		items []inspect.Use
 		want  string
 	}{
-		{"stale pods evicted, a pending mount of another pod annotated", []inspect.Item{envStale("web-a", "Deployment", "web"), envStale("web-c", "Deployment", "web"), pending("web-a", "Deployment", "web"), pending("web-b", "Deployment", "web")},
+		{"stale pods evicted, a pending mount of another pod annotated", []inspect.Use{envStale("web-a", "Deployment", "web"), envStale("web-c", "Deployment", "web"), pending("web-a", "Deployment", "web"), pending("web-b", "Deployment", "web")},
 			"evict deployment/web; annotate pod/web-b"},
-		{"bare pod refused", []inspect.Item{envStale("solo", "Pod", "solo")}, "manual pod/solo"},
-		{"paused deployment", []inspect.Item{envStale("held-1", "Deployment", "held")}, "evict deployment/held"},
-		{"below a partition", []inspect.Item{envStale("db-0", "StatefulSet", "db")}, "evict statefulset/db"},
-		{"OnDelete", []inspect.Item{envStale("agent-x", "DaemonSet", "agent")}, "manual daemonset/agent"},
-		{"ReplicaSet", []inspect.Item{envStale("rs-x", "ReplicaSet", "rs")}, "evict replicaset/rs"},
-		{"Job", []inspect.Item{envStale("j-1", "Job", "j")}, "manual job/j"},
-		{"custom controller", []inspect.Item{envStale("r-1", "Rollout", "r")}, "manual rollout/r"},
+		{"bare pod refused", []inspect.Use{envStale("solo", "Pod", "solo")}, "manual pod/solo"},
+		{"paused deployment", []inspect.Use{envStale("held-1", "Deployment", "held")}, "evict deployment/held"},
+		{"below a partition", []inspect.Use{envStale("db-0", "StatefulSet", "db")}, "evict statefulset/db"},
+		{"OnDelete", []inspect.Use{envStale("agent-x", "DaemonSet", "agent")}, "manual daemonset/agent"},
+		{"ReplicaSet", []inspect.Use{envStale("rs-x", "ReplicaSet", "rs")}, "evict replicaset/rs"},
+		{"Job", []inspect.Use{envStale("j-1", "Job", "j")}, "manual job/j"},
+		{"custom controller", []inspect.Use{envStale("r-1", "Rollout", "r")}, "manual rollout/r"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(PlanInput{Items: tt.items, Pods: pods, Workload: wl, Strategy: StrategyAuto, Verified: true, RestartVia: RestartViaEvict})
+			got := PlanActions(PlanInput{Items: tt.items, Pods: pods, Workload: wl, Strategy: StrategyAuto, Verified: true, RestartVia: RestartViaEvict})
 			if s := summary(got); s != tt.want {
 				t.Fatalf("plan %q, want %q (%v)", s, tt.want, reasons(got))
 			}
@@ -287,7 +287,7 @@ func TestPlanEvict(t *testing.T) {
 			}
 		})
 	}
-	got := Plan(PlanInput{Items: []inspect.Item{envStale("web-a", "Deployment", "web"), envStale("web-b", "Deployment", "web"), envStale("web-c", "Deployment", "web")},
+	got := PlanActions(PlanInput{Items: []inspect.Use{envStale("web-a", "Deployment", "web"), envStale("web-b", "Deployment", "web"), envStale("web-c", "Deployment", "web")},
 		Workload: wl, Strategy: StrategyAuto, Verified: true, RestartVia: RestartViaEvict, MaxUnavailable: 2})
 	if !strings.Contains(got[0].Reason, "web-a + web-b, then web-c (2 at a time") {
 		t.Errorf("batches not in the reason: %q", got[0].Reason)
@@ -306,7 +306,7 @@ func TestWaitEvictConvergesOnReplacements(t *testing.T) {
 	fresh.Pod.UID = "new-1"
 	pending := fresh
 	pending.State = inspect.StateStale
-	obs := &scriptedVerifier{rounds: [][]inspect.Item{{other}, {other, pending}, {other, fresh}}}
+	obs := &scriptedVerifier{rounds: [][]inspect.Use{{other}, {other, pending}, {other, fresh}}}
 	clock := &fakeClock{t: time.Unix(1000, 0), step: 100 * time.Millisecond}
 	res := Wait(context.Background(), []Result{a}, obs, &rolloutAfter{}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now})
 	if res[0].Outcome != OutcomeCurrent || obs.calls != 3 || obs.skipped != 3 {

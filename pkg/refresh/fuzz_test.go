@@ -46,7 +46,7 @@ func FuzzPlan(f *testing.F) {
 			if kind == "Pod" {
 				wl = pod
 			}
-			it := inspect.Item{
+			it := inspect.Use{
 				Object:    inspect.ObjectRef{Kind: []string{inspect.KindConfigMap, inspect.KindSecret}[b[1]>>7], Namespace: ns, Name: fmt.Sprintf("o%d", b[1]>>5&3), Exists: b[1]&16 == 0},
 				Pod:       inspect.PodRef{Name: pod, UID: ns + "-" + pod, Node: "n", Phase: "Running"},
 				Container: &inspect.ContainerRef{Name: fmt.Sprintf("c%d", b[1]&1), Type: inspect.ContainerRegular},
@@ -79,7 +79,7 @@ func FuzzPlan(f *testing.F) {
 					Pods: []WorkloadPod{{Name: pod, UID: ns + "-" + pod}}}
 			}
 		}
-		actions := Plan(in)
+		actions := PlanActions(in)
 		found := map[inspect.UseID]int{}
 		for _, a := range actions {
 			if a.Action == "" || a.Reason == "" {

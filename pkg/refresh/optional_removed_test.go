@@ -75,7 +75,7 @@ func TestRefreshRestartsEnvOfRemovedOptionalKeyOrObject(t *testing.T) {
 					t.Fatalf("Build() = %d items, want 1", len(items))
 				}
 				vo := inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second}
-				verified := inspect.Verify(ctx, append([]inspect.Item(nil), items...), snap, ex, vo)
+				verified := inspect.Verify(ctx, append([]inspect.Use(nil), items...), snap, ex, vo)
 				wantState := inspect.StateStale
 				if c.why == "" {
 					wantState = inspect.StateCurrent
@@ -105,7 +105,7 @@ func TestRefreshRestartsEnvOfRemovedOptionalKeyOrObject(t *testing.T) {
 // or manual (annotate), with the removal in the reason; current,
 // unobserved, or a hot-updating mount needs nothing.
 func TestPlanOptionalRemovedByStrategy(t *testing.T) {
-	missing := func(mode inspect.Mode, state inspect.State, exists bool) inspect.Item {
+	missing := func(mode inspect.Mode, state inspect.State, exists bool) inspect.Use {
 		it := use("web-1", "Deployment", "web", mode, inspect.VerdictMissing, state)
 		it.Optional, it.Object.Exists, it.Keys = true, exists, []string{"K"}
 		return it
@@ -113,7 +113,7 @@ func TestPlanOptionalRemovedByStrategy(t *testing.T) {
 	workloads := map[WorkloadKey]WorkloadInfo{{Kind: "Deployment", Namespace: "ns", Name: "web"}: {Exists: true}}
 	for _, c := range []struct {
 		name     string
-		it       inspect.Item
+		it       inspect.Use
 		strategy Strategy
 		observed bool
 		want     string
@@ -128,14 +128,14 @@ func TestPlanOptionalRemovedByStrategy(t *testing.T) {
 		{"env key not observed", missing(inspect.ModeEnv, "", true), StrategyAuto, false, "none pod/web-1", "optional and absent"},
 		{"volume object, pending", missing(inspect.ModeVolume, inspect.StatePending, false), StrategyAuto, true, "none pod/web-1", "optional and absent"},
 	} {
-		plan := Plan(PlanInput{Items: []inspect.Item{c.it}, Workload: workloads, Strategy: c.strategy, Verified: c.observed})
+		plan := PlanActions(PlanInput{Items: []inspect.Use{c.it}, Workload: workloads, Strategy: c.strategy, Verified: c.observed})
 		if got := summary(plan); got != c.want || !strings.Contains(plan[0].Reason, c.why) {
 			t.Errorf("%s: plan %q (%s), want %q saying %q", c.name, got, plan[0].Reason, c.want, c.why)
 		}
 	}
 	// only those read at container start are observed first
-	need := NeedsVerify([]inspect.Item{missing(inspect.ModeEnv, "", true)})
-	if !need["ns/web-1"] || len(NeedsVerify([]inspect.Item{missing(inspect.ModeVolume, "", false)})) != 0 {
+	need := NeedsVerify([]inspect.Use{missing(inspect.ModeEnv, "", true)})
+	if !need["ns/web-1"] || len(NeedsVerify([]inspect.Use{missing(inspect.ModeVolume, "", false)})) != 0 {
 		t.Errorf("NeedsVerify: env %v, want the env use's pod observed and the volume's not", need)
 	}
 }

@@ -114,17 +114,17 @@ func TestAdaptersRefuseForeignKinds(t *testing.T) {
 // pod, and the pods of the Advanced StatefulSet db are neither part of
 // that restart nor folded into it.
 func TestPlanKeepsSameNamedOwnersOfOtherGroupsApart(t *testing.T) {
-	foreign := func(it inspect.Item) inspect.Item {
+	foreign := func(it inspect.Use) inspect.Use {
 		it.Workload.APIVersion = "apps.kruise.io/v1beta1"
 		return it
 	}
-	items := []inspect.Item{
+	items := []inspect.Use{
 		use("db-1", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
 		foreign(use("db-0", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)),
 		foreign(use("db-2", "StatefulSet", "db", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)),
 	}
 	for _, via := range []RestartVia{RestartViaTemplate, RestartViaEvict} {
-		plan := Plan(PlanInput{Items: items, Workload: map[WorkloadKey]WorkloadInfo{{Kind: "StatefulSet", Namespace: "ns", Name: "db"}: {Exists: true}},
+		plan := PlanActions(PlanInput{Items: items, Workload: map[WorkloadKey]WorkloadInfo{{Kind: "StatefulSet", Namespace: "ns", Name: "db"}: {Exists: true}},
 			Strategy: StrategyAuto, Verified: true, RestartVia: via})
 		restart := map[RestartVia]string{RestartViaTemplate: "restart", RestartViaEvict: "evict"}[via]
 		want := restart + " statefulset/db; annotate pod/db-2; manual statefulset.apps.kruise.io/db"

@@ -95,7 +95,7 @@ type Consumer struct {
 const ModeNamed inspect.Mode = "named"
 
 // ConsumerOf is the consumer entry of one use.
-func ConsumerOf(it inspect.Item) Consumer {
+func ConsumerOf(it inspect.Use) Consumer {
 	id := it.ID()
 	return Consumer{Object: it.Object, Pod: it.Pod.Name, PodUID: it.Pod.UID, Container: id.Container, Mode: it.Mode,
 		Volume: id.Volume, MountPath: id.MountPath, Env: id.Env, Source: id.Source, Verdict: it.Verdict, State: it.State}
@@ -176,7 +176,7 @@ type WorkloadKey struct{ Kind, Namespace, Name string }
 
 // PlanInput is everything Plan reads.
 type PlanInput struct {
-	Items    []inspect.Item
+	Items    []inspect.Use
 	Pods     map[string]*corev1.Pod // by namespace/name
 	Workload map[WorkloadKey]WorkloadInfo
 	Strategy Strategy
@@ -198,8 +198,8 @@ type PlanInput struct {
 	MaxUnavailable int
 }
 
-// observed tells whether the use carries an observed state.
-func (in PlanInput) observed(it inspect.Item) bool {
+// verified tells whether the use carries a verified state.
+func (in PlanInput) verified(it inspect.Use) bool {
 	return in.Verified && !in.NotVerified[PodKey(it.Object.Namespace, it.Pod.Name)]
 }
 
@@ -231,7 +231,7 @@ type decision struct {
 const notVerifiedReason = "hot-updating mount, state not observed: an annotation makes the kubelet rewrite it now, and is harmless where it is already current (nothing restarts); the wait verifies it"
 
 // decide applies the contract's rules to one use; pod is its pod, when known.
-func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decision {
+func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision {
 	// hot: the kubelet rewrites it in place. By verdict, not by mode: an
 	// init container's volume use is restart-needed (it read once).
 	hot := it.Verdict == inspect.VerdictHotUpdate
@@ -330,7 +330,7 @@ func decide(it inspect.Item, pod *corev1.Pod, s Strategy, observed bool) decisio
 // readAtStart tells whether the use is read once, when its container
 // starts, and kept for the container's life: env, envFrom, subPath and
 // subPathExpr, and any use of an init container.
-func readAtStart(it inspect.Item) bool {
+func readAtStart(it inspect.Use) bool {
 	if it.Container != nil && it.Container.Type == inspect.ContainerInit {
 		return true
 	}
@@ -339,7 +339,7 @@ func readAtStart(it inspect.Item) bool {
 
 // removed says, for a use whose optional object or key is absent now, what
 // was removed while the container kept what it read ("" for any other use).
-func removed(it inspect.Item) string {
+func removed(it inspect.Use) string {
 	if it.Verdict != inspect.VerdictMissing {
 		return ""
 	}
@@ -375,7 +375,7 @@ func quoted(s []string) []string {
 // prior exec: an annotation bump is harmless where the volume is already
 // current (the kubelet does not rewrite identical payloads, and nothing
 // restarts), and the wait verifies it afterwards.
-func NeedsVerify(items []inspect.Item) map[string]bool {
+func NeedsVerify(items []inspect.Use) map[string]bool {
 	need := map[string]bool{}
 	for _, it := range items {
 		if it.Pod.Name == "" {
@@ -396,16 +396,16 @@ func NeedsVerify(items []inspect.Item) map[string]bool {
 	return need
 }
 
-// Plan turns a report into actions: at most one restart per workload, one
+// PlanActions turns a report into actions: at most one restart per workload, one
 // annotate per pod whose workload is not restarted, and manual or none
 // entries for everything else. It is pure.
-func Plan(in PlanInput) []Action {
+func PlanActions(in PlanInput) []Action {
 	restarts := map[WorkloadKey]*Action{}
 	annotates := map[string]*Action{}
 	var manual, none []*Action
 
 	consumerOf := ConsumerOf
-	manualFor := func(t Target, reason string, it inspect.Item) {
+	manualFor := func(t Target, reason string, it inspect.Use) {
 		for _, a := range manual {
 			if a.Target == t && a.Reason == reason {
 				a.Consumers = append(a.Consumers, consumerOf(it))
@@ -415,9 +415,9 @@ func Plan(in PlanInput) []Action {
 		manual = append(manual, &Action{Action: ActionManual, Target: t, Reason: reason, Consumers: []Consumer{consumerOf(it)}})
 	}
 	// First pass: restarts (they replace pods, so annotating those is moot).
-	var deferred []inspect.Item
+	var deferred []inspect.Use
 	for _, it := range in.Items {
-		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.observed(it))
+		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.verified(it))
 		ns := it.Object.Namespace
 		podTarget := Target{Kind: "Pod", Namespace: ns, Name: it.Pod.Name}
 		switch d.need {
@@ -451,7 +451,7 @@ func Plan(in PlanInput) []Action {
 		}
 	}
 	for _, it := range deferred {
-		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.observed(it))
+		d := decide(it, in.Pods[PodKey(it.Object.Namespace, it.Pod.Name)], in.Strategy, in.verified(it))
 		ns := it.Object.Namespace
 		pk := PodKey(ns, it.Pod.Name)
 		wk := workloadKey(it)
@@ -605,7 +605,7 @@ func listPods(names []string) string {
 
 // notRestartable says why a rollout restart would not refresh the pod of
 // this use, or "" when it would.
-func notRestartable(it inspect.Item, in PlanInput) string {
+func notRestartable(it inspect.Use, in PlanInput) string {
 	w := it.Workload
 	ns := it.Object.Namespace
 	if !w.Builtin() {
@@ -647,7 +647,7 @@ func notRestartable(it inspect.Item, in PlanInput) string {
 // restarts a Job, but a hot-updating mount of a running pod follows the
 // change by itself, while env, subPath and init container uses keep what
 // they read.
-func jobReason(it inspect.Item) string {
+func jobReason(it inspect.Use) string {
 	kind := it.Workload.Kind
 	next := "the change reaches new Jobs only"
 	if kind == "CronJob" {

@@ -17,12 +17,12 @@ func TestPlanPartitionCountsFromOrdinalsStart(t *testing.T) {
 		pods = append(pods, WorkloadPod{Name: n, UID: "u-" + n})
 	}
 	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "web"}: {Exists: true, Partition: 1, OrdinalsStart: 3, Pods: pods}}
-	items := []inspect.Item{
+	items := []inspect.Use{
 		use("web-3", "StatefulSet", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
 		use("web-4", "StatefulSet", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
 		use("web-5", "StatefulSet", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
 	}
-	got := Plan(PlanInput{Items: items, Workload: wl, Strategy: StrategyAuto, Verified: true})
+	got := PlanActions(PlanInput{Items: items, Workload: wl, Strategy: StrategyAuto, Verified: true})
 	var restart *Action
 	for i := range got {
 		if got[i].Action == ActionRestart {

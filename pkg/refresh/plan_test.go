@@ -13,8 +13,8 @@ import (
 )
 
 // use builds one observed use for the planner.
-func use(pod, workloadKind, workload string, mode inspect.Mode, verdict inspect.Verdict, state inspect.State) inspect.Item {
-	return inspect.Item{
+func use(pod, workloadKind, workload string, mode inspect.Mode, verdict inspect.Verdict, state inspect.State) inspect.Use {
+	return inspect.Use{
 		Object:    inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cm", Exists: true},
 		Pod:       inspect.PodRef{Name: pod, Node: "n1", Phase: "Running"},
 		Container: &inspect.ContainerRef{Name: "c", Type: inspect.ContainerRegular},
@@ -40,10 +40,10 @@ func TestPlan(t *testing.T) {
 		{"StatefulSet", "ns", "db2"}:  {Exists: true},
 		{"Deployment", "ns", "other"}: {Exists: true},
 	}
-	hotPending := func(pod, kind, name string) inspect.Item {
+	hotPending := func(pod, kind, name string) inspect.Use {
 		return use(pod, kind, name, inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
 	}
-	envStale := func(pod, kind, name string) inspect.Item {
+	envStale := func(pod, kind, name string) inspect.Use {
 		return use(pod, kind, name, inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
 	}
 	immutableStale := envStale("web-1", "Deployment", "web")
@@ -57,42 +57,42 @@ func TestPlan(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		items    []inspect.Item
+		items    []inspect.Use
 		strategy Strategy
 		observed bool
 		want     string
 	}{
-		{"pending volume is annotated", []inspect.Item{hotPending("web-1", "Deployment", "web")}, StrategyAuto, true, "annotate pod/web-1"},
-		{"in-sync volume needs nothing", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)}, StrategyAuto, true, "none pod/web-1"},
-		{"current env needs nothing", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)}, StrategyAuto, true, "none pod/web-1"},
-		{"stale env restarts the deployment", []inspect.Item{envStale("web-1", "Deployment", "web")}, StrategyAuto, true, "restart deployment/web"},
-		{"broken subPath restarts", []inspect.Item{use("db2-0", "StatefulSet", "db2", inspect.ModeSubPath, inspect.VerdictBreaksOnChange, inspect.StateBroken)}, StrategyAuto, true, "restart statefulset/db2"},
-		{"two ConfigMaps and two pods give one restart", []inspect.Item{envStale("web-1", "Deployment", "web"), secondCM, hotPending("web-2", "Deployment", "web")}, StrategyAuto, true, "restart deployment/web"},
-		{"annotate and restart in different workloads", []inspect.Item{envStale("web-1", "Deployment", "web"), hotPending("other-1", "Deployment", "other")}, StrategyAuto, true, "restart deployment/web; annotate pod/other-1"},
-		{"bare pod with stale env is manual", []inspect.Item{envStale("solo", "Pod", "solo")}, StrategyAuto, true, "manual pod/solo"},
-		{"paused deployment is manual", []inspect.Item{envStale("held-1", "Deployment", "held")}, StrategyAuto, true, "manual deployment/held"},
-		{"OnDelete daemonset is manual", []inspect.Item{envStale("agent-x", "DaemonSet", "agent")}, StrategyAuto, true, "manual daemonset/agent"},
-		{"partition spares ordinal 1", []inspect.Item{envStale("db-1", "StatefulSet", "db")}, StrategyAuto, true, "manual statefulset/db"},
-		{"partition does not spare ordinal 2", []inspect.Item{envStale("db-2", "StatefulSet", "db")}, StrategyAuto, true, "restart statefulset/db"},
-		{"job is manual", []inspect.Item{envStale("j-1", "Job", "j")}, StrategyAuto, true, "manual job/j"},
-		{"cronjob is manual", []inspect.Item{envStale("cj-1", "CronJob", "cj")}, StrategyAuto, true, "manual cronjob/cj"},
-		{"custom controller is manual", []inspect.Item{envStale("r-1", "Rollout", "r")}, StrategyAuto, true, "manual rollout/r"},
-		{"re-created immutable is manual", []inspect.Item{immutableStale}, StrategyAuto, true, "manual deployment/web"},
-		{"missing required key is manual on the pod", []inspect.Item{missingRequired}, StrategyAuto, true, "manual pod/web-1"},
-		{"annotate strategy leaves stale env manual", []inspect.Item{envStale("web-1", "Deployment", "web"), hotPending("web-1", "Deployment", "web")}, StrategyAnnotate, true, "annotate pod/web-1; manual deployment/web"},
-		{"restart strategy restarts even in-sync consumers", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)}, StrategyRestart, true, "restart deployment/web"},
-		{"restart strategy restarts pending", []inspect.Item{hotPending("web-1", "Deployment", "web")}, StrategyRestart, true, "restart deployment/web"},
-		{"without exec: annotate hot, manual env", []inspect.Item{
+		{"pending volume is annotated", []inspect.Use{hotPending("web-1", "Deployment", "web")}, StrategyAuto, true, "annotate pod/web-1"},
+		{"in-sync volume needs nothing", []inspect.Use{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)}, StrategyAuto, true, "none pod/web-1"},
+		{"current env needs nothing", []inspect.Use{use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)}, StrategyAuto, true, "none pod/web-1"},
+		{"stale env restarts the deployment", []inspect.Use{envStale("web-1", "Deployment", "web")}, StrategyAuto, true, "restart deployment/web"},
+		{"broken subPath restarts", []inspect.Use{use("db2-0", "StatefulSet", "db2", inspect.ModeSubPath, inspect.VerdictBreaksOnChange, inspect.StateBroken)}, StrategyAuto, true, "restart statefulset/db2"},
+		{"two ConfigMaps and two pods give one restart", []inspect.Use{envStale("web-1", "Deployment", "web"), secondCM, hotPending("web-2", "Deployment", "web")}, StrategyAuto, true, "restart deployment/web"},
+		{"annotate and restart in different workloads", []inspect.Use{envStale("web-1", "Deployment", "web"), hotPending("other-1", "Deployment", "other")}, StrategyAuto, true, "restart deployment/web; annotate pod/other-1"},
+		{"bare pod with stale env is manual", []inspect.Use{envStale("solo", "Pod", "solo")}, StrategyAuto, true, "manual pod/solo"},
+		{"paused deployment is manual", []inspect.Use{envStale("held-1", "Deployment", "held")}, StrategyAuto, true, "manual deployment/held"},
+		{"OnDelete daemonset is manual", []inspect.Use{envStale("agent-x", "DaemonSet", "agent")}, StrategyAuto, true, "manual daemonset/agent"},
+		{"partition spares ordinal 1", []inspect.Use{envStale("db-1", "StatefulSet", "db")}, StrategyAuto, true, "manual statefulset/db"},
+		{"partition does not spare ordinal 2", []inspect.Use{envStale("db-2", "StatefulSet", "db")}, StrategyAuto, true, "restart statefulset/db"},
+		{"job is manual", []inspect.Use{envStale("j-1", "Job", "j")}, StrategyAuto, true, "manual job/j"},
+		{"cronjob is manual", []inspect.Use{envStale("cj-1", "CronJob", "cj")}, StrategyAuto, true, "manual cronjob/cj"},
+		{"custom controller is manual", []inspect.Use{envStale("r-1", "Rollout", "r")}, StrategyAuto, true, "manual rollout/r"},
+		{"re-created immutable is manual", []inspect.Use{immutableStale}, StrategyAuto, true, "manual deployment/web"},
+		{"missing required key is manual on the pod", []inspect.Use{missingRequired}, StrategyAuto, true, "manual pod/web-1"},
+		{"annotate strategy leaves stale env manual", []inspect.Use{envStale("web-1", "Deployment", "web"), hotPending("web-1", "Deployment", "web")}, StrategyAnnotate, true, "annotate pod/web-1; manual deployment/web"},
+		{"restart strategy restarts even in-sync consumers", []inspect.Use{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)}, StrategyRestart, true, "restart deployment/web"},
+		{"restart strategy restarts pending", []inspect.Use{hotPending("web-1", "Deployment", "web")}, StrategyRestart, true, "restart deployment/web"},
+		{"without exec: annotate hot, manual env", []inspect.Use{
 			use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, ""),
 			use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, "")}, StrategyAuto, false, "annotate pod/web-1; manual deployment/web"},
-		{"unverifiable hot mount is annotated", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeProjected, inspect.VerdictHotUpdate, inspect.StateUnverifiable)}, StrategyAuto, true, "annotate pod/web-1"},
-		{"stale env in an ephemeral container never restarts the workload", []inspect.Item{ephemeralEnv}, StrategyAuto, true, "manual pod/web-1"},
-		{"even with --strategy restart", []inspect.Item{ephemeralEnv}, StrategyRestart, true, "manual pod/web-1"},
-		{"unverifiable env is manual", []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateUnverifiable)}, StrategyAuto, true, "manual deployment/web"},
+		{"unverifiable hot mount is annotated", []inspect.Use{use("web-1", "Deployment", "web", inspect.ModeProjected, inspect.VerdictHotUpdate, inspect.StateUnverifiable)}, StrategyAuto, true, "annotate pod/web-1"},
+		{"stale env in an ephemeral container never restarts the workload", []inspect.Use{ephemeralEnv}, StrategyAuto, true, "manual pod/web-1"},
+		{"even with --strategy restart", []inspect.Use{ephemeralEnv}, StrategyRestart, true, "manual pod/web-1"},
+		{"unverifiable env is manual", []inspect.Use{use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateUnverifiable)}, StrategyAuto, true, "manual deployment/web"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(PlanInput{Items: tt.items, Workload: deploy, Strategy: tt.strategy, Verified: tt.observed})
+			got := PlanActions(PlanInput{Items: tt.items, Workload: deploy, Strategy: tt.strategy, Verified: tt.observed})
 			if s := summary(got); s != tt.want {
 				t.Errorf("plan = %q, want %q", s, tt.want)
 			}
@@ -101,12 +101,12 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanRestartCollectsPodsAndConsumers(t *testing.T) {
-	items := []inspect.Item{
+	items := []inspect.Use{
 		use("web-1", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
 		use("web-2", "Deployment", "web", inspect.ModeEnvFrom, inspect.VerdictRestartNeeded, inspect.StateStale),
 		use("web-2", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending),
 	}
-	got := Plan(PlanInput{Items: items, Workload: map[WorkloadKey]WorkloadInfo{{"Deployment", "ns", "web"}: {Exists: true}}, Strategy: StrategyAuto, Verified: true})
+	got := PlanActions(PlanInput{Items: items, Workload: map[WorkloadKey]WorkloadInfo{{"Deployment", "ns", "web"}: {Exists: true}}, Strategy: StrategyAuto, Verified: true})
 	if len(got) != 1 {
 		t.Fatalf("want one action, got %s", summary(got))
 	}
@@ -118,8 +118,8 @@ func TestPlanRestartCollectsPodsAndConsumers(t *testing.T) {
 func TestPlanWarnsAboutDownwardAPIAnnotations(t *testing.T) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "podinfo", VolumeSource: corev1.VolumeSource{
 		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}}}}}}}}
-	items := []inspect.Item{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)}
-	got := Plan(PlanInput{Items: items, Pods: map[string]*corev1.Pod{PodKey("ns", "web-1"): pod}, Strategy: StrategyAuto, Verified: true})
+	items := []inspect.Use{use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)}
+	got := PlanActions(PlanInput{Items: items, Pods: map[string]*corev1.Pod{PodKey("ns", "web-1"): pod}, Strategy: StrategyAuto, Verified: true})
 	if len(got) != 1 || len(got[0].Warnings) != 1 || !strings.Contains(got[0].Warnings[0], `volume "podinfo" projects metadata.annotations`) {
 		t.Fatalf("want a downwardAPI warning, got %+v", got)
 	}
@@ -142,13 +142,13 @@ func TestOrdinal(t *testing.T) {
 // gives two actions, two mounts of one ConfigMap in one container two
 // consumers with their mount paths, and the pod's UID is kept.
 func TestPlanConsumersCarryIdentity(t *testing.T) {
-	mk := func(ns, uid, path string) inspect.Item {
+	mk := func(ns, uid, path string) inspect.Use {
 		it := use("redis-0", "StatefulSet", "redis", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
 		it.Object.Namespace, it.Pod.UID = ns, uid
 		it.Volume = &inspect.VolumeRef{Name: "v" + path, MountPath: path}
 		return it
 	}
-	got := Plan(PlanInput{Items: []inspect.Item{mk("prod", "u1", "/etc/a"), mk("prod", "u1", "/etc/b"), mk("staging", "u2", "/etc/a")}, Strategy: StrategyAuto, Verified: true})
+	got := PlanActions(PlanInput{Items: []inspect.Use{mk("prod", "u1", "/etc/a"), mk("prod", "u1", "/etc/b"), mk("staging", "u2", "/etc/a")}, Strategy: StrategyAuto, Verified: true})
 	if len(got) != 2 || got[0].Target.Namespace != "prod" || got[1].Target.Namespace != "staging" {
 		t.Fatalf("want one annotate per namespace, got %+v", got)
 	}
@@ -191,7 +191,7 @@ func TestPlanDoesNotAnnotateAnUnverifiableMountTwice(t *testing.T) {
 			it := it
 			it.StateCause = tt.cause
 			for _, s := range []Strategy{StrategyAuto, StrategyAnnotate} {
-				got := Plan(PlanInput{Items: []inspect.Item{it}, Pods: pod(tt.annotated), Strategy: s, Verified: true})
+				got := PlanActions(PlanInput{Items: []inspect.Use{it}, Pods: pod(tt.annotated), Strategy: s, Verified: true})
 				if summary(got) != tt.want {
 					t.Errorf("--strategy %s: plan %q, want %q", s, summary(got), tt.want)
 				}
@@ -221,7 +221,7 @@ func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
 	}
 	stale := use("db-2", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
 	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Pods: dbPods(3)}}
-	got := Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Verified: true, Selector: sel})
+	got := PlanActions(PlanInput{Items: []inspect.Use{stale}, Workload: wl, Strategy: StrategyAuto, Verified: true, Selector: sel})
 	if summary(got) != "restart statefulset/db" {
 		t.Fatalf("plan %q", summary(got))
 	}
@@ -233,7 +233,7 @@ func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
 		t.Errorf("warnings %q", a.Warnings)
 	}
 	// without -l nothing is outside it
-	got = Plan(PlanInput{Items: []inspect.Item{stale}, Workload: wl, Strategy: StrategyAuto, Verified: true, Selector: labels.Everything()})
+	got = PlanActions(PlanInput{Items: []inspect.Use{stale}, Workload: wl, Strategy: StrategyAuto, Verified: true, Selector: labels.Everything()})
 	if len(got[0].OutsideSelector) != 0 || len(got[0].Warnings) != 0 {
 		t.Errorf("no -l: outside %v warnings %v", got[0].OutsideSelector, got[0].Warnings)
 	}
@@ -245,11 +245,11 @@ func TestPlanRestartNamesPodsBeyondTheSelector(t *testing.T) {
 // replaces it.
 func TestPlanPartitionedStatefulSet(t *testing.T) {
 	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Partition: 2, Pods: dbPods(3)}}
-	items := []inspect.Item{
+	items := []inspect.Use{
 		use("db-2", "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale),
 		use("db-0", "StatefulSet", "db", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending),
 	}
-	got := Plan(PlanInput{Items: items, Workload: wl, Strategy: StrategyAuto, Verified: true})
+	got := PlanActions(PlanInput{Items: items, Workload: wl, Strategy: StrategyAuto, Verified: true})
 	if summary(got) != "restart statefulset/db; annotate pod/db-0" {
 		t.Fatalf("plan %q, want the restart and an annotation of the spared pod", summary(got))
 	}
@@ -266,14 +266,14 @@ func TestPlanPartitionedStatefulSet(t *testing.T) {
 // cannot refresh it (it was taken for hot by its mode).
 func TestPlanInitContainerVolumeIsNotAnnotated(t *testing.T) {
 	wl := map[WorkloadKey]WorkloadInfo{{"Deployment", "ns", "web"}: {Exists: true}}
-	initUse := func(state inspect.State) inspect.Item {
+	initUse := func(state inspect.State) inspect.Use {
 		it := use("web-1", "Deployment", "web", inspect.ModeVolume, inspect.VerdictRestartNeeded, state)
 		it.Container = &inspect.ContainerRef{Name: "copy", Type: inspect.ContainerInit}
 		return it
 	}
 	for _, tt := range []struct {
 		name     string
-		it       inspect.Item
+		it       inspect.Use
 		strategy Strategy
 		observed bool
 		want     string
@@ -284,7 +284,7 @@ func TestPlanInitContainerVolumeIsNotAnnotated(t *testing.T) {
 		{"stale, auto", initUse(inspect.StateStale), StrategyAuto, true, "restart deployment/web"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(PlanInput{Items: []inspect.Item{tt.it}, Workload: wl, Strategy: tt.strategy, Verified: tt.observed})
+			got := PlanActions(PlanInput{Items: []inspect.Use{tt.it}, Workload: wl, Strategy: tt.strategy, Verified: tt.observed})
 			if s := summary(got); s != tt.want {
 				t.Errorf("plan %q, want %q (reasons: %v)", s, tt.want, reasons(got))
 			}
@@ -318,7 +318,7 @@ func TestPlanJobReasonsPerMode(t *testing.T) {
 	} {
 		t.Run(tt.kind+" "+string(tt.mode), func(t *testing.T) {
 			it := use("p-1", tt.kind, tt.name, tt.mode, tt.verdict, inspect.StateInSync)
-			got := Plan(PlanInput{Items: []inspect.Item{it}, Strategy: StrategyRestart, Verified: true})
+			got := PlanActions(PlanInput{Items: []inspect.Use{it}, Strategy: StrategyRestart, Verified: true})
 			if len(got) != 1 || got[0].Action != ActionManual {
 				t.Fatalf("plan %q, want one manual action", summary(got))
 			}
@@ -345,7 +345,7 @@ func TestNeedsVerifyAndPlanWithoutVerifying(t *testing.T) {
 	initVol := use("init-1", "Deployment", "init", inspect.ModeVolume, inspect.VerdictRestartNeeded, inspect.StateCurrent)
 	initVol.Container = &inspect.ContainerRef{Name: "setup", Type: inspect.ContainerInit}
 	immutable := use("imm-1", "Deployment", "imm", inspect.ModeVolume, inspect.VerdictNeverChanges, inspect.StateInSync)
-	all := []inspect.Item{vol, items, proj, missing, mixedVol, mixedEnv, sub, subDir, initVol, immutable}
+	all := []inspect.Use{vol, items, proj, missing, mixedVol, mixedEnv, sub, subDir, initVol, immutable}
 	need := NeedsVerify(all)
 	for _, pod := range []string{"mixed-1", "sub-1", "subdir-1", "init-1", "imm-1"} {
 		if !need[PodKey("ns", pod)] {
@@ -372,7 +372,7 @@ func TestNeedsVerifyAndPlanWithoutVerifying(t *testing.T) {
 		now := metav1.Now()
 		pods := map[string]*corev1.Pod{PodKey("ns", "gone-1"): {ObjectMeta: metav1.ObjectMeta{Name: "gone-1", Namespace: "ns", DeletionTimestamp: &now}}}
 		notVerified[PodKey("ns", "gone-1")] = true
-		plan := Plan(PlanInput{Items: append(all, gone), Pods: pods, Strategy: s, Verified: true, NotVerified: notVerified, Workload: workloads})
+		plan := PlanActions(PlanInput{Items: append(all, gone), Pods: pods, Strategy: s, Verified: true, NotVerified: notVerified, Workload: workloads})
 		byTarget := map[string]Action{}
 		for _, a := range plan {
 			if _, seen := byTarget[a.Target.String()]; !seen { // annotate before none

@@ -79,12 +79,12 @@ type Refresher struct {
 	Restarting map[WorkloadKey]bool
 }
 
-// Planned is a plan with what its Apply needs.
-type Planned struct {
+// Plan is a plan with what its Apply needs.
+type Plan struct {
 	Actions []Action
-	// Items are the uses the plan was made from, observed where the plan
+	// Uses are the uses the plan was made from, observed where the plan
 	// needed it and redacted.
-	Items []inspect.Item
+	Uses []inspect.Use
 	// Restarts counts the workloads restarted or whose pods are evicted.
 	Restarts int
 	// Beyond says, per restart, the pods it replaces that -l does not
@@ -122,7 +122,7 @@ func (e *BeyondSelectorError) Error() string {
 type PermissionError struct {
 	Missing []Permission
 	// Items are the plan's uses (those that exec was forbidden for say so).
-	Items []inspect.Item
+	Items []inspect.Use
 }
 
 func (e *PermissionError) Error() string {
@@ -155,7 +155,7 @@ func (r *Refresher) defaults() {
 // *BeyondSelectorError) with the plan still returned, so that it can be
 // shown; nothing has been changed then except by the early annotation,
 // whose results Abandon returns.
-func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) (*Planned, error) {
+func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []inspect.Use) (*Plan, error) {
 	r.defaults()
 	sel, err := labels.Parse(r.Selector)
 	if err != nil {
@@ -163,17 +163,17 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 	}
 	// The output edge: reasons derived from Secret data are redacted
 	// before they reach the plan, and again in the results.
-	p := &Planned{redactor: inspect.NewRedactor(snap)}
+	p := &Plan{redactor: inspect.NewRedactor(snap)}
 	pods := podsByKey(snap)
-	obs := r.observe(ctx, p, snap, items, sel, pods)
-	p.Items = p.redactor.Items(obs.items)
+	obs := r.verifyFirst(ctx, p, snap, items, sel, pods)
+	p.Uses = p.redactor.Items(obs.items)
 	var workloads map[WorkloadKey]WorkloadInfo
 	if r.Strategy != StrategyAnnotate { // annotate restarts nothing
 		if workloads, err = LoadWorkloads(ctx, r.Workloads, obs.restartable); err != nil {
 			return p, err
 		}
 	}
-	p.Actions = Plan(PlanInput{Items: p.Items, Pods: pods, Workload: workloads, Strategy: r.Strategy, Verified: obs.observed, NotVerified: obs.notVerified,
+	p.Actions = PlanActions(PlanInput{Items: p.Uses, Pods: pods, Workload: workloads, Strategy: r.Strategy, Verified: obs.observed, NotVerified: obs.notVerified,
 		Selector: sel, RestartVia: r.RestartVia, MaxUnavailable: r.MaxUnavailable})
 	counts := Counts(p.Actions)
 	p.Restarts = counts[ActionRestart] + counts[ActionEvict] // an eviction restarts a workload's pods too
@@ -183,7 +183,7 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 }
 
 // check refuses what the CLI refuses, in its order.
-func (r *Refresher) check(ctx context.Context, p *Planned) error {
+func (r *Refresher) check(ctx context.Context, p *Plan) error {
 	if r.MaxRestarts >= 0 && p.Restarts > r.MaxRestarts {
 		return &TooManyRestartsError{Restarts: p.Restarts, Max: r.MaxRestarts}
 	}
@@ -192,7 +192,7 @@ func (r *Refresher) check(ctx context.Context, p *Planned) error {
 	}
 	if r.Access != nil {
 		if missing := Missing(ctx, r.Access, Permissions(p.Actions, r.DryRun)); len(missing) > 0 {
-			return &PermissionError{Missing: missing, Items: p.Items}
+			return &PermissionError{Missing: missing, Items: p.Uses}
 		}
 	}
 	if len(p.Beyond) > 0 && r.DryRun == DryRunNone && !r.Yes {
@@ -212,28 +212,28 @@ func BeyondSelector(plan []Action) []string {
 	return out
 }
 
-// observation is what the plan knows of the uses' states.
-type observation struct {
-	items []inspect.Item
+// verifiedState is what the plan knows of the uses' states.
+type verifiedState struct {
+	items []inspect.Use
 	// observed: the items carry states (see PlanInput.Verified)
 	observed    bool
 	notVerified map[string]bool
 	// restartable are the items whose workloads a restart may concern
-	restartable []inspect.Item
+	restartable []inspect.Use
 }
 
-// observe reads by exec the uses whose action depends on their state. A
+// verifyFirst reads by exec the uses whose action depends on their state. A
 // client dry run of --strategy restart reads nothing (no exec at all);
 // --strategy restart reads every use; otherwise only the pods
 // NeedsVerify picks are read, and (a real run, see annotateEarly)
 // the others may be annotated meanwhile.
-func (r *Refresher) observe(ctx context.Context, p *Planned, snap *inspect.Snapshot, items []inspect.Item, sel labels.Selector, pods map[string]*corev1.Pod) observation {
+func (r *Refresher) verifyFirst(ctx context.Context, p *Plan, snap *inspect.Snapshot, items []inspect.Use, sel labels.Selector, pods map[string]*corev1.Pod) verifiedState {
 	switch {
 	case r.DryRun == DryRunClient && r.Strategy == StrategyRestart:
-		return observation{items: items, restartable: items}
+		return verifiedState{items: items, restartable: items}
 	case r.Strategy == StrategyRestart:
 		items = inspect.Verify(ctx, items, snap, r.Executor, r.Verify)
-		return observation{items: items, observed: true, restartable: items}
+		return verifiedState{items: items, observed: true, restartable: items}
 	}
 	need := NeedsVerify(items)
 	if r.DryRun == DryRunNone {
@@ -242,20 +242,20 @@ func (r *Refresher) observe(ctx context.Context, p *Planned, snap *inspect.Snaps
 	items, notVerified := verifyPods(ctx, items, need, snap, r.Executor, r.Verify)
 	// pods annotated without observing are never restarted: their
 	// workloads need not be read
-	var restartable []inspect.Item
+	var restartable []inspect.Use
 	for _, it := range items {
 		if need[PodKey(it.Object.Namespace, it.Pod.Name)] {
 			restartable = append(restartable, it)
 		}
 	}
-	return observation{items: items, observed: true, notVerified: notVerified, restartable: restartable}
+	return verifiedState{items: items, observed: true, notVerified: notVerified, restartable: restartable}
 }
 
 // Apply sends the plan: patches, then the evictions, then (Wait, a real
 // run) verifies what it changed until current or Timeout. progress gets
-// each eviction event (Progress.Event) and each round of the wait. Every
+// each eviction event (Progress.Event) and each poll of the wait. Every
 // action gets a redacted Result, the early annotations' included.
-func (r *Refresher) Apply(ctx context.Context, p *Planned, progress func(Progress)) []Result {
+func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress)) []Result {
 	r.defaults()
 	if progress == nil {
 		progress = func(Progress) {}
@@ -283,7 +283,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Planned, progress func(Progres
 // Abandon is for a plan that is not applied (refused, declined): it
 // returns the results of the pods annotated early, once they are in
 // (none when nothing was started).
-func (p *Planned) Abandon() []Result {
+func (p *Plan) Abandon() []Result {
 	if p == nil || p.early == nil {
 		return nil
 	}
@@ -293,7 +293,7 @@ func (p *Planned) Abandon() []Result {
 }
 
 // redact is the output edge of the results.
-func (p *Planned) redact(results []Result) []Result {
+func (p *Plan) redact(results []Result) []Result {
 	for i := range results {
 		r := &results[i]
 		r.Reason, r.Detail, r.Error, r.Warnings = p.redactor.String(r.Reason), p.redactor.String(r.Detail), p.redactor.String(r.Error), p.redactor.Strings(r.Warnings)
@@ -303,8 +303,8 @@ func (p *Planned) redact(results []Result) []Result {
 
 // verifyPods observes the uses of the pods in need (by PodKey) and returns
 // every item, the others without a state, and the pods left unobserved.
-func verifyPods(ctx context.Context, items []inspect.Item, need map[string]bool, snap *inspect.Snapshot, ex containerread.Executor, vo inspect.VerifyOptions) ([]inspect.Item, map[string]bool) {
-	var picked []inspect.Item
+func verifyPods(ctx context.Context, items []inspect.Use, need map[string]bool, snap *inspect.Snapshot, ex containerread.Executor, vo inspect.VerifyOptions) ([]inspect.Use, map[string]bool) {
+	var picked []inspect.Use
 	var at []int
 	notVerified := map[string]bool{}
 	for i, it := range items {

@@ -51,7 +51,7 @@ func staleEnvCluster() (kubernetes.Interface, *readtest.Executor) {
 	return fake.NewClientset(cm, dep, rs, pod("web-1-a", false), pod("web-1-z", true)), ex
 }
 
-func staleEnvRefresher(t *testing.T, cfg Config) (*Refresher, *inspect.Snapshot, []inspect.Item, *recordingPatcher) {
+func staleEnvRefresher(t *testing.T, cfg Config) (*Refresher, *inspect.Snapshot, []inspect.Use, *recordingPatcher) {
 	t.Helper()
 	c, ex := staleEnvCluster()
 	snap, items := cfgUses(t, c)
@@ -126,10 +126,10 @@ func TestPermissionErrorNamesThePermission(t *testing.T) {
 // currentVerifier observes nothing: these tests do not wait.
 type currentVerifier struct{}
 
-func (currentVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+func (currentVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Use) bool) ([]inspect.Use, error) {
 	return nil, nil
 }
-func (currentVerifier) VerifyPod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Item, error) {
+func (currentVerifier) VerifyPod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Use, error) {
 	return nil, nil
 }
 
@@ -186,7 +186,7 @@ func TestClientWorkloads(t *testing.T) {
 
 // cfgUses loads namespace ns of client and builds the uses of ConfigMap
 // ns/cfg, the object every refresh test cluster changes.
-func cfgUses(t *testing.T, client kubernetes.Interface) (*inspect.Snapshot, []inspect.Item) {
+func cfgUses(t *testing.T, client kubernetes.Interface) (*inspect.Snapshot, []inspect.Use) {
 	t.Helper()
 	snap, err := inspect.Load(context.Background(), client, inspect.LoadOptions{Namespace: "ns"})
 	if err != nil {

@@ -19,12 +19,12 @@ type Verifier interface {
 	// VerifyPods verifies only the uses for which want is true (the others
 	// are returned without a state): the wait loop execs into the pods of
 	// open actions only.
-	VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error)
+	VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Use) bool) ([]inspect.Use, error)
 	// VerifyPod verifies the uses of the objects by one pod, read afresh
 	// (the pod and the objects, not the namespace): the wait of an
 	// annotate action, one pod at a time as soon as its patch is
 	// acknowledged.
-	VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error)
+	VerifyPod(ctx context.Context, namespace, pod string, objects []inspect.ObjectKey) ([]inspect.Use, error)
 }
 
 // RolloutChecker says whether a workload's rollout has finished, the way
@@ -33,7 +33,7 @@ type RolloutChecker interface {
 	RolloutDone(ctx context.Context, kind, namespace, name string) (done bool, message string, err error)
 }
 
-// Progress is reported after every round of the wait loop and every
+// Progress is reported after every poll of the wait loop and every
 // verification of an annotated pod, and (Refresher.Apply) every eviction
 // event.
 type Progress struct {
@@ -47,11 +47,11 @@ type Progress struct {
 // WaitOptions bound the wait.
 type WaitOptions struct {
 	Timeout time.Duration
-	// Interval is the first pause between rounds; it doubles up to
+	// Interval is the first pause between polls; it doubles up to
 	// MaxInterval (default 8x Interval).
 	Interval    time.Duration
 	MaxInterval time.Duration
-	// FirstDelay is the pause before the first round of restarts and
+	// FirstDelay is the pause before the first poll of restarts and
 	// evictions (default 500ms).
 	FirstDelay time.Duration
 	// PodDelay is the pause between an annotate patch being acknowledged
@@ -74,7 +74,7 @@ type WaitOptions struct {
 // container at all). An n/a that only says the container is not running
 // now (terminated, its pod terminating or completed) proves nothing about
 // what it sees: never current.
-func settled(it inspect.Item) bool {
+func settled(it inspect.Use) bool {
 	switch it.State {
 	case inspect.StateInSync, inspect.StateCurrent:
 		return true
@@ -87,7 +87,7 @@ func settled(it inspect.Item) bool {
 // unverifiableForGood tells an observation that cannot succeed however long
 // the wait (no shell in the image, exec forbidden, Secrets not read, a
 // volume the kubelet cannot write) from a passing one.
-func unverifiableForGood(it inspect.Item) bool {
+func unverifiableForGood(it inspect.Use) bool {
 	return it.State == inspect.StateUnverifiable && it.StateCause.Permanent()
 }
 
@@ -105,10 +105,10 @@ const (
 // Wait verifies the consumers of every applied action until all are
 // current or the timeout passes. Each annotated pod is read on its own,
 // PodDelay after its patch was acknowledged, then again with a backoff
-// until its mounts are in-sync (no rounds: a slow pod does not hold the
+// until its mounts are in-sync (no polls: a slow pod does not hold the
 // others back). Restarted workloads must finish their rollout and then
 // their new pods must be in-sync or current; evicted pods' replacements
-// likewise; these are re-observed in rounds. Results are updated in place
+// likewise; these are verified again in polls. Results are updated in place
 // and returned.
 func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker, o WaitOptions) []Result {
 	if o.Now == nil {
@@ -131,7 +131,7 @@ func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker
 	}
 	start := o.Now()
 	deadline := start.Add(o.Timeout)
-	var pods, rounds []int
+	var pods, polled []int
 	for i, r := range results {
 		if r.Outcome != OutcomeApplied {
 			continue
@@ -139,10 +139,10 @@ func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker
 		if r.Action.Action == ActionAnnotate {
 			pods = append(pods, i)
 		} else {
-			rounds = append(rounds, i)
+			polled = append(polled, i)
 		}
 	}
-	total := len(pods) + len(rounds)
+	total := len(pods) + len(polled)
 	var mu sync.Mutex
 	done := 0
 	report := func(n int) {
@@ -168,8 +168,8 @@ func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker
 			}
 		}(&results[i])
 	}
-	if len(rounds) > 0 {
-		waitRounds(ctx, results, rounds, obs, rc, deadline, o, report)
+	if len(polled) > 0 {
+		pollRollouts(ctx, results, polled, obs, rc, deadline, o, report)
 	}
 	wg.Wait()
 	return results
@@ -201,7 +201,7 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 	objects := objectsOf(r.Consumers)
 	interval := o.Interval
 	for {
-		var items []inspect.Item
+		var items []inspect.Use
 		var err error
 		select {
 		case sem <- struct{}{}:
@@ -265,17 +265,17 @@ func objectsOf(cs []Consumer) []inspect.ObjectKey {
 	return out
 }
 
-// waitRounds re-observes the restarts and evictions among results (open)
-// in rounds: a rollout's new pods have new names, so the namespace is read
-// again each round.
-func waitRounds(ctx context.Context, results []Result, open []int, obs Verifier, rc RolloutChecker, deadline time.Time, o WaitOptions, report func(int)) {
+// pollRollouts verifies the restarts and evictions among results (open)
+// again at each poll: a rollout's new pods have new names, so the
+// namespace is read again each time.
+func pollRollouts(ctx context.Context, results []Result, open []int, obs Verifier, rc RolloutChecker, deadline time.Time, o WaitOptions, report func(int)) {
 	interval := o.Interval
 	rolled := map[int]bool{}
 	if o.FirstDelay > 0 {
 		sleep(ctx, o.FirstDelay)
 	}
 	for len(open) > 0 {
-		// which namespaces and objects to look at this round
+		// which namespaces and objects to look at this poll
 		byNS := map[string]map[inspect.ObjectKey]bool{}
 		for _, i := range open {
 			for _, k := range objectsOf(results[i].Consumers) {
@@ -285,7 +285,7 @@ func waitRounds(ctx context.Context, results []Result, open []int, obs Verifier,
 				byNS[k.Namespace][k] = true
 			}
 		}
-		var items []inspect.Item
+		var items []inspect.Use
 		var obsErr error
 		needVerify := false
 		for _, i := range open {
@@ -311,7 +311,7 @@ func waitRounds(ctx context.Context, results []Result, open []int, obs Verifier,
 				for k := range set {
 					keys = append(keys, k)
 				}
-				got, err := obs.VerifyPods(ctx, ns, keys, func(it inspect.Item) bool { return wanted(results, open, rolled, it) })
+				got, err := obs.VerifyPods(ctx, ns, keys, func(it inspect.Use) bool { return wanted(results, open, rolled, it) })
 				if err != nil {
 					obsErr = err
 					continue
@@ -366,10 +366,10 @@ func waitRounds(ctx context.Context, results []Result, open []int, obs Verifier,
 	}
 }
 
-// wanted tells whether a use belongs to an open action of the rounds: a
+// wanted tells whether a use belongs to an open action of the polls: a
 // pod of a workload whose rollout has finished, or an eviction's
 // replacement (annotated pods are each read by waitPod).
-func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) bool {
+func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Use) bool {
 	for _, i := range open {
 		r := results[i]
 		if it.Object.Namespace != r.Target.Namespace {
@@ -390,7 +390,7 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Item) 
 }
 
 // converged checks the consumers of one action against fresh observations.
-func converged(r Result, items []inspect.Item) (progress, string) {
+func converged(r Result, items []inspect.Use) (progress, string) {
 	switch r.Action.Action {
 	case ActionAnnotate:
 		var renewed []string
@@ -478,7 +478,7 @@ func namedOnly(cs []Consumer) bool {
 
 // evictConverged checks the replacements of an evict action: each must be
 // observed, and its uses of the action's objects in-sync or current.
-func evictConverged(r Result, items []inspect.Item) (progress, string) {
+func evictConverged(r Result, items []inspect.Use) (progress, string) {
 	seen := map[string]bool{}
 	for _, it := range items {
 		if !r.replacementUIDs[it.Pod.UID] || it.Object.Namespace != r.Target.Namespace || !coversObject(r.Consumers, it) {
@@ -509,7 +509,7 @@ func (a Action) verified(pod string) bool {
 	return contains(a.Pods, pod) && !contains(a.OutsideSelector, pod)
 }
 
-func coversObject(cs []Consumer, it inspect.Item) bool {
+func coversObject(cs []Consumer, it inspect.Use) bool {
 	for _, c := range cs {
 		if c.Object.Kind == it.Object.Kind && c.Object.Name == it.Object.Name {
 			return true
@@ -531,10 +531,10 @@ const (
 // container, mode, object, volume and mount path, or variable). A pod of the
 // same name with another UID is a re-created pod: reported as such, never
 // taken for the one the plan saw. An unknown UID on either side matches.
-func find(items []inspect.Item, c Consumer) (inspect.Item, foundAs) {
+func find(items []inspect.Use, c Consumer) (inspect.Use, foundAs) {
 	want := c.ID()
 	want.PodUID = ""
-	var other *inspect.Item
+	var other *inspect.Use
 	for i, it := range items {
 		id := it.ID()
 		uid := id.PodUID
@@ -552,7 +552,7 @@ func find(items []inspect.Item, c Consumer) (inspect.Item, foundAs) {
 	if other != nil {
 		return *other, useOfNewPod
 	}
-	return inspect.Item{}, useGone
+	return inspect.Use{}, useGone
 }
 
 // consumerWhere is the mode and, where known, the mount path or variable.
@@ -563,7 +563,7 @@ func consumerWhere(c Consumer) string {
 	return string(c.Mode)
 }
 
-func describe(it inspect.Item) string {
+func describe(it inspect.Use) string {
 	s := fmt.Sprintf("pod %s container %s %s of %s %q: %s", it.Pod.Name, it.ContainerName(), consumerWhere(ConsumerOf(it)), strings.ToLower(it.Object.Kind), it.Object.Name, it.State)
 	if it.StateReason != "" {
 		s += " (" + it.StateReason + ")"

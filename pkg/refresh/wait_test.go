@@ -16,12 +16,12 @@ import (
 // scriptedVerifier returns one set of items per call (the last repeats).
 type scriptedVerifier struct {
 	mu      sync.Mutex
-	rounds  [][]inspect.Item
+	rounds  [][]inspect.Use
 	calls   int
 	skipped int // uses the wait loop did not ask to verify
 }
 
-func (s *scriptedVerifier) VerifyPods(_ context.Context, _ string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
+func (s *scriptedVerifier) VerifyPods(_ context.Context, _ string, _ []inspect.ObjectKey, want func(inspect.Use) bool) ([]inspect.Use, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := s.calls
@@ -29,7 +29,7 @@ func (s *scriptedVerifier) VerifyPods(_ context.Context, _ string, _ []inspect.O
 		i = len(s.rounds) - 1
 	}
 	s.calls++
-	var out []inspect.Item
+	var out []inspect.Use
 	for _, it := range s.rounds[i] {
 		if want(it) {
 			out = append(out, it)
@@ -40,8 +40,8 @@ func (s *scriptedVerifier) VerifyPods(_ context.Context, _ string, _ []inspect.O
 	return out, nil
 }
 
-func (s *scriptedVerifier) VerifyPod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
-	return s.VerifyPods(ctx, ns, objects, func(it inspect.Item) bool { return it.Object.Namespace == ns && it.Pod.Name == pod })
+func (s *scriptedVerifier) VerifyPod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Use, error) {
+	return s.VerifyPods(ctx, ns, objects, func(it inspect.Use) bool { return it.Object.Namespace == ns && it.Pod.Name == pod })
 }
 
 type rolloutAfter struct{ n, calls int }
@@ -81,7 +81,7 @@ func TestWaitConverges(t *testing.T) {
 	syncedVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)
 	newEnv := use("web-new", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)
 	bystander := use("other-1", "Deployment", "other", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)
-	obs := &scriptedVerifier{rounds: [][]inspect.Item{{pendingVol, bystander}, {syncedVol, newEnv, bystander}}}
+	obs := &scriptedVerifier{rounds: [][]inspect.Use{{pendingVol, bystander}, {syncedVol, newEnv, bystander}}}
 	results := []Result{applied(annotate, clock.t), applied(restart, clock.t), {Action: Action{Action: ActionManual}, Outcome: OutcomeNotApplied}}
 	var last Progress
 	got := Wait(context.Background(), results, obs, &rolloutAfter{n: 1}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now, Progress: func(p Progress) { last = p }})
@@ -107,7 +107,7 @@ func TestWaitTimesOut(t *testing.T) {
 	annotate := Action{Action: ActionAnnotate, Target: Target{"Pod", "ns", "api-1"},
 		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "api-1", Container: "c", Mode: inspect.ModeVolume}}}
 	pendingVol := use("api-1", "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StatePending)
-	obs := &scriptedVerifier{rounds: [][]inspect.Item{{pendingVol}}}
+	obs := &scriptedVerifier{rounds: [][]inspect.Use{{pendingVol}}}
 	got := Wait(context.Background(), []Result{applied(annotate, clock.t)}, obs, &rolloutAfter{}, WaitOptions{Timeout: 5 * time.Second, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now})
 	if got[0].Outcome != OutcomeTimeout {
 		t.Fatalf("outcome %s, want timeout", got[0].Outcome)
@@ -118,10 +118,10 @@ func TestWaitTimesOut(t *testing.T) {
 }
 
 // nsVerifier returns, per call, the items of the namespace asked for.
-type nsVerifier struct{ items []inspect.Item }
+type nsVerifier struct{ items []inspect.Use }
 
-func (s *nsVerifier) VerifyPods(_ context.Context, ns string, _ []inspect.ObjectKey, want func(inspect.Item) bool) ([]inspect.Item, error) {
-	var out []inspect.Item
+func (s *nsVerifier) VerifyPods(_ context.Context, ns string, _ []inspect.ObjectKey, want func(inspect.Use) bool) ([]inspect.Use, error) {
+	var out []inspect.Use
 	for _, it := range s.items {
 		if it.Object.Namespace == ns && want(it) {
 			out = append(out, it)
@@ -130,19 +130,19 @@ func (s *nsVerifier) VerifyPods(_ context.Context, ns string, _ []inspect.Object
 	return out, nil
 }
 
-func (s *nsVerifier) VerifyPod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Item, error) {
-	return s.VerifyPods(ctx, ns, objects, func(it inspect.Item) bool { return it.Pod.Name == pod })
+func (s *nsVerifier) VerifyPod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Use, error) {
+	return s.VerifyPods(ctx, ns, objects, func(it inspect.Use) bool { return it.Pod.Name == pod })
 }
 
 // mountUse is a volume use of cm in namespace ns by pod (uid) container c at path.
-func mountUse(ns, pod, uid, path string, state inspect.State) inspect.Item {
+func mountUse(ns, pod, uid, path string, state inspect.State) inspect.Use {
 	it := use(pod, "StatefulSet", "redis", inspect.ModeVolume, inspect.VerdictHotUpdate, state)
 	it.Object.Namespace, it.Pod.UID = ns, uid
 	it.Volume = &inspect.VolumeRef{Name: "v" + path, MountPath: path}
 	return it
 }
 
-func annotateOf(items ...inspect.Item) Action {
+func annotateOf(items ...inspect.Use) Action {
 	a := Action{Action: ActionAnnotate, Target: Target{"Pod", items[0].Object.Namespace, items[0].Pod.Name}}
 	for _, it := range items {
 		a.Consumers = append(a.Consumers, ConsumerOf(it))
@@ -162,7 +162,7 @@ func TestWaitTellsNamespacesApart(t *testing.T) {
 	prodPending := mountUse("prod", "redis-0", "u-prod", "/etc/redis", inspect.StatePending)
 	stagingSynced := mountUse("staging", "redis-0", "u-staging", "/etc/redis", inspect.StateInSync)
 	results := []Result{applied(annotateOf(prodPending), time.Unix(1000, 0)), applied(annotateOf(stagingSynced), time.Unix(1000, 0))}
-	got := waitOnce(t, results, &nsVerifier{items: []inspect.Item{stagingSynced, prodPending}})
+	got := waitOnce(t, results, &nsVerifier{items: []inspect.Use{stagingSynced, prodPending}})
 	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "pending") {
 		t.Errorf("prod/redis-0: outcome %s (%s), want timeout: it is still pending", got[0].Outcome, got[0].Detail)
 	}
@@ -181,7 +181,7 @@ func TestWaitTellsTwoMountsApart(t *testing.T) {
 	}
 	aSynced, bPending := a, b
 	aSynced.State = inspect.StateInSync
-	got := waitOnce(t, []Result{applied(annotateOf(a, b), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{aSynced, bPending}})
+	got := waitOnce(t, []Result{applied(annotateOf(a, b), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Use{aSynced, bPending}})
 	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "/etc/b") {
 		t.Errorf("outcome %s (%s), want timeout naming the pending mount /etc/b", got[0].Outcome, got[0].Detail)
 	}
@@ -193,7 +193,7 @@ func TestWaitTellsTwoMountsApart(t *testing.T) {
 func TestWaitTellsARecreatedPod(t *testing.T) {
 	old := mountUse("ns", "redis-0", "u-old", "/etc/redis", inspect.StatePending)
 	renewed := mountUse("ns", "redis-0", "u-new", "/etc/redis", inspect.StateInSync)
-	got := waitOnce(t, []Result{applied(annotateOf(old), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{renewed}})
+	got := waitOnce(t, []Result{applied(annotateOf(old), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Use{renewed}})
 	r := got[0]
 	if r.Outcome != OutcomeCurrent || r.CurrentAfter != nil || !strings.Contains(r.Detail, "re-created") {
 		t.Errorf("outcome %s after %v (%s), want current, no time-to-current, and the detail saying the pod was re-created", r.Outcome, r.CurrentAfter, r.Detail)
@@ -209,7 +209,7 @@ func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 			it := mountUse("ns", "api-1", "u1", "/etc/app", inspect.StateUnverifiable)
 			it.Mode, it.StateCause = inspect.ModeProjected, cause
 			it.StateReason = "the files of the configmap that could be compared match (1 file), but token may come from Secret \"s\", which was not read (add --secrets)"
-			obs := &nsVerifier{items: []inspect.Item{it}}
+			obs := &nsVerifier{items: []inspect.Use{it}}
 			got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, obs)
 			if got[0].Outcome != OutcomeUnverifiable || !strings.Contains(got[0].Detail, "cannot be verified") {
 				t.Errorf("outcome %s (%s), want unverifiable at once", got[0].Outcome, got[0].Detail)
@@ -219,7 +219,7 @@ func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 	// a passing cause is waited for
 	it := mountUse("ns", "api-1", "u1", "/etc/app", inspect.StateUnverifiable)
 	it.StateCause, it.StateReason = inspect.CauseNotRunning, "not running: the container is waiting (ContainerCreating)"
-	if got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{it}}); got[0].Outcome != OutcomeTimeout {
+	if got := waitOnce(t, []Result{applied(annotateOf(it), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Use{it}}); got[0].Outcome != OutcomeTimeout {
 		t.Errorf("not-running: outcome %s, want timeout", got[0].Outcome)
 	}
 }
@@ -229,23 +229,23 @@ func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 // planned pod still running under its old UID does.
 func TestWaitPartitionedRestartConvergesOnPlannedPods(t *testing.T) {
 	wl := map[WorkloadKey]WorkloadInfo{{"StatefulSet", "ns", "db"}: {Exists: true, Partition: 2, Pods: dbPods(3)}}
-	stale := func(pod, uid string) inspect.Item {
+	stale := func(pod, uid string) inspect.Use {
 		it := use(pod, "StatefulSet", "db", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateStale)
 		it.Pod.UID = uid
 		return it
 	}
-	plan := Plan(PlanInput{Items: []inspect.Item{stale("db-2", "u-db-2")}, Workload: wl, Strategy: StrategyAuto, Verified: true})
+	plan := PlanActions(PlanInput{Items: []inspect.Use{stale("db-2", "u-db-2")}, Workload: wl, Strategy: StrategyAuto, Verified: true})
 	if summary(plan) != "restart statefulset/db" {
 		t.Fatalf("plan %q", summary(plan))
 	}
 	spared := stale("db-0", "u-db-0") // below the partition: never replaced
 	renewed := stale("db-2", "u-db-2-new")
 	renewed.State = inspect.StateCurrent
-	got := waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{spared, renewed}})
+	got := waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Use{spared, renewed}})
 	if got[0].Outcome != OutcomeCurrent {
 		t.Errorf("outcome %s (%s), want current: db-2 was replaced and is current", got[0].Outcome, got[0].Detail)
 	}
-	got = waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{spared, func() inspect.Item { it := stale("db-2", "u-db-2"); it.State = inspect.StateCurrent; return it }()}})
+	got = waitOnce(t, []Result{applied(plan[0], time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Use{spared, func() inspect.Use { it := stale("db-2", "u-db-2"); it.State = inspect.StateCurrent; return it }()}})
 	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "db-2 has not been replaced") {
 		t.Errorf("old db-2: outcome %s (%s), want timeout: it was not replaced yet", got[0].Outcome, got[0].Detail)
 	}
@@ -262,7 +262,7 @@ func TestWaitNeverCurrentWithoutARead(t *testing.T) {
 	planned.StateCause, planned.StateReason = inspect.CauseNotRunning, "not running: the container exited during the observation"
 	terminated := mountUse("ns", "exits", "u1", "/etc/cfg", inspect.StateNA)
 	terminated.StateReason = "the container has terminated (Completed): nothing to check"
-	got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{terminated}})
+	got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Use{terminated}})
 	if got[0].Outcome == OutcomeCurrent || got[0].CurrentAfter != nil {
 		t.Fatalf("outcome %s after %v (%s): a terminated container was taken for a current one", got[0].Outcome, got[0].CurrentAfter, got[0].Detail)
 	}
@@ -272,7 +272,7 @@ func TestWaitNeverCurrentWithoutARead(t *testing.T) {
 	// the same n/a from a successful read (nothing to compare) is settled
 	read := terminated
 	read.Verified = true
-	if got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{read}}); got[0].Outcome != OutcomeCurrent {
+	if got := waitOnce(t, []Result{applied(annotateOf(planned), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Use{read}}); got[0].Outcome != OutcomeCurrent {
 		t.Errorf("n/a after a read: outcome %s (%s), want current", got[0].Outcome, got[0].Detail)
 	}
 	// an init container that has not run yet reads the current data when it starts
@@ -290,11 +290,11 @@ func TestWaitNeverCurrentWithoutARead(t *testing.T) {
 
 type failingVerifier struct{}
 
-func (failingVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+func (failingVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Use) bool) ([]inspect.Use, error) {
 	return nil, errors.New("connection refused")
 }
 
-func (failingVerifier) VerifyPod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Item, error) {
+func (failingVerifier) VerifyPod(context.Context, string, string, []inspect.ObjectKey) ([]inspect.Use, error) {
 	return nil, errors.New("connection refused")
 }
 
@@ -303,14 +303,14 @@ func (failingVerifier) VerifyPod(context.Context, string, string, []inspect.Obje
 type timedVerifier struct {
 	mu    sync.Mutex
 	reads map[string][]time.Time
-	items map[string]inspect.Item
+	items map[string]inspect.Use
 }
 
-func (o *timedVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Item) bool) ([]inspect.Item, error) {
+func (o *timedVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Use) bool) ([]inspect.Use, error) {
 	return nil, errors.New("annotate actions must be verified pod by pod, not in rounds")
 }
 
-func (o *timedVerifier) VerifyPod(_ context.Context, _, pod string, _ []inspect.ObjectKey) ([]inspect.Item, error) {
+func (o *timedVerifier) VerifyPod(_ context.Context, _, pod string, _ []inspect.ObjectKey) ([]inspect.Use, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.reads[pod] = append(o.reads[pod], time.Now())
@@ -318,7 +318,7 @@ func (o *timedVerifier) VerifyPod(_ context.Context, _, pod string, _ []inspect.
 	if len(o.reads[pod]) > 1 {
 		it.State = inspect.StateInSync
 	}
-	return []inspect.Item{it}, nil
+	return []inspect.Use{it}, nil
 }
 
 // Each annotated pod is read on its own, PodDelay after its own patch (not
@@ -326,7 +326,7 @@ func (o *timedVerifier) VerifyPod(_ context.Context, _, pod string, _ []inspect.
 // its CurrentAfter runs from its patch to the read that proved it.
 func TestWaitVerifiesEachPodAfterItsPatch(t *testing.T) {
 	base := time.Now()
-	obs := &timedVerifier{reads: map[string][]time.Time{}, items: map[string]inspect.Item{}}
+	obs := &timedVerifier{reads: map[string][]time.Time{}, items: map[string]inspect.Use{}}
 	var results []Result
 	for i, pod := range []string{"a", "b"} {
 		it := mountUse("ns", pod, "u-"+pod, "/etc/app", inspect.StatePending)
@@ -368,7 +368,7 @@ func TestWaitTellsRepeatedProjectedSourcesApart(t *testing.T) {
 	if ConsumerOf(first).ID() == ConsumerOf(second).ID() {
 		t.Fatalf("the two consumers share the ID %+v", ConsumerOf(first).ID())
 	}
-	got := waitOnce(t, []Result{applied(annotateOf(first, second), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Item{first, second}})
+	got := waitOnce(t, []Result{applied(annotateOf(first, second), time.Unix(1000, 0))}, &nsVerifier{items: []inspect.Use{first, second}})
 	if got[0].Outcome != OutcomeTimeout || !strings.Contains(got[0].Detail, "pending") {
 		t.Errorf("outcome %s (%s), want timeout on the pending second source", got[0].Outcome, got[0].Detail)
 	}

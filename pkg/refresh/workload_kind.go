@@ -40,12 +40,12 @@ func BuiltinKind(kind string) (schema.GroupKind, bool) {
 
 // workloadKey is the key of the workload that runs the use's pod, its kind
 // qualified by group unless built-in.
-func workloadKey(it inspect.Item) WorkloadKey {
+func workloadKey(it inspect.Use) WorkloadKey {
 	return WorkloadKey{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name}
 }
 
 // workloadTarget is that workload as the target of an action.
-func workloadTarget(it inspect.Item) Target {
+func workloadTarget(it inspect.Use) Target {
 	return Target{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name}
 }
 
@@ -53,7 +53,7 @@ func workloadTarget(it inspect.Item) Target {
 // built-in controller (matched by group and kind): cmsync neither patches
 // nor evicts it, whatever its kind is called, and names it by apiVersion,
 // kind and name.
-func foreignOwnerReason(it inspect.Item) string {
+func foreignOwnerReason(it inspect.Use) string {
 	w := it.Workload
 	return fmt.Sprintf("owner %s %s %q is not a built-in workload (only apps/v1 Deployments, StatefulSets, DaemonSets and ReplicaSets are restarted or evicted): cmsync does not change it; restart its pods with its own controller's tooling",
 		w.APIVersion, w.Kind, w.Name)

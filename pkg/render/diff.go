@@ -39,8 +39,8 @@ type Diff struct {
 // DiffFiles collects the two sides of what differs for an external diff
 // program.
 type DiffFiles interface {
-	AddFile(it inspect.Item, f inspect.FileComparison, old []byte, oldOK bool, new []byte, newOK bool)
-	AddEnv(it inspect.Item, old, new string)
+	AddFile(it inspect.Use, f inspect.FileComparison, old []byte, oldOK bool, new []byte, newOK bool)
+	AddEnv(it inspect.Use, old, new string)
 }
 
 // DiffSummary counts the consumers that differ, could not be checked, and
@@ -58,7 +58,7 @@ const (
 )
 
 // consumerLabel names a use: pod, container and where it reads.
-func consumerLabel(it inspect.Item) string {
+func consumerLabel(it inspect.Use) string {
 	s := fmt.Sprintf("pod/%s container %s", it.Pod.Name, it.ContainerName())
 	switch it.Mode {
 	case inspect.ModeEnv:
@@ -125,10 +125,10 @@ func isText(b []byte) bool {
 
 // Render prints every result; with External, the ConfigMap files and
 // environments that differ go there.
-func (r *Diff) Render(results []inspect.Result) DiffSummary {
+func (r *Diff) Render(results []inspect.VerifiedUse) DiffSummary {
 	var sum DiffSummary
 	for _, res := range results {
-		it, c := res.Item, res.Comparison
+		it, c := res.Use, res.Comparison
 		label := text.Printable(consumerLabel(it))
 		switch c.State {
 		case inspect.StateUnverifiable:
@@ -177,7 +177,7 @@ func (r *Diff) Render(results []inspect.Result) DiffSummary {
 }
 
 // containerPath is where the container sees a file of the use.
-func containerPath(it inspect.Item, rel string) string {
+func containerPath(it inspect.Use, rel string) string {
 	if it.Volume == nil {
 		return rel
 	}
@@ -187,7 +187,7 @@ func containerPath(it inspect.Item, rel string) string {
 	return path.Join(it.Volume.MountPath, rel)
 }
 
-func (r *Diff) renderFile(it inspect.Item, f inspect.FileComparison, obj string, secret bool) {
+func (r *Diff) renderFile(it inspect.Use, f inspect.FileComparison, obj string, secret bool) {
 	key := f.Key
 	if key == "" {
 		key = f.Path
@@ -254,7 +254,7 @@ func sizeNote(f inspect.FileComparison) string {
 }
 
 // renderSecretFile prints "key: differs" and the fingerprints of both sides.
-func (r *Diff) renderSecretFile(it inspect.Item, f inspect.FileComparison, key string) {
+func (r *Diff) renderSecretFile(it inspect.Use, f inspect.FileComparison, key string) {
 	side := func(of *containerread.VerifiedFile) string {
 		switch {
 		case of == nil:
@@ -305,7 +305,7 @@ func envDisplay(v string) string {
 	return v
 }
 
-func (r *Diff) renderEnv(it inspect.Item, c inspect.Comparison, obj string, secret bool, exposure inspect.SecretExposure) {
+func (r *Diff) renderEnv(it inspect.Use, c inspect.Comparison, obj string, secret bool, exposure inspect.SecretExposure) {
 	env := append([]inspect.EnvComparison{}, c.Env...)
 	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
 	// A ConfigMap's variable whose value in the container may be a

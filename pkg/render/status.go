@@ -28,7 +28,7 @@ type StatusOptions struct {
 }
 
 // StatusTable prints the uses as the table of status, then the summary line.
-func StatusTable(out io.Writer, items []inspect.Item, o StatusOptions) error {
+func StatusTable(out io.Writer, items []inspect.Use, o StatusOptions) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -52,7 +52,7 @@ const terminatingNote = " (not counted by --check)"
 // Summary counts the uses by verdict (and by state with --verify), in the
 // contract's order: "80000 uses by 10000 pods: 40000 hot-update, ...".
 // Uses of terminating pods are counted apart from the other n/a ones.
-func Summary(items []inspect.Item, verified bool) string {
+func Summary(items []inspect.Use, verified bool) string {
 	verdicts := map[string]int{}
 	states := map[string]int{}
 	pods := map[[2]string]bool{}
@@ -105,7 +105,7 @@ func Plural(n int, what string) string {
 // workloadRow is one row of --group-by=workload: the uses of one object by
 // one workload's container in one mode, path, verdict and state.
 type workloadRow struct {
-	first inspect.Item
+	first inspect.Use
 	pods  int
 	total int
 }
@@ -113,7 +113,7 @@ type workloadRow struct {
 // workloadRows groups items (already in report order) by object, workload,
 // container, mode, path/keys, verdict and state, in the order of their
 // first use; total is how many pods of the workload the report has.
-func workloadRows(items []inspect.Item) []workloadRow {
+func workloadRows(items []inspect.Use) []workloadRow {
 	type wl struct{ ns, kind, name string }
 	podsOf := map[wl]map[string]bool{}
 	for _, it := range items {
@@ -150,7 +150,7 @@ func workloadRows(items []inspect.Item) []workloadRow {
 
 // header is the table's title row: NAMESPACE with -A, the object column,
 // middle, STATE (and verified, for --verify), then wide.
-func header(items []inspect.Item, o StatusOptions, middle, verified, wide []string) []string {
+func header(items []inspect.Use, o StatusOptions, middle, verified, wide []string) []string {
 	var head []string
 	if o.AllNamespaces {
 		head = append(head, "NAMESPACE")
@@ -166,7 +166,7 @@ func header(items []inspect.Item, o StatusOptions, middle, verified, wide []stri
 	return head
 }
 
-func workloadTable(out io.Writer, items []inspect.Item, o StatusOptions) error {
+func workloadTable(out io.Writer, items []inspect.Use, o StatusOptions) error {
 	w := printers.GetNewTabWriter(out)
 	if !o.NoHeaders {
 		head := header(items, o, []string{"WORKLOAD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "PODS"}, []string{"STATE"},
@@ -195,7 +195,7 @@ func workloadTable(out io.Writer, items []inspect.Item, o StatusOptions) error {
 	return w.Flush()
 }
 
-func podTable(out io.Writer, items []inspect.Item, o StatusOptions) error {
+func podTable(out io.Writer, items []inspect.Use, o StatusOptions) error {
 	w := printers.GetNewTabWriter(out)
 	if !o.NoHeaders {
 		head := header(items, o, []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD"}, []string{"STATE", "SYNCED"},
@@ -221,7 +221,7 @@ func podTable(out io.Writer, items []inspect.Item, o StatusOptions) error {
 
 // objectHeader titles the object column: CONFIGMAP, or OBJECT when Secrets
 // are shown.
-func objectHeader(items []inspect.Item, secrets bool) string {
+func objectHeader(items []inspect.Use, secrets bool) string {
 	if secrets {
 		return "OBJECT"
 	}

@@ -31,13 +31,13 @@ const phaseTerminating = "Terminating"
 var UseHeaders = []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD", "STATE", "SYNCED"}
 
 // UseCells are the cells of UseHeaders for one use, escaped.
-func UseCells(it inspect.Item, now time.Time) []string {
+func UseCells(it inspect.Use, now time.Time) []string {
 	return Cells([]string{OrNone(it.Pod.Name), Container(it), Mode(it), PathKeys(it), Verdict(it), Workload(it), State(it), Synced(it, now)})
 }
 
 // Object is the object column: the name, secret/NAME for a Secret, with
 // " (missing)" when it does not exist.
-func Object(it inspect.Item) string {
+func Object(it inspect.Use) string {
 	name := it.Object.Name
 	if it.Object.Kind == inspect.KindSecret {
 		name = "secret/" + name
@@ -50,7 +50,7 @@ func Object(it inspect.Item) string {
 
 // Verdict tells an optional missing object or key (the pod runs without
 // it, often by design) from a required one.
-func Verdict(it inspect.Item) string {
+func Verdict(it inspect.Use) string {
 	if it.Verdict == inspect.VerdictMissing && it.Optional {
 		return "missing (optional)"
 	}
@@ -58,7 +58,7 @@ func Verdict(it inspect.Item) string {
 }
 
 // Container names the consuming container, with its type unless regular.
-func Container(it inspect.Item) string {
+func Container(it inspect.Use) string {
 	if it.Container == nil {
 		return None
 	}
@@ -69,11 +69,11 @@ func Container(it inspect.Item) string {
 }
 
 // Mode is the use's mode.
-func Mode(it inspect.Item) string { return OrNone(string(it.Mode)) }
+func Mode(it inspect.Use) string { return OrNone(string(it.Mode)) }
 
 // PathKeys says where and what a use reads: the mount path (with the
 // subPath or keys), or the variable and key.
-func PathKeys(it inspect.Item) string {
+func PathKeys(it inspect.Use) string {
 	keys := ""
 	if len(it.Keys) > 0 {
 		keys = " [" + strings.Join(it.Keys, ",") + "]"
@@ -101,7 +101,7 @@ func PathKeys(it inspect.Item) string {
 // Workload is kind/name of the pod's top-level owner, the kind qualified
 // by its group for a controller that is not a built-in one
 // (statefulset.apps.kruise.io/db).
-func Workload(it inspect.Item) string {
+func Workload(it inspect.Use) string {
 	if it.Workload.Kind == "" {
 		return None
 	}
@@ -110,7 +110,7 @@ func Workload(it inspect.Item) string {
 
 // State is the STATE cell: the state; "terminating" for an n/a use of a
 // pod being deleted; an unverifiable one with its short reason.
-func State(it inspect.Item) string {
+func State(it inspect.Use) string {
 	switch {
 	case it.State == "":
 		return None
@@ -123,12 +123,12 @@ func State(it inspect.Item) string {
 }
 
 // Terminating reports a use that is n/a because its pod is being deleted.
-func Terminating(it inspect.Item) bool {
+func Terminating(it inspect.Use) bool {
 	return it.State == inspect.StateNA && it.Pod.Phase == phaseTerminating
 }
 
 // Synced is how long ago the kubelet last wrote the volume.
-func Synced(it inspect.Item, now time.Time) string {
+func Synced(it inspect.Use, now time.Time) string {
 	if it.SyncedAt == nil {
 		return None
 	}
@@ -136,7 +136,7 @@ func Synced(it inspect.Item, now time.Time) string {
 }
 
 // Reason is the reason of the use's state, else of its verdict.
-func Reason(it inspect.Item) string {
+func Reason(it inspect.Use) string {
 	if it.StateReason != "" {
 		return it.StateReason
 	}

@@ -10,12 +10,12 @@ import (
 
 // TestUseColumns: the table cells of rows the fixture does not cover.
 func TestUseColumns(t *testing.T) {
-	vol := func(mode inspect.Mode, v inspect.VolumeRef, keys ...string) inspect.Item {
-		return inspect.Item{Mode: mode, Volume: &v, Keys: keys}
+	vol := func(mode inspect.Mode, v inspect.VolumeRef, keys ...string) inspect.Use {
+		return inspect.Use{Mode: mode, Volume: &v, Keys: keys}
 	}
 	cases := []struct {
 		name string
-		it   inspect.Item
+		it   inspect.Use
 		path string
 	}{
 		{"volume", vol(inspect.ModeVolume, inspect.VolumeRef{MountPath: "/etc/a"}), "/etc/a"},
@@ -23,11 +23,11 @@ func TestUseColumns(t *testing.T) {
 		{"projected", vol(inspect.ModeProjected, inspect.VolumeRef{MountPath: "/etc/a"}, "k"), "/etc/a [k]"},
 		{"subPath", vol(inspect.ModeSubPath, inspect.VolumeRef{MountPath: "/etc/a.yaml", SubPath: "a.yaml"}, "a.yaml"), "/etc/a.yaml (subPath a.yaml)"},
 		{"subPathExpr", vol(inspect.ModeSubPathExpr, inspect.VolumeRef{MountPath: "/etc/x", SubPathExpr: "$(POD)"}), "/etc/x (subPathExpr $(POD))"},
-		{"env", inspect.Item{Mode: inspect.ModeEnv, EnvName: "LEVEL", Keys: []string{"log-level"}}, "$LEVEL <- log-level"},
-		{"envFrom", inspect.Item{Mode: inspect.ModeEnvFrom}, "all keys"},
-		{"envFrom with prefix", inspect.Item{Mode: inspect.ModeEnvFrom, EnvPrefix: "APP_"}, "$APP_* <- all keys"},
+		{"env", inspect.Use{Mode: inspect.ModeEnv, EnvName: "LEVEL", Keys: []string{"log-level"}}, "$LEVEL <- log-level"},
+		{"envFrom", inspect.Use{Mode: inspect.ModeEnvFrom}, "all keys"},
+		{"envFrom with prefix", inspect.Use{Mode: inspect.ModeEnvFrom, EnvPrefix: "APP_"}, "$APP_* <- all keys"},
 		{"unmounted", vol(inspect.ModeUnmounted, inspect.VolumeRef{Name: "spare"}, "k"), "volume spare [k]"},
-		{"unused", inspect.Item{}, "<none>"},
+		{"unused", inspect.Use{}, "<none>"},
 	}
 	for _, tc := range cases {
 		if got := PathKeys(tc.it); got != tc.path {
@@ -44,7 +44,7 @@ func TestUseColumns(t *testing.T) {
 		{&inspect.ContainerRef{Name: "proxy", Type: inspect.ContainerSidecar}, "proxy (sidecar)"},
 		{&inspect.ContainerRef{Name: "debugger", Type: inspect.ContainerEphemeral}, "debugger (ephemeral)"},
 	} {
-		if got := Container(inspect.Item{Container: c.ref}); got != c.want {
+		if got := Container(inspect.Use{Container: c.ref}); got != c.want {
 			t.Errorf("CONTAINER of %+v = %q, want %q", c.ref, got, c.want)
 		}
 	}
@@ -57,7 +57,7 @@ func TestUseColumns(t *testing.T) {
 		{inspect.ObjectRef{Kind: inspect.KindSecret, Name: "s", Exists: true}, "secret/s"},
 		{inspect.ObjectRef{Kind: inspect.KindSecret, Name: "s"}, "secret/s (missing)"},
 	} {
-		if got := Object(inspect.Item{Object: c.obj}); got != c.want {
+		if got := Object(inspect.Use{Object: c.obj}); got != c.want {
 			t.Errorf("CONFIGMAP of %+v = %q, want %q", c.obj, got, c.want)
 		}
 	}
@@ -71,7 +71,7 @@ func TestUseColumns(t *testing.T) {
 		{inspect.WorkloadRef{Kind: "StatefulSet", Name: "db", APIVersion: "apps.kruise.io/v1beta1"}, "statefulset.apps.kruise.io/db"},
 		{inspect.WorkloadRef{Kind: "Pod", Name: "debug"}, "pod/debug"},
 	} {
-		if got := Workload(inspect.Item{Workload: c.w}); got != c.want {
+		if got := Workload(inspect.Use{Workload: c.w}); got != c.want {
 			t.Errorf("WORKLOAD of %+v = %q, want %q", c.w, got, c.want)
 		}
 	}
@@ -82,7 +82,7 @@ func TestUseColumns(t *testing.T) {
 // terminating pod "terminating", an unverifiable one its short reason.
 func TestUseCellsAreTheStatusColumns(t *testing.T) {
 	now := time.Date(2024, 5, 6, 7, 10, 0, 0, time.UTC)
-	base := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"},
+	base := inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"},
 		Pod: inspect.PodRef{Name: "web-1"}, Container: &inspect.ContainerRef{Name: "app", Type: inspect.ContainerRegular},
 		Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, Mode: inspect.ModeEnv, EnvName: "L", Keys: []string{"l"}}
 	optional := base
@@ -90,7 +90,7 @@ func TestUseCellsAreTheStatusColumns(t *testing.T) {
 	terminating := base
 	terminating.Verdict, terminating.State, terminating.Pod.Phase = inspect.VerdictRestartNeeded, inspect.StateNA, "Terminating"
 	for _, c := range []struct {
-		it   inspect.Item
+		it   inspect.Use
 		want string
 	}{
 		{optional, "web-1|app|env|$L <- l|missing (optional)|deployment/web|missing|<none>"},

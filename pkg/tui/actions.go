@@ -18,10 +18,10 @@ import (
 type Actions interface {
 	// Verify observes the containers of items (one exec per container,
 	// bounded concurrency) and returns them with their state.
-	Verify(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) []inspect.Item
+	Verify(ctx context.Context, snap *inspect.Snapshot, items []inspect.Use) []inspect.Use
 	// Diff is the output of `kubectl cmsync diff` for these uses (Secrets
 	// as HMACs), without colour.
-	Diff(ctx context.Context, snap *inspect.Snapshot, items []inspect.Item) (string, error)
+	Diff(ctx context.Context, snap *inspect.Snapshot, items []inspect.Use) (string, error)
 	// Plan observes the consumers of the objects and plans their refresh
 	// with the engine of `refresh` (strategy auto), refusing as it does
 	// before anything is changed; Text is that command's table.
@@ -32,17 +32,10 @@ type Actions interface {
 	Apply(ctx context.Context, plan Plan, progress func(refresh.Progress)) []refresh.Result
 }
 
-// Plan is a refresh plan with its printed form.
+// Plan is the refresh engine's plan (which Apply runs) with the objects it
+// was made for and its printed form.
 type Plan struct {
-	Keys    []inspect.ObjectKey
-	Actions []refresh.Action
-	Text    string
-	// Planned is the refresh engine's plan, which Apply runs.
-	Planned *refresh.Planned
-}
-
-// Restarts counts the workloads the plan restarts or whose pods it evicts.
-func (p Plan) Restarts() int {
-	c := refresh.Counts(p.Actions)
-	return c[refresh.ActionRestart] + c[refresh.ActionEvict]
+	*refresh.Plan
+	Keys []inspect.ObjectKey
+	Text string
 }

@@ -28,9 +28,9 @@ type Options struct {
 	Scope Scope
 	// Context and Server name the cluster in the header.
 	Context, Server string
-	// NewSource starts watching a scope (NewSource over a clientset).
-	NewSource func(Scope) *Source
-	Actions   Actions
+	// NewFeed starts watching a scope (NewFeed over a clientset).
+	NewFeed func(Scope) *Feed
+	Actions Actions
 	// Now is the clock (tests fix it).
 	Now func() time.Time
 	// Timeout bounds one refresh's wait for its consumers.
@@ -51,7 +51,7 @@ const (
 // every cluster call is a tea.Cmd.
 type Model struct {
 	opts  Options
-	src   *Source
+	feed  *Feed
 	scope Scope
 	keys  keyMap
 
@@ -59,7 +59,7 @@ type Model struct {
 
 	// from the informers
 	snap    *inspect.Snapshot
-	items   []inspect.Item
+	items   []inspect.Use
 	synced  bool
 	watched bool // a first snapshot arrived
 	errs    map[string]string
@@ -70,7 +70,7 @@ type Model struct {
 	now      time.Time
 
 	// what verification found, and the uses followed after a change
-	observed map[inspect.UseID]observation
+	observed map[inspect.UseID]verification
 	tracks   map[inspect.UseID]*track
 	// one verification batch runs at a time; queued uses wait for it
 	verifying bool
@@ -86,7 +86,7 @@ type Model struct {
 	inputFor     string // "filter" or "namespace" while typing
 
 	current  inspect.ObjectKey // the object of the consumers screen
-	uses     []inspect.Item
+	uses     []inspect.Use
 	useTable table.Model
 
 	diffView  viewport.Model
@@ -131,7 +131,7 @@ func New(o Options) *Model {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
 	}
-	m := &Model{opts: o, scope: o.Scope, keys: newKeyMap(), observed: map[inspect.UseID]observation{},
+	m := &Model{opts: o, scope: o.Scope, keys: newKeyMap(), observed: map[inspect.UseID]verification{},
 		tracks: map[inspect.UseID]*track{}, queue: map[inspect.UseID]bool{}, marked: map[inspect.ObjectKey]bool{},
 		width: 80, height: 24, help: help.New(), now: o.Now()}
 	m.objTable = newTable()
@@ -149,20 +149,20 @@ func (m *Model) Init() tea.Cmd {
 
 // watch replaces the source with one for scope.
 func (m *Model) watch(scope Scope) tea.Cmd {
-	if m.src != nil {
-		m.src.Stop()
+	if m.feed != nil {
+		m.feed.Stop()
 	}
 	m.scope = scope
-	m.src = m.opts.NewSource(scope)
-	m.src.Start()
+	m.feed = m.opts.NewFeed(scope)
+	m.feed.Start()
 	m.watched, m.synced = false, false
 	m.snap, m.items, m.objects = nil, nil, nil
-	m.observed = map[inspect.UseID]observation{}
+	m.observed = map[inspect.UseID]verification{}
 	m.tracks = map[inspect.UseID]*track{}
 	m.queue = map[inspect.UseID]bool{}
 	m.marked = map[inspect.ObjectKey]bool{}
 	m.refreshTables()
-	src := m.src
+	src := m.feed
 	m.probeErr = nil
 	src.poke() // a first (maybe empty) snapshot even before any event
 	return tea.Batch(src.Next(), src.Probe(0))
@@ -171,7 +171,7 @@ func (m *Model) watch(scope Scope) tea.Cmd {
 // Messages of the commands.
 type (
 	verifiedMsg struct {
-		items []inspect.Item
+		items []inspect.Use
 		at    time.Time
 	}
 	recheckMsg struct{ ids []inspect.UseID }
@@ -200,19 +200,19 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.layout()
 		return m, nil
 	case dataMsg:
-		if msg.source != m.src {
+		if msg.feed != m.feed {
 			return m, nil // an earlier scope's last snapshot
 		}
-		return m, tea.Batch(m.onData(msg), m.src.Next())
+		return m, tea.Batch(m.onData(msg), m.feed.Next())
 	case probeMsg:
-		if msg.source != m.src {
+		if msg.feed != m.feed {
 			return m, nil
 		}
 		m.probeErr = msg.err
 		if msg.err != nil {
-			return m, m.src.Probe(ProbeRetry)
+			return m, m.feed.Probe(ProbeRetry)
 		}
-		return m, m.src.Probe(ProbeInterval)
+		return m, m.feed.Probe(ProbeInterval)
 	case verifiedMsg:
 		return m, m.onVerified(msg)
 	case recheckMsg:
@@ -263,7 +263,7 @@ func (m *Model) onData(msg dataMsg) tea.Cmd {
 		m.setError("%v", msg.err)
 	}
 	for _, c := range msg.changes {
-		m.onChange(c)
+		m.onEdit(c)
 	}
 	m.refreshTables()
 	cmd := m.startVerify()
@@ -273,10 +273,10 @@ func (m *Model) onData(msg dataMsg) tea.Cmd {
 	return cmd
 }
 
-// onChange marks the hot-updating consumers of a changed object pending
+// onEdit marks the hot-updating consumers of a changed object pending
 // with the delay the kubelet is expected to take, and queues every
 // consumer of the object for verification.
-func (m *Model) onChange(c Change) {
+func (m *Model) onEdit(c Edit) {
 	for _, it := range m.items {
 		if it.Key() != c.Key || it.Pod.Name == "" || it.Container == nil {
 			continue
@@ -284,7 +284,7 @@ func (m *Model) onChange(c Change) {
 		id := it.ID()
 		if it.Verdict == inspect.VerdictHotUpdate && it.Pod.Phase == string(corev1.PodRunning) {
 			m.tracks[id] = newTrack(it, c)
-			m.observed[id] = observation{State: inspect.StatePending, StateReason: "the object changed: waiting for the kubelet", At: c.Seen}
+			m.observed[id] = verification{State: inspect.StatePending, StateReason: "the object changed: waiting for the kubelet", At: c.Seen}
 		} else {
 			delete(m.observed, id)
 		}
@@ -298,7 +298,7 @@ func (m *Model) startVerify() tea.Cmd {
 	if m.verifying || len(m.queue) == 0 || m.snap == nil {
 		return nil
 	}
-	var batch []inspect.Item
+	var batch []inspect.Use
 	for _, it := range m.items {
 		if m.queue[it.ID()] {
 			batch = append(batch, it)
@@ -331,7 +331,7 @@ func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 			// verifies the use anyway
 			continue
 		}
-		o := observation{State: it.State, StateReason: it.StateReason, At: msg.at}
+		o := verification{State: it.State, StateReason: it.StateReason, At: msg.at}
 		if it.SyncedAt != nil {
 			t := it.SyncedAt.Time
 			o.SyncedAt = &t
@@ -341,10 +341,10 @@ func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 		if t == nil && it.State == inspect.StatePending {
 			// pending without a change seen here: follow it from the
 			// object's last change
-			t = newTrack(it, Change{Key: it.Key(), At: lastChangeOf(it), Seen: msg.at})
+			t = newTrack(it, Edit{Key: it.Key(), At: lastChangeOf(it), Seen: msg.at})
 			m.tracks[id] = t
 		}
-		if t != nil && t.observe(o) {
+		if t != nil && t.record(o) {
 			again = append(again, id)
 			interval = min(interval, t.Interval)
 		}
@@ -357,7 +357,7 @@ func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func lastChangeOf(it inspect.Item) time.Time {
+func lastChangeOf(it inspect.Use) time.Time {
 	if it.Object.LastChange == nil {
 		return time.Time{}
 	}
@@ -365,7 +365,7 @@ func lastChangeOf(it inspect.Item) time.Time {
 }
 
 // withVerified is the item with what the dashboard last observed.
-func (m *Model) withVerified(it inspect.Item) inspect.Item {
+func (m *Model) withVerified(it inspect.Use) inspect.Use {
 	o, ok := m.observed[it.ID()]
 	if !ok {
 		return it
@@ -476,8 +476,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 
 func (m *Model) quit() tea.Cmd {
 	m.quitting = true
-	if m.src != nil {
-		m.src.Stop()
+	if m.feed != nil {
+		m.feed.Stop()
 	}
 	return tea.Quit
 }
@@ -566,7 +566,7 @@ func (m *Model) diffNow() tea.Cmd {
 	snap, actions := m.snap, m.opts.Actions
 	title := m.diffTitle
 	return func() tea.Msg {
-		text, err := actions.Diff(context.Background(), snap, []inspect.Item{it})
+		text, err := actions.Diff(context.Background(), snap, []inspect.Use{it})
 		if err == nil && strings.TrimSpace(text) == "" {
 			text = "no differences: the container has what the API has"
 		}
@@ -685,7 +685,7 @@ func (m *Model) onApply(msg applyMsg) tea.Cmd {
 // changedPods tells whether a use belongs to a pod the refresh changed: one
 // it annotated or evicted, a replacement, or a pod of a workload it
 // restarted (the rollout replaces them: their successors are new rows).
-func changedPods(results []refresh.Result) func(inspect.Item) bool {
+func changedPods(results []refresh.Result) func(inspect.Use) bool {
 	pods := map[string]bool{}
 	workloads := map[refresh.WorkloadKey]bool{}
 	for _, r := range results {
@@ -704,7 +704,7 @@ func changedPods(results []refresh.Result) func(inspect.Item) bool {
 			}
 		}
 	}
-	return func(it inspect.Item) bool {
+	return func(it inspect.Use) bool {
 		return pods[refresh.PodKey(it.Object.Namespace, it.Pod.Name)] ||
 			workloads[refresh.WorkloadKey{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name}]
 	}
@@ -752,15 +752,15 @@ func (m *Model) selectedObject() (objectRow, bool) {
 	return m.objects[i], true
 }
 
-func (m *Model) selectedUse() (inspect.Item, bool) {
+func (m *Model) selectedUse() (inspect.Use, bool) {
 	i := m.useTable.Cursor()
 	if i < 0 || i >= len(m.uses) {
-		return inspect.Item{}, false
+		return inspect.Use{}, false
 	}
 	return m.uses[i], true
 }
 
-func useLabel(it inspect.Item) string {
+func useLabel(it inspect.Use) string {
 	s := fmt.Sprintf("pod/%s container %s %s", it.Pod.Name, it.ContainerName(), it.Mode)
 	switch {
 	case it.Volume != nil:
@@ -775,7 +775,7 @@ func useLabel(it inspect.Item) string {
 // not be verified and why, in the words of the STATE column of status
 // --verify ("; 2 unverifiable: forbidden: create pods/exec"); the most
 // frequent reason first, "and N more" for the others.
-func unverifiableSummary(items []inspect.Item) string {
+func unverifiableSummary(items []inspect.Use) string {
 	count := map[string]int{}
 	var reasons []string
 	n := 0

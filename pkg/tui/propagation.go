@@ -15,8 +15,8 @@ const (
 	MaxRecheck   = 8 * time.Second
 )
 
-// observation is what the last verification of a use found.
-type observation struct {
+// verification is what the last verification of a use found.
+type verification struct {
 	State       inspect.State
 	StateReason string
 	SyncedAt    *time.Time
@@ -26,7 +26,7 @@ type observation struct {
 // track follows one hot-updating use from a data change of its object
 // until the kubelet has written it.
 type track struct {
-	Change Change
+	Change Edit
 	// Expected is the core's delay estimate ("0-90s").
 	Expected string
 	// InSyncAt is when a verification first saw the use in sync; Took is
@@ -45,13 +45,13 @@ type track struct {
 func (t *track) Done() bool { return !t.InSyncAt.IsZero() }
 
 // newTrack starts following a use after a change of its object.
-func newTrack(it inspect.Item, c Change) *track {
+func newTrack(it inspect.Use, c Edit) *track {
 	return &track{Change: c, Expected: inspect.FormatDelay(it.Delay), Interval: FirstRecheck}
 }
 
-// observe records a verification of a tracked use. It returns whether the
+// record records a verification of a tracked use. It returns whether the
 // use must be verified again (still pending).
-func (t *track) observe(o observation) bool {
+func (t *track) record(o verification) bool {
 	switch o.State {
 	case inspect.StateInSync:
 		if t.Done() {

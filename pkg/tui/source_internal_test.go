@@ -23,7 +23,7 @@ func TestSyncedSnapshotIsComplete(t *testing.T) {
 		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i), Namespace: ns}})
 	}
 	for run := range 10 {
-		s := NewSource(fake.NewClientset(objs...), Scope{Namespace: ns}, nil)
+		s := NewFeed(fake.NewClientset(objs...), Scope{Namespace: ns}, nil)
 		s.Start()
 		deadline := time.Now().Add(20 * time.Second)
 		for {

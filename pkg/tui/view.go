@@ -397,7 +397,7 @@ func (m *Model) detailLine() string {
 	return text.Printable(m.detailText(it))
 }
 
-func (m *Model) detailText(it inspect.Item) string {
+func (m *Model) detailText(it inspect.Use) string {
 	if t := m.tracks[it.ID()]; t != nil && (t.Done() || it.State == inspect.StatePending) {
 		return t.describe(m.now)
 	}
@@ -420,7 +420,7 @@ func (m *Model) planText() string {
 		return b.String()
 	}
 	q := "Apply this plan? [y/N]"
-	if n := m.plan.Restarts(); n > 0 {
+	if n := m.plan.Restarts; n > 0 {
 		q = styleWarn.Render(fmt.Sprintf("The plan restarts %d workloads (their pods are replaced).", n)) + " Apply it? [y/N]"
 	}
 	b.WriteString(q)

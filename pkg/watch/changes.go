@@ -54,7 +54,7 @@ func (c Change) Empty() bool {
 // envFrom) is concerned by any key, a use of listed keys (items, env
 // valueFrom) only by those, and every use by the object appearing or
 // disappearing. A key a use does not read is no reason to act on it.
-func Concerns(it inspect.Item, c Change) ([]string, bool) {
+func Concerns(it inspect.Use, c Change) ([]string, bool) {
 	if it.Key() != c.Object {
 		return nil, false
 	}

@@ -49,15 +49,15 @@ func TestDiff(t *testing.T) {
 
 func TestConcerns(t *testing.T) {
 	key := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}
-	whole := inspect.Item{Object: key, Mode: inspect.ModeVolume}
-	items := inspect.Item{Object: key, Mode: inspect.ModeVolume, Keys: []string{"a", "b"}}
-	env := inspect.Item{Object: key, Mode: inspect.ModeEnv, Keys: []string{"c"}}
-	other := inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindSecret, Namespace: "ns", Name: "cfg"}}
+	whole := inspect.Use{Object: key, Mode: inspect.ModeVolume}
+	items := inspect.Use{Object: key, Mode: inspect.ModeVolume, Keys: []string{"a", "b"}}
+	env := inspect.Use{Object: key, Mode: inspect.ModeEnv, Keys: []string{"c"}}
+	other := inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindSecret, Namespace: "ns", Name: "cfg"}}
 	changeB := Change{Object: whole.Key(), Keys: []string{"b"}}
 	deleted := Change{Object: whole.Key(), Keys: []string{"a"}, Deleted: true}
 	for _, tc := range []struct {
 		name  string
-		it    inspect.Item
+		it    inspect.Use
 		c     Change
 		read  []string
 		moved bool

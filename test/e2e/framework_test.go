@@ -479,7 +479,7 @@ func (w want) String() string {
 	return s
 }
 
-func (w want) matches(it inspect.Item) bool {
+func (w want) matches(it inspect.Use) bool {
 	k := w.kind
 	if k == "" {
 		k = inspect.KindConfigMap
@@ -509,8 +509,8 @@ func (w want) matches(it inspect.Item) bool {
 }
 
 // in returns the report items the want selects.
-func (w want) in(rep inspect.Report) []inspect.Item {
-	var got []inspect.Item
+func (w want) in(rep inspect.Report) []inspect.Use {
+	var got []inspect.Use
 	for _, it := range rep.Items {
 		if w.matches(it) {
 			got = append(got, it)

@@ -155,7 +155,7 @@ func TestStatusNamesTheSourceThatBlocksAVolume(t *testing.T) {
 		{"e", "s", `Secret "s"`, inspect.StateStale},
 	}
 	for _, tc := range cases {
-		var found *inspect.Item
+		var found *inspect.Use
 		for i, it := range rep.Items {
 			if it.Object.Name == tc.object && it.Volume != nil && it.Volume.Name == tc.volume {
 				found = &rep.Items[i]

@@ -64,7 +64,7 @@ func noShell(name string) corev1.Container {
 }
 
 // stateOf is the state of pod's use in mode.
-func stateOf(t *testing.T, rep inspect.Report, pod string, mode inspect.Mode) inspect.Item {
+func stateOf(t *testing.T, rep inspect.Report, pod string, mode inspect.Mode) inspect.Use {
 	t.Helper()
 	for _, it := range rep.Items {
 		if it.Pod.Name == pod && it.Mode == mode {
@@ -72,7 +72,7 @@ func stateOf(t *testing.T, rep inspect.Report, pod string, mode inspect.Mode) in
 		}
 	}
 	t.Fatalf("no %s use of pod %s in the report", mode, pod)
-	return inspect.Item{}
+	return inspect.Use{}
 }
 
 func expectStates(t *testing.T, rep inspect.Report, pod string, want map[inspect.Mode][]inspect.State) {

@@ -31,7 +31,7 @@ func (f *fx) nodeKubeletVersion(node string) inspect.KubeletVersion {
 
 // statusItems runs status -o json with extra args and returns its items,
 // stderr and exit code.
-func (f *fx) statusItems(args ...string) ([]inspect.Item, string, int) {
+func (f *fx) statusItems(args ...string) ([]inspect.Use, string, int) {
 	f.t.Helper()
 	out, errOut, code := runPlugin(f, true, append([]string{"status", "-n", f.ns, "-o", "json"}, args...)...)
 	var rep inspect.Report
@@ -73,8 +73,8 @@ func TestKubeletConfigzPredictsAndDegrades(t *testing.T) {
 	}
 	t.Logf("node %s, kubelet %s: /configz %+v", node, f.nodeKubeletVersion(node).Text, kc)
 
-	byMount := func(items []inspect.Item) map[string]inspect.Item {
-		m := map[string]inspect.Item{}
+	byMount := func(items []inspect.Use) map[string]inspect.Use {
+		m := map[string]inspect.Use{}
 		for _, it := range items {
 			if it.Volume != nil {
 				m[it.Volume.MountPath] = it

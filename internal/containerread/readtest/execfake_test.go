@@ -96,7 +96,7 @@ func TestVerifyProgressAndFailures(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"a": "1"}}
 	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cm"}: cm}}
 	ex := &Executor{Containers: map[string]*Container{}}
-	var items []inspect.Item
+	var items []inspect.Use
 	for i, c := range []*Container{
 		{Volumes: map[string]Volume{"/m": {Target: testTS, Files: map[string][]byte{"a": []byte("1")}}}},
 		{NoShell: true},
@@ -108,7 +108,7 @@ func TestVerifyProgressAndFailures(t *testing.T) {
 		if c != nil {
 			ex.Containers["ns/"+name+"/c"] = c
 		}
-		items = append(items, inspect.Item{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cm", Exists: true},
+		items = append(items, inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cm", Exists: true},
 			Pod: inspect.PodRef{Name: name, Phase: "Running"}, Container: &inspect.ContainerRef{Name: "c", Type: inspect.ContainerRegular},
 			Mode: inspect.ModeVolume, Volume: &inspect.VolumeRef{Name: "v", MountPath: "/m"}, Verdict: inspect.VerdictHotUpdate})
 	}

@@ -37,9 +37,9 @@ type Scope struct {
 // informer events are coalesced to at most 10 redraws per second.
 const MinRedraw = 100 * time.Millisecond
 
-// Change is a data change of a ConfigMap or Secret seen by the watch while
+// Edit is a data change of a ConfigMap or Secret seen by the watch while
 // the dashboard runs.
-type Change struct {
+type Edit struct {
 	Key inspect.ObjectKey
 	// At is when the API recorded the change (the newest managedFields time
 	// of an update that touched data), Seen when the watch delivered it.
@@ -49,10 +49,10 @@ type Change struct {
 
 // dataMsg is a coalesced view of the informer caches.
 type dataMsg struct {
-	source  *Source
+	feed    *Feed
 	snap    *inspect.Snapshot
-	items   []inspect.Item
-	changes []Change
+	items   []inspect.Use
+	changes []Edit
 	// errs are the watch errors by resource, empty when all are connected.
 	errs map[string]string
 	// notes say which optional kinds RBAC denies and what the rows do
@@ -63,10 +63,10 @@ type dataMsg struct {
 	at     time.Time
 }
 
-// Source is the live data of the dashboard: client-go shared informers for
+// Feed is the live data of the dashboard: client-go shared informers for
 // pods, ConfigMaps, ReplicaSets, Jobs and (when shown) Secrets, whose
 // events wake one tea.Cmd at a time.
-type Source struct {
+type Feed struct {
 	client kubernetes.Interface
 	scope  Scope
 	ctx    context.Context
@@ -85,7 +85,7 @@ type Source struct {
 	dirty chan struct{}
 
 	mu      sync.Mutex
-	changes []Change
+	changes []Edit
 	errs    map[string]string
 	errRV   map[string]string
 	// denied: optional kinds whose LIST RBAC forbids -> the note
@@ -93,13 +93,13 @@ type Source struct {
 	last   time.Time
 }
 
-// NewSource builds the informers of a scope; Start runs them.
-func NewSource(client kubernetes.Interface, scope Scope, now func() time.Time) *Source {
+// NewFeed builds the informers of a scope; Start runs them.
+func NewFeed(client kubernetes.Interface, scope Scope, now func() time.Time) *Feed {
 	if now == nil {
 		now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Source{client: client, scope: scope, ctx: ctx, cancel: cancel, now: now, dirty: make(chan struct{}, 1),
+	s := &Feed{client: client, scope: scope, ctx: ctx, cancel: cancel, now: now, dirty: make(chan struct{}, 1),
 		errs: map[string]string{}, errRV: map[string]string{}, denied: map[string]string{}}
 	opts := []informers.SharedInformerOption{informers.WithTransform(inspect.Trim)}
 	if scope.Namespace != "" {
@@ -128,13 +128,13 @@ func NewSource(client kubernetes.Interface, scope Scope, now func() time.Time) *
 }
 
 // Scope returns what the source watches.
-func (s *Source) Scope() Scope { return s.scope }
+func (s *Feed) Scope() Scope { return s.scope }
 
 // syncPoll is how often Start checks whether the informers have synced.
 const syncPoll = 50 * time.Millisecond
 
 // Start runs the informers until Stop.
-func (s *Source) Start() {
+func (s *Feed) Start() {
 	for _, f := range s.factories {
 		f.Start(s.ctx.Done())
 	}
@@ -150,7 +150,7 @@ func (s *Source) Start() {
 
 // Stop ends every watch of the source. It does not wait for the informers'
 // goroutines (a LIST may be in flight): it is called from Update.
-func (s *Source) Stop() {
+func (s *Feed) Stop() {
 	s.cancel()
 	go func() {
 		for _, f := range s.factories {
@@ -159,7 +159,7 @@ func (s *Source) Stop() {
 	}()
 }
 
-func (s *Source) watch(resource string, inf cache.SharedIndexInformer) {
+func (s *Feed) watch(resource string, inf cache.SharedIndexInformer) {
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
 		s.mu.Lock()
 		if note, optional := deniedNote[resource]; optional && apierrors.IsForbidden(err) {
@@ -189,7 +189,7 @@ func (s *Source) watch(resource string, inf cache.SharedIndexInformer) {
 	})
 }
 
-func (s *Source) poke() {
+func (s *Feed) poke() {
 	select {
 	case s.dirty <- struct{}{}:
 	default:
@@ -199,7 +199,7 @@ func (s *Source) poke() {
 // Next waits for the next informer events, at most once per MinRedraw, and
 // returns a snapshot of the caches with the report rows built from it. The
 // model re-arms it after every dataMsg, so one is in flight at a time.
-func (s *Source) Next() tea.Cmd {
+func (s *Feed) Next() tea.Cmd {
 	return func() tea.Msg {
 		select {
 		case <-s.dirty:
@@ -240,7 +240,7 @@ var deniedNote = map[string]string{
 // denies never will, and is not waited for. Each snapshot carries it: a
 // refresh is planned only from a synced one (a cache read before its
 // informer synced may lack pods, and a plan from it would leave them out).
-func (s *Source) synced() bool {
+func (s *Feed) synced() bool {
 	s.mu.Lock()
 	denied := maps.Clone(s.denied)
 	s.mu.Unlock()
@@ -254,7 +254,7 @@ func (s *Source) synced() bool {
 }
 
 // read copies the caches into an inspect.Snapshot and builds the rows.
-func (s *Source) read() dataMsg {
+func (s *Feed) read() dataMsg {
 	// The changes are taken before the caches are read: client-go updates a
 	// store before it calls the handler, so a change taken after the lists
 	// could belong to an edit the lists do not have yet (and its uses would
@@ -323,10 +323,10 @@ func (s *Source) read() dataMsg {
 	}
 	errs := maps.Clone(s.errs)
 	s.mu.Unlock()
-	return dataMsg{source: s, snap: snap, items: items, changes: changes, errs: errs, notes: notes, synced: synced, err: err, at: s.now()}
+	return dataMsg{feed: s, snap: snap, items: items, changes: changes, errs: errs, notes: notes, synced: synced, err: err, at: s.now()}
 }
 
-func (s *Source) informer(resource string) cache.SharedIndexInformer {
+func (s *Feed) informer(resource string) cache.SharedIndexInformer {
 	switch resource {
 	case "pods":
 		return s.pods
@@ -343,24 +343,24 @@ func (s *Source) informer(resource string) cache.SharedIndexInformer {
 }
 
 // dataChange reports an update of a ConfigMap's or Secret's data.
-func dataChange(oldObj, newObj any) (Change, bool) {
+func dataChange(oldObj, newObj any) (Edit, bool) {
 	switch n := newObj.(type) {
 	case *corev1.ConfigMap:
 		o, ok := oldObj.(*corev1.ConfigMap)
 		if !ok || (maps.Equal(o.Data, n.Data) && maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)) {
-			return Change{}, false
+			return Edit{}, false
 		}
-		return Change{Key: inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: n.Namespace, Name: n.Name},
+		return Edit{Key: inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: n.Namespace, Name: n.Name},
 			At: inspect.ConfigMapObject(n).LastChange, ResourceVersion: n.ResourceVersion}, true
 	case *corev1.Secret:
 		o, ok := oldObj.(*corev1.Secret)
 		if !ok || maps.EqualFunc(o.Data, n.Data, bytes.Equal) {
-			return Change{}, false
+			return Edit{}, false
 		}
-		return Change{Key: inspect.ObjectKey{Kind: inspect.KindSecret, Namespace: n.Namespace, Name: n.Name},
+		return Edit{Key: inspect.ObjectKey{Kind: inspect.KindSecret, Namespace: n.Namespace, Name: n.Name},
 			At: inspect.SecretObject(n).LastChange, ResourceVersion: n.ResourceVersion}, true
 	}
-	return Change{}, false
+	return Edit{}, false
 }
 
 // ProbeInterval is how often the API server is asked for its version while
@@ -373,14 +373,14 @@ const (
 
 // probeMsg says whether the API server answered.
 type probeMsg struct {
-	source *Source
-	err    error
+	feed *Feed
+	err  error
 }
 
 // Probe asks the API server for its version after a pause. Informers retry
 // an unreachable server quietly (a streaming list backs off without
 // reporting), so this is what tells the header the connection state.
-func (s *Source) Probe(after time.Duration) tea.Cmd {
+func (s *Feed) Probe(after time.Duration) tea.Cmd {
 	return func() tea.Msg {
 		select {
 		case <-time.After(after):
@@ -398,6 +398,6 @@ func (s *Source) Probe(after time.Duration) tea.Cmd {
 		if s.ctx.Err() != nil {
 			return nil
 		}
-		return probeMsg{source: s, err: err}
+		return probeMsg{feed: s, err: err}
 	}
 }

@@ -137,7 +137,7 @@ func TestResultLine(t *testing.T) {
 // per tui.MinRedraw.
 func TestSourceCoalescesEvents(t *testing.T) {
 	client := fake.NewClientset(cluster()...)
-	src := tui.NewSource(client, tui.Scope{Namespace: ns}, nil)
+	src := tui.NewFeed(client, tui.Scope{Namespace: ns}, nil)
 	src.Start()
 	defer src.Stop()
 	msgs := make(chan struct{}, 1000)

@@ -142,13 +142,13 @@ const (
 type Report struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	Items      []Item `json:"items"`
+	Items      []Use  `json:"items"`
 }
 
 // NewReport wraps items in a StatusReport document.
-func NewReport(items []Item) Report {
+func NewReport(items []Use) Report {
 	if items == nil {
-		items = []Item{}
+		items = []Use{}
 	}
 	return Report{APIVersion: APIVersion, Kind: KindStatusReport, Items: items}
 }
@@ -216,10 +216,10 @@ type Delay struct {
 	Basis DelayBasis      `json:"basis"`
 }
 
-// Item is one use of one ConfigMap or Secret by one container (or, for
+// Use is one use of one ConfigMap or Secret by one container (or, for
 // mode unmounted, one volume no container mounts). It is the row that the
 // printers, the dashboard and the refresh planner all read.
-type Item struct {
+type Use struct {
 	Object    ObjectRef     `json:"object"`
 	Pod       PodRef        `json:"pod,omitzero"`
 	Container *ContainerRef `json:"container,omitempty"`
@@ -228,9 +228,9 @@ type Item struct {
 	Volume    *VolumeRef    `json:"volume,omitempty"`
 	// Keys are the keys read; omitted when the use reads all of them.
 	Keys []string `json:"keys,omitempty"`
-	// Items are the key -> path mappings of a volume with `items` (the
+	// KeyPaths are the key -> path mappings of a volume with `items` (the
 	// projection of the use; empty for whole-object uses).
-	Items []KeyPath `json:"items,omitempty"`
+	KeyPaths []KeyPath `json:"items,omitempty"`
 	// EnvName is the variable set by an env valueFrom use.
 	EnvName string `json:"envName,omitempty"`
 	// EnvPrefix is the prefix of an envFrom use.
@@ -264,7 +264,7 @@ type ObjectKey struct {
 }
 
 // Key returns the ObjectKey of the item's object.
-func (it Item) Key() ObjectKey {
+func (it Use) Key() ObjectKey {
 	return ObjectKey{Kind: it.Object.Kind, Namespace: it.Object.Namespace, Name: it.Object.Name}
 }
 
@@ -303,7 +303,7 @@ type UseID struct {
 }
 
 // ID returns the use's identity.
-func (it Item) ID() UseID {
+func (it Use) ID() UseID {
 	id := UseID{
 		Namespace: it.Object.Namespace, PodUID: it.Pod.UID, Pod: it.Pod.Name,
 		Container: it.ContainerName(), Mode: it.Mode,
@@ -328,7 +328,7 @@ func (id UseID) SamePod(namespace, name, uid string) bool {
 }
 
 // ContainerName returns the container name or "" for an unmounted volume.
-func (it Item) ContainerName() string {
+func (it Use) ContainerName() string {
 	if it.Container == nil {
 		return ""
 	}

@@ -13,18 +13,18 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
-// nodeRead is everything one exec on one node reads: the containers (by
+// nodeBatch is everything one exec on one node reads: the containers (by
 // container ID) and the paths, each as the reader pod sees it.
-type nodeRead struct {
+type nodeBatch struct {
 	node       string
-	containers []containerPlan
+	containers []containerPaths
 	// paths are the reader-side paths in argument order (deduplicated:
 	// two containers of a pod mounting one volume read it once).
 	paths []string
 }
 
-// containerPlan is one request on its node.
-type containerPlan struct {
+// containerPaths is one request on its node.
+type containerPaths struct {
 	req int    // index in the requests
 	id  string // container ID (hex), without the runtime prefix
 	env bool
@@ -46,15 +46,15 @@ var (
 	volName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
-// planNodes groups the requests by node. dir is the exec's scratch
+// batchByNode groups the requests by node. dir is the exec's scratch
 // directory: dir/k links to the kubelet's root directory, dir/c/ID to the
 // root of container ID. A request that cannot be read this way gets its
 // failure in failed.
-func planNodes(reqs []containerread.Request, dir string) (nodes []*nodeRead, failed map[int]*containerread.VerifyError) {
+func batchByNode(reqs []containerread.Request, dir string) (nodes []*nodeBatch, failed map[int]*containerread.VerifyError) {
 	failed = map[int]*containerread.VerifyError{}
-	byNode := map[string]*nodeRead{}
+	byNode := map[string]*nodeBatch{}
 	for i, q := range reqs {
-		cp, node, err := planContainer(q, dir)
+		cp, node, err := pathsOf(q, dir)
 		if err != nil {
 			failed[i] = err
 			continue
@@ -62,7 +62,7 @@ func planNodes(reqs []containerread.Request, dir string) (nodes []*nodeRead, fai
 		cp.req = i
 		nr := byNode[node]
 		if nr == nil {
-			nr = &nodeRead{node: node}
+			nr = &nodeBatch{node: node}
 			byNode[node] = nr
 			nodes = append(nodes, nr)
 		}
@@ -92,24 +92,24 @@ func sortedValues(m map[string]string) []string {
 	return out
 }
 
-// planContainer finds the container's ID and node, and where each of its
+// pathsOf finds the container's ID and node, and where each of its
 // paths is seen from the node: a whole configMap, secret or projected
 // volume in the kubelet's directory, anything else (a subPath mount) in
 // the container's root.
-func planContainer(q containerread.Request, dir string) (containerPlan, string, *containerread.VerifyError) {
+func pathsOf(q containerread.Request, dir string) (containerPaths, string, *containerread.VerifyError) {
 	p := q.Pod
 	if p == nil {
-		return containerPlan{}, "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "the pod is not in the snapshot"}
+		return containerPaths{}, "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "the pod is not in the snapshot"}
 	}
 	if p.Spec.NodeName == "" {
-		return containerPlan{}, "", &containerread.VerifyError{Reason: containerread.VerifyNotRunning, Message: "the pod is not on a node"}
+		return containerPaths{}, "", &containerread.VerifyError{Reason: containerread.VerifyNotRunning, Message: "the pod is not on a node"}
 	}
 	id, err := runningContainerID(p, q.Container)
 	if err != nil {
-		return containerPlan{}, "", err
+		return containerPaths{}, "", err
 	}
 	c := findContainer(p, q.Container)
-	cp := containerPlan{id: id, env: q.Env, view: map[string]string{}}
+	cp := containerPaths{id: id, env: q.Env, view: map[string]string{}}
 	for _, pr := range q.Paths {
 		hp, ok := volumeDir(p, c, pr.Path, dir)
 		if !ok {
@@ -119,7 +119,7 @@ func planContainer(q containerread.Request, dir string) (containerPlan, string, 
 			// never through the container's root: a symlink the container
 			// planted on the way would be followed in the reader's root,
 			// which sees the node's processes
-			return containerPlan{}, "", &containerread.VerifyError{Reason: containerread.VerifyFailed,
+			return containerPaths{}, "", &containerread.VerifyError{Reason: containerread.VerifyFailed,
 				Message: fmt.Sprintf("%s is neither a volume nor a subPath mount the kubelet made; --reader=exec reads it", pr.Path)}
 		}
 		cp.view[pr.Path] = hp
