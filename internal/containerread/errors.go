@@ -10,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 )
 
 // Reasons a verify read fails: the words of the contract's unverifiable
@@ -78,12 +80,8 @@ func (e *VerifyError) Error() string {
 	return s
 }
 
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
-}
+// truncate keeps at most n bytes of s, never half a character.
+func truncate(s string, n int) string { return text.TruncateBytes(s, n, "...") }
 
 func stderrSuffix(b []byte) string {
 	s := strings.TrimSpace(string(b))

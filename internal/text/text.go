@@ -49,3 +49,18 @@ func Truncate(s string, width int, tail string) string {
 	}
 	return ansi.Truncate(s, max(width, 0), "") + tail
 }
+
+// TruncateBytes keeps at most n bytes of s and, when it cut, adds tail. It
+// cuts at a character boundary, never inside a UTF-8 sequence: for limits
+// counted in bytes (an API field's length, a quote of container output),
+// where Truncate counts terminal cells.
+func TruncateBytes(s string, n int, tail string) string {
+	if len(s) <= n {
+		return s
+	}
+	n = max(n, 0)
+	for back := 0; n > 0 && back < utf8.UTFMax-1 && !utf8.RuneStart(s[n]); back++ {
+		n--
+	}
+	return s[:n] + tail
+}

@@ -23,3 +23,24 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+func TestTruncateBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		tail string
+		want string
+	}{
+		{"short", 10, "...", "short"},
+		{"exactly10!", 10, "...", "exactly10!"},
+		{"a longer value", 8, "...", "a longer..."},
+		{"aé", 2, "", "a"},        // é is two bytes: not cut in two
+		{"a日本", 3, "…", "a…"},     // 日 is three bytes
+		{"日本", 0, "...", "..."}, // nothing of s fits
+		{"\xff\xfe\xfd", 2, "", "\xff\xfe"},
+	} {
+		if got := TruncateBytes(c.in, c.n, c.tail); got != c.want {
+			t.Errorf("TruncateBytes(%q, %d, %q) = %q, want %q", c.in, c.n, c.tail, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,5 +132,20 @@ func TestDigestKeyIsCreatedOnceAndChecked(t *testing.T) {
 	_, err = DigestKey(ctx, c, "sys", "short", true)
 	if want := `Secret sys/short: field "key" holds 3 bytes, want at least 16; delete the Secret and the controller creates a new key (every consumer is then recorded anew, none acted on for it)`; err == nil || err.Error() != want {
 		t.Fatalf("short key: %v, want %s", err, want)
+	}
+}
+
+// TestEventMessageIsCappedAtACharacter: the Event's message says what the
+// loop event says, without its time, and at most 1,024 bytes of valid
+// UTF-8 however long the message.
+func TestEventMessageIsCappedAtACharacter(t *testing.T) {
+	restart := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}
+	e := reconcile.Event{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Kind: reconcile.EventError, Action: restart, Message: "x" + strings.Repeat("é", 600)}
+	msg := eventMessage(e)
+	if len(msg) > 1024 || !utf8.ValidString(msg) || !strings.HasSuffix(msg, "é...") {
+		t.Errorf("message of %d bytes (valid UTF-8: %v), ends %q; want at most 1024 bytes, whole characters, then ...", len(msg), utf8.ValidString(msg), msg[max(len(msg)-8, 0):])
+	}
+	if want := "restart deployment/web -n ns: xé"; !strings.HasPrefix(msg, want) {
+		t.Errorf("message %.40q, want it to start %q (no time, no kind)", msg, want)
 	}
 }

@@ -1,11 +1,10 @@
 package controller
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
@@ -37,14 +36,15 @@ func (r EventPoster) Handle(e reconcile.Event) {
 	}
 }
 
-// eventMessage is the event's log line without its time.
+// maxEventMessage is the longest message the API server accepts on an
+// Event, in bytes.
+const maxEventMessage = 1024
+
+// eventMessage is what the loop event says of the object the Event is
+// about (render.EventText), capped to the API's length at a character
+// boundary.
 func eventMessage(e reconcile.Event) string {
-	_, msg, _ := strings.Cut(render.WatchLine(e), " ")
-	msg = strings.TrimSpace(msg)
-	if len(msg) > 1024 {
-		msg = msg[:1021] + "..."
-	}
-	return msg
+	return text.TruncateBytes(render.EventText(e), maxEventMessage-len("..."), "...")
 }
 
 // kubeEvent is the Kubernetes Event that reports a loop event on the object

@@ -11,9 +11,16 @@ import (
 )
 
 // WatchLine is one event of `watch` as a line of text: the time (UTC), the
-// event, what it is about and what it says. Every name from the cluster
-// goes through text.Printable; no value of a Secret is ever in an event.
+// event, and EventText. Every name from the cluster goes through
+// text.Printable; no value of a Secret is ever in an event.
 func WatchLine(e reconcile.Event) string {
+	return e.Time.UTC().Format(time.RFC3339) + " " + fmt.Sprintf("%-8s", e.Kind) + " " + EventText(e)
+}
+
+// EventText is what an event is about and what it says, without its time
+// and kind: the line of WatchLine, and the message of the controller's
+// Kubernetes Events (whose reason and time say the rest).
+func EventText(e reconcile.Event) string {
 	var subject string
 	switch {
 	case e.Action != nil:
@@ -32,11 +39,10 @@ func WatchLine(e reconcile.Event) string {
 	case reconcile.EventResult:
 		msg = resultText(e)
 	}
-	parts := []string{e.Time.UTC().Format(time.RFC3339), fmt.Sprintf("%-8s", e.Kind)}
 	if subject != "" {
-		parts = append(parts, subject+":")
+		msg = subject + ": " + msg
 	}
-	return text.Printable(strings.Join(append(parts, msg), " "))
+	return text.Printable(msg)
 }
 
 func objectName(k inspect.ObjectKey) string { return strings.ToLower(k.Kind) + "/" + k.Name }
