@@ -34,8 +34,8 @@ func TestTruncateBytes(t *testing.T) {
 		{"short", 10, "...", "short"},
 		{"exactly10!", 10, "...", "exactly10!"},
 		{"a longer value", 8, "...", "a longer..."},
-		{"aé", 2, "", "a"},        // é is two bytes: not cut in two
-		{"a日本", 3, "…", "a…"},     // 日 is three bytes
+		{"aé", 2, "", "a"},      // é is two bytes: not cut in two
+		{"a日本", 3, "…", "a…"},   // 日 is three bytes
 		{"日本", 0, "...", "..."}, // nothing of s fits
 		{"\xff\xfe\xfd", 2, "", "\xff\xfe"},
 	} {
