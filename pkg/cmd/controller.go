@@ -23,7 +23,6 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/controller"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 var (
@@ -35,7 +34,7 @@ var (
 		Replicas elect one leader on a coordination.k8s.io Lease; only the leader
 		acts, the others stand by and take over when it goes. On each workload (or
 		bare pod) it makes current, it records a keyed digest of what the
-		consumers read of each object (annotation ` + watch.AnnotationApplied + `;
+		consumers read of each object (annotation ` + reconcile.AnnotationApplied + `;
 		HMAC-SHA256 under a key kept in a Secret of its namespace, never a plain
 		hash of a Secret's values). When it starts leading it compares the records
 		with the objects: consumers current by their record are left alone (no
@@ -48,7 +47,7 @@ var (
 		--metrics-addr, and posts Kubernetes Events (Refreshing, Refreshed,
 		RefreshFailed, RestartDeferred, RefreshError) on the workloads and pods it
 		acts on. --require-opt-in is on by default: only workloads annotated
-		` + watch.AnnotationWatch + `=true or with one of Reloader's annotations are
+		` + reconcile.AnnotationWatch + `=true or with one of Reloader's annotations are
 		acted on.`)
 
 	controllerExample = templates.Examples(`

@@ -20,7 +20,6 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 var (
@@ -135,10 +134,10 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
 	if controller {
 		fs.BoolVar(&o.SyncExisting, "sync-existing", false, "At start, check the consumers with no record too (by default they are recorded and left alone; those whose objects changed since their record are always checked).")
-		fs.BoolVar(&o.RequireOptIn, "require-opt-in", o.RequireOptIn, "Act only on workloads annotated "+watch.AnnotationWatch+"=true or with one of Reloader's annotations (--require-opt-in=false: every workload not opted out).")
+		fs.BoolVar(&o.RequireOptIn, "require-opt-in", o.RequireOptIn, "Act only on workloads annotated "+reconcile.AnnotationWatch+"=true or with one of Reloader's annotations (--require-opt-in=false: every workload not opted out).")
 	} else {
 		fs.BoolVar(&o.SyncExisting, "sync-existing", false, "At start, make every selected consumer current once (by default only changes seen while watching are acted on).")
-		fs.BoolVar(&o.RequireOptIn, "require-opt-in", o.RequireOptIn, "Act only on workloads annotated "+watch.AnnotationWatch+"=true or with one of Reloader's annotations.")
+		fs.BoolVar(&o.RequireOptIn, "require-opt-in", o.RequireOptIn, "Act only on workloads annotated "+reconcile.AnnotationWatch+"=true or with one of Reloader's annotations.")
 	}
 	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Act on the changes of a namespace this long after its last edit (edits in between are coalesced).")
 	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on the changes of a namespace at the latest this long after its first edit, even if the edits go on.")

@@ -1,10 +1,3 @@
-// Package reconcile is the continuous refresh: it watches ConfigMaps and
-// Secrets, coalesces their changes, and makes the consumers that read a
-// changed key current through the one refresh engine (refresh.Refresher,
-// the plan of `refresh --strategy auto`). The decisions it takes on the
-// way (which keys changed, which uses read them, which workloads may be
-// acted on, the debounce) are pkg/watch's; this package is the loop and
-// its cluster I/O. `kubectl cmsync watch` runs it.
 package reconcile
 
 import (

@@ -17,7 +17,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // Config is what a Loop watches and how it acts.
@@ -29,13 +28,13 @@ type Config struct {
 	PodSelector   string
 	Secrets       bool
 	IncludeSystem bool
-	// RequireOptIn acts only on workloads that opt in (watch.Select).
+	// RequireOptIn acts only on workloads that opt in (Select).
 	RequireOptIn bool
 	// SyncExisting makes every selected consumer current once at start;
 	// otherwise what was stale before the loop started is left alone.
 	SyncExisting bool
 	// Debounce is the quiet time after the last edit in a namespace,
-	// MaxWait the longest a namespace's changes wait (see watch.Debouncer).
+	// MaxWait the longest a namespace's changes wait (see Debouncer).
 	// The edits of one namespace are acted on together, so that a release
 	// that edits several objects a workload reads makes one action on it,
 	// not one per object.
@@ -47,7 +46,7 @@ type Config struct {
 	// progress before it is reported stuck and dropped.
 	RolloutWait time.Duration
 	// DigestKey, when set, keys the records kept on the consumers made
-	// current (watch.AnnotationApplied; see record.go).
+	// current (AnnotationApplied; see record.go).
 	DigestKey []byte
 	// Resume, with DigestKey, compares the records with the objects at
 	// start and checks the consumers whose objects changed since.
@@ -63,7 +62,7 @@ type Loop struct {
 	Client kubernetes.Interface
 	// Cluster are the refresh engine's edges.
 	Cluster refresh.Cluster
-	// Annotations reads the workloads' annotations for watch.Select.
+	// Annotations reads the workloads' annotations for Select.
 	Annotations WorkloadAnnotations
 	// Named lists the workloads that carry Reloader's reload annotations
 	// (namedRestarts); nil: no workload is restarted for an object its pod
@@ -79,13 +78,13 @@ type Loop struct {
 	emitMu  sync.Mutex
 	mu      sync.Mutex
 	pending map[inspect.ObjectKey]*pending
-	bounce  watch.Debouncer[string] // by namespace
+	bounce  Debouncer[string] // by namespace
 	wake    chan struct{}
 }
 
 // pending is the coalesced change of one object.
 type pending struct {
-	change watch.Change
+	change Change
 	edits  int
 	first  time.Time
 	// deferredSince is when a restart for it was first held back because
@@ -189,7 +188,7 @@ func (l *Loop) defaults() {
 		l.RolloutWait = 10 * time.Minute
 	}
 	l.pending = map[inspect.ObjectKey]*pending{}
-	l.bounce = watch.Debouncer[string]{Quiet: l.Debounce, MaxWait: l.MaxWait}
+	l.bounce = Debouncer[string]{Quiet: l.Debounce, MaxWait: l.MaxWait}
 	l.wake = make(chan struct{}, 1)
 }
 
@@ -277,7 +276,7 @@ func objectOf(obj any) inspect.Object {
 // noteChange records a change of one object, if it is selected and changed
 // anything a consumer can read.
 func (l *Loop) noteChange(old, cur inspect.Object) {
-	c := watch.Diff(old, cur)
+	c := Diff(old, cur)
 	if c.Empty() || !l.selects(c.Object) {
 		return
 	}
@@ -285,7 +284,7 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	l.mu.Lock()
 	p := l.pending[c.Object]
 	if p == nil {
-		p = &pending{change: watch.Change{Object: c.Object}, first: now}
+		p = &pending{change: Change{Object: c.Object}, first: now}
 		l.pending[c.Object] = p
 	}
 	p.change = merge(p.change, c)
@@ -315,10 +314,10 @@ func (l *Loop) selects(k inspect.ObjectKey) bool {
 }
 
 // merge joins two successive changes of one object.
-func merge(a, b watch.Change) watch.Change {
+func merge(a, b Change) Change {
 	keys := append(slices.Clone(a.Keys), b.Keys...)
 	slices.Sort(keys)
-	return watch.Change{Object: b.Object, Keys: slices.Compact(keys),
+	return Change{Object: b.Object, Keys: slices.Compact(keys),
 		Created: (a.Created && !b.Deleted) || b.Created, Deleted: b.Deleted || (a.Deleted && !b.Created)}
 }
 
@@ -383,7 +382,7 @@ func (l *Loop) existing(factory informers.SharedInformerFactory) map[inspect.Obj
 			o := objectOf(obj)
 			k := inspect.ObjectKey{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 			if l.selects(k) {
-				out[k] = &pending{change: watch.Change{Object: k}, first: l.Now(), existing: true}
+				out[k] = &pending{change: Change{Object: k}, first: l.Now(), existing: true}
 			}
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // NamedWorkloads lists the Deployments, StatefulSets and DaemonSets of a
@@ -33,7 +32,7 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 	if l.Named == nil || !anyEdited(changes) {
 		return nil, nil
 	}
-	ws, err := l.Named.Annotated(ctx, ns, watch.ReloaderConfigMapReload, watch.ReloaderSecretReload)
+	ws, err := l.Named.Annotated(ctx, ns, ReloaderConfigMapReload, ReloaderSecretReload)
 	if err != nil || len(ws) == 0 {
 		return nil, err
 	}
@@ -51,13 +50,13 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 		var a *refresh.Action
 		for _, k := range slices.SortedFunc(maps.Keys(changes), compareKeys) {
 			p := changes[k]
-			s := watch.Subject{Annotations: w.Annotations, TemplateAnnotations: w.Template}
-			o := watch.Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)}
-			if !edited(p) || !watch.Named(s, o) || read[k] || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
+			s := Subject{Annotations: w.Annotations, TemplateAnnotations: w.Template}
+			o := Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)}
+			if !edited(p) || !Named(s, o) || read[k] || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
 				continue
 			}
-			d := watch.Select(l.RequireOptIn, s, o)
-			if d.Selection != watch.Restart {
+			d := Select(l.RequireOptIn, s, o)
+			if d.Selection != Restart {
 				if !p.retry {
 					l.emit(Event{Kind: EventSkip, Object: &k, Target: &target, Message: d.Reason})
 				}

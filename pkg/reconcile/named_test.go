@@ -9,7 +9,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 type namedFake []refresh.AnnotatedWorkload
@@ -24,7 +23,7 @@ func (n namedFake) Annotated(context.Context, string, ...string) ([]refresh.Anno
 // names another, is paused, is outside -l or was not held back is not; a
 // creation is not an edit.
 func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
-	reload := func(list string) map[string]string { return map[string]string{watch.ReloaderConfigMapReload: list} }
+	reload := func(list string) map[string]string { return map[string]string{ReloaderConfigMapReload: list} }
 	app := map[string]string{"app": "x"}
 	readsApp := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}}}}
@@ -33,14 +32,14 @@ func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
 		{Kind: "StatefulSet", Name: "db", Template: reload("ap+"), Labels: app},
 		{Kind: "Deployment", Name: "reads", Annotations: reload("app"), Labels: app, Spec: readsApp},
 		{Kind: "Deployment", Name: "elsewhere", Annotations: reload("nothing"), Labels: app},
-		{Kind: "Deployment", Name: "paused", Annotations: map[string]string{watch.ReloaderConfigMapReload: "app", watch.AnnotationPaused: "true"}, Labels: app},
+		{Kind: "Deployment", Name: "paused", Annotations: map[string]string{ReloaderConfigMapReload: "app", AnnotationPaused: "true"}, Labels: app},
 		{Kind: "DaemonSet", Name: "unlabelled", Annotations: reload("app")},
 	}
 	key := func(name string) inspect.ObjectKey {
 		return inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: name}
 	}
 	edit := func(name string) *pending {
-		return &pending{change: watch.Change{Object: key(name), Keys: []string{"k"}}}
+		return &pending{change: Change{Object: key(name), Keys: []string{"k"}}}
 	}
 	snap := &inspect.Snapshot{}
 	cases := []struct {
@@ -53,8 +52,8 @@ func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
 		{"two objects api names", "", map[inspect.ObjectKey]*pending{key("app"): edit("app"), key("other"): edit("other")},
 			"Deployment/api[app other] StatefulSet/db[app] DaemonSet/unlabelled[app]", "Deployment/paused"},
 		{"-l", "app=x", map[inspect.ObjectKey]*pending{key("app"): edit("app")}, "Deployment/api[app] StatefulSet/db[app]", "Deployment/paused"},
-		{"created", "", map[inspect.ObjectKey]*pending{key("app"): {change: watch.Change{Object: key("app"), Keys: []string{"k"}, Created: true}}}, "", ""},
-		{"retry of db only", "", map[inspect.ObjectKey]*pending{key("app"): {change: watch.Change{Object: key("app"), Keys: []string{"k"}},
+		{"created", "", map[inspect.ObjectKey]*pending{key("app"): {change: Change{Object: key("app"), Keys: []string{"k"}, Created: true}}}, "", ""},
+		{"retry of db only", "", map[inspect.ObjectKey]*pending{key("app"): {change: Change{Object: key("app"), Keys: []string{"k"}},
 			only: map[string]bool{"StatefulSet/db": true}, retry: true}}, "StatefulSet/db[app]", ""},
 	}
 	for _, tc := range cases {
@@ -78,7 +77,7 @@ func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
 				}
 				objs = append(objs, c.Object.Name)
 			}
-			if a.Action != refresh.ActionRestart || !strings.Contains(a.Reason, "named in "+watch.ReloaderConfigMapReload) {
+			if a.Action != refresh.ActionRestart || !strings.Contains(a.Reason, "named in "+ReloaderConfigMapReload) {
 				t.Errorf("%s: %s %s (%s), want a restart named in the reload annotation", tc.name, a.Action, a.Target, a.Reason)
 			}
 			rows = append(rows, a.Target.Kind+"/"+a.Target.Name+"["+strings.Join(objs, " ")+"]")

@@ -12,20 +12,19 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 func TestMergeJoinsSuccessiveChanges(t *testing.T) {
 	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
 	cases := []struct {
 		name string
-		a, b watch.Change
+		a, b Change
 		want string
 	}{
-		{"keys joined, sorted, once", watch.Change{Object: k, Keys: []string{"b", "a"}}, watch.Change{Object: k, Keys: []string{"c", "a"}}, "[a b c] created=false deleted=false"},
-		{"created then edited", watch.Change{Object: k, Created: true}, watch.Change{Object: k, Keys: []string{"x"}}, "[x] created=true deleted=false"},
-		{"created then deleted", watch.Change{Object: k, Created: true}, watch.Change{Object: k, Deleted: true}, "[] created=false deleted=true"},
-		{"deleted then created", watch.Change{Object: k, Deleted: true}, watch.Change{Object: k, Created: true}, "[] created=true deleted=false"},
+		{"keys joined, sorted, once", Change{Object: k, Keys: []string{"b", "a"}}, Change{Object: k, Keys: []string{"c", "a"}}, "[a b c] created=false deleted=false"},
+		{"created then edited", Change{Object: k, Created: true}, Change{Object: k, Keys: []string{"x"}}, "[x] created=true deleted=false"},
+		{"created then deleted", Change{Object: k, Created: true}, Change{Object: k, Deleted: true}, "[] created=false deleted=true"},
+		{"deleted then created", Change{Object: k, Deleted: true}, Change{Object: k, Created: true}, "[] created=true deleted=false"},
 	}
 	for _, tc := range cases {
 		m := merge(tc.a, tc.b)
@@ -51,8 +50,8 @@ func TestConcernedKeepsTheUsesThatReadAChangedKey(t *testing.T) {
 		item("unchanged", "u"),
 	}
 	changes := map[inspect.ObjectKey]*pending{
-		app:   {change: watch.Change{Object: app, Keys: []string{"a"}}},
-		other: {change: watch.Change{Object: other}, existing: true},
+		app:   {change: Change{Object: app, Keys: []string{"a"}}},
+		other: {change: Change{Object: other}, existing: true},
 	}
 	kept, acted := concernedItems(items, changes)
 	var pods []string
@@ -123,7 +122,7 @@ func TestTrimKeepsNoSecretValue(t *testing.T) {
 		t.Fatalf("trimmed %+v (%v), want managed fields gone and the value as its SHA-256", got, err)
 	}
 	other, _ := trim(&corev1.Secret{Data: map[string][]byte{"token": []byte("another-value")}})
-	if c := watch.Diff(inspect.SecretObject(got), inspect.SecretObject(other.(*corev1.Secret))); strings.Join(c.Keys, ",") != "token" {
+	if c := Diff(inspect.SecretObject(got), inspect.SecretObject(other.(*corev1.Secret))); strings.Join(c.Keys, ",") != "token" {
 		t.Errorf("a changed value: keys %v, want token", c.Keys)
 	}
 }

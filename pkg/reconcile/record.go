@@ -11,12 +11,11 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // With Config.DigestKey the loop records, on each consumer it made
 // current, the keyed digest of what it reads of each object
-// (watch.AnnotationApplied); at start (Config.Resume) it compares the
+// (AnnotationApplied); at start (Config.Resume) it compares the
 // records with the objects and acts only where they differ: a restarted
 // controller, or a new leader, restarts nothing that is current.
 
@@ -46,7 +45,7 @@ func recordedOnWorkload(w inspect.WorkloadRef) bool {
 // recordKey names an object in a record: "configmap/NAME" or "secret/NAME".
 func recordKey(k inspect.ObjectKey) string { return strings.ToLower(k.Kind) + "/" + k.Name }
 
-// Record is the value of watch.AnnotationApplied: per object, the digest of
+// Record is the value of AnnotationApplied: per object, the digest of
 // what the subject's consumers read of it when it was last made current,
 // as "KEYID:DIGEST" (keyID: which key made it).
 type Record map[string]string
@@ -89,7 +88,7 @@ func digests(key []byte, snap *inspect.Snapshot, items []inspect.Use) map[subjec
 		subject subject
 		object  inspect.ObjectKey
 	}
-	reads := map[read][]watch.Read{}
+	reads := map[read][]Read{}
 	seen := map[string]bool{}
 	for _, it := range items {
 		if it.Pod.Name == "" {
@@ -111,14 +110,14 @@ func digests(key []byte, snap *inspect.Snapshot, items []inspect.Use) map[subjec
 		if obj.Unread {
 			continue
 		}
-		reads[read{s, k}] = append(reads[read{s, k}], watch.Read{Object: obj, Keys: keys})
+		reads[read{s, k}] = append(reads[read{s, k}], Read{Object: obj, Keys: keys})
 	}
 	out := map[subject]Record{}
 	for r, rs := range reads {
 		if out[r.subject] == nil {
 			out[r.subject] = Record{}
 		}
-		out[r.subject][recordKey(r.object)] = keyID(key) + ":" + watch.Digest(key, rs)
+		out[r.subject][recordKey(r.object)] = keyID(key) + ":" + Digest(key, rs)
 	}
 	return out
 }
@@ -166,6 +165,6 @@ func compare(recorded, now Record) (differ, unknown []string) {
 
 // recordPatch is the merge patch of a subject's record.
 func recordPatch(r Record) []byte {
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{watch.AnnotationApplied: r.String()}}})
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationApplied: r.String()}}})
 	return b
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // deployment adds to objs a Deployment name (ReplicaSet name-1, pods
@@ -28,7 +27,7 @@ func deployment(name, cm, key string, pods int) []runtime.Object {
 	ctrl := true
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("d-" + name),
-		Annotations: map[string]string{watch.AnnotationWatch: "true"}}, Spec: appsv1.DeploymentSpec{Selector: sel}}
+		Annotations: map[string]string{AnnotationWatch: "true"}}, Spec: appsv1.DeploymentSpec{Selector: sel}}
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: "ns", UID: types.UID("r-" + name), Labels: sel.MatchLabels,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: dep.UID, Controller: &ctrl}}}}
 	out := []runtime.Object{dep, rs}
@@ -86,7 +85,7 @@ func TestResumeActsOnlyWhereTheRecordDiffers(t *testing.T) {
 	objs = append(objs, deployment("web-a", "a", "k", 2)...)
 	objs = append(objs, deployment("web-b", "b", "k", 1)...)
 	other := deployment("not-opted", "a", "k", 1)
-	delete(other[0].(*appsv1.Deployment).Annotations, watch.AnnotationWatch)
+	delete(other[0].(*appsv1.Deployment).Annotations, AnnotationWatch)
 	objs = append(objs, other...)
 	c := fake.NewClientset(objs...)
 
@@ -96,9 +95,9 @@ func TestResumeActsOnlyWhereTheRecordDiffers(t *testing.T) {
 		t.Fatalf("first start: pending %v, patched %v, %s", out, patched, counts)
 	}
 	dep, _ := c.AppsV1().Deployments("ns").Get(context.Background(), "web-a", metav1.GetOptions{})
-	rec := ParseRecord(dep.Annotations[watch.AnnotationApplied])
+	rec := ParseRecord(dep.Annotations[AnnotationApplied])
 	if len(rec) != 1 || !strings.HasPrefix(rec["configmap/a"], keyID([]byte("0123456789abcdef0123"))+":v1.") {
-		t.Fatalf("web-a's record = %q", dep.Annotations[watch.AnnotationApplied])
+		t.Fatalf("web-a's record = %q", dep.Annotations[AnnotationApplied])
 	}
 
 	out, patched, counts = resumeOnce(t, c)
@@ -245,8 +244,8 @@ func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
 	l.defaults()
 	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x"}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l.requeue(pending{change: watch.Change{Object: k}, existing: true, only: map[string]bool{"Deployment/a": true}})
-	l.requeue(pending{change: watch.Change{Object: k}, existing: true, only: map[string]bool{"Deployment/b": true},
+	l.requeue(pending{change: Change{Object: k}, existing: true, only: map[string]bool{"Deployment/a": true}})
+	l.requeue(pending{change: Change{Object: k}, existing: true, only: map[string]bool{"Deployment/b": true},
 		told: map[string]bool{"Deployment/b rollout=true": true}, deferredSince: t0})
 	if only := l.pending[k].only; len(only) != 2 || !only["Deployment/a"] || !only["Deployment/b"] {
 		t.Fatalf("only = %v, want both workloads", only)

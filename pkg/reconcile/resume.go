@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // heldResults are the held actions as results that did not complete: their
@@ -107,14 +106,14 @@ func (l *Loop) allItems(snap *inspect.Snapshot) []inspect.Use {
 }
 
 // recordOf is the subject's record as read this round: a workload's from
-// the annotations watch.Select read, a pod's from the snapshot.
+// the annotations Select read, a pod's from the snapshot.
 func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, snap *inspect.Snapshot) string {
 	if s.Kind != "Pod" {
-		return meta[s.workload].workload[watch.AnnotationApplied]
+		return meta[s.workload].workload[AnnotationApplied]
 	}
 	for i := range snap.Pods {
 		if p := &snap.Pods[i]; p.Name == s.Name && p.Namespace == s.Namespace {
-			return p.Annotations[watch.AnnotationApplied]
+			return p.Annotations[AnnotationApplied]
 		}
 	}
 	return ""
@@ -125,7 +124,7 @@ func (l *Loop) writeRecord(ctx context.Context, s subject, r Record) {
 	err := l.Cluster.Patcher.Patch(ctx, s.Kind, s.Namespace, s.Name, types.MergePatchType, recordPatch(r), false)
 	if err != nil && !apierrors.IsNotFound(err) { // gone: nothing left to record
 		target := refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}
-		l.emit(Event{Kind: EventError, Target: &target, Message: fmt.Sprintf("cannot record what was made current (%s): %v; a restarted controller checks it again", watch.AnnotationApplied, err)})
+		l.emit(Event{Kind: EventError, Target: &target, Message: fmt.Sprintf("cannot record what was made current (%s): %v; a restarted controller checks it again", AnnotationApplied, err)})
 	}
 }
 
@@ -258,7 +257,7 @@ func recordObject(ns, recordKey string) inspect.ObjectKey {
 func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspect.ObjectKey) {
 	p := out[k]
 	if p == nil {
-		p = &pending{change: watch.Change{Object: k}, first: l.Now(), existing: true, only: map[string]bool{}}
+		p = &pending{change: Change{Object: k}, first: l.Now(), existing: true, only: map[string]bool{}}
 		out[k] = p
 	}
 	p.only[onlyKey(s.workload)] = true

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // runRound acts on the due changes, one namespace at a time (a pod reads
@@ -86,7 +85,7 @@ func compareKeys(a, b inspect.ObjectKey) int {
 	return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
 }
 
-func changeMessage(c watch.Change) string {
+func changeMessage(c Change) string {
 	switch {
 	case c.Deleted:
 		return "deleted"
@@ -139,7 +138,7 @@ func (l *Loop) concerned(items []inspect.Use, changes map[inspect.ObjectKey]*pen
 	return kept
 }
 
-// concernedItems returns the items that a change concerns (watch.Concerns; for a
+// concernedItems returns the items that a change concerns (Concerns; for a
 // change of --sync-existing, every item of the object) and the objects that
 // have at least one.
 func concernedItems(items []inspect.Use, changes map[inspect.ObjectKey]*pending) ([]inspect.Use, map[inspect.ObjectKey]bool) {
@@ -150,7 +149,7 @@ func concernedItems(items []inspect.Use, changes map[inspect.ObjectKey]*pending)
 		if p == nil || it.Pod.Name == "" || (p.only != nil && !p.only[onlyKey(it.Workload)]) {
 			continue
 		}
-		if _, ok := watch.Concerns(it, p.change); ok || p.existing {
+		if _, ok := Concerns(it, p.change); ok || p.existing {
 			kept = append(kept, it)
 			acted[it.Key()] = true
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // WorkloadAnnotations reads the annotations of a Deployment, StatefulSet or
@@ -22,11 +21,11 @@ type subjectKey struct {
 }
 
 // selected keeps the uses of the workloads a change may be acted on
-// (watch.Select), and hands emit each workload left alone, once per
+// (Select), and hands emit each workload left alone, once per
 // object (a skip, or an error where its annotations could not be read).
 // It returns the annotations it read, by workload.
 func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []inspect.Use, emit func(Event)) ([]inspect.Use, map[inspect.WorkloadRef]subjectMeta) {
-	decisions := map[subjectKey]watch.Decision{}
+	decisions := map[subjectKey]Decision{}
 	meta := map[inspect.WorkloadRef]subjectMeta{}
 	var kept []inspect.Use
 	for _, it := range items {
@@ -45,7 +44,7 @@ func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []ins
 			}
 			decisions[sk] = d
 		}
-		if d.Selection != watch.Skip {
+		if d.Selection != Skip {
 			kept = append(kept, it)
 		}
 	}
@@ -59,17 +58,17 @@ type subjectMeta struct {
 
 // decide selects one workload for one object, with the event that reports
 // a skip.
-func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (watch.Decision, *Event) {
+func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (Decision, *Event) {
 	k := it.Key()
 	target := &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name}
 	if m.err != nil {
 		// its pause or opt-out annotations are unknown: not acted on
-		return watch.Decision{Selection: watch.Skip},
+		return Decision{Selection: Skip},
 			&Event{Kind: EventError, Object: &k, Target: target, Message: fmt.Sprintf("cannot read its annotations: %v; not acted on", m.err)}
 	}
-	d := watch.Select(l.RequireOptIn, watch.Subject{Annotations: m.workload, TemplateAnnotations: m.template, Consumes: true},
-		watch.Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)})
-	if d.Selection == watch.Skip {
+	d := Select(l.RequireOptIn, Subject{Annotations: m.workload, TemplateAnnotations: m.template, Consumes: true},
+		Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)})
+	if d.Selection == Skip {
 		return d, &Event{Kind: EventSkip, Object: &k, Target: target, Message: d.Reason}
 	}
 	return d, nil

@@ -23,7 +23,6 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/nodereader"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 const (
@@ -212,7 +211,7 @@ func (f *fx) appliedRecord(deployment string) string {
 	if err != nil {
 		f.t.Fatalf("deployment %s: %v", deployment, err)
 	}
-	return d.Annotations[watch.AnnotationApplied]
+	return d.Annotations[reconcile.AnnotationApplied]
 }
 
 func isResume(e reconcile.Event) bool { return e.Kind == reconcile.EventResume }
@@ -229,13 +228,13 @@ func TestController(t *testing.T) {
 	loadImage(t)
 	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0", "level": "l0", "unread": "u0"}))
 	f.createAnnotatedDeployment("vol", 2, withVolumes(podSpec(withMounts(busybox("c"), mount("v", "/etc/app"))),
-		cmItemsVolume("v", "app", corev1.KeyToPath{Key: "greeting", Path: "greeting"})), map[string]string{watch.AnnotationWatch: "true"})
+		cmItemsVolume("v", "app", corev1.KeyToPath{Key: "greeting", Path: "greeting"})), map[string]string{reconcile.AnnotationWatch: "true"})
 	// env's pods are Ready 5 s after they start: a rollout of it lasts that long, and the leader is
 	// deleted while its wait for that rollout is under way
 	slow := withEnv(busybox("c"), cmEnv("LEVEL", "app", "level", nil))
 	slow.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
 		InitialDelaySeconds: 5, PeriodSeconds: 1}
-	f.createAnnotatedDeployment("env", 1, podSpec(slow), map[string]string{watch.ReloaderAuto: "true"})
+	f.createAnnotatedDeployment("env", 1, podSpec(slow), map[string]string{reconcile.ReloaderAuto: "true"})
 	f.waitDeploymentSettled("vol")
 	f.waitDeploymentSettled("env")
 	// the default Lease timing: a graceful delete releases the Lease at once
@@ -293,7 +292,7 @@ func TestController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec0 := d0.Annotations[watch.AnnotationApplied]
+	rec0 := d0.Annotations[reconcile.AnnotationApplied]
 	f.patchConfigMapData("app", map[string]string{"level": "l1"})
 	var restartedAt string
 	f.poll("the rollout of env started", podReadyTimeout, func() (bool, error) {
@@ -425,7 +424,7 @@ func TestControllerNodeReader(t *testing.T) {
 		})
 	})
 	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0", "level": "l0"}))
-	optIn := map[string]string{watch.AnnotationWatch: "true"}
+	optIn := map[string]string{reconcile.AnnotationWatch: "true"}
 	f.createAnnotatedDeployment("noshell", 1, withVolumes(podSpec(withMounts(noShell("c"), mount("v", "/etc/app"))), cmVolume("v", "app")), optIn)
 	f.createAnnotatedDeployment("noshellenv", 1, podSpec(withEnv(noShell("c"), cmEnv("LEVEL", "app", "level", nil))), optIn)
 	f.waitDeploymentSettled("noshell")

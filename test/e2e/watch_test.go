@@ -20,7 +20,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/watch"
 )
 
 // watcher is a running `kubectl cmsync watch -o json`: its events as they
@@ -189,7 +188,7 @@ func (f *fx) deploymentPods(app string) (map[string]string, int32) {
 func TestWatch(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
-	optIn := map[string]string{watch.AnnotationWatch: "true"}
+	optIn := map[string]string{reconcile.AnnotationWatch: "true"}
 	f.createConfigMap(configMap("vol", map[string]string{"greeting": "v0"}))
 	f.createConfigMap(configMap("env", map[string]string{"A": "a0"}))
 	f.createConfigMap(configMap("items", map[string]string{"a": "a0", "b": "b0"}))
@@ -198,10 +197,10 @@ func TestWatch(t *testing.T) {
 	f.createAnnotatedDeployment("envapp", 1, podSpec(withEnv(busybox("c"), cmEnv("A", "env", "A", nil))), optIn)
 	f.createAnnotatedDeployment("itemsapp", 1, withVolumes(podSpec(withMounts(busybox("c"), mount("i", "/etc/items"))),
 		cmItemsVolume("i", "items", corev1.KeyToPath{Key: "a", Path: "a"})), optIn)
-	f.createAnnotatedDeployment("reloaded", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "rl", "X", nil))), map[string]string{watch.ReloaderAuto: "true"})
+	f.createAnnotatedDeployment("reloaded", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "rl", "X", nil))), map[string]string{reconcile.ReloaderAuto: "true"})
 	f.createAnnotatedDeployment("plain", 1, podSpec(withEnv(busybox("c"), cmEnv("X", "rl", "X", nil))), nil)
 	// names rl in Reloader's reload list and reads it some other way (its pod spec does not)
-	f.createAnnotatedDeployment("named", 1, podSpec(busybox("c")), map[string]string{watch.ReloaderConfigMapReload: "rl"})
+	f.createAnnotatedDeployment("named", 1, podSpec(busybox("c")), map[string]string{reconcile.ReloaderConfigMapReload: "rl"})
 	for _, d := range []string{"vol", "envapp", "itemsapp", "reloaded", "plain", "named"} {
 		f.waitDeploymentSettled(d)
 	}
@@ -300,7 +299,7 @@ func TestWatch(t *testing.T) {
 func TestWatchExistingDryRunReleaseAndHeld(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
-	optIn := map[string]string{watch.AnnotationWatch: "true"}
+	optIn := map[string]string{reconcile.AnnotationWatch: "true"}
 	f.createConfigMap(configMap("env", map[string]string{"A": "a0"}))
 	f.createConfigMap(configMap("r1", map[string]string{"X": "x0"}))
 	f.createConfigMap(configMap("r2", map[string]string{"Y": "y0"}))

@@ -1,4 +1,4 @@
-package watch
+package reconcile
 
 import (
 	"crypto/hmac"
@@ -10,13 +10,6 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
-
-// AnnotationApplied is where the controller records, on a workload (or a
-// pod of another owner) it made current, per object the Digest of what its
-// consumers read of it then (a JSON object, "configmap/NAME" -> digest): a
-// restarted controller, or a new leader, compares it with the digests of
-// the objects now and acts only where they differ.
-const AnnotationApplied = "kubectl-cmsync.io/applied-digest"
 
 // digestVersion prefixes every digest, so that a change of the encoding is
 // seen as "different", never as equal.

@@ -1,4 +1,4 @@
-package watch
+package reconcile
 
 import (
 	"fmt"
@@ -6,35 +6,6 @@ import (
 	"strings"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-)
-
-// cmsync's own annotations.
-const (
-	// AnnotationWatch on a workload (or a bare pod): "true" opts it in,
-	// which --require-opt-in (the controller's default) asks for; "false"
-	// opts it out. On a ConfigMap or Secret, "false" makes watch and the
-	// controller ignore its changes.
-	AnnotationWatch = "kubectl-cmsync.io/watch"
-	// AnnotationPaused "true" on a workload: nothing is done to it while it
-	// is set; the changes seen meanwhile are logged as skipped.
-	AnnotationPaused = "kubectl-cmsync.io/paused"
-)
-
-// Reloader's annotations (github.com/stakater/Reloader), honoured with its
-// meaning so that a team can switch without editing manifests. The
-// difference they see: a consumer that only mounts the object as a volume
-// is refreshed without a restart.
-const (
-	ReloaderAuto             = "reloader.stakater.com/auto"
-	ReloaderConfigMapAuto    = "configmap.reloader.stakater.com/auto"
-	ReloaderSecretAuto       = "secret.reloader.stakater.com/auto"
-	ReloaderConfigMapReload  = "configmap.reloader.stakater.com/reload"
-	ReloaderSecretReload     = "secret.reloader.stakater.com/reload"
-	ReloaderConfigMapExclude = "configmaps.exclude.reloader.stakater.com/reload"
-	ReloaderSecretExclude    = "secrets.exclude.reloader.stakater.com/reload"
-	ReloaderSearch           = "reloader.stakater.com/search"
-	ReloaderMatch            = "reloader.stakater.com/match"
-	ReloaderIgnore           = "reloader.stakater.com/ignore"
 )
 
 // Selection is what may be done to one workload for a change of one object.

@@ -1,4 +1,4 @@
-package watch
+package reconcile
 
 import (
 	"reflect"

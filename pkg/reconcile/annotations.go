@@ -1,0 +1,37 @@
+package reconcile
+
+// cmsync's own annotations, read on workloads and pods (and on ConfigMaps
+// and Secrets: watch) and written by the controller (applied).
+const (
+	// AnnotationWatch on a workload (or a bare pod): "true" opts it in,
+	// which --require-opt-in (the controller's default) asks for; "false"
+	// opts it out. On a ConfigMap or Secret, "false" makes watch and the
+	// controller ignore its changes.
+	AnnotationWatch = "kubectl-cmsync.io/watch"
+	// AnnotationPaused "true" on a workload: nothing is done to it while it
+	// is set; the changes seen meanwhile are logged as skipped.
+	AnnotationPaused = "kubectl-cmsync.io/paused"
+	// AnnotationApplied is where the controller records, on a workload (or a
+	// pod of another owner) it made current, per object the Digest of what its
+	// consumers read of it then (a JSON object, "configmap/NAME" -> digest): a
+	// restarted controller, or a new leader, compares it with the digests of
+	// the objects now and acts only where they differ.
+	AnnotationApplied = "kubectl-cmsync.io/applied-digest"
+)
+
+// Reloader's annotations (github.com/stakater/Reloader), honoured with its
+// meaning so that a team can switch without editing manifests. The
+// difference they see: a consumer that only mounts the object as a volume
+// is refreshed without a restart.
+const (
+	ReloaderAuto             = "reloader.stakater.com/auto"
+	ReloaderConfigMapAuto    = "configmap.reloader.stakater.com/auto"
+	ReloaderSecretAuto       = "secret.reloader.stakater.com/auto"
+	ReloaderConfigMapReload  = "configmap.reloader.stakater.com/reload"
+	ReloaderSecretReload     = "secret.reloader.stakater.com/reload"
+	ReloaderConfigMapExclude = "configmaps.exclude.reloader.stakater.com/reload"
+	ReloaderSecretExclude    = "secrets.exclude.reloader.stakater.com/reload"
+	ReloaderSearch           = "reloader.stakater.com/search"
+	ReloaderMatch            = "reloader.stakater.com/match"
+	ReloaderIgnore           = "reloader.stakater.com/ignore"
+)
