@@ -130,16 +130,27 @@ func (l *Loop) Run(ctx context.Context) error {
 		l.runRound(ctx, l.existing(factory))
 	}
 	for {
-		due, next := l.due()
-		if len(due) > 0 {
-			l.runRound(ctx, due)
-			continue
-		}
-		if !l.sleep(ctx, next) {
+		if !l.sleep(ctx, l.settle(ctx)) {
 			l.dropPending()
 			return nil
 		}
 	}
+}
+
+// settle acts on every change that is due at Clock, round after round,
+// until none is; it returns when the next change falls due (zero: none
+// pending). It is the loop's one step between its input (noteChange, the
+// informers' handlers) and its output (the events, the engine's actions):
+// the unit tests drive the loop through these two.
+func (l *Loop) settle(ctx context.Context) (next time.Time) {
+	for ctx.Err() == nil {
+		due, next := l.due()
+		if len(due) == 0 {
+			return next
+		}
+		l.runRound(ctx, due)
+	}
+	return time.Time{}
 }
 
 // dropPending reports the changes not acted on when the loop ends.

@@ -1,0 +1,214 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// The tests of this file drive the loop at its boundary: informer events
+// in (noteChange, as the informers' handlers call it), one step (settle,
+// as Run calls it between sleeps), and the events and the API writes out.
+// They say nothing of how the loop queues its changes inside.
+
+// roundFixture is namespace ns with ConfigMaps a {K, X} and b {L}, and a
+// Deployment web whose one pod (web-1-a) reads a's K and b's L as
+// environment variables; a clock that moves only when told.
+type roundFixture struct {
+	t      *testing.T
+	loop   *Loop
+	client *fake.Clientset
+	ex     *readtest.Executor
+	now    time.Time
+	events []Event
+}
+
+func newRoundFixture(t *testing.T) *roundFixture {
+	ctrl := true
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	one := int32(1)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "dep", Generation: 1},
+		Spec:   appsv1.DeploymentSpec{Replicas: &one, Selector: sel},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", UID: "rs", Labels: sel.MatchLabels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "dep", Controller: &ctrl}}}}
+	envFrom := func(name, cm string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Key: name}}}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1-a", Namespace: "ns", UID: types.UID("u-web-1-a"), Labels: sel.MatchLabels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: &ctrl}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{envFrom("K", "a"), envFrom("L", "b")}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	client := fake.NewClientset(dep, rs, pod, configMap("a", map[string]string{"K": "1", "X": "x"}), configMap("b", map[string]string{"L": "1"}))
+	f := &roundFixture{t: t, client: client, now: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC),
+		ex: &readtest.Executor{Containers: map[string]*readtest.Container{"ns/web-1-a/app": {Env: map[string]string{"K": "1", "L": "1"}}}}}
+	vo := inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second, Now: f.clock}
+	f.loop = &Loop{
+		Config: Config{Namespace: "ns", Debounce: 2 * time.Second, MaxWait: 30 * time.Second, RolloutWait: time.Hour, Now: f.clock,
+			Refresh: refresh.Config{Strategy: refresh.StrategyAuto, MaxRestarts: -1, Yes: true, Verify: vo, Now: f.clock}},
+		Client:      client,
+		Cluster:     refresh.ClientCluster(client, f.ex, vo, false, ""),
+		Annotations: refresh.ClientWorkloads{Client: client},
+		Named:       refresh.ClientWorkloads{Client: client},
+		Clock:       f.clock,
+		Emit:        func(e Event) { f.events = append(f.events, e) },
+	}
+	f.loop.defaults()
+	return f
+}
+
+func configMap(name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Data: data}
+}
+
+func (f *roundFixture) clock() time.Time { return f.now }
+
+// edit writes new data into ConfigMap name and hands the change to the
+// loop as its informer would.
+func (f *roundFixture) edit(name string, data map[string]string) {
+	f.t.Helper()
+	cms := f.client.CoreV1().ConfigMaps("ns")
+	old, err := cms.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cur, err := cms.Update(context.Background(), configMap(name, data), metav1.UpdateOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.loop.noteChange(inspect.ConfigMapObject(old), inspect.ConfigMapObject(cur))
+}
+
+// step moves the clock on by d and lets the loop act on what fell due.
+func (f *roundFixture) step(d time.Duration) {
+	f.now = f.now.Add(d)
+	f.loop.settle(context.Background())
+}
+
+// took returns the events of kind since the last call, as "ACTION TARGET"
+// (actions) or "TARGET: MESSAGE" (others), and forgets every event.
+func (f *roundFixture) took(kind EventKind) []string {
+	var out []string
+	for _, e := range f.events {
+		if e.Kind != kind {
+			continue
+		}
+		switch {
+		case e.Action != nil:
+			out = append(out, string(e.Action.Action)+" "+e.Action.Target.String())
+		case e.Target != nil:
+			out = append(out, e.Target.String()+": "+e.Message)
+		default:
+			out = append(out, e.Message)
+		}
+	}
+	f.events = nil
+	return out
+}
+
+// restartedAt is the Deployment's restart annotation ("" without one).
+func (f *roundFixture) restartedAt() string {
+	f.t.Helper()
+	d, err := f.client.AppsV1().Deployments("ns").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d.Spec.Template.Annotations[refresh.RestartedAtAnnotation]
+}
+
+// TestReleaseOfSeveralObjectsIsOneRestart: two objects one workload reads,
+// edited a second apart within the debounce, make one round and one
+// restart, not one per object.
+func TestReleaseOfSeveralObjectsIsOneRestart(t *testing.T) {
+	f := newRoundFixture(t)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(time.Second)
+	if got := f.took(EventAction); len(got) != 0 {
+		t.Fatalf("actions before the debounce: %v", got)
+	}
+	f.edit("b", map[string]string{"L": "2"})
+	f.step(time.Second) // 1 s after the last edit: still quiet time
+	if got := f.took(EventAction); len(got) != 0 {
+		t.Fatalf("actions within the debounce of the second edit: %v", got)
+	}
+	f.step(2 * time.Second)
+	if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" {
+		t.Fatalf("actions %q, want one restart of deployment/web", got)
+	}
+	if f.restartedAt() == "" {
+		t.Error("deployment/web has no restartedAt: the restart was not sent")
+	}
+	f.step(time.Minute)
+	if got := f.took(EventAction); len(got) != 0 {
+		t.Errorf("actions after the release was acted on: %v", got)
+	}
+}
+
+// TestUnreadKeyIsNoReasonToAct: an edit of a key no use reads makes no
+// action and writes nothing, even where a use of the same object is stale
+// from before (its variable K differs: only an edit of K is acted on).
+func TestUnreadKeyIsNoReasonToAct(t *testing.T) {
+	f := newRoundFixture(t)
+	f.ex.Containers["ns/web-1-a/app"].Env["K"] = "0"
+	f.edit("a", map[string]string{"K": "1", "X": "changed"})
+	f.step(5 * time.Second)
+	if got := f.took(EventAction); len(got) != 0 {
+		t.Errorf("actions %v for a key no use reads, want none", got)
+	}
+	if f.restartedAt() != "" {
+		t.Error("deployment/web was restarted for a key it does not read")
+	}
+}
+
+// TestHeldRestartIsRetried: a restart held while the workload's rollout is
+// under way is deferred (said once), tried again, and made once the
+// rollout completes; exactly one restart.
+func TestHeldRestartIsRetried(t *testing.T) {
+	f := newRoundFixture(t)
+	deps := f.client.AppsV1().Deployments("ns")
+	d, _ := deps.Get(context.Background(), "web", metav1.GetOptions{})
+	d.Generation = 2 // a rollout its controller has not observed yet
+	if _, err := deps.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventDeferred); strings.Join(got, "; ") != "restart deployment/web" {
+		t.Fatalf("deferred %q, want one deferral of deployment/web", got)
+	}
+	for range 3 { // retried while the rollout goes on: nothing sent, nothing said again
+		f.step(3 * time.Second)
+		if got := append(f.took(EventAction), f.took(EventDeferred)...); len(got) != 0 {
+			t.Fatalf("while the rollout is under way: %v, want nothing", got)
+		}
+	}
+	if f.restartedAt() != "" {
+		t.Fatal("restarted while the previous rollout was under way")
+	}
+	d, _ = deps.Get(context.Background(), "web", metav1.GetOptions{})
+	d.Status.ObservedGeneration = 2
+	if _, err := deps.UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step(3 * time.Second)
+	if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" {
+		t.Fatalf("after the rollout: actions %q, want one restart of deployment/web", got)
+	}
+	f.step(time.Minute)
+	if got := f.took(EventAction); len(got) != 0 {
+		t.Errorf("actions after the held restart was made: %v", got)
+	}
+}
