@@ -23,8 +23,11 @@ import (
 // through the API server, as kubectl exec does). A non-zero exit is an
 // error that carries the code (k8s.io/client-go/util/exec.ExitError).
 type Executor interface {
-	Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error
+	Exec(ctx context.Context, t Target, argv []string, stdout, stderr io.Writer) error
 }
+
+// Target is the container an exec runs in.
+type Target struct{ Namespace, Pod, Container string }
 
 // RemoteExecutor runs commands in containers through the API server the way
 // kubectl exec v0.37 does: WebSocket (a GET) first, SPDY (a POST) when the
@@ -45,10 +48,10 @@ func NewRemoteExecutor(cfg *rest.Config) (*RemoteExecutor, error) {
 }
 
 // Exec runs argv in the container without stdin or a TTY.
-func (e *RemoteExecutor) Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error {
-	req := e.client.Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+func (e *RemoteExecutor) Exec(ctx context.Context, t Target, argv []string, stdout, stderr io.Writer) error {
+	req := e.client.Post().Resource("pods").Namespace(t.Namespace).Name(t.Pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
-			Container: container,
+			Container: t.Container,
 			Command:   argv,
 			Stdout:    stdout != nil,
 			Stderr:    stderr != nil,
@@ -101,7 +104,7 @@ func runExec(ctx context.Context, ex Executor, req ExecRequest, argv []string, t
 	defer cancel()
 	stdout := &limitWriter{n: limit, cancel: cancel}
 	stderr := &limitWriter{n: 64 << 10}
-	err := ex.Exec(cctx, req.Namespace, req.Pod, req.Container, argv, stdout, stderr)
+	err := ex.Exec(cctx, Target{Namespace: req.Namespace, Pod: req.Pod, Container: req.Container}, argv, stdout, stderr)
 	if err == nil && cctx.Err() != nil {
 		err = cctx.Err()
 	}

@@ -1,4 +1,4 @@
-package containerread
+package containerread_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
@@ -22,8 +23,8 @@ func TestVerifyNoShellFallback(t *testing.T) {
 
 	t.Run("cat and ls", func(t *testing.T) {
 		ex := &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, map[string]string{"cat": cat, "ls": ls}), Env: []string{"with-dash=x"}}
-		req := ExecRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a", "b"}, List: true}}, Env: true}
-		obs := ReadContainer(context.Background(), ex, req, Options{MaxBytes: 1 << 20})
+		req := containerread.ExecRequest{Paths: []containerread.PathRequest{{Path: vol, Expect: []string{"a", "b"}, List: true}}, Env: true}
+		obs := containerread.ReadContainer(context.Background(), ex, req, containerread.Options{MaxBytes: 1 << 20})
 		if obs.Err != nil || !obs.NoShell {
 			t.Fatalf("obs = %+v", obs)
 		}
@@ -40,8 +41,8 @@ func TestVerifyNoShellFallback(t *testing.T) {
 	})
 	t.Run("nothing", func(t *testing.T) {
 		ex := &readtest.LocalExecutor{BinDir: t.TempDir()}
-		obs := ReadContainer(context.Background(), ex, ExecRequest{Paths: []PathRequest{{Path: vol, Expect: []string{"a"}}}}, Options{})
-		if obs.Err == nil || obs.Err.Reason != VerifyNoShell {
+		obs := containerread.ReadContainer(context.Background(), ex, containerread.ExecRequest{Paths: []containerread.PathRequest{{Path: vol, Expect: []string{"a"}}}}, containerread.Options{})
+		if obs.Err == nil || obs.Err.Reason != containerread.VerifyNoShell {
 			t.Fatalf("err = %v", obs.Err)
 		}
 	})

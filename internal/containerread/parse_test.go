@@ -3,18 +3,16 @@ package containerread
 import (
 	"strings"
 	"testing"
-
-	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
 func TestParseVerified(t *testing.T) {
 	n := "cmsync-test"
 	rec := func(fields ...string) string { return strings.Join(fields, "\x00") + "\x00" }
 	paths := []string{"/a", "/b"}
-	ok := rec("P", "0", "A", readtest.TS, "D", "d", "F", "d/f", "-rw-r--r--", "3", "C") + "a\x00b" + rec(n) +
+	ok := rec("P", "0", "A", testTS, "D", "d", "F", "d/f", "-rw-r--r--", "3", "C") + "a\x00b" + rec(n) +
 		rec("F", "big", "-r--------", "9999", "H", strings.Repeat("ab", 32)) +
 		rec("F", "nosum", "?", "9999", "S") +
-		rec("Q", readtest.TS) +
+		rec("Q", testTS) +
 		rec("P", "1", "K", "f", "F", "", "-rwsr-sr-t", "0", "C") + rec(n) + rec("Q", "") +
 		"V\x00HOME=/root\x00A=b=c\x00" + rec(n) + rec("Z", n)
 	obs, err := ParseVerified([]byte(ok), n, paths)
@@ -46,7 +44,7 @@ func TestParseVerified(t *testing.T) {
 		t.Error("bad final nonce accepted")
 	}
 	// A file that changed size while read: resynchronised, marked unread.
-	short := rec("P", "0", "A", readtest.TS, "F", "f", "-rw-r--r--", "10", "C") + "abc" + rec(n) + rec("F", "g", "-rw-r--r--", "1", "C") + "g" + rec(n) + rec("Q", readtest.TS, "Z", n)
+	short := rec("P", "0", "A", testTS, "F", "f", "-rw-r--r--", "10", "C") + "abc" + rec(n) + rec("F", "g", "-rw-r--r--", "1", "C") + "g" + rec(n) + rec("Q", testTS, "Z", n)
 	obs, err = ParseVerified([]byte(short), n, paths)
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +56,12 @@ func TestParseVerified(t *testing.T) {
 		t.Errorf("g = %+v", g)
 	}
 	// ..data moved during every attempt: unstable; a stable retry wins.
-	moved := rec("P", "0", "A", readtest.TS, "Q", "..2024_05_06_07_08_10.1", "P", "0", "A", "..2024_05_06_07_08_10.1", "Q", "..2024_05_06_07_08_10.1", "Z", n)
+	moved := rec("P", "0", "A", testTS, "Q", "..2024_05_06_07_08_10.1", "P", "0", "A", "..2024_05_06_07_08_10.1", "Q", "..2024_05_06_07_08_10.1", "Z", n)
 	obs, err = ParseVerified([]byte(moved), n, paths)
 	if err != nil || obs.Paths["/a"].Unstable || obs.Paths["/a"].Target != "..2024_05_06_07_08_10.1" {
 		t.Errorf("moved: %v %+v", err, obs.Paths["/a"])
 	}
-	unstable := rec("P", "0", "A", readtest.TS, "Q", "..x", "Z", n)
+	unstable := rec("P", "0", "A", testTS, "Q", "..x", "Z", n)
 	obs, err = ParseVerified([]byte(unstable), n, paths)
 	if err != nil || !obs.Paths["/a"].Unstable {
 		t.Errorf("unstable: %v %+v", err, obs.Paths["/a"])
@@ -169,3 +167,6 @@ func TestParseBatchThatChangedWhileRead(t *testing.T) {
 		}
 	}
 }
+
+// testTS is a ..data target name of the kubelet's atomic writer.
+const testTS = "..2024_05_06_07_08_09.123456789"

@@ -1,4 +1,4 @@
-package containerread
+package containerread_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 )
 
@@ -49,8 +50,8 @@ func TestScriptReadsVolumes(t *testing.T) {
 			}
 			missing := filepath.Join(root, "nope")
 			ex := &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, tools), Env: []string{"with-dash=1", "with.dot=2", "9lives=3", "MULTI=a\nb=c", "EMPTY="}}
-			req := ExecRequest{Paths: []PathRequest{{Path: vol}, {Path: sub}, {Path: emptyDir}, {Path: missing}}, Env: true}
-			obs := ReadContainer(context.Background(), ex, req, Options{MaxBytes: 4096, Timeout: 10 * time.Second})
+			req := containerread.ExecRequest{Paths: []containerread.PathRequest{{Path: vol}, {Path: sub}, {Path: emptyDir}, {Path: missing}}, Env: true}
+			obs := containerread.ReadContainer(context.Background(), ex, req, containerread.Options{MaxBytes: 4096, Timeout: 10 * time.Second})
 			if obs.Err != nil {
 				t.Fatalf("observe: %v", obs.Err)
 			}
@@ -63,7 +64,7 @@ func TestScriptReadsVolumes(t *testing.T) {
 				}
 			}
 			v := obs.Paths[vol]
-			if v == nil || v.Kind != PathAtomic || v.Target != readtest.TS || v.Unstable || !v.Listed {
+			if v == nil || v.Kind != containerread.PathAtomic || v.Target != readtest.TS || v.Unstable || !v.Listed {
 				t.Fatalf("volume observation = %+v", v)
 			}
 			for p, want := range files {
@@ -73,7 +74,7 @@ func TestScriptReadsVolumes(t *testing.T) {
 					continue
 				}
 				if int64(len(want)) > 4096 {
-					if f.HasData || f.SHA256 != SHA256Hex(want) || f.Size != int64(len(want)) {
+					if f.HasData || f.SHA256 != containerread.SHA256Hex(want) || f.Size != int64(len(want)) {
 						t.Errorf("big file: %+v", f)
 					}
 					continue
@@ -94,13 +95,13 @@ func TestScriptReadsVolumes(t *testing.T) {
 			if !slices.Contains(v.Dirs, "nested") || !slices.Contains(v.Dirs, "nested/dir") {
 				t.Errorf("dirs = %q", v.Dirs)
 			}
-			if s := obs.Paths[sub]; s == nil || s.Kind != PathFile || string(s.Files[""].Data) != "subpath content" {
+			if s := obs.Paths[sub]; s == nil || s.Kind != containerread.PathFile || string(s.Files[""].Data) != "subpath content" {
 				t.Errorf("subPath file = %+v", s)
 			}
-			if s := obs.Paths[emptyDir]; s == nil || s.Kind != PathDir || len(s.Files) != 0 || !s.Listed {
+			if s := obs.Paths[emptyDir]; s == nil || s.Kind != containerread.PathDir || len(s.Files) != 0 || !s.Listed {
 				t.Errorf("empty dir = %+v", s)
 			}
-			if s := obs.Paths[missing]; s == nil || s.Kind != PathMissing {
+			if s := obs.Paths[missing]; s == nil || s.Kind != containerread.PathMissing {
 				t.Errorf("missing = %+v", s)
 			}
 			if !obs.EnvRead {
@@ -123,7 +124,7 @@ func TestScriptWithoutSha256sum(t *testing.T) {
 			vol := filepath.Join(root, "v")
 			readtest.AtomicVolume(t, vol, readtest.TS, map[string][]byte{"big": bytes.Repeat([]byte("q"), 100), "small": []byte("s")}, nil)
 			ex := &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, tools)}
-			obs := ReadContainer(context.Background(), ex, ExecRequest{Paths: []PathRequest{{Path: vol}}}, Options{MaxBytes: 10})
+			obs := containerread.ReadContainer(context.Background(), ex, containerread.ExecRequest{Paths: []containerread.PathRequest{{Path: vol}}}, containerread.Options{MaxBytes: 10})
 			if obs.Err != nil {
 				t.Fatal(obs.Err)
 			}
@@ -172,7 +173,7 @@ func TestScriptBatchesManyFiles(t *testing.T) {
 				tools["cat"] = wrapper
 			}
 			ex := &readtest.LocalExecutor{BinDir: readtest.ToolDir(t, tools)}
-			obs := ReadContainer(context.Background(), ex, ExecRequest{Paths: []PathRequest{{Path: vol}}}, Options{MaxBytes: 4096, Timeout: time.Minute})
+			obs := containerread.ReadContainer(context.Background(), ex, containerread.ExecRequest{Paths: []containerread.PathRequest{{Path: vol}}}, containerread.Options{MaxBytes: 4096, Timeout: time.Minute})
 			if obs.Err != nil {
 				t.Fatal(obs.Err)
 			}

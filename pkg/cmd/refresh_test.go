@@ -297,7 +297,7 @@ type gatedExecutor struct {
 	timedOut bool
 }
 
-func (g *gatedExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+func (g *gatedExecutor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
 	select {
 	case <-g.open:
 	case <-time.After(time.Second):
@@ -305,7 +305,7 @@ func (g *gatedExecutor) Exec(ctx context.Context, ns, pod, container string, arg
 		g.timedOut = true
 		g.mu.Unlock()
 	}
-	return g.inner.Exec(ctx, ns, pod, container, argv, stdout, stderr)
+	return g.inner.Exec(ctx, t, argv, stdout, stderr)
 }
 
 // signallingPatcher closes open at the first patch of pod name.

@@ -32,7 +32,7 @@ func TestVerifyErrorRedacted(t *testing.T) {
 
 type rawExecutor struct{ out string }
 
-func (r *rawExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+func (r *rawExecutor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
 	io.WriteString(stdout, r.out)
 	return nil
 }

@@ -27,17 +27,17 @@ type countingExecutor struct {
 	delay        time.Duration
 }
 
-func (c *countingExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+func (c *countingExecutor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
 	n := atomic.AddInt32(&c.running, 1)
 	defer atomic.AddInt32(&c.running, -1)
 	c.mu.Lock()
-	c.perContainer[pod+"/"+container]++
+	c.perContainer[t.Pod+"/"+t.Container]++
 	if n > c.max {
 		c.max = n
 	}
 	c.mu.Unlock()
 	time.Sleep(c.delay)
-	return c.inner.Exec(ctx, ns, pod, container, argv, stdout, stderr)
+	return c.inner.Exec(ctx, t, argv, stdout, stderr)
 }
 
 // TestVerifyWithScript runs the real script (dash or busybox) against
@@ -144,7 +144,7 @@ func TestVerifySecretOverrideNotStale(t *testing.T) {
 // scriptedEnv answers the observation script with an environment only.
 type scriptedEnv struct{ env string }
 
-func (s *scriptedEnv) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+func (s *scriptedEnv) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
 	nonce, paths := argv[5], argv[7:]
 	for i := range paths {
 		io.WriteString(stdout, "P\x00"+string(rune('0'+i))+"\x00K\x00n\x00Q\x00\x00")

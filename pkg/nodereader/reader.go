@@ -255,7 +255,7 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeBatch, dir st
 	defer cancel()
 	n1, n2 := containerread.NewNonce(), containerread.NewNonce()
 	var stdout, stderr bytes.Buffer
-	err := r.exec.Exec(cctx, r.opts.Namespace, pod, containerName, nodeArgv(nr, dir, r.opts.KubeletRootDir, maxBytes, n1, n2), &stdout, &stderr)
+	err := r.exec.Exec(cctx, containerread.Target{Namespace: r.opts.Namespace, Pod: pod, Container: containerName}, nodeArgv(nr, dir, r.opts.KubeletRootDir, maxBytes, n1, n2), &stdout, &stderr)
 	if err == nil && cctx.Err() != nil {
 		err = cctx.Err()
 	}

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // Container is what a Executor container shows: atomic-writer
@@ -55,8 +57,8 @@ type Executor struct {
 }
 
 // Exec implements containerread.Executor.
-func (f *Executor) Exec(ctx context.Context, namespace, pod, container string, argv []string, stdout, stderr io.Writer) error {
-	key := namespace + "/" + pod + "/" + container
+func (f *Executor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
+	key := t.Namespace + "/" + t.Pod + "/" + t.Container
 	f.mu.Lock()
 	if f.Calls == nil {
 		f.Calls = map[string][][]string{}
@@ -65,7 +67,7 @@ func (f *Executor) Exec(ctx context.Context, namespace, pod, container string, a
 	c := f.Containers[key]
 	f.mu.Unlock()
 	if c == nil {
-		return fmt.Errorf("unable to upgrade connection: container not found (%q)", container)
+		return fmt.Errorf("unable to upgrade connection: container not found (%q)", t.Container)
 	}
 	if c.Err != nil {
 		return c.Err

@@ -36,9 +36,9 @@ type slowExecutor struct {
 	delay time.Duration
 }
 
-func (s slowExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+func (s slowExecutor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
 	time.Sleep(s.delay)
-	return s.inner.Exec(ctx, ns, pod, container, argv, stdout, stderr)
+	return s.inner.Exec(ctx, t, argv, stdout, stderr)
 }
 
 // TestVerifyFakeRoundTrip: what a Container holds comes back through

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 )
 
 // LocalExecutor is a containerread.Executor that runs argv on this machine, as if the container were the
@@ -26,7 +28,7 @@ type LocalExecutor struct {
 }
 
 // Exec implements containerread.Executor.
-func (l *LocalExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
+func (l *LocalExecutor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
 	l.Calls = append(l.Calls, argv)
 	bin := filepath.Join(l.BinDir, argv[0])
 	if _, err := os.Stat(bin); err != nil {
