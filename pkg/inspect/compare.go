@@ -126,9 +126,9 @@ func compareUse(it Use, pod *corev1.Pod, in useInputs, obs *containerread.Verifi
 	var c Comparison
 	switch it.Mode {
 	case ModeVolume, ModeItems, ModeProjected:
-		c = compareVolume(it, pod, obj, in.pl, in.plErr, obs, o)
+		c = compareVolume(it, pod, in, obs, o)
 	case ModeSubPath, ModeSubPathExpr:
-		c = compareSubPath(it, pod, obj, in.pl, in.plErr, obs, o)
+		c = compareSubPath(it, pod, in, obs, o)
 	case ModeEnv:
 		c = compareEnv(it, pod, obj, obs)
 	case ModeEnvFrom:

@@ -16,7 +16,8 @@ const subPathRestart = "a subPath mount is bound when the container starts and n
 
 // compareSubPath compares a subPath (or subPathExpr) use: a file or a
 // directory of the volume, bound when the container started.
-func compareSubPath(it Use, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *containerread.Verified, o CompareOptions) Comparison {
+func compareSubPath(it Use, pod *corev1.Pod, in useInputs, obs *containerread.Verified, o CompareOptions) Comparison {
+	pl, plErr := in.pl, in.plErr
 	op, bad := mountRead(it, obs)
 	if bad != nil {
 		return *bad

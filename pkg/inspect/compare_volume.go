@@ -16,7 +16,8 @@ import (
 // compareVolume compares a volume use (a whole object, items, or a source
 // of a projected volume): the files of the kubelet's payload against the
 // files under the atomic ..data link at the mountPath.
-func compareVolume(it Use, pod *corev1.Pod, obj Object, pl Payload, plErr error, obs *containerread.Verified, o CompareOptions) Comparison {
+func compareVolume(it Use, pod *corev1.Pod, in useInputs, obs *containerread.Verified, o CompareOptions) Comparison {
+	obj, pl, plErr := in.obj, in.pl, in.plErr
 	op, bad := mountRead(it, obs)
 	if bad != nil {
 		return *bad

@@ -27,7 +27,8 @@ type recordingPatcher struct {
 	fails map[string][]error // name -> errors to return, in order
 }
 
-func (p *recordingPatcher) Patch(_ context.Context, kind, _, name string, pt types.PatchType, patch []byte, dryRun bool) error {
+func (p *recordingPatcher) Patch(_ context.Context, t Target, pt types.PatchType, patch []byte, dryRun bool) error {
+	kind, name := t.Kind, t.Name
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sent = append(p.sent, sent{kind, name, pt, string(patch), dryRun})

@@ -17,7 +17,8 @@ type ClientPatcher struct{ Client kubernetes.Interface }
 // a kind the plan qualifies with another group (a StatefulSet of
 // apps.kruise.io) is refused, never sent to the built-in resource of the
 // same name.
-func (p ClientPatcher) Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, patch []byte, dryRun bool) error {
+func (p ClientPatcher) Patch(ctx context.Context, t Target, pt types.PatchType, patch []byte, dryRun bool) error {
+	kind, namespace, name := t.Kind, t.Namespace, t.Name
 	o := metav1.PatchOptions{FieldManager: "kubectl-cmsync"}
 	if dryRun {
 		o.DryRun = []string{metav1.DryRunAll}

@@ -169,7 +169,7 @@ func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker
 		}(&results[i])
 	}
 	if len(polled) > 0 {
-		pollRollouts(ctx, results, polled, obs, rc, deadline, o, report)
+		poller{obs: obs, rollouts: rc, deadline: deadline, o: o, report: report}.pollRollouts(ctx, results, polled)
 	}
 	wg.Wait()
 	return results
@@ -265,10 +265,22 @@ func objectsOf(cs []Consumer) []inspect.ObjectKey {
 	return out
 }
 
+// poller is what the polls of the restarts and evictions work with: the
+// verifier, the rollouts' status, the deadline, the options and the
+// progress report (report(n): n more actions are done).
+type poller struct {
+	obs      Verifier
+	rollouts RolloutChecker
+	deadline time.Time
+	o        WaitOptions
+	report   func(int)
+}
+
 // pollRollouts verifies the restarts and evictions among results (open)
 // again at each poll: a rollout's new pods have new names, so the
 // namespace is read again each time.
-func pollRollouts(ctx context.Context, results []Result, open []int, obs Verifier, rc RolloutChecker, deadline time.Time, o WaitOptions, report func(int)) {
+func (w poller) pollRollouts(ctx context.Context, results []Result, open []int) {
+	obs, rc, deadline, o, report := w.obs, w.rollouts, w.deadline, w.o, w.report
 	interval := o.Interval
 	rolled := map[int]bool{}
 	if o.FirstDelay > 0 {
