@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"hash"
+	"maps"
 	"slices"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -28,8 +29,11 @@ type Read struct {
 // workload: a plain hash of a short value can be reversed by trying them
 // all. An empty secret is refused by the caller, not here.
 func Digest(secret []byte, reads []Read) string {
-	sorted := slices.Clone(reads)
-	slices.SortFunc(sorted, func(a, b Read) int { return compareKey(keyOf(a.Object), keyOf(b.Object)) })
+	sorted := make([]Read, len(reads))
+	for i, r := range reads {
+		sorted[i] = Read{Object: r.Object, Keys: normalKeys(r.Keys)}
+	}
+	slices.SortFunc(sorted, compareReads)
 	m := hmac.New(sha256.New, secret)
 	for _, r := range sorted {
 		o := r.Object
@@ -40,13 +44,8 @@ func Digest(secret []byte, reads []Read) string {
 		}
 		keys := r.Keys
 		if keys == nil {
-			for k := range o.Data {
-				keys = append(keys, k)
-			}
+			keys = slices.Sorted(maps.Keys(o.Data))
 		}
-		keys = slices.Clone(keys)
-		slices.Sort(keys)
-		keys = slices.Compact(keys)
 		for _, k := range keys {
 			v, ok := o.Data[k]
 			switch {
@@ -88,4 +87,29 @@ func compareKey(a, b inspect.ObjectKey) int {
 		}
 	}
 	return 0
+}
+
+// normalKeys is a read's key list sorted, each key once (nil stays nil:
+// every key).
+func normalKeys(keys []string) []string {
+	if keys == nil {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(keys)))
+}
+
+// compareReads orders reads by object, then by the keys read (every key
+// first), so that the digest of one consumer's reads does not depend on the
+// order they were found in, even where it reads one object twice.
+func compareReads(a, b Read) int {
+	if c := compareKey(keyOf(a.Object), keyOf(b.Object)); c != 0 {
+		return c
+	}
+	if (a.Keys == nil) != (b.Keys == nil) {
+		if a.Keys == nil {
+			return -1
+		}
+		return 1
+	}
+	return slices.Compare(a.Keys, b.Keys)
 }

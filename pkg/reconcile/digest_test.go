@@ -60,3 +60,22 @@ func binaryKey(o inspect.Object, k string) inspect.Object {
 	c.BinaryKeys = map[string]bool{k: true}
 	return c
 }
+
+// TestDigestOfOneObjectReadTwice: a consumer that reads one object twice
+// with different keys (an env var and a volume's items) has one digest,
+// whatever order its reads were found in.
+func TestDigestOfOneObjectReadTwice(t *testing.T) {
+	secret := []byte("controller key")
+	cfg := object(map[string]string{"a": "1", "b": "2", "c": "3"})
+	reads := []Read{{Object: cfg, Keys: []string{"b"}}, {Object: cfg, Keys: []string{"c", "a"}}, {Object: cfg}}
+	want := Digest(secret, reads)
+	for _, order := range [][]int{{1, 0, 2}, {2, 1, 0}, {0, 2, 1}, {2, 0, 1}, {1, 2, 0}} {
+		var rs []Read
+		for _, i := range order {
+			rs = append(rs, reads[i])
+		}
+		if got := Digest(secret, rs); got != want {
+			t.Errorf("reads in order %v: digest %s, want %s", order, got, want)
+		}
+	}
+}
