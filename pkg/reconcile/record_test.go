@@ -253,11 +253,19 @@ func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
 	if q := l.pending[k]; !q.told["Deployment/b rollout=true"] || !q.deferredSince.Equal(t0) {
 		t.Errorf("told %v, deferred since %s: the second hold's report and clock are kept", q.told, q.deferredSince)
 	}
-	if got := l.unchangedSince("ns", []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/y" {
-		t.Errorf("unchangedSince = %v: an object with a change pending is not recorded by this round", got)
+	held := subject{Kind: "Deployment", Namespace: "ns", Name: "a", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "a"}}
+	if got := l.unchangedSince(held, []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/y" {
+		t.Errorf("unchangedSince(held) = %v: an object with a change pending for it is not recorded by this round", got)
+	}
+	done := subject{Kind: "Deployment", Namespace: "ns", Name: "c", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "c"}}
+	if got := l.unchangedSince(done, []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/x,configmap/y" {
+		t.Errorf("unchangedSince(completed) = %v: a retry of other workloads is no change for one that completed", got)
 	}
 	l.noteChange(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("1")}},
 		inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("2")}})
+	if got := l.unchangedSince(done, []string{"configmap/x"}); len(got) != 0 {
+		t.Errorf("unchangedSince(completed) after a new edit = %v, want none: the edit is recorded by its own round", got)
+	}
 	if l.pending[k].only != nil {
 		t.Errorf("after a new edit only = %v, want every use", l.pending[k].only)
 	}

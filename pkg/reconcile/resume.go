@@ -77,19 +77,24 @@ func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspec
 	now := digests(l.DigestKey, snap, l.allItems(snap))
 	for _, s := range slices.SortedFunc(maps.Keys(bySubject), compareSubjects) {
 		old := ParseRecord(l.recordOf(s, meta, snap))
-		if r, changed := updated(old, now[s], l.unchangedSince(s.Namespace, bySubject[s])); changed {
+		if r, changed := updated(old, now[s], l.unchangedSince(s, bySubject[s])); changed {
 			l.writeRecord(ctx, s, r)
 		}
 	}
 }
 
-// unchangedSince keeps the objects (record keys in ns) with no change
-// pending: one edited after the round's snapshot is recorded by the round
-// that acts on that edit, not by this one, whose digest already holds it.
-func (l *Loop) unchangedSince(ns string, keys []string) []string {
+// unchangedSince keeps the objects (record keys) of subject s with no
+// change pending for s: one edited after the round's snapshot is recorded
+// by the round that acts on that edit, not by this one, whose digest
+// already holds it. A retry of other workloads only (a restart of theirs
+// held back this round) is no change for s: s completed, and is recorded.
+func (l *Loop) unchangedSince(s subject, keys []string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return l.pending[recordObject(ns, k)] != nil })
+	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
+		p := l.pending[recordObject(s.Namespace, k)]
+		return p != nil && !(p.retry && p.only != nil && !p.only[onlyKey(s.workload)])
+	})
 }
 
 func compareSubjects(a, b subject) int {
