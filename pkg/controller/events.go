@@ -39,7 +39,7 @@ func (r EventPoster) Handle(e reconcile.Event) {
 
 // eventMessage is the event's log line without its time.
 func eventMessage(e reconcile.Event) string {
-	_, msg, _ := strings.Cut(render.WatchLine(e), " ")
+	_, msg, _ := strings.Cut(render.Event(e), " ")
 	msg = strings.TrimSpace(msg)
 	if len(msg) > 1024 {
 		msg = msg[:1021] + "..."

@@ -10,10 +10,12 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 )
 
-// WatchLine is one event of `watch` as a line of text: the time (UTC), the
-// event, what it is about and what it says. Every name from the cluster
-// goes through text.Printable; no value of a Secret is ever in an event.
-func WatchLine(e reconcile.Event) string {
+// Event renders one event of `watch` as a line of text: the time (UTC),
+// the event, what it is about and what it says. Every name from the
+// cluster goes through text.Printable; no value of a Secret is ever in an
+// event. It is a line, not a Table: events are printed as they happen, so
+// there is no set of rows to align under a header.
+func Event(e reconcile.Event) string {
 	var subject string
 	switch {
 	case e.Action != nil:

@@ -28,7 +28,7 @@ func TestWatchLine(t *testing.T) {
 			`2026-11-25T17:30:01Z ready    watching\x1b[2J`},
 	}
 	for _, tc := range cases {
-		if got := WatchLine(tc.e); got != tc.want {
+		if got := Event(tc.e); got != tc.want {
 			t.Errorf("WatchLine:\n got %q\nwant %q", got, tc.want)
 		}
 	}
