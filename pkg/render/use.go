@@ -1,7 +1,3 @@
-// Package render turns what cmsync found and did into the words and
-// columns people read: one renderer per resource (a use, a refresh action,
-// a refresh result, a comparison), used by the CLI's tables and by the
-// dashboard alike, so that the two never say a thing differently.
 package render
 
 import (
