@@ -85,18 +85,18 @@ func Plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// workloadRow is one row of --group-by=workload: the uses of one object by
+// workloadGroup is one row of --group-by=workload: the uses of one object by
 // one workload's container in one mode, path, verdict and state.
-type workloadRow struct {
+type workloadGroup struct {
 	first inspect.Use
 	pods  int
 	total int
 }
 
-// workloadRows groups items (already in report order) by object, workload,
+// workloadGroups groups items (already in report order) by object, workload,
 // container, mode, path/keys, verdict and state, in the order of their
 // first use; total is how many pods of the workload the report has.
-func workloadRows(items []inspect.Use) []workloadRow {
+func workloadGroups(items []inspect.Use) []workloadGroup {
 	type wl struct{ ns, kind, name string }
 	podsOf := map[wl]map[string]bool{}
 	for _, it := range items {
@@ -115,14 +115,14 @@ func workloadRows(items []inspect.Use) []workloadRow {
 		state                                   string
 	}
 	index := map[key]int{}
-	var rows []workloadRow
+	var rows []workloadGroup
 	for _, it := range items {
 		k := key{it.Key(), it.Workload.GroupKind(), it.Workload.Name, Container(it), Mode(it), PathKeys(it), Verdict(it), State(it)}
 		i, ok := index[k]
 		if !ok {
 			i = len(rows)
 			index[k] = i
-			rows = append(rows, workloadRow{first: it, total: len(podsOf[wl{it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}])})
+			rows = append(rows, workloadGroup{first: it, total: len(podsOf[wl{it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}])})
 		}
 		if it.Pod.Name != "" {
 			rows[i].pods++
@@ -157,7 +157,7 @@ func (u Uses) Header() []string {
 // Rows are a row per use, or per workload with ByWorkload, escaped.
 func (u Uses) Rows() [][]string {
 	if u.ByWorkload {
-		groups := workloadRows(u.Items)
+		groups := workloadGroups(u.Items)
 		rows := make([][]string, 0, len(groups))
 		for _, r := range groups {
 			rows = append(rows, Cells(u.workloadRow(r)))
@@ -184,6 +184,7 @@ func (u Uses) lead(namespace, object string) []string {
 	return cells
 }
 
+// useRow is the cells of one use.
 func (u Uses) useRow(it inspect.Use) []string {
 	row := u.lead(it.Object.Namespace, Object(it))
 	row = append(row, OrNone(it.Pod.Name), Container(it), Mode(it), PathKeys(it), Verdict(it), Workload(it))
@@ -196,7 +197,8 @@ func (u Uses) useRow(it inspect.Use) []string {
 	return row
 }
 
-func (u Uses) workloadRow(r workloadRow) []string {
+// workloadRow is the cells of one workload's uses, with its pod count.
+func (u Uses) workloadRow(r workloadGroup) []string {
 	it := r.first
 	pods := None
 	if r.total > 0 {
