@@ -28,7 +28,6 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/tui"
 )
 
@@ -313,7 +312,7 @@ func (a *dashboardActions) Plan(ctx context.Context, snap *inspect.Snapshot, key
 		return tui.Plan{}, err
 	}
 	var table bytes.Buffer
-	if err := render.PlanTable(&table, planned.Actions, false); err != nil {
+	if err := printPlanTable(&table, planned.Actions, false); err != nil {
 		return tui.Plan{}, err
 	}
 	return tui.Plan{Plan: planned, Keys: keys, Text: table.String()}, nil

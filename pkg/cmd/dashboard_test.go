@@ -20,7 +20,7 @@ import (
 func TestDashboardEscapesClusterText(t *testing.T) {
 	o := NewDashboardOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
 	a := &dashboardActions{o: o, hmacKey: []byte("k")}
-	cells := strings.Join(render.UseCells(hostilePathItem(), time.Now()), "|") // the consumers screen's cells
+	cells := strings.Join(render.Uses{Items: []inspect.Use{hostilePathItem()}, Verify: true, OneObject: true, Now: time.Now()}.Rows()[0], "|") // the consumers screen's cells
 	if strings.ContainsAny(cells, "\x1b\n") || !strings.Contains(cells, `/etc/a\nb\x1b[31m`) {
 		t.Errorf("use cells not escaped: %q", cells)
 	}

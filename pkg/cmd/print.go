@@ -160,9 +160,20 @@ func printDocument(out io.Writer, doc any, format string) error {
 	return err
 }
 
+// printStatusTable prints the uses as the table of status, then the
+// summary line.
 func printStatusTable(out io.Writer, items []inspect.Use, o printOptions) error {
-	return render.StatusTable(out, items, render.StatusOptions{Wide: o.Format == "wide", AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders,
-		Verify: o.Verify, Secrets: o.Secrets, Now: o.Now, ByWorkload: o.GroupBy == groupByWorkload})
+	if len(items) == 0 {
+		return nil
+	}
+	uses := render.Uses{Items: items, Wide: o.Format == "wide", AllNamespaces: o.AllNamespaces,
+		Verify: o.Verify, Secrets: o.Secrets, Now: o.Now, ByWorkload: o.GroupBy == groupByWorkload}
+	if err := render.PrintTable(out, uses, o.NoHeaders); err != nil || o.NoHeaders {
+		return err
+	}
+	// the summary comes last, where a long table ends on the screen
+	_, err := fmt.Fprintf(out, "\n%s\n", render.Summary(items, o.Verify))
+	return err
 }
 
 // The cells of a use are render's. These names stay for the files of

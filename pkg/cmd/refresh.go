@@ -24,7 +24,6 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
 var (
@@ -398,7 +397,7 @@ func (o *RefreshOptions) confirmPlan(plan *refresh.Plan) error {
 	if !o.StdinTerminal {
 		return &refusal{printPlan: true, err: fmt.Errorf("refused: the plan restarts %d workloads and stdin is not a terminal to confirm it; add --yes to proceed, or --strategy annotate to restart nothing", restarts)}
 	}
-	_ = render.PlanTable(o.ErrOut, plan.Actions, o.Output == "wide")
+	_ = printPlanTable(o.ErrOut, plan.Actions, o.Output == "wide")
 	question := fmt.Sprintf("Restart %d workloads (their pods are replaced)? [y/N]: ", restarts)
 	if o.RestartVia == string(refresh.RestartViaEvict) {
 		question = fmt.Sprintf("Evict the pods of %d workloads (in the order shown; their controllers replace them)? [y/N]: ", restarts)

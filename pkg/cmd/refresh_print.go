@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -16,7 +17,17 @@ func (o *RefreshOptions) printPlan(plan []refresh.Action) error {
 	if o.Output == "json" || o.Output == "yaml" {
 		return printDocument(o.Out, refreshDoc(inspect.KindRefreshPlan, plan), o.Output)
 	}
-	return render.PlanTable(o.Out, plan, o.Output == "wide")
+	return printPlanTable(o.Out, plan, o.Output == "wide")
+}
+
+// printPlanTable prints the plan's table (wide: every consumer), or that
+// there is nothing to refresh.
+func printPlanTable(out io.Writer, plan []refresh.Action, wide bool) error {
+	if len(plan) == 0 {
+		_, err := fmt.Fprintln(out, render.NothingToRefresh)
+		return err
+	}
+	return render.PrintTable(out, render.Actions{Items: plan, Wide: wide}, false)
 }
 
 func refreshDoc(kind string, items any) map[string]any {
@@ -29,7 +40,7 @@ func (o *RefreshOptions) printResults(results []refresh.Result) error {
 	if o.Output == "json" || o.Output == "yaml" {
 		return printDocument(o.Out, refreshDoc(inspect.KindRefreshResult, results), o.Output)
 	}
-	return render.ResultsTable(o.Out, results, o.Output == "wide")
+	return render.PrintTable(o.Out, render.Results{Items: results, Wide: o.Output == "wide"}, false)
 }
 
 // resultError maps results to the exit code: 1 when a patch failed (with

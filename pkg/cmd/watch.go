@@ -252,7 +252,7 @@ func (o *WatchOptions) print(e reconcile.Event) {
 			return
 		}
 	}
-	fmt.Fprintln(o.Out, render.WatchLine(e))
+	fmt.Fprintln(o.Out, render.Event(e))
 }
 
 func (o *WatchOptions) server() string {

@@ -20,9 +20,11 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
-// Diff prints comparisons (diff, and the dashboard's diff screen) as
+// Diff renders comparisons (diff, and the dashboard's diff screen) as
 // unified diffs; a Secret's values as fingerprints unless
-// ShowSecretValues.
+// ShowSecretValues. It is not a Table: what a comparison shows is a diff of
+// many lines, or a file for an external diff program, and its errors go to
+// ErrOut, not a row of cells.
 type Diff struct {
 	Out, ErrOut      io.Writer
 	Color            bool

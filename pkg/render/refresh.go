@@ -2,46 +2,61 @@ package render
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"time"
-
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// NothingToRefresh is what the plan table says of an empty plan.
+// NothingToRefresh is what refresh says of an empty plan instead of its
+// table.
 const NothingToRefresh = "Nothing consumes the selected objects: nothing to refresh."
 
-// PlanTable prints the plan of refresh; wide names every consumer.
-func PlanTable(out io.Writer, plan []refresh.Action, wide bool) error {
-	if len(plan) == 0 {
-		fmt.Fprintln(out, NothingToRefresh)
-		return nil
-	}
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "NAMESPACE\tACTION\tTARGET\tCONSUMERS\tREASON")
-	for _, a := range plan {
-		fmt.Fprintln(w, Row(a.Target.Namespace, string(a.Action), a.Target.String(), Consumers(a.Consumers, a.Target, wide), WithWarnings(a.Reason, a.Warnings)))
-	}
-	return w.Flush()
+// Actions renders the plan of refresh: a row per action; Wide names every
+// consumer.
+type Actions struct {
+	Items []refresh.Action
+	Wide  bool
 }
 
-// ResultsTable prints what refresh did, one row per action; wide names
-// every consumer.
-func ResultsTable(out io.Writer, results []refresh.Result, wide bool) error {
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "NAMESPACE\tACTION\tTARGET\tCONSUMERS\tRESULT\tCURRENT-AFTER\tDETAIL")
-	for _, r := range results {
+// Header is the plan's column titles.
+func (Actions) Header() []string {
+	return []string{"NAMESPACE", "ACTION", "TARGET", "CONSUMERS", "REASON"}
+}
+
+// Rows are a row per action, escaped.
+func (p Actions) Rows() [][]string {
+	rows := make([][]string, 0, len(p.Items))
+	for _, a := range p.Items {
+		rows = append(rows, Cells([]string{a.Target.Namespace, string(a.Action), a.Target.String(), Consumers(a.Consumers, a.Target, p.Wide), WithWarnings(a.Reason, a.Warnings)}))
+	}
+	return rows
+}
+
+// Results renders what refresh did: a row per action; Wide names every
+// consumer.
+type Results struct {
+	Items []refresh.Result
+	Wide  bool
+}
+
+// Header is the results' column titles.
+func (Results) Header() []string {
+	return []string{"NAMESPACE", "ACTION", "TARGET", "CONSUMERS", "RESULT", "CURRENT-AFTER", "DETAIL"}
+}
+
+// Rows are a row per result, escaped.
+func (rs Results) Rows() [][]string {
+	rows := make([][]string, 0, len(rs.Items))
+	for _, r := range rs.Items {
 		after := "-"
 		if r.CurrentAfter != nil {
 			after = r.CurrentAfter.Duration.Round(10 * time.Millisecond).String()
 		}
-		fmt.Fprintln(w, Row(r.Target.Namespace, string(r.Action.Action), r.Target.String(), Consumers(r.Consumers, r.Target, wide), string(r.Outcome), after, Detail(r)))
+		rows = append(rows, Cells([]string{r.Target.Namespace, string(r.Action.Action), r.Target.String(), Consumers(r.Consumers, r.Target, rs.Wide), string(r.Outcome), after, Detail(r)}))
 	}
-	return w.Flush()
+	return rows
 }
 
 // Detail is the DETAIL cell of a result: the error, what an evict evicted,

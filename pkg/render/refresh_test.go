@@ -83,7 +83,7 @@ func TestPlanTableNamesForeignOwnerWithItsGroup(t *testing.T) {
 	a := refresh.Action{Action: refresh.ActionManual, Target: target, Reason: "owner apps.kruise.io/v1beta1 StatefulSet \"db\" is not a built-in workload",
 		Consumers: []refresh.Consumer{{Object: cm, Pod: "db-0", Container: "app", Mode: inspect.ModeEnv}, {Object: cm, Pod: "db-1", Container: "app", Mode: inspect.ModeEnv}}}
 	var out strings.Builder
-	if err := PlanTable(&out, []refresh.Action{a}, false); err != nil {
+	if err := PrintTable(&out, Actions{Items: []refresh.Action{a}}, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"statefulset.apps.kruise.io/db (2 pods)", "apps.kruise.io/v1beta1 StatefulSet"} {

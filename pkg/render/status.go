@@ -2,48 +2,31 @@ package render
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"time"
-
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
-// StatusOptions say how the status table is drawn.
-type StatusOptions struct {
+// Uses renders uses as the table of status: a row per use, or a row per
+// workload with ByWorkload. The dashboard's consumers screen shows the same
+// rows (OneObject, Verify).
+type Uses struct {
+	Items         []inspect.Use
 	Wide          bool
 	AllNamespaces bool
-	NoHeaders     bool
 	Verify        bool
 	// Secrets: Secrets are shown (--secrets or a secret/NAME), so the
-	// first column is OBJECT, not CONFIGMAP.
+	// object column is OBJECT, not CONFIGMAP.
 	Secrets bool
 	Now     time.Time
 	// ByWorkload: one row per object, workload, container, mode, path,
 	// verdict and state, with how many of the workload's pods it covers
 	// (--group-by=workload); else one row per use.
 	ByWorkload bool
-}
-
-// StatusTable prints the uses as the table of status, then the summary line.
-func StatusTable(out io.Writer, items []inspect.Use, o StatusOptions) error {
-	if len(items) == 0 {
-		return nil
-	}
-	var err error
-	if o.ByWorkload {
-		err = workloadTable(out, items, o)
-	} else {
-		err = podTable(out, items, o)
-	}
-	if err != nil || o.NoHeaders {
-		return err
-	}
-	// the summary comes last, where a long table ends on the screen
-	_, err = fmt.Fprintf(out, "\n%s\n", Summary(items, o.Verify))
-	return err
+	// OneObject: the uses are of one object, named elsewhere (the
+	// dashboard's consumers screen), so there is no object column.
+	OneObject bool
 }
 
 // terminatingNote says, in the summary, how terminating pods count.
@@ -102,18 +85,18 @@ func Plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// workloadRow is one row of --group-by=workload: the uses of one object by
+// workloadGroup is one row of --group-by=workload: the uses of one object by
 // one workload's container in one mode, path, verdict and state.
-type workloadRow struct {
+type workloadGroup struct {
 	first inspect.Use
 	pods  int
 	total int
 }
 
-// workloadRows groups items (already in report order) by object, workload,
+// workloadGroups groups items (already in report order) by object, workload,
 // container, mode, path/keys, verdict and state, in the order of their
 // first use; total is how many pods of the workload the report has.
-func workloadRows(items []inspect.Use) []workloadRow {
+func workloadGroups(items []inspect.Use) []workloadGroup {
 	type wl struct{ ns, kind, name string }
 	podsOf := map[wl]map[string]bool{}
 	for _, it := range items {
@@ -132,14 +115,14 @@ func workloadRows(items []inspect.Use) []workloadRow {
 		state                                   string
 	}
 	index := map[key]int{}
-	var rows []workloadRow
+	var rows []workloadGroup
 	for _, it := range items {
 		k := key{it.Key(), it.Workload.GroupKind(), it.Workload.Name, Container(it), Mode(it), PathKeys(it), Verdict(it), State(it)}
 		i, ok := index[k]
 		if !ok {
 			i = len(rows)
 			index[k] = i
-			rows = append(rows, workloadRow{first: it, total: len(podsOf[wl{it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}])})
+			rows = append(rows, workloadGroup{first: it, total: len(podsOf[wl{it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}])})
 		}
 		if it.Pod.Name != "" {
 			rows[i].pods++
@@ -148,75 +131,88 @@ func workloadRows(items []inspect.Use) []workloadRow {
 	return rows
 }
 
-// header is the table's title row: NAMESPACE with -A, the object column,
-// middle, STATE (and verified, for --verify), then wide.
-func header(items []inspect.Use, o StatusOptions, middle, verified, wide []string) []string {
-	var head []string
-	if o.AllNamespaces {
-		head = append(head, "NAMESPACE")
+// Header is NAMESPACE with AllNamespaces, the object column unless
+// OneObject, the columns of a use or of a workload, STATE (and SYNCED) with
+// Verify, then those of Wide.
+func (u Uses) Header() []string {
+	middle := []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD"}
+	verified := []string{"STATE", "SYNCED"}
+	wide := []string{"NODE", "DELAY", "IMMUTABLE", "OPTIONAL", "REASON"}
+	if u.ByWorkload {
+		middle = []string{"WORKLOAD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "PODS"}
+		verified = []string{"STATE"}
+		wide = []string{"DELAY", "IMMUTABLE", "OPTIONAL", "REASON"}
 	}
-	head = append(head, objectHeader(items, o.Secrets))
+	head := u.lead("NAMESPACE", objectHeader(u.Items, u.Secrets))
 	head = append(head, middle...)
-	if o.Verify {
+	if u.Verify {
 		head = append(head, verified...)
 	}
-	if o.Wide {
+	if u.Wide {
 		head = append(head, wide...)
 	}
 	return head
 }
 
-func workloadTable(out io.Writer, items []inspect.Use, o StatusOptions) error {
-	w := printers.GetNewTabWriter(out)
-	if !o.NoHeaders {
-		head := header(items, o, []string{"WORKLOAD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "PODS"}, []string{"STATE"},
-			[]string{"DELAY", "IMMUTABLE", "OPTIONAL", "REASON"})
-		fmt.Fprintln(w, strings.Join(head, "\t"))
+// Rows are a row per use, or per workload with ByWorkload, escaped.
+func (u Uses) Rows() [][]string {
+	if u.ByWorkload {
+		groups := workloadGroups(u.Items)
+		rows := make([][]string, 0, len(groups))
+		for _, r := range groups {
+			rows = append(rows, Cells(u.workloadRow(r)))
+		}
+		return rows
 	}
-	for _, r := range workloadRows(items) {
-		it := r.first
-		var row []string
-		if o.AllNamespaces {
-			row = append(row, it.Object.Namespace)
-		}
-		pods := None
-		if r.total > 0 {
-			pods = fmt.Sprintf("%d/%d pods", r.pods, r.total)
-		}
-		row = append(row, Object(it), Workload(it), Container(it), Mode(it), PathKeys(it), Verdict(it), pods)
-		if o.Verify {
-			row = append(row, State(it))
-		}
-		if o.Wide {
-			row = append(row, OrNone(inspect.FormatDelay(it.Delay)), YesNo(it.Object.Immutable), YesNo(it.Optional), Reason(it))
-		}
-		fmt.Fprintln(w, Row(row...))
+	rows := make([][]string, 0, len(u.Items))
+	for _, it := range u.Items {
+		rows = append(rows, Cells(u.useRow(it)))
 	}
-	return w.Flush()
+	return rows
 }
 
-func podTable(out io.Writer, items []inspect.Use, o StatusOptions) error {
-	w := printers.GetNewTabWriter(out)
-	if !o.NoHeaders {
-		head := header(items, o, []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD"}, []string{"STATE", "SYNCED"},
-			[]string{"NODE", "DELAY", "IMMUTABLE", "OPTIONAL", "REASON"})
-		fmt.Fprintln(w, strings.Join(head, "\t"))
+// lead is the row's first cells: the namespace with AllNamespaces, the
+// object unless OneObject.
+func (u Uses) lead(namespace, object string) []string {
+	var cells []string
+	if u.AllNamespaces {
+		cells = append(cells, namespace)
 	}
-	for _, it := range items {
-		var row []string
-		if o.AllNamespaces {
-			row = append(row, it.Object.Namespace)
-		}
-		row = append(row, Object(it), OrNone(it.Pod.Name), Container(it), Mode(it), PathKeys(it), Verdict(it), Workload(it))
-		if o.Verify {
-			row = append(row, State(it), Synced(it, o.Now))
-		}
-		if o.Wide {
-			row = append(row, OrNone(it.Pod.Node), OrNone(inspect.FormatDelay(it.Delay)), YesNo(it.Object.Immutable), YesNo(it.Optional), Reason(it))
-		}
-		fmt.Fprintln(w, Row(row...))
+	if !u.OneObject {
+		cells = append(cells, object)
 	}
-	return w.Flush()
+	return cells
+}
+
+// useRow is the cells of one use.
+func (u Uses) useRow(it inspect.Use) []string {
+	row := u.lead(it.Object.Namespace, Object(it))
+	row = append(row, OrNone(it.Pod.Name), Container(it), Mode(it), PathKeys(it), Verdict(it), Workload(it))
+	if u.Verify {
+		row = append(row, State(it), Synced(it, u.Now))
+	}
+	if u.Wide {
+		row = append(row, OrNone(it.Pod.Node), OrNone(inspect.FormatDelay(it.Delay)), YesNo(it.Object.Immutable), YesNo(it.Optional), Reason(it))
+	}
+	return row
+}
+
+// workloadRow is the cells of one workload's uses, with its pod count.
+func (u Uses) workloadRow(r workloadGroup) []string {
+	it := r.first
+	pods := None
+	if r.total > 0 {
+		pods = fmt.Sprintf("%d/%d pods", r.pods, r.total)
+	}
+	row := u.lead(it.Object.Namespace, Object(it))
+	row = append(row, Workload(it), Container(it), Mode(it), PathKeys(it), Verdict(it), pods)
+	if u.Verify {
+		row = append(row, State(it))
+	}
+	if u.Wide {
+		row = append(row, OrNone(inspect.FormatDelay(it.Delay)), YesNo(it.Object.Immutable), YesNo(it.Optional), Reason(it))
+	}
+	return row
 }
 
 // objectHeader titles the object column: CONFIGMAP, or OBJECT when Secrets

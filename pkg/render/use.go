@@ -1,7 +1,3 @@
-// Package render turns what cmsync found and did into the words and
-// columns people read: one renderer per resource (a use, a refresh action,
-// a refresh result, a comparison), used by the CLI's tables and by the
-// dashboard alike, so that the two never say a thing differently.
 package render
 
 import (
@@ -11,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
@@ -25,15 +20,6 @@ const StateTerminating = "terminating"
 // phaseTerminating is inspect's PodRef.Phase of a pod with a
 // deletionTimestamp, as kubectl shows it.
 const phaseTerminating = "Terminating"
-
-// UseHeaders are the columns of one use of status --verify without the
-// object (the dashboard's consumers screen: UseCells).
-var UseHeaders = []string{"POD", "CONTAINER", "MODE", "PATH/KEYS", "HOT-UPDATE", "WORKLOAD", "STATE", "SYNCED"}
-
-// UseCells are the cells of UseHeaders for one use, escaped.
-func UseCells(it inspect.Use, now time.Time) []string {
-	return Cells([]string{OrNone(it.Pod.Name), Container(it), Mode(it), PathKeys(it), Verdict(it), Workload(it), State(it), Synced(it, now)})
-}
 
 // Object is the object column: the name, secret/NAME for a Secret, with
 // " (missing)" when it does not exist.
@@ -158,15 +144,3 @@ func YesNo(b bool) string {
 	}
 	return "no"
 }
-
-// Cells escapes every cell in place (text.Printable): text from the
-// cluster never breaks a row nor reaches the terminal raw.
-func Cells(cells []string) []string {
-	for i, c := range cells {
-		cells[i] = text.Printable(c)
-	}
-	return cells
-}
-
-// Row escapes every cell of a table row (Cells) and joins them with tabs.
-func Row(cells ...string) string { return strings.Join(Cells(cells), "\t") }

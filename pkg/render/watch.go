@@ -10,16 +10,18 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 )
 
-// WatchLine is one event of `watch` as a line of text: the time (UTC), the
-// event, and EventText. Every name from the cluster goes through
-// text.Printable; no value of a Secret is ever in an event.
-func WatchLine(e reconcile.Event) string {
+// Event renders one event of `watch` as a line of text: the time (UTC),
+// the event, and EventText. It is a line, not a Table: events are printed
+// as they happen, so there is no set of rows to align under a header.
+func Event(e reconcile.Event) string {
 	return e.Time.UTC().Format(time.RFC3339) + " " + fmt.Sprintf("%-8s", e.Kind) + " " + EventText(e)
 }
 
 // EventText is what an event is about and what it says, without its time
-// and kind: the line of WatchLine, and the message of the controller's
-// Kubernetes Events (whose reason and time say the rest).
+// and kind: the line of Event, and the message of the controller's
+// Kubernetes Events (whose reason and time say the rest). Every name from
+// the cluster goes through text.Printable; no value of a Secret is ever in
+// an event.
 func EventText(e reconcile.Event) string {
 	var subject string
 	switch {

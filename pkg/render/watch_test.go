@@ -9,7 +9,7 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-func TestWatchLine(t *testing.T) {
+func TestEventLine(t *testing.T) {
 	at := time.Date(2026, 11, 25, 17, 30, 1, 0, time.UTC)
 	app := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "demo", Name: "app"}
 	web := refresh.Action{Action: refresh.ActionAnnotate, Target: refresh.Target{Kind: "Pod", Namespace: "demo", Name: "web"}}
@@ -28,8 +28,8 @@ func TestWatchLine(t *testing.T) {
 			`2026-11-25T17:30:01Z ready    watching\x1b[2J`},
 	}
 	for _, tc := range cases {
-		if got := WatchLine(tc.e); got != tc.want {
-			t.Errorf("WatchLine:\n got %q\nwant %q", got, tc.want)
+		if got := Event(tc.e); got != tc.want {
+			t.Errorf("Event:\n got %q\nwant %q", got, tc.want)
 		}
 	}
 }

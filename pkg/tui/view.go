@@ -133,13 +133,20 @@ func Freshness(good, pending, bad, unknown int) string {
 	return fmt.Sprintf("%s %d/%d", bar, good, n)
 }
 
-// refreshTables recomputes the rows of both tables from the model.
-func (m *Model) refreshTables() {
-	m.objects = m.objectRows()
-	rows := make([]table.Row, 0, len(m.objects))
-	for _, r := range m.objects {
+// objectTable is the objects screen: a row per object, marked ones with *.
+type objectTable struct {
+	rows   []objectRow
+	marked map[inspect.ObjectKey]bool
+	now    time.Time
+}
+
+func (objectTable) Header() []string { return ObjectHeaders }
+
+func (t objectTable) Rows() [][]string {
+	rows := make([][]string, 0, len(t.rows))
+	for _, r := range t.rows {
 		mark := " "
-		if m.marked[r.Key] {
+		if t.marked[r.Key] {
 			mark = "*"
 		}
 		name := r.Key.Name
@@ -148,29 +155,39 @@ func (m *Model) refreshTables() {
 		}
 		changed := ""
 		if r.Exists {
-			changed = age(r.LastChange, m.now)
+			changed = age(r.LastChange, t.now)
 		}
-		rows = append(rows, table.Row{mark, r.Key.Namespace, name, r.Key.Kind, fmt.Sprint(r.Pods), fmt.Sprint(r.Hot), fmt.Sprint(r.Restart),
-			fmt.Sprint(r.Never), fmt.Sprint(r.Missing), Freshness(r.Good, r.Pending, r.Bad, r.Unknown), changed})
+		rows = append(rows, render.Cells([]string{mark, r.Key.Namespace, name, r.Key.Kind, fmt.Sprint(r.Pods), fmt.Sprint(r.Hot), fmt.Sprint(r.Restart),
+			fmt.Sprint(r.Never), fmt.Sprint(r.Missing), Freshness(r.Good, r.Pending, r.Bad, r.Unknown), changed}))
 	}
-	setTable(&m.objTable, ObjectHeaders, rows, m.width, 2)
+	return rows
+}
+
+// refreshTables recomputes the rows of both tables from the model: the
+// objects, and the uses of the current object as status --verify shows them.
+func (m *Model) refreshTables() {
+	m.objects = m.objectRows()
+	setTable(&m.objTable, objectTable{rows: m.objects, marked: m.marked, now: m.now}, m.width, 2)
 
 	m.uses = m.uses[:0]
-	var urows []table.Row
 	for _, raw := range m.items {
 		if raw.Key() != m.current || raw.Verdict == inspect.VerdictUnused || raw.Verdict == inspect.VerdictNoPods {
 			continue
 		}
-		it := m.withVerified(raw)
-		m.uses = append(m.uses, it)
-		urows = append(urows, table.Row(render.UseCells(it, m.now)))
+		m.uses = append(m.uses, m.withVerified(raw))
 	}
-	setTable(&m.useTable, render.UseHeaders, urows, m.width, 3)
+	setTable(&m.useTable, render.Uses{Items: m.uses, Verify: true, OneObject: true, Now: m.now}, m.width, 3)
 }
 
-// setTable sizes the columns to their content and shrinks the widest ones
-// to fit width (shrinkable: the index of the first column that may shrink).
-func setTable(t *table.Model, headers []string, rows []table.Row, width, shrinkable int) {
+// setTable puts the header and rows of tbl in t, sizes the columns to their
+// content and shrinks the widest ones to fit width (shrinkable: the index
+// of the first column that may shrink).
+func setTable(t *table.Model, tbl render.Table, width, shrinkable int) {
+	headers := tbl.Header()
+	var rows []table.Row
+	for _, r := range tbl.Rows() {
+		rows = append(rows, r)
+	}
 	widths := make([]int, len(headers))
 	for i, h := range headers {
 		widths[i] = lipgloss.Width(h)
