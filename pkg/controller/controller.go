@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
 )
 
 // EventLeader is the log line of a leader election change.
@@ -210,7 +211,24 @@ func (c *Controller) lead(ctx context.Context) error {
 	}
 	l := c.NewLoop(key)
 	l.Emit = c.handle
+	if !c.DryRun {
+		c.moveFieldManagers(ctx, l.Namespace)
+	}
 	return l.Run(ctx)
+}
+
+// moveFieldManagers gives version.FieldManager what other builds of cmsync
+// own on the workloads (MoveFieldManagers), before the loop acts; a failure
+// is reported and leaves them for the next start.
+func (c *Controller) moveFieldManagers(ctx context.Context, namespace string) {
+	n, err := MoveFieldManagers(ctx, c.Client, namespace)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.handle(reconcile.Event{Kind: reconcile.EventError, Message: fmt.Sprintf("moving the fields other builds of cmsync own to field manager %s: %v "+
+			"(tried again at the next start; until then Flux may revert the restarts and records they wrote)", version.FieldManager, err)})
+	case n > 0:
+		c.log(reconcile.Event{Kind: EventLeader, Message: fmt.Sprintf("moved the fields of %d workloads to field manager %s", n, version.FieldManager)})
+	}
 }
 
 // handle logs, counts and posts one event of the loop.

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
 )
 
 // KeyField is the field of the key Secret that holds the HMAC key of the
@@ -39,7 +41,7 @@ func DigestKey(ctx context.Context, c kubernetes.Interface, namespace, name stri
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{KeyField: key},
 		}
-		s, err = c.CoreV1().Secrets(namespace).Create(ctx, s, metav1.CreateOptions{FieldManager: Component})
+		s, err = c.CoreV1().Secrets(namespace).Create(ctx, s, metav1.CreateOptions{FieldManager: version.FieldManager})
 		if apierrors.IsAlreadyExists(err) {
 			s, err = c.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 		}

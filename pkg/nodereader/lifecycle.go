@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
 )
 
 // readerPod is a node's reader pod, or why it could not run; ready is
@@ -273,7 +274,7 @@ func Ended(p *corev1.Pod, now time.Time) bool {
 func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (string, *containerread.VerifyError) {
 	pod := ReaderPod(r.opts.Namespace, node, r.opts.Image, r.runID, r.opts.Lifetime)
 	r.created.Store(true)
-	created, err := r.client.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := r.client.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: version.FieldManager})
 	close(sent)
 	if err != nil {
 		return "", r.createError(err)

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
 )
 
 // ClientPatcher patches through client-go.
@@ -19,7 +21,7 @@ type ClientPatcher struct{ Client kubernetes.Interface }
 // same name.
 func (p ClientPatcher) Patch(ctx context.Context, t Target, pt types.PatchType, patch []byte, dryRun bool) error {
 	kind, namespace, name := t.Kind, t.Namespace, t.Name
-	o := metav1.PatchOptions{FieldManager: "kubectl-cmsync"}
+	o := metav1.PatchOptions{FieldManager: version.FieldManager}
 	if dryRun {
 		o.DryRun = []string{metav1.DryRunAll}
 	}

@@ -97,7 +97,7 @@ func TestUseCellsAreTheStatusColumns(t *testing.T) {
 		{terminating, "web-1|app|env|$L <- l|restart-needed|deployment/web|terminating|<none>"},
 	} {
 		if got := strings.Join(Uses{Items: []inspect.Use{c.it}, Verify: true, OneObject: true, Now: now}.Rows()[0], "|"); got != c.want {
-			t.Errorf("UseCells = %q, want %q", got, c.want)
+			t.Errorf("row = %q, want %q", got, c.want)
 		}
 	}
 }

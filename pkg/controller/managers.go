@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
+)
+
+// movedManagers returns entries with the Update entries of
+// version.OtherFieldManagers owned by version.FieldManager instead: each is
+// renamed, or merged into the Update entry FieldManager already has for
+// the same apiVersion and subresource. moved is false when there was none.
+func movedManagers(entries []metav1.ManagedFieldsEntry) (out []metav1.ManagedFieldsEntry, moved bool, err error) {
+	out = make([]metav1.ManagedFieldsEntry, 0, len(entries))
+	mine := map[string]int{} // apiVersion/subresource -> index in out
+	for _, e := range entries {
+		if e.Operation == metav1.ManagedFieldsOperationUpdate && e.Manager == version.FieldManager {
+			mine[e.APIVersion+"/"+e.Subresource] = len(out)
+		}
+		out = append(out, *e.DeepCopy())
+	}
+	keep := out[:0]
+	for _, e := range out {
+		if e.Operation != metav1.ManagedFieldsOperationUpdate || !slices.Contains(version.OtherFieldManagers, e.Manager) {
+			keep = append(keep, e)
+			continue
+		}
+		moved = true
+		i, ok := mine[e.APIVersion+"/"+e.Subresource]
+		if !ok {
+			e.Manager = version.FieldManager
+			mine[e.APIVersion+"/"+e.Subresource] = len(keep)
+			keep = append(keep, e)
+			continue
+		}
+		if err := unionFields(&keep[i], e); err != nil {
+			return nil, false, err
+		}
+	}
+	return keep, moved, nil
+}
+
+// unionFields adds the fields of e to into's, keeping the later time.
+func unionFields(into *metav1.ManagedFieldsEntry, e metav1.ManagedFieldsEntry) error {
+	a, b := &fieldpath.Set{}, &fieldpath.Set{}
+	if into.FieldsV1 != nil {
+		if err := a.FromJSON(bytes.NewReader(into.FieldsV1.Raw)); err != nil {
+			return err
+		}
+	}
+	if e.FieldsV1 != nil {
+		if err := b.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			return err
+		}
+	}
+	raw, err := a.Union(b).ToJSON()
+	if err != nil {
+		return err
+	}
+	into.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+	into.FieldsType = "FieldsV1"
+	if e.Time != nil && (into.Time == nil || into.Time.Before(e.Time)) {
+		into.Time = e.Time
+	}
+	return nil
+}
+
+// managedFieldsPatch is a JSON patch that sets managedFields, on the
+// condition that the object is still at resourceVersion: the patched
+// object carries it, so the API server refuses the write (409 Conflict)
+// when the object changed since it was read.
+func managedFieldsPatch(resourceVersion string, entries []metav1.ManagedFieldsEntry) ([]byte, error) {
+	return json.Marshal([]map[string]any{
+		{"op": "replace", "path": "/metadata/resourceVersion", "value": resourceVersion},
+		{"op": "replace", "path": "/metadata/managedFields", "value": entries},
+	})
+}
+
+// MoveFieldManagers gives version.FieldManager the fields that other
+// builds of cmsync own on the workloads of namespace ("" for all): the
+// restart annotations and records they wrote. Under their names, Flux
+// takes those fields over and drops them on its next apply. It returns how
+// many workloads it changed; an object that changed meanwhile is left for
+// the next start.
+func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace string) (int, error) {
+	type object struct {
+		kind string
+		meta metav1.ObjectMeta
+	}
+	var objs []object
+	deps, err := c.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("listing deployments: %w", err)
+	}
+	for _, d := range deps.Items {
+		objs = append(objs, object{"Deployment", d.ObjectMeta})
+	}
+	sts, err := c.AppsV1().StatefulSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("listing statefulsets: %w", err)
+	}
+	for _, s := range sts.Items {
+		objs = append(objs, object{"StatefulSet", s.ObjectMeta})
+	}
+	dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("listing daemonsets: %w", err)
+	}
+	for _, d := range dss.Items {
+		objs = append(objs, object{"DaemonSet", d.ObjectMeta})
+	}
+	n := 0
+	for _, o := range objs {
+		changed, err := moveManagersOf(ctx, c, o.kind, o.meta)
+		if err != nil {
+			return n, fmt.Errorf("%s %s/%s: %w", o.kind, o.meta.Namespace, o.meta.Name, err)
+		}
+		if changed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func moveManagersOf(ctx context.Context, c kubernetes.Interface, kind string, m metav1.ObjectMeta) (bool, error) {
+	entries, moved, err := movedManagers(m.ManagedFields)
+	if err != nil || !moved {
+		return false, err
+	}
+	patch, err := managedFieldsPatch(m.ResourceVersion, entries)
+	if err != nil {
+		return false, err
+	}
+	o := metav1.PatchOptions{FieldManager: version.FieldManager}
+	switch kind {
+	case "Deployment":
+		_, err = c.AppsV1().Deployments(m.Namespace).Patch(ctx, m.Name, types.JSONPatchType, patch, o)
+	case "StatefulSet":
+		_, err = c.AppsV1().StatefulSets(m.Namespace).Patch(ctx, m.Name, types.JSONPatchType, patch, o)
+	case "DaemonSet":
+		_, err = c.AppsV1().DaemonSets(m.Namespace).Patch(ctx, m.Name, types.JSONPatchType, patch, o)
+	}
+	if apierrors.IsConflict(err) {
+		return false, nil // changed meanwhile: the next start moves it
+	}
+	return err == nil, err
+}

@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
+)
+
+func entry(manager string, op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "apps/v1", FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}, Time: &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+}
+
+const (
+	restartField = `{"f:spec":{"f:template":{"f:metadata":{"f:annotations":{"f:kubectl.kubernetes.io/restartedAt":{}}}}}}`
+	recordField  = `{"f:metadata":{"f:annotations":{"f:kubectl-cmsync.io/applied-digest":{}}}}`
+)
+
+// TestMovedManagersGiveCmsyncTheFieldsOfOtherBuilds: the Update entries of
+// kubectl-cmsync and kubectl-cmsync-controller become cmsync's (renamed, or
+// merged into cmsync's own); kubectl's, Flux's and an Apply are untouched.
+func TestMovedManagersGiveCmsyncTheFieldsOfOtherBuilds(t *testing.T) {
+	flux := entry("kustomize-controller", metav1.ManagedFieldsOperationApply, `{"f:spec":{"f:replicas":{}}}`)
+	kubectl := entry("kubectl-client-side-apply", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:labels":{}}}`)
+	applied := entry("kubectl-cmsync", metav1.ManagedFieldsOperationApply, `{"f:metadata":{}}`)
+
+	got, moved, err := movedManagers([]metav1.ManagedFieldsEntry{flux, entry("kubectl-cmsync", metav1.ManagedFieldsOperationUpdate, restartField), kubectl, applied})
+	if err != nil || !moved || len(got) != 4 || got[1].Manager != version.FieldManager || string(got[1].FieldsV1.Raw) != restartField {
+		t.Fatalf("renamed: moved %v, err %v, entries %+v; want kubectl-cmsync's entry renamed %s", moved, err, got, version.FieldManager)
+	}
+	for _, i := range []int{0, 2, 3} {
+		if want := []metav1.ManagedFieldsEntry{flux, {}, kubectl, applied}[i]; got[i].Manager != want.Manager || got[i].Operation != want.Operation {
+			t.Errorf("entry %d = %s %s, want %s %s untouched", i, got[i].Manager, got[i].Operation, want.Manager, want.Operation)
+		}
+	}
+
+	later := entry("kubectl-cmsync-controller", metav1.ManagedFieldsOperationUpdate, recordField)
+	later.Time = &metav1.Time{Time: later.Time.Add(time.Hour)}
+	got, moved, err = movedManagers([]metav1.ManagedFieldsEntry{entry(version.FieldManager, metav1.ManagedFieldsOperationUpdate, restartField), flux, later})
+	if err != nil || !moved || len(got) != 2 || got[0].Manager != version.FieldManager || !got[0].Time.Equal(later.Time) {
+		t.Fatalf("merged: moved %v, err %v, entries %+v; want one %s entry at the later time", moved, err, got, version.FieldManager)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(got[0].FieldsV1.Raw, &fields); err != nil || fields["f:spec"] == nil || fields["f:metadata"] == nil {
+		t.Errorf("merged fields %s, want the restart and the record fields", got[0].FieldsV1.Raw)
+	}
+
+	if _, moved, _ := movedManagers([]metav1.ManagedFieldsEntry{flux, kubectl, applied}); moved {
+		t.Error("moved entries where no other build of cmsync owns any")
+	}
+}
