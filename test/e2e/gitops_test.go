@@ -1,0 +1,162 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
+)
+
+// fluxManager is the field manager of Flux's kustomize-controller.
+const fluxManager = "kustomize-controller"
+
+// gitopsDeployment is the manifest a GitOps tool applies: env reads key
+// level of ConfigMap app, and Reloader's auto annotation opts it in.
+func (f *fx) gitopsDeployment() []byte {
+	f.t.Helper()
+	labels := map[string]string{"app": "gitops"}
+	one := int32(1)
+	d := appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: f.ns, Annotations: map[string]string{reconcile.ReloaderAuto: "true"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "app", "level", nil)))}}}
+	b, err := json.Marshal(d)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+// fluxApply is kustomize-controller's apply: a forced server-side apply of
+// the manifest under its field manager.
+func (f *fx) fluxApply(manifest []byte) *appsv1.Deployment {
+	f.t.Helper()
+	force := true
+	d, err := f.cs.AppsV1().Deployments(f.ns).Patch(f.ctx, "gitops", types.ApplyPatchType, manifest, metav1.PatchOptions{FieldManager: fluxManager, Force: &force})
+	if err != nil {
+		f.t.Fatalf("server-side apply as %s: %v", fluxManager, err)
+	}
+	return d
+}
+
+// fluxCleanup does what fluxcd/pkg's ssa does before each apply: the fields
+// of every Update manager whose name starts with "kubectl" become
+// kustomize-controller's (merged into its Apply entry), so that the next
+// apply drops those its manifest lacks.
+func (f *fx) fluxCleanup() {
+	f.t.Helper()
+	d, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "gitops", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var keep []metav1.ManagedFieldsEntry
+	flux := -1
+	taken := &fieldpath.Set{}
+	for _, e := range d.ManagedFields {
+		if e.Operation == metav1.ManagedFieldsOperationUpdate && strings.HasPrefix(e.Manager, "kubectl") && e.Subresource == "" {
+			s := &fieldpath.Set{}
+			if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+				f.t.Fatal(err)
+			}
+			taken = taken.Union(s)
+			continue
+		}
+		if e.Manager == fluxManager && e.Operation == metav1.ManagedFieldsOperationApply {
+			flux = len(keep)
+		}
+		keep = append(keep, e)
+	}
+	if flux < 0 {
+		f.t.Fatalf("no %s Apply entry in %+v", fluxManager, d.ManagedFields)
+	}
+	s := &fieldpath.Set{}
+	if err := s.FromJSON(bytes.NewReader(keep[flux].FieldsV1.Raw)); err != nil {
+		f.t.Fatal(err)
+	}
+	raw, err := s.Union(taken).ToJSON()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	keep[flux].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+	patch, _ := json.Marshal([]map[string]any{{"op": "replace", "path": "/metadata/managedFields", "value": keep}})
+	if _, err := f.cs.AppsV1().Deployments(f.ns).Patch(f.ctx, "gitops", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		f.t.Fatalf("taking the kubectl* managers' fields: %v", err)
+	}
+}
+
+func managers(d *appsv1.Deployment) string {
+	var out []string
+	for _, e := range d.ManagedFields {
+		out = append(out, e.Manager+"/"+string(e.Operation))
+	}
+	return strings.Join(out, " ")
+}
+
+// TestControllerUnderFlux: a workload applied by Flux keeps cmsync's restart
+// and record through Flux's cleanup of kubectl* managers and its next
+// apply, and a record another build of cmsync wrote (as kubectl-cmsync) is
+// moved to cmsync's field manager when the controller starts.
+func TestControllerUnderFlux(t *testing.T) {
+	f := newFx(t)
+	loadImage(t)
+	f.createConfigMap(configMap("app", map[string]string{"level": "l0"}))
+	manifest := f.gitopsDeployment()
+	f.fluxApply(manifest)
+	f.waitDeploymentSettled("gitops")
+	// a record written by another build of cmsync, under its old name
+	old := []byte(`{"metadata":{"annotations":{"` + reconcile.AnnotationApplied + `":"{}"}}}`)
+	if _, err := f.cs.AppsV1().Deployments(f.ns).Patch(f.ctx, "gitops", types.MergePatchType, old, metav1.PatchOptions{FieldManager: "kubectl-cmsync"}); err != nil {
+		t.Fatal(err)
+	}
+
+	f.deployController("controller", "-n", f.ns, "--debounce=1s")
+	f.waitControllerEvent(f.leader(), "resumed", isResume)
+	d, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "gitops", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := managers(d); strings.Contains(m, "kubectl-cmsync/") || !strings.Contains(m, version.FieldManager+"/Update") {
+		t.Errorf("managers after the controller started: %s; want kubectl-cmsync's entry moved to %s", m, version.FieldManager)
+	}
+	rec0 := d.Annotations[reconcile.AnnotationApplied]
+
+	t.Log("an edit: one restart, then Flux's cleanup and apply")
+	f.patchConfigMapData("app", map[string]string{"level": "l1"})
+	e := f.waitAnyControllerEvent("restart of gitops verified", isResult(refresh.ActionRestart, "deployment/gitops"))
+	if e.Outcome != refresh.OutcomeCurrent {
+		t.Fatalf("restart deployment/gitops: %s (%s), want current", e.Outcome, e.Message)
+	}
+	f.poll("the record of gitops written after the restart", podReadyTimeout, func() (bool, error) {
+		return f.appliedRecord("gitops") != rec0, nil
+	})
+	d, err = f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "gitops", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restartedAt, record, generation := d.Spec.Template.Annotations[refresh.RestartedAtAnnotation], d.Annotations[reconcile.AnnotationApplied], d.Generation
+	if restartedAt == "" {
+		t.Fatalf("no %s after the restart", refresh.RestartedAtAnnotation)
+	}
+	f.fluxCleanup()
+	after := f.fluxApply(manifest)
+	if got := after.Spec.Template.Annotations[refresh.RestartedAtAnnotation]; got != restartedAt || after.Generation != generation {
+		t.Errorf("after Flux's apply: restartedAt %q (generation %d -> %d), want %q kept and no new rollout; managers %s",
+			got, generation, after.Generation, restartedAt, managers(after))
+	}
+	if got := after.Annotations[reconcile.AnnotationApplied]; got != record {
+		t.Errorf("after Flux's apply: record %q, want %q kept; managers %s", got, record, managers(after))
+	}
+}
