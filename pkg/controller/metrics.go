@@ -17,6 +17,7 @@ type Metrics struct {
 	results  *prometheus.CounterVec
 	deferred prometheus.Counter
 	ignored  prometheus.Counter
+	retries  prometheus.Counter
 	errors   prometheus.Counter
 	latency  prometheus.Histogram
 	leader   prometheus.Gauge
@@ -38,15 +39,17 @@ func NewMetrics() *Metrics {
 			Help: "Restarts held back (a rollout under way, or --max-concurrent-restarts reached) and tried again; counted once per edit and reason, not at every retry."}),
 		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_ignored_total",
 			Help: "Changes that no selected consumer reads (no action)."}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_retries_total",
+			Help: "Changes put back after a failure that may pass (API server unavailable, timeout, 429, 5xx), tried again after a backoff."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_errors_total",
-			Help: "Errors: failed rounds, actions and watches, stuck rollouts."}),
+			Help: "Errors: rounds and actions failed for good (not tried again until the object changes), failed watches, stuck rollouts."}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cmsync_change_to_verified_seconds",
 			Help:    "From the first edit of a change to its consumers verified current.",
 			Buckets: []float64{0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300, 600}}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cmsync_leader",
 			Help: "1 while this replica holds the lease and acts, else 0."}),
 	}
-	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.ignored, m.errors, m.latency, m.leader,
+	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.ignored, m.retries, m.errors, m.latency, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -69,6 +72,8 @@ func (m *Metrics) Handle(e reconcile.Event) {
 		m.deferred.Inc()
 	case reconcile.EventIgnored:
 		m.ignored.Inc()
+	case reconcile.EventRetry:
+		m.retries.Inc()
 	case reconcile.EventError:
 		m.errors.Inc()
 	}

@@ -19,6 +19,8 @@ type Debouncer[K comparable] struct {
 type burst struct {
 	first, last time.Time
 	events      int
+	// at, when set, is when a retry falls due (After)
+	at time.Time
 }
 
 // Add records an event of key at now.
@@ -31,7 +33,22 @@ func (d *Debouncer[K]) Add(key K, now time.Time) {
 		b = &burst{first: now}
 		d.pending[key] = b
 	}
+	if !b.at.IsZero() { // an edit during a retry's backoff: a burst from now
+		b.first, b.at = now, time.Time{}
+	}
 	b.last, b.events = now, b.events+1
+}
+
+// After makes key due at at: a retry after a backoff. An event of key
+// added meanwhile makes it due as any burst (the edit is acted on, and the
+// retry with it); a key already pending stays due when it was.
+func (d *Debouncer[K]) After(key K, at time.Time) {
+	if d.pending == nil {
+		d.pending = map[K]*burst{}
+	}
+	if d.pending[key] == nil {
+		d.pending[key] = &burst{first: at, last: at, events: 1, at: at}
+	}
 }
 
 // Due removes and returns the keys due at now, with the number of events
@@ -59,6 +76,9 @@ func (d *Debouncer[K]) Due(now time.Time) (due map[K]int, next time.Time) {
 func (d *Debouncer[K]) Pending() int { return len(d.pending) }
 
 func (d *Debouncer[K]) dueAt(b *burst) time.Time {
+	if !b.at.IsZero() {
+		return b.at
+	}
 	at := b.last.Add(d.Quiet)
 	if d.MaxWait > 0 {
 		if limit := b.first.Add(d.MaxWait); limit.Before(at) {

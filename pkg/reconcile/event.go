@@ -32,7 +32,14 @@ const (
 	EventDeferred EventKind = "deferred"
 	// EventResult: how an action ended, verified or not.
 	EventResult EventKind = "result"
-	// EventError: a round or an action failed; what it means is in Message.
+	// EventRetry: a round or an action failed for a reason that may pass
+	// (an API server restarting, a timeout, 429 or 5xx); the change is
+	// tried again after a backoff (Message says when and which attempt),
+	// until it succeeds or the object changes again.
+	EventRetry EventKind = "retry"
+	// EventError: a round or an action failed for good (forbidden, not
+	// found, invalid), or a watch failed; what it means is in Message. A
+	// failed change is not tried again until an object it reads changes.
 	EventError EventKind = "error"
 )
 

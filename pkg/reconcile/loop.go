@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -80,7 +81,19 @@ type Loop struct {
 	pending map[inspect.ObjectKey]*pending
 	bounce  Debouncer[string] // by namespace
 	wake    chan struct{}
+	// retries times the retries of a namespace's transient failures
+	// (exponential per namespace, forgotten once a round completes)
+	retries workqueue.TypedRateLimiter[string]
 }
+
+// The backoff of a namespace whose round failed for a transient reason (an
+// API server restarting, a timeout, 429 or 5xx): 1 s, doubling to at most
+// 5 min, each with up to 20% jitter.
+const (
+	RetryBase   = time.Second
+	RetryMax    = 5 * time.Minute
+	retryJitter = 0.2
+)
 
 // pending is the coalesced change of one object.
 type pending struct {
@@ -201,6 +214,7 @@ func (l *Loop) defaults() {
 	l.pending = map[inspect.ObjectKey]*pending{}
 	l.bounce = Debouncer[string]{Quiet: l.Debounce, MaxWait: l.MaxWait}
 	l.wake = make(chan struct{}, 1)
+	l.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](RetryBase, RetryMax)
 }
 
 func (l *Loop) watchSecrets() bool { return l.Secrets || inspect.NamesSecret(l.Names) }
@@ -353,7 +367,11 @@ func (l *Loop) due() (map[inspect.ObjectKey]*pending, time.Time) {
 // requeue puts a change back for the next round (a deferred restart). An
 // edit seen meanwhile is merged into it, and then every use is concerned
 // again; two requeues of one object retry the workloads of both.
-func (l *Loop) requeue(p pending) {
+func (l *Loop) requeue(p pending) { l.requeueAt(p, time.Time{}) }
+
+// requeueAt is requeue with the namespace due at at (a retry after a
+// backoff) rather than after the debounce (at zero).
+func (l *Loop) requeueAt(p pending, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p.retry, p.told = true, maps.Clone(p.told) // a copy shares no map with the round's
@@ -373,7 +391,11 @@ func (l *Loop) requeue(p pending) {
 	} else {
 		l.pending[p.change.Object] = &p
 	}
-	l.bounce.Add(p.change.Object.Namespace, l.Clock())
+	if at.IsZero() {
+		l.bounce.Add(p.change.Object.Namespace, l.Clock())
+	} else {
+		l.bounce.After(p.change.Object.Namespace, at)
+	}
 }
 
 func joinTold(a, b map[string]bool) map[string]bool {

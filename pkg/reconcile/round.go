@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -43,7 +45,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
 	if err != nil {
-		l.failed(keys, fmt.Errorf("reading namespace %s: %w", ns, err))
+		l.failed(changes, keys, fmt.Errorf("reading namespace %s: %w", ns, err))
 		return
 	}
 	items := l.build(snap, keys)
@@ -61,8 +63,8 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster, Restarting: restarting(named)}
 	plan, err := r.Plan(ctx, snap, kept)
 	if err != nil {
-		l.failed(keys, err)
 		l.results(plan.Abandon(), changes)
+		l.failed(changes, keys, err)
 		return
 	}
 	plan.Actions = withNamed(plan.Actions, named, items)
@@ -74,6 +76,9 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	results := r.Apply(ctx, plan, nil)
 	l.results(results, changes)
+	if !l.retryFailed(ns, changes, kept, results) {
+		l.retries.Forget(ns)
+	}
 	l.record(ctx, snap, kept, meta, append(results, heldResults(held)...))
 }
 
@@ -104,7 +109,7 @@ func (l *Loop) build(snap *inspect.Snapshot, keys []inspect.ObjectKey) []inspect
 		var nf *inspect.NotFoundError
 		if !errors.As(err, &nf) {
 			if err != nil {
-				l.failed(names, err)
+				l.failed(nil, names, err)
 				return nil
 			}
 			return items
@@ -157,10 +162,73 @@ func concernedItems(items []inspect.Use, changes map[inspect.ObjectKey]*pending)
 	return kept, acted
 }
 
-// failed reports a round that could not be completed for keys.
-func (l *Loop) failed(keys []inspect.ObjectKey, err error) {
+// failed reports a round that could not be completed for keys: a
+// transient failure is tried again after the namespace's backoff, any
+// other is reported and left until an object changes again.
+func (l *Loop) failed(changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey, err error) {
+	if changes != nil && refresh.Transient(err) {
+		only := map[inspect.ObjectKey]map[string]bool{}
+		for _, k := range keys {
+			only[k] = changes[k].only
+		}
+		l.retryLater(keys[0].Namespace, changes, only, err.Error())
+		return
+	}
 	for _, k := range keys {
-		l.emit(Event{Kind: EventError, Object: &k, Message: fmt.Sprintf("%v; nothing more was done for it: %s", err, finishHint(k))})
+		l.emit(Event{Kind: EventError, Object: &k, Message: fmt.Sprintf("%v; not tried again until it changes again: %s", err, finishHint(k))})
+	}
+}
+
+// retryFailed puts back, for their workloads only, the changes whose
+// actions failed for a transient reason, and tells whether there was one.
+// The next round verifies again before it acts, so a consumer made current
+// meanwhile costs nothing.
+func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) bool {
+	workloadOf := map[string]string{} // pod -> onlyKey of its workload
+	for _, it := range kept {
+		workloadOf[it.Pod.Name] = onlyKey(it.Workload)
+	}
+	only := map[inspect.ObjectKey]map[string]bool{}
+	var why string
+	for _, r := range results {
+		if r.Outcome != refresh.OutcomeFailed || !r.Transient {
+			continue
+		}
+		why = r.Target.String() + ": " + r.Error
+		for _, c := range r.Consumers {
+			k := inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+			if changes[k] == nil {
+				continue
+			}
+			if only[k] == nil {
+				only[k] = map[string]bool{}
+			}
+			w := workloadOf[c.Pod]
+			if r.Target.Kind != "Pod" || w == "" {
+				w = r.Target.Kind + "/" + r.Target.Name
+			}
+			only[k][w] = true
+		}
+	}
+	if len(only) == 0 {
+		return false
+	}
+	l.retryLater(ns, changes, only, why)
+	return true
+}
+
+// retryLater puts the changes back (each for the workloads of only[k]; nil:
+// every use), due after the namespace's next backoff, and reports it.
+func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, only map[inspect.ObjectKey]map[string]bool, why string) {
+	attempt := l.retries.NumRequeues(ns) + 1
+	delay := wait.Jitter(l.retries.When(ns), retryJitter)
+	at := l.Clock().Add(delay)
+	for _, k := range slices.SortedFunc(maps.Keys(only), compareKeys) {
+		p := *changes[k]
+		p.only = only[k]
+		l.requeueAt(p, at)
+		l.emit(Event{Kind: EventRetry, Object: &k, Keys: p.change.Keys,
+			Message: fmt.Sprintf("%s; tried again in %s (attempt %d)", why, delay.Round(100*time.Millisecond), attempt)})
 	}
 }
 

@@ -2,15 +2,20 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -210,5 +215,58 @@ func TestHeldRestartIsRetried(t *testing.T) {
 	f.step(time.Minute)
 	if got := f.took(EventAction); len(got) != 0 {
 		t.Errorf("actions after the held restart was made: %v", got)
+	}
+}
+
+// failPodLists makes the next n pod LISTs of the fake API server fail with
+// err (n < 0: every one).
+func (f *roundFixture) failPodLists(n int, err error) {
+	f.client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if n == 0 {
+			return false, nil, nil
+		}
+		n--
+		return true, nil, err
+	})
+}
+
+// TestTransientFailureIsRetried: a round whose reads fail while the API
+// server is unavailable puts the change back and tries again after a
+// backoff that grows; once the server answers, the change is acted on.
+func TestTransientFailureIsRetried(t *testing.T) {
+	f := newRoundFixture(t)
+	f.failPodLists(2, apierrors.NewServiceUnavailable("the API server is restarting"))
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventRetry); len(got) != 1 || !strings.Contains(got[0], "tried again in") || !strings.Contains(got[0], "(attempt 1)") {
+		t.Fatalf("retries %q, want one, attempt 1", got)
+	}
+	f.step(RetryBase * 2) // past the first backoff (1 s, jitter at most 20%)
+	if got := f.took(EventRetry); len(got) != 1 || !strings.Contains(got[0], "(attempt 2)") {
+		t.Fatalf("retries %q, want attempt 2", got)
+	}
+	f.step(RetryBase) // 2 s backoff now: not due yet
+	if got := append(f.took(EventAction), f.took(EventRetry)...); len(got) != 0 {
+		t.Fatalf("within the second backoff: %v, want nothing", got)
+	}
+	f.step(2 * RetryBase)
+	if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" {
+		t.Fatalf("once the API server answers: actions %q, want one restart of deployment/web", got)
+	}
+}
+
+// TestPermanentFailureIsReportedOnce: a round refused for good (forbidden)
+// is reported once and not tried again until the object changes.
+func TestPermanentFailureIsReportedOnce(t *testing.T) {
+	f := newRoundFixture(t)
+	f.failPodLists(-1, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no list")))
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventError); len(got) != 1 || !strings.Contains(got[0], "not tried again until it changes again") {
+		t.Fatalf("errors %q, want one that says it is not tried again", got)
+	}
+	f.step(10 * time.Minute)
+	if got := append(append(f.took(EventRetry), f.took(EventError)...), f.took(EventAction)...); len(got) != 0 {
+		t.Errorf("after a permanent failure: %v, want nothing until the object changes", got)
 	}
 }

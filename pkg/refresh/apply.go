@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 )
@@ -80,6 +81,9 @@ type Result struct {
 	Evicted      []string `json:"evicted,omitempty"`
 	NotEvicted   []string `json:"notEvicted,omitempty"`
 	Replacements []string `json:"replacements,omitempty"`
+	// Transient: the action failed for a reason that may pass (Transient),
+	// so a caller that runs again (the continuous refresh) may retry it.
+	Transient bool `json:"-"`
 	// replacementUIDs are the UIDs of Replacements: the pods the wait
 	// verifies for an evict action.
 	replacementUIDs map[string]bool
@@ -87,6 +91,19 @@ type Result struct {
 
 // Backoff for retried patches: 429, 5xx and timeouts.
 var Backoff = wait.Backoff{Steps: 5, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
+
+// Transient reports whether a failed call may pass by itself: what
+// Retriable retries at once, and a connection refused, reset or cut short
+// (an API server restarting). A caller that runs again later (the
+// continuous refresh) tries such a change again with a backoff; any other
+// failure (forbidden, not found, invalid) stays until something changes.
+func Transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	return Retriable(err) || errors.Is(err, context.DeadlineExceeded) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+}
 
 // Retriable reports whether a failed patch may be sent again.
 func Retriable(err error) bool {
@@ -151,7 +168,7 @@ func applyOne(ctx context.Context, p Patcher, r *Result, dry DryRun, now func() 
 	})
 	switch {
 	case err != nil:
-		r.Outcome, r.Error = OutcomeFailed, err.Error()
+		r.Outcome, r.Error, r.Transient = OutcomeFailed, err.Error(), Transient(err)
 	case dry == DryRunServer:
 		r.Outcome = OutcomeDryRun
 	default:
