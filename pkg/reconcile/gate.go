@@ -21,12 +21,18 @@ type Hold struct {
 	// Stuck: the rollout will not complete by itself (its progress
 	// deadline passed): waiting for it is pointless.
 	Stuck bool
+	// Paced: held by --min-restart-interval or the restart rate limit,
+	// until Until.
+	Paced bool
+	Until time.Time
 }
 
 // Gate decides, action by action, which restarts and evictions go ahead:
-// at most limit of them (0: no limit), none of a workload whose previous
-// rollout is not complete (rollout tells). Annotations always go ahead.
-func Gate(actions []refresh.Action, limit int, rollout func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
+// at most limit of them (0: no limit), none that hold holds back (a
+// workload whose previous rollout is not complete, a restart paced). hold
+// is asked last, so that it is asked only of restarts that go ahead
+// otherwise. Annotations always go ahead.
+func Gate(actions []refresh.Action, limit int, hold func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
 	held = map[int]Hold{}
 	restarts := 0
 	for i, a := range actions {
@@ -38,7 +44,7 @@ func Gate(actions []refresh.Action, limit int, rollout func(refresh.Target) Hold
 			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way this round (--max-concurrent-restarts)", limit)}
 			continue
 		}
-		if h := rollout(a.Target); h.Reason != "" {
+		if h := hold(a.Target); h.Reason != "" {
 			held[i] = h
 			continue
 		}
@@ -57,9 +63,15 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	if l.dryRun() {
 		return nil
 	}
-	send, held := Gate(plan.Actions, l.MaxConcurrentRestarts, func(t refresh.Target) Hold { return l.rolloutHold(ctx, t) })
+	send, held := Gate(plan.Actions, l.MaxConcurrentRestarts, func(t refresh.Target) Hold {
+		if h := l.rolloutHold(ctx, t); h.Reason != "" {
+			return h
+		}
+		return l.paceHold(ctx, t)
+	})
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}
+	until := map[inspect.ObjectKey]time.Time{} // the latest a paced retry is due; zero: after the debounce
 	var out []refresh.Action
 	for _, i := range slices.Sorted(maps.Keys(held)) {
 		a, h := plan.Actions[i], held[i]
@@ -84,15 +96,16 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 				retry[k] = map[string]bool{}
 			}
 			retry[k][a.Target.Kind+"/"+a.Target.Name] = true
+			until[k] = laterRetry(until[k], h, len(retry[k]) == 1)
 		}
 		if tell { // said once per edit and reason, not at every retry
-			l.emit(Event{Kind: EventDeferred, Action: &a, Message: h.Reason + "; tried again after the debounce"})
+			l.emit(Event{Kind: EventDeferred, Action: &a, Message: h.Reason + "; " + retryWhen(h)})
 		}
 	}
 	for k, only := range retry {
 		p := *changes[k]
 		p.only = only
-		l.requeue(p)
+		l.requeueAt(p, until[k])
 	}
 	plan.Actions = send
 	return out
@@ -112,11 +125,35 @@ func (l *Loop) waitedOn(p *pending, h Hold, now time.Time) bool {
 	return now.Sub(p.deferredSince) >= l.RolloutWait
 }
 
+// laterRetry is when an object's held restarts are tried again: after the
+// debounce (zero) if any of them is not paced, else when the first pace
+// ends (first: h is the object's first hold this round).
+func laterRetry(at time.Time, h Hold, first bool) time.Time {
+	switch {
+	case !h.Paced || (!first && at.IsZero()):
+		return time.Time{}
+	case first || h.Until.Before(at):
+		return h.Until
+	}
+	return at
+}
+
+// retryWhen says when a held restart is tried again.
+func retryWhen(h Hold) string {
+	if h.Paced {
+		return "tried again at " + h.Until.UTC().Format(time.RFC3339)
+	}
+	return "tried again after the debounce"
+}
+
 // firstDeferral tells whether this is the first time since the change's
 // last edit that the workload's restart is held for this kind of reason (a
 // rollout under way, or the restart limit), and remembers it.
 func (p *pending) firstDeferral(workload string, h Hold) bool {
 	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
+	if h.Paced {
+		key += " paced"
+	}
 	if p.told[key] {
 		return false
 	}

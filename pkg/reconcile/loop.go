@@ -43,6 +43,13 @@ type Config struct {
 	// MaxConcurrentRestarts bounds the restarts (and evictions) of one
 	// round; the others are deferred to the next.
 	MaxConcurrentRestarts int
+	// MinRestartInterval is the shortest time between two restarts of one
+	// workload; RestartRate (per second, 0: no limit) and RestartBurst
+	// bound the restarts of all workloads together. A restart they hold
+	// back is deferred until it may go (see pacer).
+	MinRestartInterval time.Duration
+	RestartRate        float64
+	RestartBurst       int
 	// RolloutWait is how long a change waits for a workload's rollout in
 	// progress before it is reported stuck and dropped.
 	RolloutWait time.Duration
@@ -81,6 +88,7 @@ type Loop struct {
 	pending map[inspect.ObjectKey]*pending
 	bounce  Debouncer[string] // by namespace
 	wake    chan struct{}
+	pace    *pacer
 	// retries times the retries of a namespace's transient failures
 	// (exponential per namespace, forgotten once a round completes)
 	retries workqueue.TypedRateLimiter[string]
@@ -215,6 +223,7 @@ func (l *Loop) defaults() {
 	l.bounce = Debouncer[string]{Quiet: l.Debounce, MaxWait: l.MaxWait}
 	l.wake = make(chan struct{}, 1)
 	l.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](RetryBase, RetryMax)
+	l.pace = newPacer(l.MinRestartInterval, l.RestartRate, l.RestartBurst)
 }
 
 func (l *Loop) watchSecrets() bool { return l.Secrets || inspect.NamesSecret(l.Names) }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +269,55 @@ func TestPermanentFailureIsReportedOnce(t *testing.T) {
 	f.step(10 * time.Minute)
 	if got := append(append(f.took(EventRetry), f.took(EventError)...), f.took(EventAction)...); len(got) != 0 {
 		t.Errorf("after a permanent failure: %v, want nothing until the object changes", got)
+	}
+}
+
+// TestFlappingObjectRestartsAtMostOncePerInterval: an object edited every
+// 200 ms for 60 s restarts its env consumer at most 60 s /
+// --min-restart-interval + 1 times, though each round (at most every
+// MaxWait) finds it stale, and once more after the last edit: the last
+// value is acted on.
+func TestFlappingObjectRestartsAtMostOncePerInterval(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxWait, f.loop.MinRestartInterval = 5*time.Second, 20*time.Second
+	f.loop.defaults()
+	restarts := 0
+	for i := range 300 {
+		f.edit("a", map[string]string{"K": fmt.Sprint(i + 2), "X": "x"})
+		f.step(200 * time.Millisecond)
+		restarts += len(f.took(EventAction))
+	}
+	if restarts > 60/20+1 {
+		t.Errorf("%d restarts in 60 s with --min-restart-interval 20s, want at most 4", restarts)
+	}
+	last := f.restartedAt()
+	f.step(30 * time.Second)
+	if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" || f.restartedAt() == last {
+		t.Errorf("after the last edit: actions %q, want one restart for the last value", got)
+	}
+	t.Logf("%d restarts while the object changed every 200 ms for 60 s", restarts)
+}
+
+func TestPacerHoldsByIntervalAndRate(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	web, db := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "db"}
+	p := newPacer(time.Minute, 0, 0)
+	if h := p.hold(web, t0.Add(-30*time.Second), t0); !h.Paced || !h.Until.Equal(t0.Add(30*time.Second)) {
+		t.Errorf("restarted 30 s ago: %+v, want held until 30 s from now", h)
+	}
+	if h := p.hold(web, t0.Add(-2*time.Minute), t0); h.Reason != "" {
+		t.Errorf("restarted 2 min ago: %+v, want it sent", h)
+	}
+	if h := p.hold(web, time.Time{}, t0.Add(time.Second)); !h.Paced {
+		t.Errorf("sent a second ago by this loop: %+v, want held", h)
+	}
+	p = newPacer(0, 0.5, 2) // one restart every 2 s, two at once
+	for i, want := range []bool{false, false, true} {
+		if h := p.hold(db, time.Time{}, t0); h.Paced != want {
+			t.Errorf("restart %d at once: held %v, want %v (%s)", i+1, h.Paced, want, h.Reason)
+		}
+	}
+	if h := p.hold(db, time.Time{}, t0.Add(2*time.Second)); h.Reason != "" {
+		t.Errorf("2 s later: %+v, want a token", h)
 	}
 }
