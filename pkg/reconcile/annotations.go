@@ -11,6 +11,11 @@ const (
 	// AnnotationPaused "true" on a workload: nothing is done to it while it
 	// is set; the changes seen meanwhile are logged as skipped.
 	AnnotationPaused = "kubectl-cmsync.io/paused"
+	// AnnotationOnChange on a workload (or its pod template) says what a
+	// change of an object it consumes does: OnChangeRestart restarts it,
+	// OnChangeRemount remounts its volumes and restarts it only for env
+	// and subPath uses (see onChange for the default).
+	AnnotationOnChange = "kubectl-cmsync.io/on-change"
 	// AnnotationApplied is where the controller records, on a workload (or a
 	// pod of another owner) it made current, per object the Digest of what its
 	// consumers read of it then (a JSON object, "configmap/NAME" -> digest): a
@@ -34,4 +39,10 @@ const (
 	ReloaderSearch           = "reloader.stakater.com/search"
 	ReloaderMatch            = "reloader.stakater.com/match"
 	ReloaderIgnore           = "reloader.stakater.com/ignore"
+)
+
+// The values of AnnotationOnChange.
+const (
+	OnChangeRestart = "restart"
+	OnChangeRemount = "remount"
 )

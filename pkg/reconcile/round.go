@@ -60,7 +60,12 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	if len(kept) == 0 && len(named) == 0 {
 		return
 	}
-	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster, Restarting: restarting(named)}
+	onRestart := restartsOnChange(meta, ns)
+	spared := restarting(named) // no early annotation: folded into their restarts
+	for wk := range onRestart {
+		spared[wk] = true
+	}
+	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster, Restarting: spared}
 	plan, err := r.Plan(ctx, snap, kept)
 	if err != nil {
 		l.results(plan.Abandon(), changes)
@@ -68,6 +73,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 		return
 	}
 	plan.Actions = withNamed(plan.Actions, named, items)
+	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, items)
 	held := l.gate(ctx, plan, changes)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {

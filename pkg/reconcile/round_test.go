@@ -321,3 +321,62 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 		t.Errorf("2 s later: %+v, want a token", h)
 	}
 }
+
+// addVolumeWorkload adds Deployment name whose pod mounts ConfigMap a as a
+// volume, with the annotations ann.
+func (f *roundFixture) addVolumeWorkload(name string, ann map[string]string) {
+	f.t.Helper()
+	ctrl, one := true, int32(1)
+	sel := map[string]string{"app": name}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), Generation: 1, Annotations: ann},
+		Spec:   appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: sel}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: "ns", UID: types.UID(name + "-rs"), Labels: sel,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: types.UID(name), Controller: &ctrl}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-1-a", Namespace: "ns", UID: types.UID("u-" + name), Labels: sel,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name + "-1", UID: types.UID(name + "-rs"), Controller: &ctrl}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
+			Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	for _, o := range []runtime.Object{dep, rs, pod} {
+		if err := f.client.Tracker().Add(o); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// TestOnChangePolicy: a volume-only consumer opted in through Reloader's
+// annotation is restarted once for a change (Reloader's behaviour); the
+// same workload with on-change: remount is remounted, not restarted.
+func TestOnChangePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		want string
+	}{
+		{"reloader", map[string]string{ReloaderAuto: "true"}, "restart deployment/vol"},
+		{"reloader, remount", map[string]string{ReloaderAuto: "true", AnnotationOnChange: OnChangeRemount}, "annotate pod/vol-1-a"},
+		{"cmsync's own opt-in", map[string]string{AnnotationWatch: "true"}, "annotate pod/vol-1-a"},
+		{"cmsync's, restart", map[string]string{AnnotationWatch: "true", AnnotationOnChange: OnChangeRestart}, "restart deployment/vol"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRoundFixture(t)
+			f.addVolumeWorkload("vol", tc.ann)
+			f.edit("a", map[string]string{"K": "1", "X": "changed"}) // X: only the volume reads it
+			f.step(3 * time.Second)
+			var got []string
+			for _, e := range f.events {
+				if e.Kind == EventAction && e.Action.Target.Name != "web" {
+					got = append(got, string(e.Action.Action)+" "+e.Action.Target.String())
+					if e.Action.Action == refresh.ActionRestart && !strings.Contains(e.Action.Reason, "on-change: restart") {
+						t.Errorf("restart reason %q does not say the policy", e.Action.Reason)
+					}
+				}
+			}
+			if strings.Join(got, "; ") != tc.want {
+				t.Errorf("actions %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

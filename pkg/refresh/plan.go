@@ -548,6 +548,10 @@ func annotatedSince(pod *corev1.Pod, lastChange *metav1.Time) (time.Time, bool) 
 	return at, true
 }
 
+// AddPod adds a pod (and its UID, when known) to the pods a restart
+// replaces: the wait verifies that each was replaced.
+func (a *Action) AddPod(name, uid string) { a.addPod(name, uid) }
+
 func (a *Action) addPod(name, uid string) {
 	if !contains(a.Pods, name) {
 		a.Pods = append(a.Pods, name)
