@@ -213,6 +213,12 @@ func (c *Controller) lead(ctx context.Context) error {
 	l.Emit = c.handle
 	if !c.DryRun {
 		c.moveFieldManagers(ctx, l.Namespace)
+		l.Watermark = readWatermark(ctx, c.Client, c.Namespace, c.KeySecret)
+		w := &watermarkWriter{client: c.Client, namespace: c.Namespace, name: c.KeySecret, clock: time.Now, report: func(err error) {
+			c.handle(reconcile.Event{Kind: reconcile.EventError, Message: fmt.Sprintf("writing the watermark on Secret %s/%s: %v (tried again; a new leader checks more consumers meanwhile)",
+				c.Namespace, c.KeySecret, err)})
+		}}
+		l.Acted = func(until time.Time) { w.acted(ctx, until) }
 	}
 	return l.Run(ctx)
 }

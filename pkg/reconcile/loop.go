@@ -59,6 +59,10 @@ type Config struct {
 	// Resume, with DigestKey, compares the records with the objects at
 	// start and checks the consumers whose objects changed since.
 	Resume bool
+	// Watermark is the time up to which an earlier loop acted on every
+	// change (zero: none did): at Resume, a consumer with no record whose
+	// object changed since is checked rather than recorded as current.
+	Watermark time.Time
 	// Refresh is the engine's configuration (Strategy auto, Yes and Wait).
 	Refresh refresh.Config
 	Now     func() time.Time
@@ -78,6 +82,9 @@ type Loop struct {
 	Named NamedWorkloads
 	// Emit receives every event, one at a time.
 	Emit func(Event)
+	// Acted, when set, is told after each step the time up to which every
+	// change was acted on (actedUntil), for the next loop's Watermark.
+	Acted func(until time.Time)
 	// Clock times the debounce and the events (default time.Now, local and
 	// monotonic); Now is the API server's, for the times measured against
 	// what the cluster wrote (an event's SinceChange).
@@ -151,7 +158,11 @@ func (l *Loop) Run(ctx context.Context) error {
 		l.runRound(ctx, l.existing(factory))
 	}
 	for {
-		if !l.sleep(ctx, l.settle(ctx)) {
+		next := l.settle(ctx)
+		if l.Acted != nil && ctx.Err() == nil {
+			l.Acted(l.actedUntil())
+		}
+		if !l.sleep(ctx, next) {
 			l.dropPending()
 			return nil
 		}
@@ -172,6 +183,29 @@ func (l *Loop) settle(ctx context.Context) (next time.Time) {
 		l.runRound(ctx, due)
 	}
 	return time.Time{}
+}
+
+// watermarkMargin is how far behind the clock the watermark stays: an
+// edit reaches the informers a moment after the API server recorded it.
+const watermarkMargin = 10 * time.Second
+
+// actedUntil is the time up to which every change was acted on: the first
+// edit of the oldest change still pending (a held restart, a retry), else
+// now less watermarkMargin; no later than the Watermark this loop started
+// from while a check of existing state is pending.
+func (l *Loop) actedUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.Now().Add(-watermarkMargin)
+	for _, p := range l.pending {
+		if p.first.Before(w) {
+			w = p.first
+		}
+		if p.existing && !l.Watermark.IsZero() && l.Watermark.Before(w) {
+			w = l.Watermark
+		}
+	}
+	return w
 }
 
 // dropPending reports the changes not acted on when the loop ends.

@@ -183,6 +183,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 		if l.SyncExisting {
 			differ, unknown = append(differ, unknown...), nil
 		}
+		differ, unknown = l.changedSinceWatermark(snap, ns, differ, unknown)
 		switch {
 		case len(differ) > 0:
 			n.changed++
@@ -195,7 +196,8 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 			l.writeRecord(ctx, s, r)
 		}
 		for _, k := range differ {
-			l.checkAgain(out, s, recordObject(ns, k))
+			o := recordObject(ns, k)
+			l.checkAgain(out, s, o, snap.Object(o).LastChange)
 		}
 	}
 }
@@ -259,13 +261,43 @@ func recordObject(ns, recordKey string) inspect.ObjectKey {
 }
 
 // checkAgain adds s's consumers of k to the changes to check.
-func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspect.ObjectKey) {
+func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspect.ObjectKey, changed time.Time) {
 	p := out[k]
 	if p == nil {
-		p = &pending{change: Change{Object: k}, first: l.Now(), existing: true, only: map[string]bool{}}
+		// first is when the object changed: until it is checked, no
+		// watermark passes that change
+		first := l.Now()
+		if !changed.IsZero() && changed.Before(first) {
+			first = changed
+		}
+		p = &pending{change: Change{Object: k}, first: first, existing: true, only: map[string]bool{}}
 		out[k] = p
 	}
 	p.only[onlyKey(s.workload)] = true
+}
+
+// changedSinceWatermark moves to differ the objects with no record, or a
+// record under another key, that changed at or after Watermark: a leader
+// before this one acted on every change up to it, so a change since then
+// may have been made while no leader acted (a controller upgrade, the old
+// leader's debounce) and is checked, never taken as current. Without a
+// watermark (no controller acted with this key yet) they are recorded and
+// left alone. The watermark is cut to the second, as managedFields' times
+// are.
+func (l *Loop) changedSinceWatermark(snap *inspect.Snapshot, ns string, differ, unknown []string) ([]string, []string) {
+	if l.Watermark.IsZero() || len(unknown) == 0 {
+		return differ, unknown
+	}
+	since := l.Watermark.Truncate(time.Second)
+	var still []string
+	for _, k := range unknown {
+		if o := snap.Object(recordObject(ns, k)); !o.LastChange.Before(since) {
+			differ = append(differ, k)
+		} else {
+			still = append(still, k)
+		}
+	}
+	return differ, still
 }
 
 // afterRollouts holds back the checks of existing state (a resume, or

@@ -380,3 +380,54 @@ func TestOnChangePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeChecksWhatChangedSinceTheWatermark: at a leader's start, a
+// consumer with no record is checked (and restarted, being stale) when its
+// object changed after the watermark the previous leader left, and only
+// recorded when the object changed before it or no leader ever acted.
+func TestResumeChecksWhatChangedSinceTheWatermark(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		watermark time.Duration // from the object's change; 0: none
+		want      string
+	}{
+		{"changed after the watermark", -time.Minute, "restart deployment/web"},
+		{"changed before the watermark", time.Minute, ""},
+		{"no watermark: a first install", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRoundFixture(t)
+			f.ex.Containers["ns/web-1-a/app"].Env["K"] = "0" // stale: changed while no leader acted
+			changed := f.now.Add(-time.Hour)
+			cm, _ := f.client.CoreV1().ConfigMaps("ns").Get(context.Background(), "a", metav1.GetOptions{})
+			cm.CreationTimestamp = metav1.NewTime(changed)
+			if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
+			if tc.watermark != 0 {
+				f.loop.Watermark = changed.Add(tc.watermark)
+			}
+			out := map[inspect.ObjectKey]*pending{}
+			var n resumeCounts
+			f.loop.resumeIn(context.Background(), "ns", out, &n)
+			f.loop.runRound(context.Background(), out)
+			if got := strings.Join(f.took(EventAction), "; "); got != tc.want {
+				t.Errorf("actions %q, want %q (%s)", got, tc.want, n)
+			}
+		})
+	}
+}
+
+func TestActedUntilWaitsForThePendingChanges(t *testing.T) {
+	f := newRoundFixture(t)
+	if got, want := f.loop.actedUntil(), f.now.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("nothing pending: %s, want now less the margin %s", got, want)
+	}
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	first := f.now
+	f.now = f.now.Add(time.Hour)
+	if got := f.loop.actedUntil(); !got.Equal(first) {
+		t.Errorf("a change pending since %s: %s, want its first edit", first, got)
+	}
+}
