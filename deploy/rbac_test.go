@@ -56,18 +56,25 @@ func fileRules(t *testing.T) (map[rule]bool, []string) {
 	return out, roles
 }
 
-// readmeRules reads the table of README.md's "## RBAC" section:
+// rbacDoc is the page whose table lists rbac.yaml's rules, and rbacHeading
+// the heading of the section that holds the table.
+const (
+	rbacDoc     = "docs/rbac.md"
+	rbacHeading = "## The ClusterRoles, rule by rule"
+)
+
+// docRules reads the table of rbacDoc's rbacHeading section:
 // | `ROLE` | for | `GROUP` | resources, ... | verbs, ... |
-func readmeRules(t *testing.T) map[rule]bool {
+func docRules(t *testing.T) map[rule]bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(rbacDoc)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i := strings.Index(s, "\n## RBAC\n")
+	i := strings.Index(s, "\n"+rbacHeading+"\n")
 	if i < 0 {
-		t.Fatal(`README.md has no "## RBAC" section`)
+		t.Fatalf("%s has no %q section", rbacDoc, rbacHeading)
 	}
 	s = s[i+1:]
 	if j := strings.Index(s[1:], "\n## "); j >= 0 {
@@ -81,7 +88,7 @@ func readmeRules(t *testing.T) map[rule]bool {
 		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")
 		if len(cells) != 5 {
-			t.Fatalf("README RBAC row with %d cells, want 5: %s", len(cells), line)
+			t.Fatalf("%s: RBAC row with %d cells, want 5: %s", rbacDoc, len(cells), line)
 		}
 		unquote := func(c string) string { return strings.Trim(strings.TrimSpace(c), "`") }
 		role, group := unquote(cells[0]), strings.Trim(unquote(cells[2]), `"`)
@@ -93,7 +100,7 @@ func readmeRules(t *testing.T) map[rule]bool {
 		}
 	}
 	if rows == 0 {
-		t.Fatal("README.md's RBAC section has no table rows")
+		t.Fatalf("%s: the %q section has no table rows", rbacDoc, rbacHeading)
 	}
 	return out
 }
@@ -109,16 +116,16 @@ func diff(a, b map[rule]bool) []string {
 	return out
 }
 
-// TestREADMETableIsRBACFile: the rules README.md's RBAC table names are
-// exactly those of rbac.yaml.
-func TestREADMETableIsRBACFile(t *testing.T) {
+// TestDocTableIsRBACFile: the rules docs/rbac.md's table names are exactly
+// those of rbac.yaml.
+func TestDocTableIsRBACFile(t *testing.T) {
 	file, roles := fileRules(t)
-	readme := readmeRules(t)
-	if extra := diff(readme, file); len(extra) > 0 {
-		t.Errorf("README.md names rules rbac.yaml does not have:\n  %s", strings.Join(extra, "\n  "))
+	doc := docRules(t)
+	if extra := diff(doc, file); len(extra) > 0 {
+		t.Errorf("%s names rules rbac.yaml does not have:\n  %s", rbacDoc, strings.Join(extra, "\n  "))
 	}
-	if missing := diff(file, readme); len(missing) > 0 {
-		t.Errorf("rbac.yaml has rules README.md's table does not name:\n  %s", strings.Join(missing, "\n  "))
+	if missing := diff(file, doc); len(missing) > 0 {
+		t.Errorf("rbac.yaml has rules %s's table does not name:\n  %s", rbacDoc, strings.Join(missing, "\n  "))
 	}
 	want := []string{"cmsync-status", "cmsync-verify", "cmsync-refresh", "cmsync-secrets", "cmsync-nodes", "cmsync-lint", "cmsync-node-reader"}
 	if strings.Join(roles, " ") != strings.Join(want, " ") {

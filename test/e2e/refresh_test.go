@@ -132,7 +132,7 @@ func TestRefreshAnnotatesPendingVolume(t *testing.T) {
 		t.Errorf("second run restarted the container: id %s -> %s, restarts %d -> %d", id0, id, rc0, rc)
 	}
 	// past the kubelet's answer to an annotation: it rewrote pending volumes
-	// 0.2-0.6 s after one (hack/bench/propagation.sh, n=12; README)
+	// 0.2-0.6 s after one (hack/bench/propagation.sh, n=12; docs/performance.md)
 	time.Sleep(2 * time.Second)
 	if target, _, err := f.execIn("web", "c", "readlink", "/etc/app/..data"); err != nil || target != target0 {
 		t.Errorf("the annotation of a current volume rewrote it: ..data %q -> %q (%v)", target0, target, err)
