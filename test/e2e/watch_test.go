@@ -411,3 +411,41 @@ func (f *fx) restartDeployment(name, value string) {
 		f.t.Fatalf("restarting deployment %s: %v", name, err)
 	}
 }
+
+// TestWatchOnChangePolicy: a volume-only consumer opted in through
+// Reloader's annotation is restarted once for a change, as Reloader does;
+// the same workload with on-change: remount is remounted, with no restart.
+func TestWatchOnChangePolicy(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("cfg", map[string]string{"greeting": "v0"}))
+	spec := withVolumes(podSpec(withMounts(busybox("c"), mount("v", "/etc/cfg"))), cmVolume("v", "cfg"))
+	f.createAnnotatedDeployment("reloaded", 1, spec, map[string]string{reconcile.ReloaderAuto: "true"})
+	f.createAnnotatedDeployment("remounted", 1, spec, map[string]string{reconcile.ReloaderAuto: "true", reconcile.AnnotationOnChange: reconcile.OnChangeRemount})
+	f.waitDeploymentSettled("reloaded")
+	f.waitDeploymentSettled("remounted")
+	before, _ := f.deploymentPods("remounted")
+	w := f.startWatch("--require-opt-in", "--debounce", "2s")
+	f.patchConfigMapData("cfg", map[string]string{"greeting": "v1"})
+
+	w.expectOneRestart("reloaded")
+	if a := w.waitFor("the restart of reloaded", isAction(refresh.ActionRestart, "deployment/reloaded")); !strings.Contains(a.Message, "on-change: restart") {
+		t.Errorf("restart reason %q does not say the policy", a.Message)
+	}
+	pods, _ := f.deploymentPods("reloaded")
+	for name := range pods {
+		f.expectFile(name, "c", "/etc/cfg/greeting", "v1")
+	}
+	for name := range before {
+		if e := w.waitFor("pod "+name+" remounted", isResult(refresh.ActionAnnotate, "pod/"+name)); e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("annotate pod/%s: %s (%s), want current", name, e.Outcome, e.Message)
+		}
+		f.expectFile(name, "c", "/etc/cfg/greeting", "v1")
+	}
+	if after, restarts := f.deploymentPods("remounted"); fmt.Sprint(after) != fmt.Sprint(before) || restarts != 0 {
+		t.Errorf("pods of remounted: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
+	}
+	if n := w.count(isAction(refresh.ActionRestart, "deployment/remounted")); n != 0 {
+		t.Errorf("%d restarts of remounted (on-change: remount), want 0", n)
+	}
+}
