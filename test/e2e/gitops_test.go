@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/controller"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
@@ -159,4 +161,58 @@ func TestControllerUnderFlux(t *testing.T) {
 	if got := after.Annotations[reconcile.AnnotationApplied]; got != record {
 		t.Errorf("after Flux's apply: record %q, want %q kept; managers %s", got, record, managers(after))
 	}
+}
+
+// TestControllerActsOnWhatNoLeaderSaw: a Deployment created after the
+// leader started has no record; its ConfigMap edited while the controller
+// is scaled to zero is seen by the next leader (the watermark), which
+// restarts it and verifies it current.
+func TestControllerActsOnWhatNoLeaderSaw(t *testing.T) {
+	f := newFx(t)
+	loadImage(t)
+	f.createConfigMap(configMap("late", map[string]string{"level": "l0"}))
+	f.deployController("controller", "-n", f.ns, "--debounce=1s")
+	f.waitControllerEvent(f.leader(), "resumed", isResume)
+	f.createAnnotatedDeployment("late", 1, podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "late", "level", nil))), map[string]string{reconcile.ReloaderAuto: "true"})
+	f.waitDeploymentSettled("late")
+	f.poll("the watermark written", podReadyTimeout, func() (bool, error) {
+		s, err := f.cs.CoreV1().Secrets(ctlNS).Get(f.ctx, "kubectl-cmsync-controller-key", metav1.GetOptions{})
+		return err == nil && s.Annotations[controller.AnnotationWatermark] != "", err
+	})
+
+	t.Log("no leader: the controller scaled to zero, then the edit")
+	f.scaleController(0)
+	f.patchConfigMapData("late", map[string]string{"level": "l1"})
+	f.scaleController(2)
+	e := f.waitAnyControllerEvent("the restart of late verified", isResult(refresh.ActionRestart, "deployment/late"))
+	if e.Outcome != refresh.OutcomeCurrent {
+		t.Fatalf("restart deployment/late: %s (%s), want current", e.Outcome, e.Message)
+	}
+	pods, _ := f.deploymentPods("late")
+	for name := range pods {
+		f.expectEnv(name, "c", "LEVEL", "l1")
+	}
+}
+
+// scaleController sets the controller's replicas and waits until that many
+// of its pods run (none left for 0).
+func (f *fx) scaleController(n int32) {
+	f.t.Helper()
+	s, err := f.cs.AppsV1().Deployments(ctlNS).GetScale(f.ctx, ctlName, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	s.Spec.Replicas = n
+	if _, err := f.cs.AppsV1().Deployments(ctlNS).UpdateScale(f.ctx, ctlName, s, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.poll(fmt.Sprintf("%d controller pods", n), podReadyTimeout, func() (bool, error) {
+		running := 0
+		for _, p := range f.controllerPods() {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				running++
+			}
+		}
+		return running == int(n) && (n > 0 || len(f.controllerPods()) == 0), nil
+	})
 }
