@@ -15,7 +15,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -58,12 +57,9 @@ type DashboardOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
-	AllNamespaces bool
-	Selector      string
-	Secrets       bool
-	IncludeSystem bool
-	Timeout       time.Duration
-	Verify        VerifyFlags
+	Selection
+	Timeout time.Duration
+	Verify  VerifyFlags
 	// The refresh flags, as refresh's: --restart-via, --max-unavailable,
 	// --max-restarts.
 	RestartVia     string
@@ -105,8 +101,8 @@ func NewCmdDashboard(flags *genericclioptions.ConfigFlags, streams genericioopti
 		Args:                  cobra.NoArgs,
 		RunE:                  runOptions(o),
 	}
-	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
+	addSelectionFlags(fs, &o.Selection)
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a refresh waits for its consumers to be current.")
 	addRestartFlags(fs, &o.RestartVia, &o.MaxUnavailable, &o.MaxRestarts)
 	o.Verify.AddFlags(cmd.Flags(), false)
@@ -147,8 +143,8 @@ func (o *DashboardOptions) Validate() error {
 	if o.Timeout <= 0 {
 		return usageError("--timeout must be positive, got %s", o.Timeout)
 	}
-	if _, err := labels.Parse(o.Selector); err != nil {
-		return usageError("invalid -l %q: %v", o.Selector, err)
+	if err := o.validateSelector(); err != nil {
+		return err
 	}
 	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, o.MaxRestarts); err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -74,18 +73,15 @@ type RefreshOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
-	AllNamespaces bool
-	Selector      string
-	Secrets       bool
-	IncludeSystem bool
-	Strategy      string
-	DryRun        string
-	Yes           bool
-	MaxRestarts   int
-	Wait          bool
-	Timeout       time.Duration
-	Output        string
-	Verify        VerifyFlags
+	Selection
+	Strategy    string
+	DryRun      string
+	Yes         bool
+	MaxRestarts int
+	Wait        bool
+	Timeout     time.Duration
+	Output      string
+	Verify      VerifyFlags
 	// RestartVia is --restart-via (template or evict); MaxUnavailable how
 	// many pods of a workload are evicted at once.
 	RestartVia     string
@@ -133,8 +129,8 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 		Example:               refreshExample,
 		RunE:                  runOptions(o),
 	}
-	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
+	addSelectionFlags(fs, &o.Selection)
 	fs.StringVar(&o.Strategy, "strategy", o.Strategy, "auto: annotate pods with a pending mount and restart workloads with a stale env or subPath consumer; annotate: only annotate pods; restart: roll out every owning workload.")
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: observe the pods the plan depends on (read-only execs into those with env or subPath uses, as --verify does; none with --strategy restart), print the plan, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
@@ -229,10 +225,8 @@ func (o *RefreshOptions) verifyOptions() inspect.VerifyOptions {
 
 // Validate checks flags and arguments.
 func (o *RefreshOptions) Validate() error {
-	// before anything is read: a bad -l is a usage error, not the API
-	// server's
-	if _, err := labels.Parse(o.Selector); err != nil {
-		return usageError("invalid -l %q: %v", o.Selector, err)
+	if err := o.validateSelector(); err != nil {
+		return err
 	}
 	if !slices.Contains(refresh.Strategies, refresh.Strategy(o.Strategy)) {
 		return usageError("invalid --strategy %q: must be one of auto, annotate, restart", o.Strategy)
@@ -243,8 +237,8 @@ func (o *RefreshOptions) Validate() error {
 	if err := validateOutput(o.Output, refreshFormats); err != nil {
 		return err
 	}
-	if o.AllNamespaces && len(o.Names) > 0 {
-		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	if err := o.validateNames(o.Names); err != nil {
+		return err
 	}
 	if o.Timeout <= 0 {
 		return usageError("--timeout must be positive, got %s", o.Timeout)

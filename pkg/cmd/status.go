@@ -58,13 +58,10 @@ type StatusOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
+	Selection
 	Output        string
 	GroupBy       string
-	AllNamespaces bool
-	Selector      string
-	Secrets       bool
 	Unused        bool
-	IncludeSystem bool
 	NoHeaders     bool
 	Check         bool
 	KubeletConfig bool
@@ -102,8 +99,8 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		Example:               statusExample,
 		RunE:                  runOptions(o),
 	}
-	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
+	addSelectionFlags(fs, &o.Selection)
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml).")
 	fs.StringVar(&o.GroupBy, "group-by", groupByPod, "Table rows: pod (one row per use) or workload (one row per object, workload, container and mode, with N/M pods).")
 	fs.BoolVar(&o.Unused, "unused", false, "Also show ConfigMaps (and Secrets) that no pod consumes.")
@@ -112,15 +109,6 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 	fs.BoolVar(&o.KubeletConfig, "kubelet-config", false, "Read each node's kubelet configuration (/configz) for the real sync period and strategy; needs get on nodes/proxy.")
 	o.Verify.AddFlags(fs, true)
 	return cmd
-}
-
-// addSelectionFlags registers the flags every command shares to pick objects.
-func addSelectionFlags(cmd *cobra.Command, all *bool, selector *string, secrets, system *bool) {
-	fs := cmd.Flags()
-	fs.BoolVarP(all, "all-namespaces", "A", false, "Look in all namespaces.")
-	fs.StringVarP(selector, "selector", "l", "", "Only pods matching this label selector (e.g. -l app=web).")
-	fs.BoolVar(secrets, "secrets", false, "Include Secrets (their values are never printed).")
-	fs.BoolVar(system, "include-system", false, "Show system ConfigMaps projected into every pod (kube-root-ca.crt).")
 }
 
 // Complete resolves the namespace, the names and the client.
@@ -169,8 +157,8 @@ func (o *StatusOptions) Validate() error {
 	default:
 		return usageError("invalid --group-by %q: use pod or workload", o.GroupBy)
 	}
-	if o.AllNamespaces && len(o.Names) > 0 {
-		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	if err := o.validateNames(o.Names); err != nil {
+		return err
 	}
 	return o.Verify.Validate()
 }

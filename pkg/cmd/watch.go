@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -75,10 +74,7 @@ type WatchOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
-	AllNamespaces         bool
-	Selector              string
-	Secrets               bool
-	IncludeSystem         bool
+	Selection
 	DryRun                string
 	SyncExisting          bool
 	RequireOptIn          bool
@@ -129,8 +125,8 @@ func NewCmdWatch(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 // addFlags registers the flags watch and controller share (controller:
 // the in-cluster defaults' wording).
 func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
-	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
+	addSelectionFlags(fs, &o.Selection)
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: log the changes and what would be done, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
 	if controller {
@@ -175,8 +171,8 @@ func (o *WatchOptions) Complete(args []string) error {
 
 // Validate checks flags and arguments.
 func (o *WatchOptions) Validate() error {
-	if _, err := labels.Parse(o.Selector); err != nil {
-		return usageError("invalid -l %q: %v", o.Selector, err)
+	if err := o.validateSelector(); err != nil {
+		return err
 	}
 	if err := validateDryRun(o.DryRun); err != nil {
 		return err
@@ -184,8 +180,8 @@ func (o *WatchOptions) Validate() error {
 	if err := validateOutput(o.Output, []string{"", "json"}); err != nil {
 		return err
 	}
-	if o.AllNamespaces && len(o.Names) > 0 {
-		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	if err := o.validateNames(o.Names); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		name string
