@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -54,7 +53,7 @@ var (
 
 // DashboardOptions holds the flags and state of `kubectl cmsync dashboard`.
 type DashboardOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
 	Selection
@@ -67,22 +66,18 @@ type DashboardOptions struct {
 	MaxRestarts    int
 
 	// Set by Complete.
-	Namespace  string
-	Context    string
-	Client     kubernetes.Interface
-	RESTConfig *rest.Config
-	Executor   containerread.Executor
+	Context  string
+	Executor containerread.Executor
 	// Access and Patcher replace the client's (tests); nil: the client's.
 	Access  refresh.AccessReviewer
 	Patcher refresh.Patcher
-	Now     func() time.Time
 	// ProgramOptions are added to the Bubble Tea program's (tests).
 	ProgramOptions []tea.ProgramOption
 }
 
 // NewDashboardOptions returns options with defaults.
 func NewDashboardOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DashboardOptions {
-	o := &DashboardOptions{ConfigFlags: flags, IOStreams: streams, Timeout: 5 * time.Minute, Now: apiClock.Now,
+	o := &DashboardOptions{Connection: newConnection(flags), IOStreams: streams, Timeout: 5 * time.Minute,
 		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, MaxRestarts: -1}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
@@ -114,23 +109,17 @@ func (o *DashboardOptions) Complete(args []string) error {
 	if len(args) > 0 {
 		return usageError("dashboard takes no arguments, got %q\nSee 'kubectl cmsync dashboard --help' for usage.", args)
 	}
-	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
-	if err != nil {
+	if _, err := o.complete(o.AllNamespaces, nil, o.Client == nil); err != nil {
 		return err
 	}
-	o.Namespace = ns
 	if raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
 		o.Context = raw.CurrentContext
 		if o.ConfigFlags.Context != nil && *o.ConfigFlags.Context != "" {
 			o.Context = *o.ConfigFlags.Context
 		}
 	}
-	if o.Client == nil {
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
-	}
 	if o.Executor == nil {
+		var err error
 		if o.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
 			return err
 		}
@@ -191,15 +180,11 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 
 // TUIOptions are the dashboard model's options over these flags.
 func (o *DashboardOptions) TUIOptions() tui.Options {
-	server := ""
-	if o.RESTConfig != nil {
-		server = o.RESTConfig.Host
-	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	return tui.Options{
 		Scope:   tui.Scope{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem},
-		Context: o.Context, Server: server, Now: o.Now, Timeout: o.Timeout,
+		Context: o.Context, Server: o.host(), Now: o.Now, Timeout: o.Timeout,
 		NewFeed: func(s tui.Scope) *tui.Feed { return tui.NewFeed(o.Client, s, o.Now) },
 		Actions: &dashboardActions{o: o, hmacKey: key},
 	}

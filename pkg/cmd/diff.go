@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -58,7 +56,7 @@ var (
 
 // DiffOptions holds the flags and state of `kubectl cmsync diff`.
 type DiffOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
 	Pod              string
@@ -69,10 +67,7 @@ type DiffOptions struct {
 	Verify           VerifyFlags
 
 	// Set by Complete.
-	Namespace    string
 	Key          inspect.ObjectKey
-	Client       kubernetes.Interface
-	RESTConfig   *rest.Config
 	Color        bool
 	ExternalDiff string
 	// HMACKey is the per-run key of secret fingerprints (random).
@@ -83,7 +78,7 @@ type DiffOptions struct {
 
 // NewDiffOptions returns options with defaults.
 func NewDiffOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DiffOptions {
-	return &DiffOptions{ConfigFlags: flags, IOStreams: streams}
+	return &DiffOptions{Connection: newConnection(flags), IOStreams: streams}
 }
 
 // NewCmdDiff builds `kubectl cmsync diff`.
@@ -113,21 +108,12 @@ func (o *DiffOptions) Complete(args []string) error {
 	if len(args) != 1 {
 		return usageError("diff needs exactly one NAME (configmap/NAME or secret/NAME), got %d\nSee 'kubectl cmsync diff --help' for usage.", len(args))
 	}
-	ns, err := resolveNamespace(o.ConfigFlags, false)
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	keys, err := parseNames(args, ns)
+	keys, err := o.complete(false, args, o.LoadSnapshot == nil)
 	if err != nil {
 		return err
 	}
 	o.Key = keys[0]
 	if o.LoadSnapshot == nil {
-		var err error
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
 		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
 			return inspect.Load(ctx, o.Client, lo)
 		}
@@ -153,17 +139,13 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	server := "(unknown server)"
-	if o.RESTConfig != nil {
-		server = o.RESTConfig.Host
-	}
 	secret := o.Key.Kind == inspect.KindSecret
 	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret || o.Secrets, Nodes: true})
 	if err != nil {
-		return explainAPIError(err, server, o.Namespace)
+		return explainAPIError(err, o.server(), o.Namespace)
 	}
 	if le := deniedResource(snap, "secrets"); le != nil && secret {
-		return explainAPIError(le, server, o.Namespace) // the Secret asked for is unreadable
+		return explainAPIError(le, o.server(), o.Namespace) // the Secret asked for is unreadable
 	}
 	for _, n := range deniedNotes(snap) {
 		fmt.Fprintln(o.ErrOut, n)

@@ -1,8 +1,14 @@
 package cmd
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -39,4 +45,73 @@ func (s *Selection) validateNames(names []inspect.ObjectKey) error {
 		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
 	}
 	return nil
+}
+
+// Connection is what the commands that read the cluster make of the
+// kubeconfig flags: the namespace, the client and the clock.
+type Connection struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+
+	// Set by Complete.
+	Namespace  string
+	Client     kubernetes.Interface
+	RESTConfig *rest.Config
+	// Now is the API server's clock (apiClock): ages and deadlines are
+	// compared with times the cluster wrote. Tests replace it.
+	Now func() time.Time
+}
+
+func newConnection(flags *genericclioptions.ConfigFlags) Connection {
+	return Connection{ConfigFlags: flags, Now: apiClock.Now}
+}
+
+// complete is the start of every Complete that reads the cluster: the
+// namespace from -n or the kubeconfig context ("" with all namespaces),
+// the objects args name in it and, when connect, the client and its REST
+// config.
+func (c *Connection) complete(all bool, args []string, connect bool) ([]inspect.ObjectKey, error) {
+	ns, err := resolveNamespace(c.ConfigFlags, all)
+	if err != nil {
+		return nil, err
+	}
+	c.Namespace = ns
+	names, err := parseNames(args, ns)
+	if err != nil {
+		return nil, err
+	}
+	if connect {
+		if c.RESTConfig, c.Client, err = newClient(c.ConfigFlags); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// host is the API server's URL, "" before Complete connects.
+func (c *Connection) host() string {
+	if c.RESTConfig == nil {
+		return ""
+	}
+	return c.RESTConfig.Host
+}
+
+// server names the API server in error messages.
+func (c *Connection) server() string {
+	if c.RESTConfig == nil {
+		return "(unknown server)"
+	}
+	return c.host()
+}
+
+// resolveNamespace returns the namespace from -n or the kubeconfig context,
+// or "" with -A.
+func resolveNamespace(flags *genericclioptions.ConfigFlags, all bool) (string, error) {
+	if all {
+		return "", nil
+	}
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("cannot read the kubeconfig: %w\nFix it, or point --kubeconfig (or KUBECONFIG) at a valid one", err)
+	}
+	return ns, nil
 }

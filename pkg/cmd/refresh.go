@@ -16,8 +16,6 @@ import (
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
@@ -70,7 +68,7 @@ var refreshFormats = []string{"", "wide", "json", "yaml"}
 
 // RefreshOptions holds the flags and state of `kubectl cmsync refresh`.
 type RefreshOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
 	Selection
@@ -88,20 +86,16 @@ type RefreshOptions struct {
 	MaxUnavailable int
 
 	// Set by Complete.
-	Namespace  string
-	Names      []inspect.ObjectKey
-	Client     kubernetes.Interface
-	RESTConfig *rest.Config
-	Executor   containerread.Executor
-	Workloads  refresh.Workloads
-	Patcher    refresh.Patcher
-	Evictor    refresh.Evictor
-	Rollouts   refresh.RolloutChecker
-	Verifier   refresh.Verifier
+	Names     []inspect.ObjectKey
+	Executor  containerread.Executor
+	Workloads refresh.Workloads
+	Patcher   refresh.Patcher
+	Evictor   refresh.Evictor
+	Rollouts  refresh.RolloutChecker
+	Verifier  refresh.Verifier
 	// Access checks the plan's permissions before anything is sent (nil:
 	// no check).
 	Access refresh.AccessReviewer
-	Now    func() time.Time
 	// StdinTerminal and ErrTerminal tell whether a person is there to ask
 	// and to show progress to.
 	StdinTerminal bool
@@ -110,8 +104,8 @@ type RefreshOptions struct {
 
 // NewRefreshOptions returns options with defaults.
 func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RefreshOptions {
-	o := &RefreshOptions{ConfigFlags: flags, IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
-		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute, Now: apiClock.Now,
+	o := &RefreshOptions{Connection: newConnection(flags), IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
+		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute,
 		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1}
 	// the verify flags' defaults, from the one place that declares them
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
@@ -176,19 +170,9 @@ func validateRestartFlags(via string, maxUnavailable, maxRestarts int) error {
 
 // Complete resolves namespace, names and the cluster edges.
 func (o *RefreshOptions) Complete(args []string) error {
-	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
-	if err != nil {
+	var err error
+	if o.Names, err = o.complete(o.AllNamespaces, args, o.Client == nil); err != nil {
 		return err
-	}
-	o.Namespace = ns
-	if o.Names, err = parseNames(args, ns); err != nil {
-		return err
-	}
-	if o.Client == nil {
-		var err error
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
 	}
 	if o.Executor == nil {
 		ex, err := o.Verify.executor(o.RESTConfig)
@@ -303,13 +287,6 @@ func (o *RefreshOptions) selection(ctx context.Context) (*inspect.Snapshot, []in
 		return nil, nil, explainNotFound(err)
 	}
 	return snap, items, nil
-}
-
-func (o *RefreshOptions) server() string {
-	if o.RESTConfig != nil {
-		return o.RESTConfig.Host
-	}
-	return "(unknown server)"
 }
 
 // refresher is the refresh engine over these flags and cluster edges.

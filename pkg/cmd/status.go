@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -55,7 +53,7 @@ var statusFormats = []string{"", "wide", "json", "yaml"}
 
 // StatusOptions holds the flags and state of `kubectl cmsync status`.
 type StatusOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
 	Selection
@@ -70,11 +68,7 @@ type StatusOptions struct {
 	Args []string
 
 	// Set by Complete.
-	Namespace  string
-	Names      []inspect.ObjectKey
-	Client     kubernetes.Interface
-	RESTConfig *rest.Config
-	Now        func() time.Time
+	Names []inspect.ObjectKey
 
 	// LoadSnapshot reads the cluster; tests replace it.
 	LoadSnapshot func(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error)
@@ -82,7 +76,7 @@ type StatusOptions struct {
 
 // NewStatusOptions returns options with defaults.
 func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
-	o := &StatusOptions{ConfigFlags: flags, IOStreams: streams, Now: apiClock.Now}
+	o := &StatusOptions{Connection: newConnection(flags), IOStreams: streams}
 	// The verify flags' defaults, from the one place that declares them.
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), true)
 	return o
@@ -114,19 +108,11 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 // Complete resolves the namespace, the names and the client.
 func (o *StatusOptions) Complete(args []string) error {
 	o.Args = args
-	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	if o.Names, err = parseNames(args, ns); err != nil {
+	var err error
+	if o.Names, err = o.complete(o.AllNamespaces, args, o.LoadSnapshot == nil); err != nil {
 		return err
 	}
 	if o.LoadSnapshot == nil {
-		var err error
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
 		mc, err := metadata.NewForConfig(o.RESTConfig)
 		if err != nil {
 			return err
@@ -259,13 +245,6 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *StatusOptions) server() string {
-	if o.RESTConfig != nil {
-		return o.RESTConfig.Host
-	}
-	return "(unknown server)"
-}
-
 func noConsumersMessage(ns string, secrets bool) string {
 	what := "ConfigMaps"
 	if secrets {
@@ -300,19 +279,6 @@ func CheckFailures(items []inspect.Use, verified bool) []string {
 		out = append(out, fmt.Sprintf("%s/%s pod/%s %s %s (namespace %s): %s: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Pod.Name, it.ContainerName(), it.Mode, it.Object.Namespace, why, render.Reason(it)))
 	}
 	return out
-}
-
-// resolveNamespace returns the namespace from -n or the kubeconfig context,
-// or "" with -A.
-func resolveNamespace(flags *genericclioptions.ConfigFlags, all bool) (string, error) {
-	if all {
-		return "", nil
-	}
-	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return "", fmt.Errorf("cannot read the kubeconfig: %w\nFix it, or point --kubeconfig (or KUBECONFIG) at a valid one", err)
-	}
-	return ns, nil
 }
 
 // parseNames turns NAME, configmap/NAME, cm/NAME and secret/NAME into keys.

@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
@@ -71,7 +69,7 @@ var (
 
 // WatchOptions holds the flags and state of `kubectl cmsync watch`.
 type WatchOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
 	Selection
@@ -89,19 +87,15 @@ type WatchOptions struct {
 	Verify                VerifyFlags
 
 	// Set by Complete.
-	Namespace  string
-	Names      []inspect.ObjectKey
-	Client     kubernetes.Interface
-	RESTConfig *rest.Config
-	Executor   containerread.Executor
-	Now        func() time.Time
+	Names    []inspect.ObjectKey
+	Executor containerread.Executor
 }
 
 // NewWatchOptions returns options with defaults.
 func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
-	o := &WatchOptions{ConfigFlags: flags, IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
+	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
 		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, Timeout: 5 * time.Minute,
-		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, Now: apiClock.Now}
+		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
 }
@@ -148,18 +142,9 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 
 // Complete resolves namespace, names and the client.
 func (o *WatchOptions) Complete(args []string) error {
-	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
-	if err != nil {
+	var err error
+	if o.Names, err = o.complete(o.AllNamespaces, args, o.Client == nil); err != nil {
 		return err
-	}
-	o.Namespace = ns
-	if o.Names, err = parseNames(args, ns); err != nil {
-		return err
-	}
-	if o.Client == nil {
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
 	}
 	if o.Executor == nil {
 		if o.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
@@ -250,11 +235,4 @@ func (o *WatchOptions) print(e reconcile.Event) {
 		}
 	}
 	fmt.Fprintln(o.Out, render.WatchLine(e))
-}
-
-func (o *WatchOptions) server() string {
-	if o.RESTConfig != nil {
-		return o.RESTConfig.Host
-	}
-	return "(unknown server)"
 }
