@@ -72,7 +72,7 @@ type DiffOptions struct {
 	ExternalDiff string
 	// HMACKey is the per-run key of secret fingerprints (random).
 	HMACKey []byte
-	// LoadSnapshot reads the cluster; tests replace it.
+	// LoadSnapshot reads the cluster (nil: the client); tests set it.
 	LoadSnapshot func(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error)
 }
 
@@ -113,11 +113,6 @@ func (o *DiffOptions) Complete(args []string) error {
 		return err
 	}
 	o.Key = keys[0]
-	if o.LoadSnapshot == nil {
-		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
-			return inspect.Load(ctx, o.Client, lo)
-		}
-	}
 	o.Color = isTerminal(o.Out) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	o.ExternalDiff = os.Getenv("KUBECTL_EXTERNAL_DIFF")
 	if o.HMACKey == nil {
@@ -140,15 +135,10 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	secret := o.Key.Kind == inspect.KindSecret
-	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret || o.Secrets, Nodes: true})
+	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret || o.Secrets, Nodes: true}
+	snap, err := o.loadSnapshot(ctx, o.LoadSnapshot, lo, secret, o.ErrOut)
 	if err != nil {
-		return explainAPIError(err, o.server(), o.Namespace)
-	}
-	if le := deniedResource(snap, "secrets"); le != nil && secret {
-		return explainAPIError(le, o.server(), o.Namespace) // the Secret asked for is unreadable
-	}
-	for _, n := range deniedNotes(snap) {
-		fmt.Fprintln(o.ErrOut, n)
+		return err
 	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{o.Key}, Secrets: secret, IncludeSystem: true})
 	if err != nil {

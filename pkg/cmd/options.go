@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -85,6 +87,30 @@ func (c *Connection) complete(all bool, args []string, connect bool) ([]inspect.
 		}
 	}
 	return names, nil
+}
+
+// loadSnapshot reads the cluster with load (nil: inspect.Load over the
+// client) and says what RBAC kept from being read: a failed read, or the
+// Secrets a command names (namedSecret) that cannot be listed, is an error
+// in kubectl's terms; every other kind denied is a note on errOut.
+func (c *Connection) loadSnapshot(ctx context.Context, load func(context.Context, inspect.LoadOptions) (*inspect.Snapshot, error),
+	lo inspect.LoadOptions, namedSecret bool, errOut io.Writer) (*inspect.Snapshot, error) {
+	if load == nil {
+		load = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
+			return inspect.Load(ctx, c.Client, lo)
+		}
+	}
+	snap, err := load(ctx, lo)
+	if err != nil {
+		return nil, explainAPIError(err, c.server(), c.Namespace)
+	}
+	if le := deniedResource(snap, "secrets"); le != nil && namedSecret {
+		return nil, explainAPIError(le, c.server(), c.Namespace)
+	}
+	for _, n := range deniedNotes(snap) {
+		fmt.Fprintln(errOut, n)
+	}
+	return snap, nil
 }
 
 // host is the API server's URL, "" before Complete connects.

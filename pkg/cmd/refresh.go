@@ -272,15 +272,10 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 // objects, printing a note per kind RBAC kept from being read.
 func (o *RefreshOptions) selection(ctx context.Context) (*inspect.Snapshot, []inspect.Use, error) {
 	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
-	snap, err := inspect.Load(ctx, o.Client, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets})
+	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets}
+	snap, err := o.loadSnapshot(ctx, nil, lo, inspect.NamesSecret(o.Names), o.ErrOut)
 	if err != nil {
-		return nil, nil, explainAPIError(err, o.server(), o.Namespace)
-	}
-	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
-		return nil, nil, explainAPIError(le, o.server(), o.Namespace) // a Secret named but unreadable
-	}
-	for _, n := range deniedNotes(snap) {
-		fmt.Fprintln(o.ErrOut, n)
+		return nil, nil, err
 	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem})
 	if err != nil {

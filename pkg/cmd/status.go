@@ -193,15 +193,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	snap, err := o.LoadSnapshot(ctx, lo)
+	snap, err := o.loadSnapshot(ctx, o.LoadSnapshot, lo, inspect.NamesSecret(o.Names), o.ErrOut)
 	if err != nil {
-		return explainAPIError(err, o.server(), o.Namespace)
-	}
-	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
-		return explainAPIError(le, o.server(), o.Namespace) // a Secret named but unreadable
-	}
-	for _, n := range deniedNotes(snap) {
-		fmt.Fprintln(o.ErrOut, n)
+		return err
 	}
 	warnServerVersion(ctx, o.Client, o.ErrOut)
 	if o.KubeletConfig && o.Client != nil {
