@@ -59,11 +59,7 @@ type DashboardOptions struct {
 	Selection
 	Timeout time.Duration
 	Verify  VerifyFlags
-	// The refresh flags, as refresh's: --restart-via, --max-unavailable,
-	// --max-restarts.
-	RestartVia     string
-	MaxUnavailable int
-	MaxRestarts    int
+	RestartFlags
 
 	// Set by Complete.
 	Context  string
@@ -77,8 +73,7 @@ type DashboardOptions struct {
 
 // NewDashboardOptions returns options with defaults.
 func NewDashboardOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DashboardOptions {
-	o := &DashboardOptions{Connection: newConnection(flags), IOStreams: streams, Timeout: 5 * time.Minute,
-		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, MaxRestarts: -1}
+	o := &DashboardOptions{Connection: newConnection(flags), IOStreams: streams, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
 }
@@ -99,7 +94,7 @@ func NewCmdDashboard(flags *genericclioptions.ConfigFlags, streams genericioopti
 	fs := cmd.Flags()
 	addSelectionFlags(fs, &o.Selection)
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a refresh waits for its consumers to be current.")
-	addRestartFlags(fs, &o.RestartVia, &o.MaxUnavailable, &o.MaxRestarts)
+	o.RestartFlags.addFlags(fs, true)
 	o.Verify.AddFlags(cmd.Flags(), false)
 	return cmd
 }
@@ -135,7 +130,7 @@ func (o *DashboardOptions) Validate() error {
 	if err := o.validateSelector(); err != nil {
 		return err
 	}
-	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, o.MaxRestarts); err != nil {
+	if err := o.RestartFlags.validate(); err != nil {
 		return err
 	}
 	if !isTerminal(o.In) || !isTerminal(o.Out) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // Selection holds the flags that pick the objects and pods status, refresh,
@@ -45,6 +47,47 @@ func (s *Selection) validateSelector() error {
 func (s *Selection) validateNames(names []inspect.ObjectKey) error {
 	if s.AllNamespaces && len(names) > 0 {
 		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	}
+	return nil
+}
+
+// RestartFlags are how refresh, watch and the dashboard restart a workload
+// with a stale env or subPath consumer.
+type RestartFlags struct {
+	// RestartVia is --restart-via (template or evict); MaxUnavailable how
+	// many pods of a workload are evicted at once.
+	RestartVia     string
+	MaxUnavailable int
+	// MaxRestarts refuses a plan that restarts more workloads (-1: no
+	// limit).
+	MaxRestarts int
+}
+
+func defaultRestartFlags() RestartFlags {
+	return RestartFlags{RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, MaxRestarts: -1}
+}
+
+// addFlags registers --restart-via and --max-unavailable, and with
+// withLimit --max-restarts (watch has no limit: each round restarts what
+// it must, --max-concurrent-restarts at a time).
+func (r *RestartFlags) addFlags(fs *pflag.FlagSet, withLimit bool) {
+	if withLimit {
+		fs.IntVar(&r.MaxRestarts, "max-restarts", r.MaxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
+	}
+	fs.StringVar(&r.RestartVia, "restart-via", r.RestartVia, "How a workload with a stale env or subPath consumer is restarted. template: set kubectl.kubernetes.io/restartedAt on its pod template (kubectl rollout restart); evict: evict the consumers' pods through the Eviction API, honouring PodDisruptionBudgets, and never change the template (no GitOps drift).")
+	fs.IntVar(&r.MaxUnavailable, "max-unavailable", r.MaxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once; the next batch waits until their replacements are Ready.")
+}
+
+// validate checks the restart flags.
+func (r *RestartFlags) validate() error {
+	if r.MaxRestarts < -1 {
+		return usageError("--max-restarts must be -1 (no limit) or more, got %d", r.MaxRestarts)
+	}
+	if !slices.Contains(refresh.RestartVias, refresh.RestartVia(r.RestartVia)) {
+		return usageError("invalid --restart-via %q: must be one of template, evict", r.RestartVia)
+	}
+	if r.MaxUnavailable < 1 {
+		return usageError("--max-unavailable must be 1 or more, got %d", r.MaxUnavailable)
 	}
 	return nil
 }

@@ -72,18 +72,14 @@ type RefreshOptions struct {
 	genericiooptions.IOStreams
 
 	Selection
-	Strategy    string
-	DryRun      string
-	Yes         bool
-	MaxRestarts int
-	Wait        bool
-	Timeout     time.Duration
-	Output      string
-	Verify      VerifyFlags
-	// RestartVia is --restart-via (template or evict); MaxUnavailable how
-	// many pods of a workload are evicted at once.
-	RestartVia     string
-	MaxUnavailable int
+	RestartFlags
+	Strategy string
+	DryRun   string
+	Yes      bool
+	Wait     bool
+	Timeout  time.Duration
+	Output   string
+	Verify   VerifyFlags
 
 	// Set by Complete.
 	Names     []inspect.ObjectKey
@@ -105,8 +101,7 @@ type RefreshOptions struct {
 // NewRefreshOptions returns options with defaults.
 func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RefreshOptions {
 	o := &RefreshOptions{Connection: newConnection(flags), IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
-		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute,
-		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1}
+		RestartFlags: defaultRestartFlags(), Wait: true, Timeout: 5 * time.Minute}
 	// the verify flags' defaults, from the one place that declares them
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
@@ -132,17 +127,9 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	fs.BoolVar(&o.Wait, "wait", o.Wait, "Wait until every refreshed consumer is verified current.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml); wide names every consumer pod.")
-	addRestartFlags(fs, &o.RestartVia, &o.MaxUnavailable, &o.MaxRestarts)
+	o.RestartFlags.addFlags(fs, true)
 	o.Verify.AddFlags(fs, false)
 	return cmd
-}
-
-// addRestartFlags declares --restart-via, --max-unavailable and
-// --max-restarts, for refresh and the dashboard alike.
-func addRestartFlags(fs *pflag.FlagSet, via *string, maxUnavailable, maxRestarts *int) {
-	fs.IntVar(maxRestarts, "max-restarts", *maxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
-	fs.StringVar(via, "restart-via", *via, "How a workload with a stale env or subPath consumer is restarted. template: set kubectl.kubernetes.io/restartedAt on its pod template (kubectl rollout restart); evict: evict the consumers' pods through the Eviction API, honouring PodDisruptionBudgets, and never change the template (no GitOps drift).")
-	fs.IntVar(maxUnavailable, "max-unavailable", *maxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once; the next batch waits until their replacements are Ready.")
 }
 
 // validateDryRun checks --dry-run (refresh and watch).
@@ -152,20 +139,6 @@ func validateDryRun(v string) error {
 		return nil
 	}
 	return usageError(`invalid --dry-run %q: must be "none", "client", or "server"`, v)
-}
-
-// validateRestartFlags checks the flags of addRestartFlags.
-func validateRestartFlags(via string, maxUnavailable, maxRestarts int) error {
-	if maxRestarts < -1 {
-		return usageError("--max-restarts must be -1 (no limit) or more, got %d", maxRestarts)
-	}
-	if !slices.Contains(refresh.RestartVias, refresh.RestartVia(via)) {
-		return usageError("invalid --restart-via %q: must be one of template, evict", via)
-	}
-	if maxUnavailable < 1 {
-		return usageError("--max-unavailable must be 1 or more, got %d", maxUnavailable)
-	}
-	return nil
 }
 
 // Complete resolves namespace, names and the cluster edges.
@@ -227,7 +200,7 @@ func (o *RefreshOptions) Validate() error {
 	if o.Timeout <= 0 {
 		return usageError("--timeout must be positive, got %s", o.Timeout)
 	}
-	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, o.MaxRestarts); err != nil {
+	if err := o.RestartFlags.validate(); err != nil {
 		return err
 	}
 	return o.Verify.Validate()

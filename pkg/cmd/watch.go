@@ -73,6 +73,7 @@ type WatchOptions struct {
 	genericiooptions.IOStreams
 
 	Selection
+	RestartFlags
 	DryRun                string
 	SyncExisting          bool
 	RequireOptIn          bool
@@ -81,8 +82,6 @@ type WatchOptions struct {
 	MaxConcurrentRestarts int
 	RolloutWait           time.Duration
 	Timeout               time.Duration
-	RestartVia            string
-	MaxUnavailable        int
 	Output                string
 	Verify                VerifyFlags
 
@@ -94,8 +93,7 @@ type WatchOptions struct {
 // NewWatchOptions returns options with defaults.
 func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
 	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
-		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, Timeout: 5 * time.Minute,
-		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1}
+		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
 }
@@ -135,8 +133,7 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once; the others wait for the next round.")
 	fs.DurationVar(&o.RolloutWait, "rollout-wait", o.RolloutWait, "How long a change waits for a workload's rollout in progress before it is reported and left alone.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
-	fs.StringVar(&o.RestartVia, "restart-via", o.RestartVia, "How a workload with a stale env or subPath consumer is restarted: template (kubectl rollout restart) or evict (the Eviction API, honouring PodDisruptionBudgets; the template never changes).")
-	fs.IntVar(&o.MaxUnavailable, "max-unavailable", o.MaxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once.")
+	o.RestartFlags.addFlags(fs, false)
 	o.Verify.AddFlags(fs, false)
 }
 
@@ -182,7 +179,7 @@ func (o *WatchOptions) Validate() error {
 	if o.MaxConcurrentRestarts < 1 {
 		return usageError("--max-concurrent-restarts must be 1 or more, got %d", o.MaxConcurrentRestarts)
 	}
-	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, -1); err != nil {
+	if err := o.RestartFlags.validate(); err != nil {
 		return err
 	}
 	return o.Verify.Validate()
