@@ -251,13 +251,7 @@ func screenLine(l string) string {
 func (a *dashboardActions) refresher() *refresh.Refresher {
 	o := a.o
 	vo := a.verifyOptions()
-	cluster := refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector)
-	if o.Access != nil {
-		cluster.Access = o.Access
-	}
-	if o.Patcher != nil {
-		cluster.Patcher = o.Patcher
-	}
+	cluster := orClient(refresh.Cluster{Access: o.Access, Patcher: o.Patcher}, refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector))
 	return &refresh.Refresher{
 		Config: refresh.Config{Strategy: refresh.StrategyAuto, RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: o.MaxRestarts,
 			MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRunNone, Selector: o.Selector, Wait: true, Timeout: o.Timeout,

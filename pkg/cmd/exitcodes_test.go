@@ -167,7 +167,7 @@ func TestExitCodesAndMessages(t *testing.T) {
 			o, _, _ := staleEnvFixture(t)
 			var errOut bytes.Buffer
 			o.ErrOut, o.Yes = &errOut, true
-			o.Access = denyingReviewer{"deployments": true}
+			o.Cluster.Access = denyingReviewer{"deployments": true}
 			err := o.Run(context.Background())
 			return result{errOut.String() + ErrorText(err), err}
 		}, ExitFailure, "error: cannot refresh: the credentials lack permissions the plan needs; nothing was changed:\n" +

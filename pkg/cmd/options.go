@@ -92,6 +92,33 @@ func (r *RestartFlags) validate() error {
 	return nil
 }
 
+// orClient is c with each edge left nil taken from client (the client-go
+// adapters of refresh.ClientCluster).
+func orClient(c, client refresh.Cluster) refresh.Cluster {
+	if c.Executor == nil {
+		c.Executor = client.Executor
+	}
+	if c.Workloads == nil {
+		c.Workloads = client.Workloads
+	}
+	if c.Patcher == nil {
+		c.Patcher = client.Patcher
+	}
+	if c.Evictor == nil {
+		c.Evictor = client.Evictor
+	}
+	if c.Rollouts == nil {
+		c.Rollouts = client.Rollouts
+	}
+	if c.Verifier == nil {
+		c.Verifier = client.Verifier
+	}
+	if c.Access == nil {
+		c.Access = client.Access
+	}
+	return c
+}
+
 // Connection is what the commands that read the cluster make of the
 // kubeconfig flags: the namespace, the client and the clock.
 type Connection struct {

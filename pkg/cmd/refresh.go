@@ -18,7 +18,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
@@ -82,16 +81,10 @@ type RefreshOptions struct {
 	Verify   VerifyFlags
 
 	// Set by Complete.
-	Names     []inspect.ObjectKey
-	Executor  containerread.Executor
-	Workloads refresh.Workloads
-	Patcher   refresh.Patcher
-	Evictor   refresh.Evictor
-	Rollouts  refresh.RolloutChecker
-	Verifier  refresh.Verifier
-	// Access checks the plan's permissions before anything is sent (nil:
-	// no check).
-	Access refresh.AccessReviewer
+	Names []inspect.ObjectKey
+	// Cluster is how the refresh reaches the cluster: Complete sets each
+	// edge a test left nil to the client's adapter.
+	Cluster refresh.Cluster
 	// StdinTerminal and ErrTerminal tell whether a person is there to ask
 	// and to show progress to.
 	StdinTerminal bool
@@ -147,28 +140,12 @@ func (o *RefreshOptions) Complete(args []string) error {
 	if o.Names, err = o.complete(o.AllNamespaces, args, o.Client == nil); err != nil {
 		return err
 	}
-	if o.Executor == nil {
-		ex, err := o.Verify.executor(o.RESTConfig)
-		if err != nil {
+	if o.Cluster.Executor == nil {
+		if o.Cluster.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
 			return err
 		}
-		o.Executor = ex
 	}
-	if o.Patcher == nil {
-		o.Patcher = refresh.ClientPatcher{Client: o.Client}
-	}
-	if o.Evictor == nil {
-		o.Evictor = refresh.ClientEvictor{Client: o.Client}
-	}
-	if o.Rollouts == nil {
-		o.Rollouts = refresh.ClusterRollout{Client: o.Client}
-	}
-	if o.Access == nil {
-		o.Access = refresh.SelfAccessReviewer{Client: o.Client}
-	}
-	if o.Verifier == nil {
-		o.Verifier = &refresh.ClusterVerifier{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
-	}
+	o.Cluster = orClient(o.Cluster, refresh.ClientCluster(o.Client, o.Cluster.Executor, o.verifyOptions(), o.Secrets, o.Selector))
 	o.StdinTerminal = isTerminal(o.In)
 	o.ErrTerminal = isTerminal(o.ErrOut)
 	return nil
@@ -263,16 +240,15 @@ func (o *RefreshOptions) refresher() *refresh.Refresher {
 	if o.ErrTerminal {
 		vo.Progress = o.ErrOut
 	}
-	workloads := o.Workloads
-	if workloads == nil {
-		workloads = refresh.ClientWorkloads{Client: o.Client}
+	cluster := o.Cluster
+	if cluster.Workloads == nil {
+		cluster.Workloads = refresh.ClientWorkloads{Client: o.Client}
 	}
 	return &refresh.Refresher{
 		Config: refresh.Config{Strategy: refresh.Strategy(o.Strategy), RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: o.MaxRestarts,
 			MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: o.Yes, Wait: o.Wait,
 			Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now},
-		Cluster: refresh.Cluster{Executor: o.Executor, Workloads: workloads, Patcher: o.Patcher, Evictor: o.Evictor,
-			Rollouts: o.Rollouts, Verifier: o.Verifier, Access: o.Access},
+		Cluster: cluster,
 	}
 }
 

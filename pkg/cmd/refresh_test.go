@@ -88,7 +88,7 @@ func staleEnvFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *bytes.Bu
 	p := &countingPatcher{}
 	out := &bytes.Buffer{}
 	o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
-	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", fake.NewClientset(cm, dep, rs, pod), ex, p
+	o.Namespace, o.Client, o.Cluster.Executor, o.Cluster.Patcher = "ns", fake.NewClientset(cm, dep, rs, pod), ex, p
 	o.Output = "json"
 	return o, p, out
 }
@@ -148,7 +148,7 @@ func TestRefreshClientDryRunExecsOnlyWhenThePlanNeedsIt(t *testing.T) {
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatalf("Run() = %v", err)
 			}
-			execs := len(o.Executor.(*readtest.Executor).Calls)
+			execs := len(o.Cluster.Executor.(*readtest.Executor).Calls)
 			if (execs > 0) != tt.wantExecs {
 				t.Errorf("--dry-run=client --strategy %s made %d execs, want execs: %v", tt.strategy, execs, tt.wantExecs)
 			}
@@ -200,7 +200,7 @@ func staleStatefulSetFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *
 	p := &countingPatcher{}
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
 	o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
-	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", fake.NewClientset(objs...), ex, p
+	o.Namespace, o.Client, o.Cluster.Executor, o.Cluster.Patcher = "ns", fake.NewClientset(objs...), ex, p
 	o.Selector, o.Output, o.Wait = "statefulset.kubernetes.io/pod-name=db-2", "json", false
 	return o, p, out, errOut
 }
@@ -242,7 +242,7 @@ func TestRefreshEvictRetriesRefusalAndSendsNoPatch(t *testing.T) {
 	o, p, out, errOut := staleStatefulSetFixture(t)
 	o.RestartVia, o.Yes = string(refresh.RestartViaEvict), true
 	cs := o.Client.(*fake.Clientset)
-	o.Evictor = refresh.ClientEvictor{Client: cs}
+	o.Cluster.Evictor = refresh.ClientEvictor{Client: cs}
 	var evictions []string
 	cs.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "eviction" {
@@ -353,8 +353,8 @@ func TestRefreshAnnotatesVolumePodsWhileVerifyingTheOthers(t *testing.T) {
 			out := &bytes.Buffer{}
 			o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
 			client := fake.NewClientset(cm, vol, env)
-			o.Namespace, o.Client, o.Executor, o.Patcher, o.Yes, o.Output = "ns", client, ex, p, yes, "json"
-			o.Verifier = &refresh.ClusterVerifier{Client: client, Executor: inner, Verify: o.verifyOptions()}
+			o.Namespace, o.Client, o.Cluster.Executor, o.Cluster.Patcher, o.Yes, o.Output = "ns", client, ex, p, yes, "json"
+			o.Cluster.Verifier = &refresh.ClusterVerifier{Client: client, Executor: inner, Verify: o.verifyOptions()}
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out.String())
 			}
