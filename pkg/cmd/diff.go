@@ -206,17 +206,15 @@ type diffRenderer struct {
 	Redact *inspect.Redactor
 }
 
-type diffSummary = render.DiffSummary
-
 // render prints every result; ConfigMap files go through the external diff
 // program when one is set.
-func (r *diffRenderer) render(results []inspect.VerifiedUse, external string) (diffSummary, error) {
+func (r *diffRenderer) render(results []inspect.VerifiedUse, external string) (render.DiffSummary, error) {
 	d := render.Diff{Out: r.Out, ErrOut: r.ErrOut, Color: r.Color, HMACKey: r.HMACKey, ShowSecretValues: r.ShowSecretValues, Redact: r.Redact}
 	var ext *externalDiff
 	if external != "" {
 		var err error
 		if ext, err = newExternalDiff(); err != nil {
-			return diffSummary{}, err
+			return render.DiffSummary{}, err
 		}
 		defer ext.cleanup()
 		d.External = ext

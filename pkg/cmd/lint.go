@@ -16,6 +16,8 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/lint"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
@@ -199,11 +201,11 @@ func (o *LintOptions) lookUp(ctx context.Context, keys []inspect.ObjectKey) (map
 			resource = "secrets"
 		}
 		if apierrors.IsForbidden(l.Err) {
-			l.Err = fmt.Errorf("forbidden; a Role with this rule grants it: %s", RoleRule("get", resource))
+			l.Err = fmt.Errorf("forbidden; a Role with this rule grants it: %s", rbac.RoleRule("get", resource))
 			live[k] = l
 			continue
 		}
-		return nil, explainAPIError(&apiCallError{Verb: "get", Resource: resource, Namespace: k.Namespace, Name: k.Name, Err: l.Err}, o.server(), k.Namespace)
+		return nil, explainAPIError(&refresh.CallError{Verb: "get", Resource: resource, Namespace: k.Namespace, Name: k.Name, Err: l.Err}, o.server(), k.Namespace)
 	}
 	return live, nil
 }

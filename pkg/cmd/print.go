@@ -164,11 +164,3 @@ func printStatusTable(out io.Writer, items []inspect.Use, o printOptions) error 
 	return render.StatusTable(out, items, render.StatusOptions{Wide: o.Format == "wide", AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders,
 		Verify: o.Verify, Secrets: o.Secrets, Now: o.Now, ByWorkload: o.GroupBy == groupByWorkload})
 }
-
-// The cells of a use are render's. These names stay for the files of
-// pkg/cmd that print them (lint, dashboard) until they call render.
-func printableRow(cells ...string) string   { return render.Row(cells...) }
-func orNone(s string) string                { return render.OrNone(s) }
-func containerColumn(it inspect.Use) string { return render.Container(it) }
-func pathKeys(it inspect.Use) string        { return render.PathKeys(it) }
-func stateColumn(it inspect.Use) string     { return render.State(it) }
