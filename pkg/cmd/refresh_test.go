@@ -64,10 +64,10 @@ type countingPatcher struct {
 	sent []string
 }
 
-func (p *countingPatcher) Patch(_ context.Context, kind, _, name string, _ types.PatchType, _ []byte, _ bool) error {
+func (p *countingPatcher) Patch(_ context.Context, t refresh.Target, _ types.PatchType, _ []byte, _ bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sent = append(p.sent, kind+"/"+name)
+	p.sent = append(p.sent, t.Kind+"/"+t.Name)
 	return nil
 }
 
@@ -316,9 +316,9 @@ type signallingPatcher struct {
 	once sync.Once
 }
 
-func (p *signallingPatcher) Patch(ctx context.Context, kind, ns, name string, pt types.PatchType, patch []byte, dry bool) error {
-	err := p.countingPatcher.Patch(ctx, kind, ns, name, pt, patch, dry)
-	if kind == "Pod" && name == p.name {
+func (p *signallingPatcher) Patch(ctx context.Context, t refresh.Target, pt types.PatchType, patch []byte, dry bool) error {
+	err := p.countingPatcher.Patch(ctx, t, pt, patch, dry)
+	if t.Kind == "Pod" && t.Name == p.name {
 		p.once.Do(func() { close(p.open) })
 	}
 	return err

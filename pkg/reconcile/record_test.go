@@ -48,9 +48,9 @@ type patchLog struct {
 	patched []string
 }
 
-func (p *patchLog) Patch(ctx context.Context, kind, ns, name string, pt types.PatchType, patch []byte, dry bool) error {
-	p.patched = append(p.patched, kind+"/"+name)
-	return p.Patcher.Patch(ctx, kind, ns, name, pt, patch, dry)
+func (p *patchLog) Patch(ctx context.Context, t refresh.Target, pt types.PatchType, patch []byte, dry bool) error {
+	p.patched = append(p.patched, t.Kind+"/"+t.Name)
+	return p.Patcher.Patch(ctx, t, pt, patch, dry)
 }
 
 func resumeLoop(c kubernetes.Interface, events *[]Event) (*Loop, *patchLog) {

@@ -27,9 +27,9 @@ const (
 
 // Patcher is the I/O edge of apply: one patch of one object.
 type Patcher interface {
-	// Patch sends patch to the named object of kind (Pod, Deployment,
+	// Patch sends patch to the object t names (a Pod, Deployment,
 	// StatefulSet or DaemonSet). dryRun asks the server not to persist it.
-	Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, patch []byte, dryRun bool) error
+	Patch(ctx context.Context, t Target, pt types.PatchType, patch []byte, dryRun bool) error
 }
 
 // AnnotatePatch is the merge patch that bumps the refresh annotation and
@@ -147,7 +147,7 @@ func applyOne(ctx context.Context, p Patcher, r *Result, dry DryRun, now func() 
 		patch, pt = RestartPatch(t), types.StrategicMergePatchType
 	}
 	err := retry.OnError(Backoff, Retriable, func() error {
-		return p.Patch(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Name, pt, patch, dry == DryRunServer)
+		return p.Patch(ctx, r.Target, pt, patch, dry == DryRunServer)
 	})
 	switch {
 	case err != nil:

@@ -27,12 +27,12 @@ type recordingPatcher struct {
 	fails map[string][]error // name -> errors to return, in order
 }
 
-func (p *recordingPatcher) Patch(_ context.Context, kind, _, name string, pt types.PatchType, patch []byte, dryRun bool) error {
+func (p *recordingPatcher) Patch(_ context.Context, t Target, pt types.PatchType, patch []byte, dryRun bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sent = append(p.sent, sent{kind, name, pt, string(patch), dryRun})
-	if errs := p.fails[name]; len(errs) > 0 {
-		p.fails[name] = errs[1:]
+	p.sent = append(p.sent, sent{t.Kind, t.Name, pt, string(patch), dryRun})
+	if errs := p.fails[t.Name]; len(errs) > 0 {
+		p.fails[t.Name] = errs[1:]
 		return errs[0]
 	}
 	return nil

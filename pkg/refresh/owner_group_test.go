@@ -85,7 +85,7 @@ func TestAdaptersRefuseForeignKinds(t *testing.T) {
 	client, _ := kruiseCluster()
 	ctx := context.Background()
 	client.ClearActions()
-	if err := (ClientPatcher{Client: client}).Patch(ctx, "StatefulSet.apps.kruise.io", "ns", "db", types.MergePatchType, []byte(`{}`), false); err == nil {
+	if err := (ClientPatcher{Client: client}).Patch(ctx, Target{Kind: "StatefulSet.apps.kruise.io", Namespace: "ns", Name: "db"}, types.MergePatchType, []byte(`{}`), false); err == nil {
 		t.Error("ClientPatcher patched a StatefulSet of apps.kruise.io")
 	}
 	if _, _, err := (ClusterRollout{Client: client}).RolloutDone(ctx, "StatefulSet.apps.kruise.io", "ns", "db"); err == nil {
