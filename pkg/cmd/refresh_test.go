@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -289,25 +288,6 @@ func TestRefreshEvictRetriesRefusalAndSendsNoPatch(t *testing.T) {
 	}
 }
 
-// gatedExecutor holds every exec until open is closed (or a second passes).
-type gatedExecutor struct {
-	inner    containerread.Executor
-	open     chan struct{}
-	mu       sync.Mutex
-	timedOut bool
-}
-
-func (g *gatedExecutor) Exec(ctx context.Context, ns, pod, container string, argv []string, stdout, stderr io.Writer) error {
-	select {
-	case <-g.open:
-	case <-time.After(time.Second):
-		g.mu.Lock()
-		g.timedOut = true
-		g.mu.Unlock()
-	}
-	return g.inner.Exec(ctx, ns, pod, container, argv, stdout, stderr)
-}
-
 // signallingPatcher closes open at the first patch of pod name.
 type signallingPatcher struct {
 	countingPatcher
@@ -343,23 +323,32 @@ func TestRefreshAnnotatesVolumePodsWhileVerifyingTheOthers(t *testing.T) {
 				Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
 					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
 				Status: running}
-			inner := &readtest.Executor{Containers: map[string]*readtest.Container{
+			containers := map[string]*readtest.Container{
 				"ns/env/app": {Env: map[string]string{"K": "v1"}},
 				"ns/vol/app": {Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..2026_01_01_00_00_00.1", Files: map[string][]byte{"K": []byte("v1")}}}},
-			}}
+			}
+			// the observation's execs wait until the volume pod is patched
+			// (open is closed), or a second
 			open := make(chan struct{})
-			ex := &gatedExecutor{inner: inner, open: open}
+			var timedOut atomic.Bool
+			ex := &readtest.Executor{Containers: containers, Before: func() {
+				select {
+				case <-open:
+				case <-time.After(time.Second):
+					timedOut.Store(true)
+				}
+			}}
 			p := &signallingPatcher{name: "vol", open: open}
 			out := &bytes.Buffer{}
 			o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
 			client := fake.NewClientset(cm, vol, env)
 			o.Namespace, o.Client, o.Cluster.Executor, o.Cluster.Patcher, o.Yes, o.Output = "ns", client, ex, p, yes, "json"
-			o.Cluster.Verifier = &refresh.ClusterVerifier{Client: client, Executor: inner, Verify: o.verifyOptions()}
+			o.Cluster.Verifier = &refresh.ClusterVerifier{Client: client, Executor: &readtest.Executor{Containers: containers}, Verify: o.verifyOptions()}
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out.String())
 			}
-			if ex.timedOut == yes {
-				t.Errorf("--yes=%v: the observation exec waited for the volume pod's patch: %v (want %v)", yes, ex.timedOut, !yes)
+			if timedOut.Load() == yes {
+				t.Errorf("--yes=%v: the observation exec waited for the volume pod's patch: %v (want %v)", yes, timedOut.Load(), !yes)
 			}
 			if len(p.sent) != 1 || p.sent[0] != "Pod/vol" {
 				t.Errorf("patches %v, want only Pod/vol", p.sent)
