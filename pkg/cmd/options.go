@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -95,27 +96,13 @@ func (r *RestartFlags) validate() error {
 // orClient is c with each edge left nil taken from client (the client-go
 // adapters of refresh.ClientCluster).
 func orClient(c, client refresh.Cluster) refresh.Cluster {
-	if c.Executor == nil {
-		c.Executor = client.Executor
-	}
-	if c.Workloads == nil {
-		c.Workloads = client.Workloads
-	}
-	if c.Patcher == nil {
-		c.Patcher = client.Patcher
-	}
-	if c.Evictor == nil {
-		c.Evictor = client.Evictor
-	}
-	if c.Rollouts == nil {
-		c.Rollouts = client.Rollouts
-	}
-	if c.Verifier == nil {
-		c.Verifier = client.Verifier
-	}
-	if c.Access == nil {
-		c.Access = client.Access
-	}
+	c.Executor = cmp.Or(c.Executor, client.Executor)
+	c.Workloads = cmp.Or(c.Workloads, client.Workloads)
+	c.Patcher = cmp.Or(c.Patcher, client.Patcher)
+	c.Evictor = cmp.Or(c.Evictor, client.Evictor)
+	c.Rollouts = cmp.Or(c.Rollouts, client.Rollouts)
+	c.Verifier = cmp.Or(c.Verifier, client.Verifier)
+	c.Access = cmp.Or(c.Access, client.Access)
 	return c
 }
 
