@@ -15,10 +15,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -54,39 +52,27 @@ var (
 
 // DashboardOptions holds the flags and state of `kubectl cmsync dashboard`.
 type DashboardOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
-	AllNamespaces bool
-	Selector      string
-	Secrets       bool
-	IncludeSystem bool
-	Timeout       time.Duration
-	Verify        VerifyFlags
-	// The refresh flags, as refresh's: --restart-via, --max-unavailable,
-	// --max-restarts.
-	RestartVia     string
-	MaxUnavailable int
-	MaxRestarts    int
+	Selection
+	Timeout time.Duration
+	Verify  VerifyFlags
+	RestartFlags
 
 	// Set by Complete.
-	Namespace  string
-	Context    string
-	Client     kubernetes.Interface
-	RESTConfig *rest.Config
-	Executor   containerread.Executor
+	Context  string
+	Executor containerread.Executor
 	// Access and Patcher replace the client's (tests); nil: the client's.
 	Access  refresh.AccessReviewer
 	Patcher refresh.Patcher
-	Now     func() time.Time
 	// ProgramOptions are added to the Bubble Tea program's (tests).
 	ProgramOptions []tea.ProgramOption
 }
 
 // NewDashboardOptions returns options with defaults.
 func NewDashboardOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DashboardOptions {
-	o := &DashboardOptions{ConfigFlags: flags, IOStreams: streams, Timeout: 5 * time.Minute, Now: apiClock.Now,
-		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, MaxRestarts: -1}
+	o := &DashboardOptions{Connection: newConnection(flags), IOStreams: streams, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
 }
@@ -104,10 +90,10 @@ func NewCmdDashboard(flags *genericclioptions.ConfigFlags, streams genericioopti
 		Args:                  cobra.NoArgs,
 		RunE:                  runOptions(o),
 	}
-	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
+	addSelectionFlags(fs, &o.Selection)
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a refresh waits for its consumers to be current.")
-	addRestartFlags(fs, &o.RestartVia, &o.MaxUnavailable, &o.MaxRestarts)
+	o.RestartFlags.addFlags(fs, true)
 	o.Verify.AddFlags(cmd.Flags(), false)
 	return cmd
 }
@@ -117,23 +103,17 @@ func (o *DashboardOptions) Complete(args []string) error {
 	if len(args) > 0 {
 		return usageError("dashboard takes no arguments, got %q\nSee 'kubectl cmsync dashboard --help' for usage.", args)
 	}
-	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
-	if err != nil {
+	if _, err := o.complete(o.AllNamespaces, nil, o.Client == nil); err != nil {
 		return err
 	}
-	o.Namespace = ns
 	if raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
 		o.Context = raw.CurrentContext
 		if o.ConfigFlags.Context != nil && *o.ConfigFlags.Context != "" {
 			o.Context = *o.ConfigFlags.Context
 		}
 	}
-	if o.Client == nil {
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
-	}
 	if o.Executor == nil {
+		var err error
 		if o.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
 			return err
 		}
@@ -146,10 +126,10 @@ func (o *DashboardOptions) Validate() error {
 	if o.Timeout <= 0 {
 		return usageError("--timeout must be positive, got %s", o.Timeout)
 	}
-	if _, err := labels.Parse(o.Selector); err != nil {
-		return usageError("invalid -l %q: %v", o.Selector, err)
+	if err := o.validateSelector(); err != nil {
+		return err
 	}
-	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, o.MaxRestarts); err != nil {
+	if err := o.RestartFlags.validate(); err != nil {
 		return err
 	}
 	if !isTerminal(o.In) || !isTerminal(o.Out) {
@@ -194,15 +174,11 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 
 // TUIOptions are the dashboard model's options over these flags.
 func (o *DashboardOptions) TUIOptions() tui.Options {
-	server := ""
-	if o.RESTConfig != nil {
-		server = o.RESTConfig.Host
-	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	return tui.Options{
 		Scope:   tui.Scope{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem},
-		Context: o.Context, Server: server, Now: o.Now, Timeout: o.Timeout,
+		Context: o.Context, Server: o.host(), Now: o.Now, Timeout: o.Timeout,
 		NewFeed: func(s tui.Scope) *tui.Feed { return tui.NewFeed(o.Client, s, o.Now) },
 		Actions: &dashboardActions{o: o, hmacKey: key},
 	}
@@ -274,13 +250,7 @@ func screenLine(l string) string {
 func (a *dashboardActions) refresher() *refresh.Refresher {
 	o := a.o
 	vo := a.verifyOptions()
-	cluster := refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector)
-	if o.Access != nil {
-		cluster.Access = o.Access
-	}
-	if o.Patcher != nil {
-		cluster.Patcher = o.Patcher
-	}
+	cluster := orClient(refresh.Cluster{Access: o.Access, Patcher: o.Patcher}, refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector))
 	return &refresh.Refresher{
 		Config: refresh.Config{Strategy: refresh.StrategyAuto, RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: o.MaxRestarts,
 			MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRunNone, Selector: o.Selector, Wait: true, Timeout: o.Timeout,

@@ -57,8 +57,8 @@ func dashboardFixture(t *testing.T) (*dashboardActions, *inspect.Snapshot, *coun
 		t.Fatal(err)
 	}
 	o := NewDashboardOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
-	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", ro.Client, ro.Executor, p
-	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Executor: ro.Executor}
+	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", ro.Client, ro.Cluster.Executor, p
+	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Executor: ro.Cluster.Executor}
 	return &dashboardActions{o: o, hmacKey: []byte("k")}, snap, p
 }
 

@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -58,7 +56,7 @@ var (
 
 // DiffOptions holds the flags and state of `kubectl cmsync diff`.
 type DiffOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
 	Pod              string
@@ -69,21 +67,18 @@ type DiffOptions struct {
 	Verify           VerifyFlags
 
 	// Set by Complete.
-	Namespace    string
 	Key          inspect.ObjectKey
-	Client       kubernetes.Interface
-	RESTConfig   *rest.Config
 	Color        bool
 	ExternalDiff string
 	// HMACKey is the per-run key of secret fingerprints (random).
 	HMACKey []byte
-	// LoadSnapshot reads the cluster; tests replace it.
+	// LoadSnapshot reads the cluster (nil: the client); tests set it.
 	LoadSnapshot func(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error)
 }
 
 // NewDiffOptions returns options with defaults.
 func NewDiffOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DiffOptions {
-	return &DiffOptions{ConfigFlags: flags, IOStreams: streams}
+	return &DiffOptions{Connection: newConnection(flags), IOStreams: streams}
 }
 
 // NewCmdDiff builds `kubectl cmsync diff`.
@@ -113,25 +108,11 @@ func (o *DiffOptions) Complete(args []string) error {
 	if len(args) != 1 {
 		return usageError("diff needs exactly one NAME (configmap/NAME or secret/NAME), got %d\nSee 'kubectl cmsync diff --help' for usage.", len(args))
 	}
-	ns, err := resolveNamespace(o.ConfigFlags, false)
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	keys, err := parseNames(args, ns)
+	keys, err := o.complete(false, args, o.LoadSnapshot == nil)
 	if err != nil {
 		return err
 	}
 	o.Key = keys[0]
-	if o.LoadSnapshot == nil {
-		var err error
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
-		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
-			return inspect.Load(ctx, o.Client, lo)
-		}
-	}
 	o.Color = isTerminal(o.Out) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	o.ExternalDiff = os.Getenv("KUBECTL_EXTERNAL_DIFF")
 	if o.HMACKey == nil {
@@ -153,20 +134,11 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	server := "(unknown server)"
-	if o.RESTConfig != nil {
-		server = o.RESTConfig.Host
-	}
 	secret := o.Key.Kind == inspect.KindSecret
-	snap, err := o.LoadSnapshot(ctx, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret || o.Secrets, Nodes: true})
+	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret || o.Secrets, Nodes: true}
+	snap, err := o.loadSnapshot(ctx, o.LoadSnapshot, lo, secret, o.ErrOut)
 	if err != nil {
-		return explainAPIError(err, server, o.Namespace)
-	}
-	if le := deniedResource(snap, "secrets"); le != nil && secret {
-		return explainAPIError(le, server, o.Namespace) // the Secret asked for is unreadable
-	}
-	for _, n := range deniedNotes(snap) {
-		fmt.Fprintln(o.ErrOut, n)
+		return err
 	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{o.Key}, Secrets: secret, IncludeSystem: true})
 	if err != nil {
@@ -234,17 +206,15 @@ type diffRenderer struct {
 	Redact *inspect.Redactor
 }
 
-type diffSummary = render.DiffSummary
-
 // render prints every result; ConfigMap files go through the external diff
 // program when one is set.
-func (r *diffRenderer) render(results []inspect.VerifiedUse, external string) (diffSummary, error) {
+func (r *diffRenderer) render(results []inspect.VerifiedUse, external string) (render.DiffSummary, error) {
 	d := render.Diff{Out: r.Out, ErrOut: r.ErrOut, Color: r.Color, HMACKey: r.HMACKey, ShowSecretValues: r.ShowSecretValues, Redact: r.Redact}
 	var ext *externalDiff
 	if external != "" {
 		var err error
 		if ext, err = newExternalDiff(); err != nil {
-			return diffSummary{}, err
+			return render.DiffSummary{}, err
 		}
 		defer ext.cleanup()
 		d.External = ext

@@ -15,10 +15,6 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// RoleRule renders the RBAC rule that grants verb on resource (the group
-// from the permission table, pkg/rbac).
-func RoleRule(verb, resource string) string { return rbac.RoleRule(verb, resource) }
-
 // explainAPIError turns an error from the API server into one actionable
 // line: what failed, why, and what to do next. server names the API server.
 func explainAPIError(err error, server, namespace string) error {
@@ -26,7 +22,9 @@ func explainAPIError(err error, server, namespace string) error {
 		return nil
 	}
 	var le *inspect.ListError
-	var ce *apiCallError
+	// a failed call on one object (a workload read of the refresh engine,
+	// a get of lint --cluster): its Forbidden answer names the Role rule
+	var ce *refresh.CallError
 	verb, resource := "", ""
 	switch {
 	case errors.As(err, &le):
@@ -47,7 +45,7 @@ func explainAPIError(err error, server, namespace string) error {
 			return fmt.Errorf("forbidden: %v", err)
 		}
 		return fmt.Errorf("cannot %s %s %s: forbidden (%s)\nA %s with this rule grants it: %s",
-			verb, resource, where, apiMessage(err), kind, RoleRule(verb, resource))
+			verb, resource, where, apiMessage(err), kind, rbac.RoleRule(verb, resource))
 	case apierrors.IsTooManyRequests(err):
 		return fmt.Errorf("the API server at %s is throttling this client (429 Too Many Requests, API Priority and Fairness: %s) and still was after retries spaced by its Retry-After: retry later, raise --request-timeout to keep retrying longer, lower --concurrency, or ask the cluster's admins about the FlowSchema that matches your user", server, apiMessage(err))
 	case apierrors.IsServiceUnavailable(err):
@@ -110,11 +108,6 @@ func rootCause(err error) string {
 	}
 }
 
-// apiCallError is a failed call on one object (a workload read of the
-// refresh engine), kept apart like inspect.ListError so that a Forbidden
-// answer names the Role rule.
-type apiCallError = refresh.CallError
-
 // deniedNotes says, one line per kind, what RBAC kept Load from reading and
 // what the output does without it: Secrets skipped, owners unresolved,
 // default delays. Printed to stderr as "note: ..." lines.
@@ -130,7 +123,7 @@ func deniedNotes(snap *inspect.Snapshot) []string {
 		}
 		what := rbac.Without(le.Resource)
 		out = append(out, fmt.Sprintf("note: %s: cannot list %s%s (forbidden); a %s with this rule grants it: %s",
-			what, le.Resource, where, kind, RoleRule("list", le.Resource)))
+			what, le.Resource, where, kind, rbac.RoleRule("list", le.Resource)))
 	}
 	return out
 }

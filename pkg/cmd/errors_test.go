@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 )
 
 func forbiddenList(resource, group, ns string) error {
@@ -98,7 +99,7 @@ func TestRoleRule(t *testing.T) {
 		{"create", "pods/exec", `{apiGroups: [""], resources: ["pods/exec"], verbs: ["create"]}`},
 		{"list", "cronjobs", `{apiGroups: ["batch"], resources: ["cronjobs"], verbs: ["list"]}`},
 	} {
-		if got := RoleRule(c.verb, c.resource); got != c.want {
+		if got := rbac.RoleRule(c.verb, c.resource); got != c.want {
 			t.Errorf("RoleRule(%s, %s) = %s, want %s", c.verb, c.resource, got, c.want)
 		}
 	}

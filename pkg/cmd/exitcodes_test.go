@@ -90,6 +90,17 @@ func TestExitCodesAndMessages(t *testing.T) {
 			return result{errOut + ErrorText(err), err}
 		}
 	}
+	// runRefresh runs refresh on staleEnvFixture with the flags set sets.
+	runRefresh := func(set func(o *RefreshOptions)) func(t *testing.T) result {
+		return func(t *testing.T) result {
+			o, _, _ := staleEnvFixture(t)
+			var errOut bytes.Buffer
+			o.ErrOut = &errOut
+			set(o)
+			err := o.Run(context.Background())
+			return result{errOut.String() + ErrorText(err), err}
+		}
+	}
 	closed := func() string {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		addr := srv.Listener.Addr().String()
@@ -140,37 +151,13 @@ func TestExitCodesAndMessages(t *testing.T) {
 			_, errOut, err := runDiff(t, cfgKey, nil)
 			return result{errOut + ErrorText(err), err}
 		}, ExitCheck, ""},
-		{"refresh left consumers not current", func(t *testing.T) result {
-			o, _, _ := staleEnvFixture(t)
-			var errOut bytes.Buffer
-			o.ErrOut = &errOut
-			o.Strategy, o.Wait = "annotate", false
-			err := o.Run(context.Background())
-			return result{errOut.String() + ErrorText(err), err}
-		}, ExitCheck, "error: 1 actions left consumers not current:\n" +
+		{"refresh left consumers not current", runRefresh(func(o *RefreshOptions) { o.Strategy, o.Wait = "annotate", false }), ExitCheck, "error: 1 actions left consumers not current:\n" +
 			"  deployment/web: manual: env use is stale and stays so with --strategy annotate: restart the workload (--strategy auto or restart)\n"},
-		{"refused: restarts without a terminal", func(t *testing.T) result {
-			o, _, _ := staleEnvFixture(t)
-			var errOut bytes.Buffer
-			o.ErrOut = &errOut
-			err := o.Run(context.Background())
-			return result{errOut.String() + ErrorText(err), err}
-		}, ExitRefused, "error: refused: the plan restarts 1 workloads and stdin is not a terminal to confirm it; add --yes to proceed, or --strategy annotate to restart nothing\n"},
-		{"refused: over --max-restarts", func(t *testing.T) result {
-			o, _, _ := staleEnvFixture(t)
-			var errOut bytes.Buffer
-			o.ErrOut, o.MaxRestarts, o.Yes = &errOut, 0, true
-			err := o.Run(context.Background())
-			return result{errOut.String() + ErrorText(err), err}
-		}, ExitRefused, "error: refused: the plan restarts 1 workloads, more than --max-restarts=0; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing\n"},
-		{"forbidden: refresh lacks a permission", func(t *testing.T) result {
-			o, _, _ := staleEnvFixture(t)
-			var errOut bytes.Buffer
-			o.ErrOut, o.Yes = &errOut, true
-			o.Access = denyingReviewer{"deployments": true}
-			err := o.Run(context.Background())
-			return result{errOut.String() + ErrorText(err), err}
-		}, ExitFailure, "error: cannot refresh: the credentials lack permissions the plan needs; nothing was changed:\n" +
+		{"refused: restarts without a terminal", runRefresh(func(o *RefreshOptions) {}), ExitRefused, "error: refused: the plan restarts 1 workloads and stdin is not a terminal to confirm it; add --yes to proceed, or --strategy annotate to restart nothing\n"},
+		{"refused: over --max-restarts", runRefresh(func(o *RefreshOptions) { o.MaxRestarts, o.Yes = 0, true }), ExitRefused, "error: refused: the plan restarts 1 workloads, more than --max-restarts=0; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing\n"},
+		{"forbidden: refresh lacks a permission", runRefresh(func(o *RefreshOptions) {
+			o.Yes, o.Cluster.Access = true, denyingReviewer{"deployments": true}
+		}), ExitFailure, "error: cannot refresh: the credentials lack permissions the plan needs; nothing was changed:\n" +
 			"  patch deployments in namespace \"ns\" (for deployment/web): a Role with this rule grants it: {apiGroups: [\"apps\"], resources: [\"deployments\"], verbs: [\"patch\"]}\n" +
 			"The ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.\n"},
 		{"dashboard without a terminal", root(empty.URL, "dashboard"), ExitFailure, "error: the dashboard needs a terminal (stdin and stdout); for scripts use 'kubectl cmsync status --verify -o json'\n"},

@@ -12,11 +12,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/lint"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
@@ -55,7 +56,7 @@ var lintFormats = []string{"", "table", "wide", "json", "yaml", "github"}
 
 // LintOptions holds the flags and state of `kubectl cmsync lint`.
 type LintOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
 	Filenames []string
@@ -66,16 +67,14 @@ type LintOptions struct {
 	Cluster   bool
 	NoHeaders bool
 
-	// Set by Complete.
-	Namespace  string
-	RESTConfig *rest.Config
-	// Getter reads objects from the cluster (--cluster); tests replace it.
+	// Getter reads objects from the cluster (--cluster), set by Complete;
+	// tests replace it.
 	Getter lint.Getter
 }
 
 // NewLintOptions returns options with defaults.
 func NewLintOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LintOptions {
-	return &LintOptions{ConfigFlags: flags, IOStreams: streams}
+	return &LintOptions{Connection: newConnection(flags), IOStreams: streams}
 }
 
 // NewCmdLint builds `kubectl cmsync lint`.
@@ -118,11 +117,10 @@ func (o *LintOptions) Complete(args []string) error {
 		o.Check = true
 	}
 	if o.Cluster && o.Getter == nil {
-		cfg, cs, err := newClient(o.ConfigFlags)
-		if err != nil {
+		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
 			return err
 		}
-		o.RESTConfig, o.Getter = cfg, lint.ClientGetter{Client: cs}
+		o.Getter = lint.ClientGetter{Client: o.Client}
 	}
 	return nil
 }
@@ -203,20 +201,13 @@ func (o *LintOptions) lookUp(ctx context.Context, keys []inspect.ObjectKey) (map
 			resource = "secrets"
 		}
 		if apierrors.IsForbidden(l.Err) {
-			l.Err = fmt.Errorf("forbidden; a Role with this rule grants it: %s", RoleRule("get", resource))
+			l.Err = fmt.Errorf("forbidden; a Role with this rule grants it: %s", rbac.RoleRule("get", resource))
 			live[k] = l
 			continue
 		}
-		return nil, explainAPIError(&apiCallError{Verb: "get", Resource: resource, Namespace: k.Namespace, Name: k.Name, Err: l.Err}, o.server(), k.Namespace)
+		return nil, explainAPIError(&refresh.CallError{Verb: "get", Resource: resource, Namespace: k.Namespace, Name: k.Name, Err: l.Err}, o.server(), k.Namespace)
 	}
 	return live, nil
-}
-
-func (o *LintOptions) server() string {
-	if o.RESTConfig != nil {
-		return o.RESTConfig.Host
-	}
-	return "(unknown server)"
 }
 
 // parseErrors lists every manifest that cannot be read, one per line

@@ -175,11 +175,3 @@ func printStatusTable(out io.Writer, items []inspect.Use, o printOptions) error 
 	_, err := fmt.Fprintf(out, "\n%s\n", render.Summary(items, o.Verify))
 	return err
 }
-
-// The cells of a use are render's. These names stay for the files of
-// pkg/cmd that print them (lint, dashboard) until they call render.
-func printableRow(cells ...string) string   { return render.Row(cells...) }
-func orNone(s string) string                { return render.OrNone(s) }
-func containerColumn(it inspect.Use) string { return render.Container(it) }
-func pathKeys(it inspect.Use) string        { return render.PathKeys(it) }
-func stateColumn(it inspect.Use) string     { return render.State(it) }

@@ -94,7 +94,7 @@ func TestRefreshSaysWhichPermissionIsMissingFirst(t *testing.T) {
 	for _, dry := range []string{"none", "server"} {
 		o, p, out := staleEnvFixture(t)
 		o.Yes, o.DryRun = true, dry
-		o.Access = denyingReviewer{"deployments": true}
+		o.Cluster.Access = denyingReviewer{"deployments": true}
 		err := o.Run(context.Background())
 		want := `cannot refresh: the credentials lack permissions the plan needs; nothing was changed:
   patch deployments in namespace "ns" (for deployment/web): a Role with this rule grants it: {apiGroups: ["apps"], resources: ["deployments"], verbs: ["patch"]}
@@ -112,7 +112,7 @@ The ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what
 	// allowed: the patch is sent
 	o, p, _ := staleEnvFixture(t)
 	o.Yes, o.Wait = true, false
-	o.Access = denyingReviewer{"pods": true}
+	o.Cluster.Access = denyingReviewer{"pods": true}
 	if err := o.Run(context.Background()); err != nil || len(p.sent) != 1 {
 		t.Errorf("a restart the credentials allow: %v, sent %v", err, p.sent)
 	}

@@ -97,7 +97,7 @@ func TestNoSecretDataInAnyOutput(t *testing.T) {
 		for _, secrets := range []bool{false, true} {
 			out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
 			o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
-			o.Namespace, o.Client, o.Executor, o.Patcher = "ns", fake.NewClientset(objs...), ex, &countingPatcher{}
+			o.Namespace, o.Client, o.Cluster.Executor, o.Cluster.Patcher = "ns", fake.NewClientset(objs...), ex, &countingPatcher{}
 			o.Output, o.Secrets, o.DryRun = format, secrets, string(refresh.DryRunClient)
 			o.Strategy = string(refresh.StrategyRestart)
 			err := o.Run(context.Background())

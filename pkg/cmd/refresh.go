@@ -14,14 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -70,41 +66,24 @@ var refreshFormats = []string{"", "wide", "json", "yaml"}
 
 // RefreshOptions holds the flags and state of `kubectl cmsync refresh`.
 type RefreshOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
-	AllNamespaces bool
-	Selector      string
-	Secrets       bool
-	IncludeSystem bool
-	Strategy      string
-	DryRun        string
-	Yes           bool
-	MaxRestarts   int
-	Wait          bool
-	Timeout       time.Duration
-	Output        string
-	Verify        VerifyFlags
-	// RestartVia is --restart-via (template or evict); MaxUnavailable how
-	// many pods of a workload are evicted at once.
-	RestartVia     string
-	MaxUnavailable int
+	Selection
+	RestartFlags
+	Strategy string
+	DryRun   string
+	Yes      bool
+	Wait     bool
+	Timeout  time.Duration
+	Output   string
+	Verify   VerifyFlags
 
 	// Set by Complete.
-	Namespace  string
-	Names      []inspect.ObjectKey
-	Client     kubernetes.Interface
-	RESTConfig *rest.Config
-	Executor   containerread.Executor
-	Workloads  refresh.Workloads
-	Patcher    refresh.Patcher
-	Evictor    refresh.Evictor
-	Rollouts   refresh.RolloutChecker
-	Verifier   refresh.Verifier
-	// Access checks the plan's permissions before anything is sent (nil:
-	// no check).
-	Access refresh.AccessReviewer
-	Now    func() time.Time
+	Names []inspect.ObjectKey
+	// Cluster is how the refresh reaches the cluster: Complete sets each
+	// edge a test left nil to the client's adapter.
+	Cluster refresh.Cluster
 	// StdinTerminal and ErrTerminal tell whether a person is there to ask
 	// and to show progress to.
 	StdinTerminal bool
@@ -113,9 +92,8 @@ type RefreshOptions struct {
 
 // NewRefreshOptions returns options with defaults.
 func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RefreshOptions {
-	o := &RefreshOptions{ConfigFlags: flags, IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
-		MaxRestarts: -1, Wait: true, Timeout: 5 * time.Minute, Now: apiClock.Now,
-		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1}
+	o := &RefreshOptions{Connection: newConnection(flags), IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
+		RestartFlags: defaultRestartFlags(), Wait: true, Timeout: 5 * time.Minute}
 	// the verify flags' defaults, from the one place that declares them
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
@@ -132,8 +110,8 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 		Example:               refreshExample,
 		RunE:                  runOptions(o),
 	}
-	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
+	addSelectionFlags(fs, &o.Selection)
 	fs.StringVar(&o.Strategy, "strategy", o.Strategy, "auto: annotate pods with a pending mount and restart workloads with a stale env or subPath consumer; annotate: only annotate pods; restart: roll out every owning workload.")
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: observe the pods the plan depends on (read-only execs into those with env or subPath uses, as --verify does; none with --strategy restart), print the plan, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
@@ -141,17 +119,9 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	fs.BoolVar(&o.Wait, "wait", o.Wait, "Wait until every refreshed consumer is verified current.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml); wide names every consumer pod.")
-	addRestartFlags(fs, &o.RestartVia, &o.MaxUnavailable, &o.MaxRestarts)
+	o.RestartFlags.addFlags(fs, true)
 	o.Verify.AddFlags(fs, false)
 	return cmd
-}
-
-// addRestartFlags declares --restart-via, --max-unavailable and
-// --max-restarts, for refresh and the dashboard alike.
-func addRestartFlags(fs *pflag.FlagSet, via *string, maxUnavailable, maxRestarts *int) {
-	fs.IntVar(maxRestarts, "max-restarts", *maxRestarts, "Refuse a plan that restarts more workloads than this (-1: no limit).")
-	fs.StringVar(via, "restart-via", *via, "How a workload with a stale env or subPath consumer is restarted. template: set kubectl.kubernetes.io/restartedAt on its pod template (kubectl rollout restart); evict: evict the consumers' pods through the Eviction API, honouring PodDisruptionBudgets, and never change the template (no GitOps drift).")
-	fs.IntVar(maxUnavailable, "max-unavailable", *maxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once; the next batch waits until their replacements are Ready.")
 }
 
 // validateDryRun checks --dry-run (refresh and watch).
@@ -163,58 +133,18 @@ func validateDryRun(v string) error {
 	return usageError(`invalid --dry-run %q: must be "none", "client", or "server"`, v)
 }
 
-// validateRestartFlags checks the flags of addRestartFlags.
-func validateRestartFlags(via string, maxUnavailable, maxRestarts int) error {
-	if maxRestarts < -1 {
-		return usageError("--max-restarts must be -1 (no limit) or more, got %d", maxRestarts)
-	}
-	if !slices.Contains(refresh.RestartVias, refresh.RestartVia(via)) {
-		return usageError("invalid --restart-via %q: must be one of template, evict", via)
-	}
-	if maxUnavailable < 1 {
-		return usageError("--max-unavailable must be 1 or more, got %d", maxUnavailable)
-	}
-	return nil
-}
-
 // Complete resolves namespace, names and the cluster edges.
 func (o *RefreshOptions) Complete(args []string) error {
-	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
-	if err != nil {
+	var err error
+	if o.Names, err = o.complete(o.AllNamespaces, args, o.Client == nil); err != nil {
 		return err
 	}
-	o.Namespace = ns
-	if o.Names, err = parseNames(args, ns); err != nil {
-		return err
-	}
-	if o.Client == nil {
-		var err error
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
+	if o.Cluster.Executor == nil {
+		if o.Cluster.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
 			return err
 		}
 	}
-	if o.Executor == nil {
-		ex, err := o.Verify.executor(o.RESTConfig)
-		if err != nil {
-			return err
-		}
-		o.Executor = ex
-	}
-	if o.Patcher == nil {
-		o.Patcher = refresh.ClientPatcher{Client: o.Client}
-	}
-	if o.Evictor == nil {
-		o.Evictor = refresh.ClientEvictor{Client: o.Client}
-	}
-	if o.Rollouts == nil {
-		o.Rollouts = refresh.ClusterRollout{Client: o.Client}
-	}
-	if o.Access == nil {
-		o.Access = refresh.SelfAccessReviewer{Client: o.Client}
-	}
-	if o.Verifier == nil {
-		o.Verifier = &refresh.ClusterVerifier{Client: o.Client, Executor: o.Executor, Verify: o.verifyOptions(), Secrets: o.Secrets, PodSelector: o.Selector}
-	}
+	o.Cluster = orClient(o.Cluster, refresh.ClientCluster(o.Client, o.Cluster.Executor, o.verifyOptions(), o.Secrets, o.Selector))
 	o.StdinTerminal = isTerminal(o.In)
 	o.ErrTerminal = isTerminal(o.ErrOut)
 	return nil
@@ -228,10 +158,8 @@ func (o *RefreshOptions) verifyOptions() inspect.VerifyOptions {
 
 // Validate checks flags and arguments.
 func (o *RefreshOptions) Validate() error {
-	// before anything is read: a bad -l is a usage error, not the API
-	// server's
-	if _, err := labels.Parse(o.Selector); err != nil {
-		return usageError("invalid -l %q: %v", o.Selector, err)
+	if err := o.validateSelector(); err != nil {
+		return err
 	}
 	if !slices.Contains(refresh.Strategies, refresh.Strategy(o.Strategy)) {
 		return usageError("invalid --strategy %q: must be one of auto, annotate, restart", o.Strategy)
@@ -242,13 +170,13 @@ func (o *RefreshOptions) Validate() error {
 	if err := validateOutput(o.Output, refreshFormats); err != nil {
 		return err
 	}
-	if o.AllNamespaces && len(o.Names) > 0 {
-		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	if err := o.validateNames(o.Names); err != nil {
+		return err
 	}
 	if o.Timeout <= 0 {
 		return usageError("--timeout must be positive, got %s", o.Timeout)
 	}
-	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, o.MaxRestarts); err != nil {
+	if err := o.RestartFlags.validate(); err != nil {
 		return err
 	}
 	return o.Verify.Validate()
@@ -293,15 +221,10 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 // objects, printing a note per kind RBAC kept from being read.
 func (o *RefreshOptions) selection(ctx context.Context) (*inspect.Snapshot, []inspect.Use, error) {
 	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
-	snap, err := inspect.Load(ctx, o.Client, inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets})
+	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets}
+	snap, err := o.loadSnapshot(ctx, nil, lo, inspect.NamesSecret(o.Names), o.ErrOut)
 	if err != nil {
-		return nil, nil, explainAPIError(err, o.server(), o.Namespace)
-	}
-	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
-		return nil, nil, explainAPIError(le, o.server(), o.Namespace) // a Secret named but unreadable
-	}
-	for _, n := range deniedNotes(snap) {
-		fmt.Fprintln(o.ErrOut, n)
+		return nil, nil, err
 	}
 	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem})
 	if err != nil {
@@ -310,29 +233,21 @@ func (o *RefreshOptions) selection(ctx context.Context) (*inspect.Snapshot, []in
 	return snap, items, nil
 }
 
-func (o *RefreshOptions) server() string {
-	if o.RESTConfig != nil {
-		return o.RESTConfig.Host
-	}
-	return "(unknown server)"
-}
-
 // refresher is the refresh engine over these flags and cluster edges.
 func (o *RefreshOptions) refresher() *refresh.Refresher {
 	vo := o.verifyOptions()
 	if o.ErrTerminal {
 		vo.Progress = o.ErrOut
 	}
-	workloads := o.Workloads
-	if workloads == nil {
-		workloads = refresh.ClientWorkloads{Client: o.Client}
+	cluster := o.Cluster
+	if cluster.Workloads == nil {
+		cluster.Workloads = refresh.ClientWorkloads{Client: o.Client}
 	}
 	return &refresh.Refresher{
 		Config: refresh.Config{Strategy: refresh.Strategy(o.Strategy), RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: o.MaxRestarts,
 			MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: o.Yes, Wait: o.Wait,
 			Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now},
-		Cluster: refresh.Cluster{Executor: o.Executor, Workloads: workloads, Patcher: o.Patcher, Evictor: o.Evictor,
-			Rollouts: o.Rollouts, Verifier: o.Verifier, Access: o.Access},
+		Cluster: cluster,
 	}
 }
 

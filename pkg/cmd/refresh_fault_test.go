@@ -77,11 +77,11 @@ func TestRefreshWaitLosesTheAPIServerSaysWhatChanged(t *testing.T) {
 	run := func() (string, string, error) {
 		out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
 		o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
-		o.Client, o.Executor = client, ex
+		o.Client, o.Cluster.Executor = client, ex
 		if err := o.Complete(nil); err != nil {
 			t.Fatal(err)
 		}
-		o.Namespace, o.Access, o.Output, o.Timeout = "ns", denyingReviewer{}, "json", 2*time.Second
+		o.Namespace, o.Cluster.Access, o.Output, o.Timeout = "ns", denyingReviewer{}, "json", 2*time.Second
 		err := o.Run(context.Background())
 		return out.String(), errOut.String() + ErrorText(err), err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
@@ -111,7 +112,7 @@ func missingPermissionsError(missing []refresh.Permission, items []inspect.Use) 
 	var b strings.Builder
 	b.WriteString("cannot refresh: the credentials lack permissions the plan needs; nothing was changed:")
 	for _, p := range missing {
-		fmt.Fprintf(&b, "\n  %s: a Role with this rule grants it: %s", p.Describe(), RoleRule(p.Verb, p.Resource))
+		fmt.Fprintf(&b, "\n  %s: a Role with this rule grants it: %s", p.Describe(), rbac.RoleRule(p.Verb, p.Resource))
 	}
 	execNS := map[string]bool{}
 	for _, it := range items {

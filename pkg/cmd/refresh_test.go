@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -65,10 +64,9 @@ type countingPatcher struct {
 }
 
 func (p *countingPatcher) Patch(_ context.Context, t refresh.Target, _ types.PatchType, _ []byte, _ bool) error {
-	kind, name := t.Kind, t.Name
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sent = append(p.sent, kind+"/"+name)
+	p.sent = append(p.sent, t.Kind+"/"+t.Name)
 	return nil
 }
 
@@ -89,7 +87,7 @@ func staleEnvFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *bytes.Bu
 	p := &countingPatcher{}
 	out := &bytes.Buffer{}
 	o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
-	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", fake.NewClientset(cm, dep, rs, pod), ex, p
+	o.Namespace, o.Client, o.Cluster.Executor, o.Cluster.Patcher = "ns", fake.NewClientset(cm, dep, rs, pod), ex, p
 	o.Output = "json"
 	return o, p, out
 }
@@ -149,7 +147,7 @@ func TestRefreshClientDryRunExecsOnlyWhenThePlanNeedsIt(t *testing.T) {
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatalf("Run() = %v", err)
 			}
-			execs := len(o.Executor.(*readtest.Executor).Calls)
+			execs := len(o.Cluster.Executor.(*readtest.Executor).Calls)
 			if (execs > 0) != tt.wantExecs {
 				t.Errorf("--dry-run=client --strategy %s made %d execs, want execs: %v", tt.strategy, execs, tt.wantExecs)
 			}
@@ -201,7 +199,7 @@ func staleStatefulSetFixture(t *testing.T) (*RefreshOptions, *countingPatcher, *
 	p := &countingPatcher{}
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
 	o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
-	o.Namespace, o.Client, o.Executor, o.Patcher = "ns", fake.NewClientset(objs...), ex, p
+	o.Namespace, o.Client, o.Cluster.Executor, o.Cluster.Patcher = "ns", fake.NewClientset(objs...), ex, p
 	o.Selector, o.Output, o.Wait = "statefulset.kubernetes.io/pod-name=db-2", "json", false
 	return o, p, out, errOut
 }
@@ -243,7 +241,7 @@ func TestRefreshEvictRetriesRefusalAndSendsNoPatch(t *testing.T) {
 	o, p, out, errOut := staleStatefulSetFixture(t)
 	o.RestartVia, o.Yes = string(refresh.RestartViaEvict), true
 	cs := o.Client.(*fake.Clientset)
-	o.Evictor = refresh.ClientEvictor{Client: cs}
+	o.Cluster.Evictor = refresh.ClientEvictor{Client: cs}
 	var evictions []string
 	cs.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "eviction" {
@@ -290,25 +288,6 @@ func TestRefreshEvictRetriesRefusalAndSendsNoPatch(t *testing.T) {
 	}
 }
 
-// gatedExecutor holds every exec until open is closed (or a second passes).
-type gatedExecutor struct {
-	inner    containerread.Executor
-	open     chan struct{}
-	mu       sync.Mutex
-	timedOut bool
-}
-
-func (g *gatedExecutor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
-	select {
-	case <-g.open:
-	case <-time.After(time.Second):
-		g.mu.Lock()
-		g.timedOut = true
-		g.mu.Unlock()
-	}
-	return g.inner.Exec(ctx, t, argv, stdout, stderr)
-}
-
 // signallingPatcher closes open at the first patch of pod name.
 type signallingPatcher struct {
 	countingPatcher
@@ -344,23 +323,32 @@ func TestRefreshAnnotatesVolumePodsWhileVerifyingTheOthers(t *testing.T) {
 				Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
 					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "K"}}}}}}},
 				Status: running}
-			inner := &readtest.Executor{Containers: map[string]*readtest.Container{
+			containers := map[string]*readtest.Container{
 				"ns/env/app": {Env: map[string]string{"K": "v1"}},
 				"ns/vol/app": {Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..2026_01_01_00_00_00.1", Files: map[string][]byte{"K": []byte("v1")}}}},
-			}}
+			}
+			// the observation's execs wait until the volume pod is patched
+			// (open is closed), or a second
 			open := make(chan struct{})
-			ex := &gatedExecutor{inner: inner, open: open}
+			var timedOut atomic.Bool
+			ex := &readtest.Executor{Containers: containers, Before: func() {
+				select {
+				case <-open:
+				case <-time.After(time.Second):
+					timedOut.Store(true)
+				}
+			}}
 			p := &signallingPatcher{name: "vol", open: open}
 			out := &bytes.Buffer{}
 			o := NewRefreshOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
 			client := fake.NewClientset(cm, vol, env)
-			o.Namespace, o.Client, o.Executor, o.Patcher, o.Yes, o.Output = "ns", client, ex, p, yes, "json"
-			o.Verifier = &refresh.ClusterVerifier{Client: client, Executor: inner, Verify: o.verifyOptions()}
+			o.Namespace, o.Client, o.Cluster.Executor, o.Cluster.Patcher, o.Yes, o.Output = "ns", client, ex, p, yes, "json"
+			o.Cluster.Verifier = &refresh.ClusterVerifier{Client: client, Executor: &readtest.Executor{Containers: containers}, Verify: o.verifyOptions()}
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out.String())
 			}
-			if ex.timedOut == yes {
-				t.Errorf("--yes=%v: the observation exec waited for the volume pod's patch: %v (want %v)", yes, ex.timedOut, !yes)
+			if timedOut.Load() == yes {
+				t.Errorf("--yes=%v: the observation exec waited for the volume pod's patch: %v (want %v)", yes, timedOut.Load(), !yes)
 			}
 			if len(p.sent) != 1 || p.sent[0] != "Pod/vol" {
 				t.Errorf("patches %v, want only Pod/vol", p.sent)

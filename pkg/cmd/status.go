@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -55,16 +53,13 @@ var statusFormats = []string{"", "wide", "json", "yaml"}
 
 // StatusOptions holds the flags and state of `kubectl cmsync status`.
 type StatusOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
+	Selection
 	Output        string
 	GroupBy       string
-	AllNamespaces bool
-	Selector      string
-	Secrets       bool
 	Unused        bool
-	IncludeSystem bool
 	NoHeaders     bool
 	Check         bool
 	KubeletConfig bool
@@ -73,11 +68,7 @@ type StatusOptions struct {
 	Args []string
 
 	// Set by Complete.
-	Namespace  string
-	Names      []inspect.ObjectKey
-	Client     kubernetes.Interface
-	RESTConfig *rest.Config
-	Now        func() time.Time
+	Names []inspect.ObjectKey
 
 	// LoadSnapshot reads the cluster; tests replace it.
 	LoadSnapshot func(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error)
@@ -85,7 +76,7 @@ type StatusOptions struct {
 
 // NewStatusOptions returns options with defaults.
 func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
-	o := &StatusOptions{ConfigFlags: flags, IOStreams: streams, Now: apiClock.Now}
+	o := &StatusOptions{Connection: newConnection(flags), IOStreams: streams}
 	// The verify flags' defaults, from the one place that declares them.
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), true)
 	return o
@@ -102,8 +93,8 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		Example:               statusExample,
 		RunE:                  runOptions(o),
 	}
-	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
+	addSelectionFlags(fs, &o.Selection)
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml).")
 	fs.StringVar(&o.GroupBy, "group-by", groupByPod, "Table rows: pod (one row per use) or workload (one row per object, workload, container and mode, with N/M pods).")
 	fs.BoolVar(&o.Unused, "unused", false, "Also show ConfigMaps (and Secrets) that no pod consumes.")
@@ -114,31 +105,14 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 	return cmd
 }
 
-// addSelectionFlags registers the flags every command shares to pick objects.
-func addSelectionFlags(cmd *cobra.Command, all *bool, selector *string, secrets, system *bool) {
-	fs := cmd.Flags()
-	fs.BoolVarP(all, "all-namespaces", "A", false, "Look in all namespaces.")
-	fs.StringVarP(selector, "selector", "l", "", "Only pods matching this label selector (e.g. -l app=web).")
-	fs.BoolVar(secrets, "secrets", false, "Include Secrets (their values are never printed).")
-	fs.BoolVar(system, "include-system", false, "Show system ConfigMaps projected into every pod (kube-root-ca.crt).")
-}
-
 // Complete resolves the namespace, the names and the client.
 func (o *StatusOptions) Complete(args []string) error {
 	o.Args = args
-	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	if o.Names, err = parseNames(args, ns); err != nil {
+	var err error
+	if o.Names, err = o.complete(o.AllNamespaces, args, o.LoadSnapshot == nil); err != nil {
 		return err
 	}
 	if o.LoadSnapshot == nil {
-		var err error
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
 		mc, err := metadata.NewForConfig(o.RESTConfig)
 		if err != nil {
 			return err
@@ -169,8 +143,8 @@ func (o *StatusOptions) Validate() error {
 	default:
 		return usageError("invalid --group-by %q: use pod or workload", o.GroupBy)
 	}
-	if o.AllNamespaces && len(o.Names) > 0 {
-		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	if err := o.validateNames(o.Names); err != nil {
+		return err
 	}
 	return o.Verify.Validate()
 }
@@ -219,15 +193,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	snap, err := o.LoadSnapshot(ctx, lo)
+	snap, err := o.loadSnapshot(ctx, o.LoadSnapshot, lo, inspect.NamesSecret(o.Names), o.ErrOut)
 	if err != nil {
-		return explainAPIError(err, o.server(), o.Namespace)
-	}
-	if le := deniedResource(snap, "secrets"); le != nil && inspect.NamesSecret(o.Names) {
-		return explainAPIError(le, o.server(), o.Namespace) // a Secret named but unreadable
-	}
-	for _, n := range deniedNotes(snap) {
-		fmt.Fprintln(o.ErrOut, n)
+		return err
 	}
 	warnServerVersion(ctx, o.Client, o.ErrOut)
 	if o.KubeletConfig && o.Client != nil {
@@ -271,13 +239,6 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *StatusOptions) server() string {
-	if o.RESTConfig != nil {
-		return o.RESTConfig.Host
-	}
-	return "(unknown server)"
-}
-
 func noConsumersMessage(ns string, secrets bool) string {
 	what := "ConfigMaps"
 	if secrets {
@@ -312,19 +273,6 @@ func CheckFailures(items []inspect.Use, verified bool) []string {
 		out = append(out, fmt.Sprintf("%s/%s pod/%s %s %s (namespace %s): %s: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Pod.Name, it.ContainerName(), it.Mode, it.Object.Namespace, why, render.Reason(it)))
 	}
 	return out
-}
-
-// resolveNamespace returns the namespace from -n or the kubeconfig context,
-// or "" with -A.
-func resolveNamespace(flags *genericclioptions.ConfigFlags, all bool) (string, error) {
-	if all {
-		return "", nil
-	}
-	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return "", fmt.Errorf("cannot read the kubeconfig: %w\nFix it, or point --kubeconfig (or KUBECONFIG) at a valid one", err)
-	}
-	return ns, nil
 }
 
 // parseNames turns NAME, configmap/NAME, cm/NAME and secret/NAME into keys.

@@ -54,7 +54,7 @@ func (v *VerifyFlags) AddFlags(fs *pflag.FlagSet, withSwitch bool) {
 	fs.IntVar(&v.Concurrency, "concurrency", 16, "How many execs run at once.")
 	fs.DurationVar(&v.ExecTimeout, "exec-timeout", 10*time.Second, "Timeout of one exec.")
 	fs.StringVar(&v.Reader, "reader", readerExec, "How containers are read: exec (one exec per container; needs a shell in it), node (one short-lived reader pod per node reads every container of that node, shell or not; needs create/delete pods and pods/exec in --reader-namespace) or auto (node, and exec on a node where no reader pod can start).")
-	fs.StringVar(&v.ReaderImage, "reader-image", nodereader.DefaultImage, "Image of the node reader pods (needs sh, cat, ls, stat, sha256sum, sort, tr and sleep).")
+	fs.StringVar(&v.ReaderImage, "reader-image", nodereader.DefaultImage, "Image of the node reader pods (needs sh, grep, sort, tr, cat, ls, mkdir, rm, ln, tar and sleep; where tar is missing or fails, also readlink, and wc, stat and sha256sum when present).")
 	fs.StringVar(&v.ReaderNamespace, "reader-namespace", nodereader.DefaultNamespace, "Namespace of the node reader pods (its Pod Security level must allow hostPID and the capabilities SYS_PTRACE and DAC_READ_SEARCH).")
 	fs.DurationVar(&v.ReaderLifetime, "reader-lifetime", nodereader.DefaultLifetime, "Upper bound of a node reader pod's life (activeDeadlineSeconds); the pods are deleted when the command ends.")
 	fs.StringVar(&v.KubeletRootDir, "kubelet-root-dir", "", "The kubelet's --root-dir on the nodes, for --reader=node (default: read from the kubelet's command line, else /var/lib/kubelet).")

@@ -8,11 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
@@ -71,13 +68,11 @@ var (
 
 // WatchOptions holds the flags and state of `kubectl cmsync watch`.
 type WatchOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	Connection
 	genericiooptions.IOStreams
 
-	AllNamespaces         bool
-	Selector              string
-	Secrets               bool
-	IncludeSystem         bool
+	Selection
+	RestartFlags
 	DryRun                string
 	SyncExisting          bool
 	RequireOptIn          bool
@@ -86,25 +81,18 @@ type WatchOptions struct {
 	MaxConcurrentRestarts int
 	RolloutWait           time.Duration
 	Timeout               time.Duration
-	RestartVia            string
-	MaxUnavailable        int
 	Output                string
 	Verify                VerifyFlags
 
 	// Set by Complete.
-	Namespace  string
-	Names      []inspect.ObjectKey
-	Client     kubernetes.Interface
-	RESTConfig *rest.Config
-	Executor   containerread.Executor
-	Now        func() time.Time
+	Names    []inspect.ObjectKey
+	Executor containerread.Executor
 }
 
 // NewWatchOptions returns options with defaults.
 func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
-	o := &WatchOptions{ConfigFlags: flags, IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
-		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, Timeout: 5 * time.Minute,
-		RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, Now: apiClock.Now}
+	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
+		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
 }
@@ -128,8 +116,8 @@ func NewCmdWatch(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 // addFlags registers the flags watch and controller share (controller:
 // the in-cluster defaults' wording).
 func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
-	addSelectionFlags(cmd, &o.AllNamespaces, &o.Selector, &o.Secrets, &o.IncludeSystem)
 	fs := cmd.Flags()
+	addSelectionFlags(fs, &o.Selection)
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: log the changes and what would be done, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
 	if controller {
@@ -144,25 +132,15 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once; the others wait for the next round.")
 	fs.DurationVar(&o.RolloutWait, "rollout-wait", o.RolloutWait, "How long a change waits for a workload's rollout in progress before it is reported and left alone.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
-	fs.StringVar(&o.RestartVia, "restart-via", o.RestartVia, "How a workload with a stale env or subPath consumer is restarted: template (kubectl rollout restart) or evict (the Eviction API, honouring PodDisruptionBudgets; the template never changes).")
-	fs.IntVar(&o.MaxUnavailable, "max-unavailable", o.MaxUnavailable, "With --restart-via=evict: how many pods of a workload are evicted at once.")
+	o.RestartFlags.addFlags(fs, false)
 	o.Verify.AddFlags(fs, false)
 }
 
 // Complete resolves namespace, names and the client.
 func (o *WatchOptions) Complete(args []string) error {
-	ns, err := resolveNamespace(o.ConfigFlags, o.AllNamespaces)
-	if err != nil {
+	var err error
+	if o.Names, err = o.complete(o.AllNamespaces, args, o.Client == nil); err != nil {
 		return err
-	}
-	o.Namespace = ns
-	if o.Names, err = parseNames(args, ns); err != nil {
-		return err
-	}
-	if o.Client == nil {
-		if o.RESTConfig, o.Client, err = newClient(o.ConfigFlags); err != nil {
-			return err
-		}
 	}
 	if o.Executor == nil {
 		if o.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
@@ -174,8 +152,8 @@ func (o *WatchOptions) Complete(args []string) error {
 
 // Validate checks flags and arguments.
 func (o *WatchOptions) Validate() error {
-	if _, err := labels.Parse(o.Selector); err != nil {
-		return usageError("invalid -l %q: %v", o.Selector, err)
+	if err := o.validateSelector(); err != nil {
+		return err
 	}
 	if err := validateDryRun(o.DryRun); err != nil {
 		return err
@@ -183,8 +161,8 @@ func (o *WatchOptions) Validate() error {
 	if err := validateOutput(o.Output, []string{"", "json"}); err != nil {
 		return err
 	}
-	if o.AllNamespaces && len(o.Names) > 0 {
-		return usageError("a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	if err := o.validateNames(o.Names); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		name string
@@ -200,7 +178,7 @@ func (o *WatchOptions) Validate() error {
 	if o.MaxConcurrentRestarts < 1 {
 		return usageError("--max-concurrent-restarts must be 1 or more, got %d", o.MaxConcurrentRestarts)
 	}
-	if err := validateRestartFlags(o.RestartVia, o.MaxUnavailable, -1); err != nil {
+	if err := o.RestartFlags.validate(); err != nil {
 		return err
 	}
 	return o.Verify.Validate()
@@ -253,11 +231,4 @@ func (o *WatchOptions) print(e reconcile.Event) {
 		}
 	}
 	fmt.Fprintln(o.Out, render.Event(e))
-}
-
-func (o *WatchOptions) server() string {
-	if o.RESTConfig != nil {
-		return o.RESTConfig.Host
-	}
-	return "(unknown server)"
 }

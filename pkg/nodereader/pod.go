@@ -24,9 +24,11 @@ import (
 )
 
 const (
-	// DefaultImage is a small public image with a POSIX shell, grep,
-	// sort, tr, cat, tar and sleep (busybox; without tar the node script
-	// falls back on the verify script's ls, stat, sha256sum and readlink).
+	// DefaultImage is a small public image with sleep and a POSIX shell
+	// with rm, mkdir, grep, sort, tr, ln, cat, ls and tar (busybox; where
+	// tar is missing or fails the node script runs the verify script,
+	// which reads links with readlink and uses wc, stat and sha256sum
+	// when present).
 	DefaultImage = "docker.io/library/busybox:1.37"
 	// DefaultNamespace is where reader pods run unless --reader-namespace
 	// says otherwise.

@@ -126,9 +126,9 @@ func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, sna
 
 // writeRecord patches a subject's record (its metadata only).
 func (l *Loop) writeRecord(ctx context.Context, s subject, r Record) {
-	err := l.Cluster.Patcher.Patch(ctx, refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, types.MergePatchType, recordPatch(r), false)
+	target := refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}
+	err := l.Cluster.Patcher.Patch(ctx, target, types.MergePatchType, recordPatch(r), false)
 	if err != nil && !apierrors.IsNotFound(err) { // gone: nothing left to record
-		target := refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}
 		l.emit(Event{Kind: EventError, Target: &target, Message: fmt.Sprintf("cannot record what was made current (%s): %v; a restarted controller checks it again", AnnotationApplied, err)})
 	}
 }

@@ -28,7 +28,7 @@ const (
 
 // Patcher is the I/O edge of apply: one patch of one object.
 type Patcher interface {
-	// Patch sends patch to the target (a Pod, Deployment,
+	// Patch sends patch to the object t names (a Pod, Deployment,
 	// StatefulSet or DaemonSet). dryRun asks the server not to persist it.
 	Patch(ctx context.Context, t Target, pt types.PatchType, patch []byte, dryRun bool) error
 }

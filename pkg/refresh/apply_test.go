@@ -28,12 +28,11 @@ type recordingPatcher struct {
 }
 
 func (p *recordingPatcher) Patch(_ context.Context, t Target, pt types.PatchType, patch []byte, dryRun bool) error {
-	kind, name := t.Kind, t.Name
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sent = append(p.sent, sent{kind, name, pt, string(patch), dryRun})
-	if errs := p.fails[name]; len(errs) > 0 {
-		p.fails[name] = errs[1:]
+	p.sent = append(p.sent, sent{t.Kind, t.Name, pt, string(patch), dryRun})
+	if errs := p.fails[t.Name]; len(errs) > 0 {
+		p.fails[t.Name] = errs[1:]
 		return errs[0]
 	}
 	return nil

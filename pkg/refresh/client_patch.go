@@ -20,25 +20,24 @@ type ClientPatcher struct{ Client kubernetes.Interface }
 // apps.kruise.io) is refused, never sent to the built-in resource of the
 // same name.
 func (p ClientPatcher) Patch(ctx context.Context, t Target, pt types.PatchType, patch []byte, dryRun bool) error {
-	kind, namespace, name := t.Kind, t.Namespace, t.Name
 	o := metav1.PatchOptions{FieldManager: version.FieldManager}
 	if dryRun {
 		o.DryRun = []string{metav1.DryRunAll}
 	}
-	gk, ok := BuiltinKind(kind)
+	gk, ok := BuiltinKind(t.Kind)
 	if !ok {
 		return fmt.Errorf("cannot patch a %s: not a built-in kind", gk)
 	}
 	var err error
 	switch gk {
 	case schema.GroupKind{Kind: "Pod"}:
-		_, err = p.Client.CoreV1().Pods(namespace).Patch(ctx, name, pt, patch, o)
+		_, err = p.Client.CoreV1().Pods(t.Namespace).Patch(ctx, t.Name, pt, patch, o)
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
-		_, err = p.Client.AppsV1().Deployments(namespace).Patch(ctx, name, pt, patch, o)
+		_, err = p.Client.AppsV1().Deployments(t.Namespace).Patch(ctx, t.Name, pt, patch, o)
 	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
-		_, err = p.Client.AppsV1().StatefulSets(namespace).Patch(ctx, name, pt, patch, o)
+		_, err = p.Client.AppsV1().StatefulSets(t.Namespace).Patch(ctx, t.Name, pt, patch, o)
 	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
-		_, err = p.Client.AppsV1().DaemonSets(namespace).Patch(ctx, name, pt, patch, o)
+		_, err = p.Client.AppsV1().DaemonSets(t.Namespace).Patch(ctx, t.Name, pt, patch, o)
 	default:
 		err = fmt.Errorf("cannot patch a %s", gk)
 	}

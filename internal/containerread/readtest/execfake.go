@@ -54,10 +54,16 @@ type Executor struct {
 	mu         sync.Mutex
 	// Calls records every argv, keyed like Containers.
 	Calls map[string][][]string
+	// Before, when set, runs at the start of every exec: a test holds the
+	// execs with it until something else has happened.
+	Before func()
 }
 
 // Exec implements containerread.Executor.
 func (f *Executor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
+	if f.Before != nil {
+		f.Before()
+	}
 	key := t.Namespace + "/" + t.Pod + "/" + t.Container
 	f.mu.Lock()
 	if f.Calls == nil {
