@@ -37,8 +37,11 @@ var (
 		--max-concurrent-restarts workloads are restarted at once, and a workload
 		whose previous rollout is not complete is not restarted again until it
 		is (a rollout stuck past its progress deadline, or not complete after
-		--rollout-wait, is reported and left alone). What was stale before watch
-		started is left alone unless --sync-existing.
+		--rollout-wait, is reported and left alone). --min-restart-interval and
+		--restart-rate pace restarts, whatever asked for them. A failure that may
+		pass (the API server restarting, a timeout) is tried again after a
+		backoff. What was stale before watch started is left alone unless
+		--sync-existing.
 
 		A workload is left alone with kubectl-cmsync.io/paused=true or
 		kubectl-cmsync.io/watch=false; with --require-opt-in only workloads with
@@ -80,9 +83,14 @@ type WatchOptions struct {
 	MaxWait               time.Duration
 	MaxConcurrentRestarts int
 	RolloutWait           time.Duration
-	Timeout               time.Duration
-	Output                string
-	Verify                VerifyFlags
+	// MinRestartInterval, RestartRate and RestartBurst pace restarts
+	// (reconcile.Config).
+	MinRestartInterval time.Duration
+	RestartRate        float64
+	RestartBurst       int
+	Timeout            time.Duration
+	Output             string
+	Verify             VerifyFlags
 
 	// Set by Complete.
 	Names    []inspect.ObjectKey
@@ -92,7 +100,7 @@ type WatchOptions struct {
 // NewWatchOptions returns options with defaults.
 func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
 	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
-		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
+		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, RestartBurst: 10, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
 }
@@ -131,6 +139,9 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on the changes of a namespace at the latest this long after its first edit, even if the edits go on.")
 	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once; the others wait for the next round.")
 	fs.DurationVar(&o.RolloutWait, "rollout-wait", o.RolloutWait, "How long a change waits for a workload's rollout in progress before it is reported and left alone.")
+	fs.DurationVar(&o.MinRestartInterval, "min-restart-interval", o.MinRestartInterval, "Restart one workload at most once per this interval (from its last restart, whoever made it); a restart held back waits until the interval ends (0: no interval).")
+	fs.Float64Var(&o.RestartRate, "restart-rate", o.RestartRate, "Restart at most this many workloads per second, all together, in bursts of --restart-burst; a restart held back waits for its turn (0: no limit).")
+	fs.IntVar(&o.RestartBurst, "restart-burst", o.RestartBurst, "How many restarts --restart-rate lets through at once.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
 	o.RestartFlags.addFlags(fs, false)
 	o.Verify.AddFlags(fs, false)
@@ -178,6 +189,12 @@ func (o *WatchOptions) Validate() error {
 	if o.MaxConcurrentRestarts < 1 {
 		return usageError("--max-concurrent-restarts must be 1 or more, got %d", o.MaxConcurrentRestarts)
 	}
+	if o.MinRestartInterval < 0 || o.RestartRate < 0 {
+		return usageError("--min-restart-interval and --restart-rate must not be negative, got %s and %g", o.MinRestartInterval, o.RestartRate)
+	}
+	if o.RestartRate > 0 && o.RestartBurst < 1 {
+		return usageError("--restart-burst must be 1 or more with --restart-rate, got %d", o.RestartBurst)
+	}
 	if err := o.RestartFlags.validate(); err != nil {
 		return err
 	}
@@ -214,7 +231,8 @@ func (o *WatchOptions) newLoop() *reconcile.Loop {
 	return &reconcile.Loop{
 		Config: reconcile.Config{Namespace: o.Namespace, Names: o.Names, PodSelector: o.Selector, Secrets: o.Secrets,
 			IncludeSystem: o.IncludeSystem, RequireOptIn: o.RequireOptIn, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
-			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now},
+			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now,
+			MinRestartInterval: o.MinRestartInterval, RestartRate: o.RestartRate, RestartBurst: o.RestartBurst},
 		Client:      o.Client,
 		Cluster:     refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector),
 		Annotations: refresh.ClientWorkloads{Client: o.Client}, Named: refresh.ClientWorkloads{Client: o.Client},
