@@ -71,7 +71,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	})
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}
-	until := map[inspect.ObjectKey]time.Time{} // the latest a paced retry is due; zero: after the debounce
+	until := map[inspect.ObjectKey]time.Time{} // when a paced retry is due; zero: after the debounce
 	var out []refresh.Action
 	for _, i := range slices.Sorted(maps.Keys(held)) {
 		a, h := plan.Actions[i], held[i]

@@ -48,18 +48,21 @@ func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[r
 
 // policyRestarts turns the annotations of the pods of a workload whose
 // policy is OnChangeRestart into one restart of it (merged into the
-// restart the plan already makes of it, if any). A workload a restart
-// would not roll (paused, OnDelete, a partition) or whose pods the plan
-// evicts keeps its annotations: a remount is what can be done.
-func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, restart map[refresh.WorkloadKey]string, items []inspect.Use) []refresh.Action {
+// restart the plan already makes of it, if any), where an annotation is
+// for an edit of an object (not its creation, its deletion, or a check of
+// the state found at start, which would restart every such workload at
+// once). A workload a restart would not roll (paused, OnDelete, a
+// partition) or whose pods the plan evicts keeps its annotations: a
+// remount is what can be done.
+func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, restart map[refresh.WorkloadKey]string, items []inspect.Use, changes map[inspect.ObjectKey]*pending) []refresh.Action {
 	for _, wk := range slices.SortedFunc(maps.Keys(restart), func(a, b refresh.WorkloadKey) int {
 		return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
 	}) {
 		why := restart[wk]
 		t := refresh.Target{Kind: wk.Kind, Namespace: wk.Namespace, Name: wk.Name}
 		pods := podsOf(items, t)
-		if !slices.ContainsFunc(actions, func(a refresh.Action) bool { return annotates(a, t.Namespace, pods) }) {
-			continue // no change of its volumes this round
+		if !slices.ContainsFunc(actions, func(a refresh.Action) bool { return annotates(a, t.Namespace, pods) && forEdit(a, changes) }) {
+			continue // no edit of what its volumes read this round
 		}
 		i := slices.IndexFunc(actions, func(a refresh.Action) bool {
 			return (a.Action == refresh.ActionRestart || a.Action == refresh.ActionEvict) && a.Target == t
@@ -87,6 +90,14 @@ func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, res
 // annotates tells whether a is the annotation of one of pods.
 func annotates(a refresh.Action, ns string, pods map[string]bool) bool {
 	return a.Action == refresh.ActionAnnotate && a.Target.Kind == "Pod" && a.Target.Namespace == ns && pods[a.Target.Name]
+}
+
+// forEdit tells whether one of a's consumers reads an edited object.
+func forEdit(a refresh.Action, changes map[inspect.ObjectKey]*pending) bool {
+	return slices.ContainsFunc(a.Consumers, func(c refresh.Consumer) bool {
+		p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]
+		return p != nil && edited(p)
+	})
 }
 
 // restartOf is a restart of wk replacing its live pods; false when a

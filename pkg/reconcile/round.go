@@ -73,7 +73,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 		return
 	}
 	plan.Actions = withNamed(plan.Actions, named, items)
-	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, items)
+	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, items, changes)
 	held := l.gate(ctx, plan, changes)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {

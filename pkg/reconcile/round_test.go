@@ -431,3 +431,18 @@ func TestActedUntilWaitsForThePendingChanges(t *testing.T) {
 		t.Errorf("a change pending since %s: %s, want its first edit", first, got)
 	}
 }
+
+// TestOnChangeRestartIsForEditsOnly: the state found at start
+// (--sync-existing, a resume's check) remounts a Reloader-annotated
+// volume consumer; it is not a reason to restart every such workload.
+func TestOnChangeRestartIsForEditsOnly(t *testing.T) {
+	f := newRoundFixture(t)
+	f.addVolumeWorkload("vol", map[string]string{ReloaderAuto: "true"})
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	f.loop.runRound(context.Background(), map[inspect.ObjectKey]*pending{k: {change: Change{Object: k}, first: f.now, existing: true}})
+	for _, e := range f.events {
+		if e.Kind == EventAction && e.Action.Target.Name == "vol" && e.Action.Action != refresh.ActionAnnotate {
+			t.Errorf("%s %s for the state found at start, want annotate", e.Action.Action, e.Action.Target)
+		}
+	}
+}
