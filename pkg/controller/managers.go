@@ -18,33 +18,40 @@ import (
 
 // movedManagers returns entries with the Update entries of
 // version.OtherFieldManagers owned by version.FieldManager instead: each is
-// renamed, or merged into the Update entry FieldManager already has for
-// the same apiVersion and subresource. moved is false when there was none.
+// renamed, or merged into the Update entry FieldManager has (or was given)
+// for the same apiVersion and subresource. moved is false when there was
+// none.
 func movedManagers(entries []metav1.ManagedFieldsEntry) (out []metav1.ManagedFieldsEntry, moved bool, err error) {
-	out = make([]metav1.ManagedFieldsEntry, 0, len(entries))
-	mine := map[string]int{} // apiVersion/subresource -> index in out
-	for _, e := range entries {
+	out = make([]metav1.ManagedFieldsEntry, len(entries))
+	mine := map[string]int{} // apiVersion/subresource -> index in out of FieldManager's Update entry
+	for i, e := range entries {
+		out[i] = *e.DeepCopy()
 		if e.Operation == metav1.ManagedFieldsOperationUpdate && e.Manager == version.FieldManager {
-			mine[e.APIVersion+"/"+e.Subresource] = len(out)
+			mine[e.APIVersion+"/"+e.Subresource] = i
 		}
-		out = append(out, *e.DeepCopy())
 	}
-	keep := out[:0]
-	for _, e := range out {
-		if e.Operation != metav1.ManagedFieldsOperationUpdate || !slices.Contains(version.OtherFieldManagers, e.Manager) {
-			keep = append(keep, e)
+	drop := make([]bool, len(out))
+	for i, e := range out {
+		if e.Operation != metav1.ManagedFieldsOperationUpdate || e.Manager == version.FieldManager || !slices.Contains(version.OtherFieldManagers, e.Manager) {
 			continue
 		}
 		moved = true
-		i, ok := mine[e.APIVersion+"/"+e.Subresource]
+		key := e.APIVersion + "/" + e.Subresource
+		j, ok := mine[key]
 		if !ok {
-			e.Manager = version.FieldManager
-			mine[e.APIVersion+"/"+e.Subresource] = len(keep)
-			keep = append(keep, e)
+			out[i].Manager = version.FieldManager
+			mine[key] = i
 			continue
 		}
-		if err := unionFields(&keep[i], e); err != nil {
+		if err := unionFields(&out[j], e); err != nil {
 			return nil, false, err
+		}
+		drop[i] = true
+	}
+	keep := out[:0]
+	for i, e := range out {
+		if !drop[i] {
+			keep = append(keep, e)
 		}
 	}
 	return keep, moved, nil

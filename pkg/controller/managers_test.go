@@ -49,6 +49,21 @@ func TestMovedManagersGiveCmsyncTheFieldsOfOtherBuilds(t *testing.T) {
 		t.Errorf("merged fields %s, want the restart and the record fields", got[0].FieldsV1.Raw)
 	}
 
+	// cmsync's own entry after another build's; two other builds' entries
+	got, moved, err = movedManagers([]metav1.ManagedFieldsEntry{entry("kubectl-cmsync", metav1.ManagedFieldsOperationUpdate, restartField), flux,
+		entry(version.FieldManager, metav1.ManagedFieldsOperationUpdate, recordField)})
+	if err != nil || !moved || len(got) != 2 || got[0].Manager != "kustomize-controller" || got[1].Manager != version.FieldManager {
+		t.Fatalf("cmsync's entry last: moved %v, err %v, entries %+v; want flux's and one %s entry", moved, err, got, version.FieldManager)
+	}
+	got, moved, err = movedManagers([]metav1.ManagedFieldsEntry{flux, entry("kubectl-cmsync", metav1.ManagedFieldsOperationUpdate, restartField),
+		entry("kubectl-cmsync-controller", metav1.ManagedFieldsOperationUpdate, recordField)})
+	if err != nil || !moved || len(got) != 2 || got[1].Manager != version.FieldManager {
+		t.Fatalf("two other builds: moved %v, err %v, entries %+v; want flux's and one %s entry", moved, err, got, version.FieldManager)
+	}
+	if err := json.Unmarshal(got[1].FieldsV1.Raw, &fields); err != nil || fields["f:spec"] == nil || fields["f:metadata"] == nil {
+		t.Errorf("two other builds merged: fields %s, want both", got[1].FieldsV1.Raw)
+	}
+
 	if _, moved, _ := movedManagers([]metav1.ManagedFieldsEntry{flux, kubectl, applied}); moved {
 		t.Error("moved entries where no other build of cmsync owns any")
 	}
