@@ -27,11 +27,11 @@ func onChange(workload, template map[string]string) (policy, why string) {
 	for _, ann := range []map[string]string{workload, template} {
 		for _, k := range []string{ReloaderAuto, ReloaderConfigMapAuto, ReloaderSecretAuto, ReloaderSearch, ReloaderConfigMapReload, ReloaderSecretReload} {
 			if v := ann[k]; v != "" && v != "false" {
-				return OnChangeRestart, "opted in through " + k + ", which restarts on every change (" + AnnotationOnChange + "=" + OnChangeRemount + " remounts instead)"
+				return OnChangeRestart, "opted in through " + k + ", which restarts on every change; " + AnnotationOnChange + "=" + OnChangeRemount + " remounts instead"
 			}
 		}
 	}
-	return OnChangeRemount, "volumes are remounted without a restart (" + AnnotationOnChange + "=" + OnChangeRestart + " restarts instead)"
+	return OnChangeRemount, "volumes are remounted without a restart; " + AnnotationOnChange + "=" + OnChangeRestart + " restarts instead"
 }
 
 // restartsOnChange are the workloads among meta whose policy is
@@ -76,7 +76,7 @@ func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, res
 		case i >= 0:
 			// evicting its stale pods: the others are remounted
 		default:
-			r, ok := l.restartOf(ctx, wk, "on-change: restart ("+why+")")
+			r, ok := l.restartOf(ctx, wk, "on-change: restart: "+why)
 			if !ok {
 				continue
 			}
