@@ -102,6 +102,7 @@ func NewCmdController(flags *genericclioptions.ConfigFlags, streams genericioopt
 		RunE:                  runOptions(o),
 	}
 	o.addFlags(cmd, true)
+	cmd.AddCommand(NewCmdUninstall(flags, streams))
 	fs := cmd.Flags()
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect one acting replica on a Lease (--leader-elect=false: this process always acts; run one only).")
 	fs.StringVar(&o.KeyNamespace, "key-namespace", "", "The namespace of the Lease and of the key Secret (default: $POD_NAMESPACE, else the pod's own namespace).")

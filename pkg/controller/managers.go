@@ -100,35 +100,13 @@ func managedFieldsPatch(resourceVersion string, entries []metav1.ManagedFieldsEn
 // many workloads it changed; an object that changed meanwhile is left for
 // the next start.
 func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace string) (int, error) {
-	type object struct {
-		kind string
-		meta metav1.ObjectMeta
-	}
-	var objs []object
-	deps, err := c.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+	objs, err := listWorkloads(ctx, c, namespace)
 	if err != nil {
-		return 0, fmt.Errorf("listing deployments: %w", err)
-	}
-	for _, d := range deps.Items {
-		objs = append(objs, object{"Deployment", d.ObjectMeta})
-	}
-	sts, err := c.AppsV1().StatefulSets(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("listing statefulsets: %w", err)
-	}
-	for _, s := range sts.Items {
-		objs = append(objs, object{"StatefulSet", s.ObjectMeta})
-	}
-	dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("listing daemonsets: %w", err)
-	}
-	for _, d := range dss.Items {
-		objs = append(objs, object{"DaemonSet", d.ObjectMeta})
+		return 0, err
 	}
 	n := 0
 	for _, o := range objs {
-		changed, err := moveManagersOf(ctx, c, o.kind, o.meta)
+		changed, err := moveManagersOf(ctx, c, o)
 		if err != nil {
 			return n, fmt.Errorf("%s %s/%s: %w", o.kind, o.meta.Namespace, o.meta.Name, err)
 		}
@@ -139,24 +117,66 @@ func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace st
 	return n, nil
 }
 
-func moveManagersOf(ctx context.Context, c kubernetes.Interface, kind string, m metav1.ObjectMeta) (bool, error) {
-	entries, moved, err := movedManagers(m.ManagedFields)
+// workloadMeta is the metadata of one Deployment, StatefulSet or DaemonSet.
+type workloadMeta struct {
+	kind string
+	meta metav1.ObjectMeta
+}
+
+// listWorkloads lists the Deployments, StatefulSets and DaemonSets of
+// namespace ("" for all).
+func listWorkloads(ctx context.Context, c kubernetes.Interface, namespace string) ([]workloadMeta, error) {
+	var objs []workloadMeta
+	deps, err := c.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	for _, d := range deps.Items {
+		objs = append(objs, workloadMeta{"Deployment", d.ObjectMeta})
+	}
+	sts, err := c.AppsV1().StatefulSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing statefulsets: %w", err)
+	}
+	for _, s := range sts.Items {
+		objs = append(objs, workloadMeta{"StatefulSet", s.ObjectMeta})
+	}
+	dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing daemonsets: %w", err)
+	}
+	for _, d := range dss.Items {
+		objs = append(objs, workloadMeta{"DaemonSet", d.ObjectMeta})
+	}
+	return objs, nil
+}
+
+// patchWorkload sends one patch to the workload o names.
+func patchWorkload(ctx context.Context, c kubernetes.Interface, o workloadMeta, pt types.PatchType, patch []byte, opts metav1.PatchOptions) error {
+	var err error
+	switch o.kind {
+	case "Deployment":
+		_, err = c.AppsV1().Deployments(o.meta.Namespace).Patch(ctx, o.meta.Name, pt, patch, opts)
+	case "StatefulSet":
+		_, err = c.AppsV1().StatefulSets(o.meta.Namespace).Patch(ctx, o.meta.Name, pt, patch, opts)
+	case "DaemonSet":
+		_, err = c.AppsV1().DaemonSets(o.meta.Namespace).Patch(ctx, o.meta.Name, pt, patch, opts)
+	default:
+		err = fmt.Errorf("not a workload kind: %s", o.kind)
+	}
+	return err
+}
+
+func moveManagersOf(ctx context.Context, c kubernetes.Interface, o workloadMeta) (bool, error) {
+	entries, moved, err := movedManagers(o.meta.ManagedFields)
 	if err != nil || !moved {
 		return false, err
 	}
-	patch, err := managedFieldsPatch(m.ResourceVersion, entries)
+	patch, err := managedFieldsPatch(o.meta.ResourceVersion, entries)
 	if err != nil {
 		return false, err
 	}
-	o := metav1.PatchOptions{FieldManager: version.FieldManager}
-	switch kind {
-	case "Deployment":
-		_, err = c.AppsV1().Deployments(m.Namespace).Patch(ctx, m.Name, types.JSONPatchType, patch, o)
-	case "StatefulSet":
-		_, err = c.AppsV1().StatefulSets(m.Namespace).Patch(ctx, m.Name, types.JSONPatchType, patch, o)
-	case "DaemonSet":
-		_, err = c.AppsV1().DaemonSets(m.Namespace).Patch(ctx, m.Name, types.JSONPatchType, patch, o)
-	}
+	err = patchWorkload(ctx, c, o, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: version.FieldManager})
 	if apierrors.IsConflict(err) {
 		return false, nil // changed meanwhile: the next start moves it
 	}

@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -191,6 +193,23 @@ func TestControllerActsOnWhatNoLeaderSaw(t *testing.T) {
 	pods, _ := f.deploymentPods("late")
 	for name := range pods {
 		f.expectEnv(name, "c", "LEVEL", "l1")
+	}
+
+	t.Log("uninstall: the controller stopped, its records, key and Lease removed")
+	f.poll("the record of late written", podReadyTimeout, func() (bool, error) { return f.appliedRecord("late") != "", nil })
+	f.scaleController(0)
+	out, err := exec.CommandContext(f.ctx, "kubectl", "cmsync", "controller", "uninstall", "-n", f.ns, "--key-namespace", ctlNS).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "deployment/late -n "+f.ns+": record removed") {
+		t.Fatalf("kubectl cmsync controller uninstall: %v\n%s", err, out)
+	}
+	if rec := f.appliedRecord("late"); rec != "" {
+		t.Errorf("record of late after uninstall: %q, want none", rec)
+	}
+	if _, err := f.cs.CoreV1().Secrets(ctlNS).Get(f.ctx, "kubectl-cmsync-controller-key", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("key Secret after uninstall: %v, want not found", err)
+	}
+	if _, err := f.cs.CoordinationV1().Leases(ctlNS).Get(f.ctx, ctlName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Lease after uninstall: %v, want not found", err)
 	}
 }
 

@@ -1,0 +1,77 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// TestUninstallRemovesWhatTheControllerKept: the records on workloads and
+// pods, the refresh annotations, the key Secret and the Lease go; other
+// annotations and restartedAt stay; a second run changes nothing.
+func TestUninstallRemovesWhatTheControllerKept(t *testing.T) {
+	meta := func(name string, ann map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "shop", Annotations: ann}
+	}
+	rec := map[string]string{reconcile.AnnotationApplied: `{"configmap/a":"x"}`, "team": "web"}
+	dep := &appsv1.Deployment{ObjectMeta: meta("web", rec)}
+	dep.Spec.Template.Annotations = map[string]string{refresh.RestartedAtAnnotation: "2026-01-01T00:00:00Z"}
+	c := fake.NewClientset(dep, &appsv1.StatefulSet{ObjectMeta: meta("db", nil)},
+		&corev1.Pod{ObjectMeta: meta("web-1", map[string]string{refresh.RefreshedAtAnnotation: "t"})},
+		&corev1.Pod{ObjectMeta: meta("bare", map[string]string{reconcile.AnnotationApplied: "{}"})},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: "cmsync-system"}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "lease", Namespace: "cmsync-system"}})
+	var told []string
+	u := &Uninstall{Client: c, KeyNamespace: "cmsync-system", KeySecret: "key", LeaseName: "lease", Done: func(s string) { told = append(told, s) }}
+	n, err := u.Run(context.Background())
+	if err != nil || n != 5 {
+		t.Fatalf("Run = %d, %v; want 5 changes:\n%s", n, err, strings.Join(told, "\n"))
+	}
+	d, _ := c.AppsV1().Deployments("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	if _, ok := d.Annotations[reconcile.AnnotationApplied]; ok || d.Annotations["team"] != "web" || d.Spec.Template.Annotations[refresh.RestartedAtAnnotation] == "" {
+		t.Errorf("deployment annotations %v, template %v: want the record gone, the rest and restartedAt kept", d.Annotations, d.Spec.Template.Annotations)
+	}
+	for _, name := range []string{"web-1", "bare"} {
+		p, _ := c.CoreV1().Pods("shop").Get(context.Background(), name, metav1.GetOptions{})
+		if len(p.Annotations) != 0 {
+			t.Errorf("pod %s annotations %v, want none", name, p.Annotations)
+		}
+	}
+	if _, err := c.CoreV1().Secrets("cmsync-system").Get(context.Background(), "key", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("key Secret: %v, want deleted", err)
+	}
+	u2 := &Uninstall{Client: c, KeyNamespace: "cmsync-system", KeySecret: "key", LeaseName: "lease"}
+	if n, err := u2.Run(context.Background()); n != 0 || err != nil {
+		t.Errorf("second run = %d, %v; want nothing left to change", n, err)
+	}
+}
+
+// TestUninstallSaysWhereItStopped: a failure part way says how many
+// changes were made and how to finish.
+func TestUninstallSaysWhereItStopped(t *testing.T) {
+	c := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop",
+		Annotations: map[string]string{reconcile.AnnotationApplied: "{}"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", Annotations: map[string]string{refresh.RefreshedAtAnnotation: "t"}}})
+	c.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no patch"))
+	})
+	_, err := (&Uninstall{Client: c, KeyNamespace: "cmsync-system", KeySecret: "key", LeaseName: "lease"}).Run(context.Background())
+	var ue *UninstallError
+	if !errors.As(err, &ue) || ue.Changed != 1 || !strings.Contains(err.Error(), "run the same command again to finish") || !strings.Contains(err.Error(), "pod/p -n shop") {
+		t.Errorf("error %v, want one that names pod/p, says 1 change was made and how to finish", err)
+	}
+}
