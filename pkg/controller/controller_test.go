@@ -130,7 +130,7 @@ func TestDigestKeyIsCreatedOnceAndChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = DigestKey(ctx, c, "sys", "short", true)
-	if want := `Secret sys/short: field "key" holds 3 bytes, want at least 16; delete the Secret and the controller creates a new key (every consumer is then recorded anew, none acted on for it)`; err == nil || err.Error() != want {
+	if want := `Secret sys/short: field "key" holds 3 bytes, want at least 16; delete the Secret and the controller creates a new key (every recorded consumer is then checked, and restarted only if stale)`; err == nil || err.Error() != want {
 		t.Fatalf("short key: %v, want %s", err, want)
 	}
 }

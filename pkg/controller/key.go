@@ -51,7 +51,7 @@ func DigestKey(ctx context.Context, c kubernetes.Interface, namespace, name stri
 	}
 	key := s.Data[KeyField]
 	if len(key) < minKeyLen {
-		return nil, fmt.Errorf("Secret %s/%s: field %q holds %d bytes, want at least %d; delete the Secret and the controller creates a new key (every consumer is then recorded anew, none acted on for it)",
+		return nil, fmt.Errorf("Secret %s/%s: field %q holds %d bytes, want at least %d; delete the Secret and the controller creates a new key (every recorded consumer is then checked, and restarted only if stale)",
 			namespace, name, KeyField, len(key), minKeyLen)
 	}
 	return key, nil

@@ -51,8 +51,9 @@ func recordKey(k inspect.ObjectKey) string { return strings.ToLower(k.Kind) + "/
 type Record map[string]string
 
 // keyID names a key without telling it: the first 4 bytes of an HMAC of a
-// fixed text. An entry made under another key (the Secret was re-created)
-// is unknown, not different: it is recorded anew, never a reason to act.
+// fixed text. An entry made under another key (the key rotated: its Secret
+// was re-created) cannot be compared: its consumer is checked (verified,
+// and restarted only if stale), never restarted for it.
 func keyID(key []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("kubectl-cmsync record key id"))
@@ -148,13 +149,15 @@ func updated(old, now Record, done []string) (Record, bool) {
 	return r, !maps.Equal(r, old)
 }
 
-// compare tells, for one subject, which objects it reads changed since its
-// record (differ) and which it has no record of, or one made under another
-// key (unknown).
+// compare tells, for one subject, which objects it reads are to be
+// checked (differ: changed since its record, recorded under another key,
+// or in another digest format: a key rotation or a newer controller checks
+// them, which restarts only what is stale) and which it has no record of
+// (unknown).
 func compare(recorded, now Record) (differ, unknown []string) {
 	for _, k := range slices.Sorted(maps.Keys(now)) {
 		switch old, ok := recorded[k]; {
-		case !ok || keyIDOf(old) != keyIDOf(now[k]):
+		case !ok:
 			unknown = append(unknown, k)
 		case old != now[k]:
 			differ = append(differ, k)

@@ -206,10 +206,11 @@ func TestUpdatedKeepsUncheckedEntriesAndDropsUnread(t *testing.T) {
 	if strings.Join(differ, ",") != "configmap/b" || len(unknown) != 0 {
 		t.Fatalf("compare: differ %v unknown %v", differ, unknown)
 	}
-	// made under another key (the Secret re-created): unknown, not different
-	differ, unknown = compare(Record{"configmap/a": "other:old-a"}, Record{"configmap/a": "k:new-a"})
-	if len(differ) != 0 || strings.Join(unknown, ",") != "configmap/a" {
-		t.Fatalf("another key: differ %v unknown %v", differ, unknown)
+	// made under another key (the key rotated) or in an older digest
+	// format: checked, as a change is
+	differ, unknown = compare(Record{"configmap/a": "other:v1.old-a", "configmap/b": "k:v0.old-b"}, Record{"configmap/a": "k:v1.new-a", "configmap/b": "k:v1.new-b"})
+	if strings.Join(differ, ",") != "configmap/a,configmap/b" || len(unknown) != 0 {
+		t.Fatalf("another key, another format: differ %v unknown %v; want both checked", differ, unknown)
 	}
 	if len(ParseRecord("not json")) != 0 || len(ParseRecord("")) != 0 {
 		t.Fatal("an unreadable record is not empty")

@@ -276,9 +276,9 @@ func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspe
 	p.only[onlyKey(s.workload)] = true
 }
 
-// changedSinceWatermark moves to differ the objects with no record, or a
-// record under another key, that changed at or after Watermark: a leader
-// before this one acted on every change up to it, so a change since then
+// changedSinceWatermark moves to differ the objects with no record that
+// changed at or after Watermark: a leader before this one acted on every
+// change up to it, so a change since then
 // may have been made while no leader acted (a controller upgrade, the old
 // leader's debounce) and is checked, never taken as current. Without a
 // watermark (no controller acted with this key yet) they are recorded and
