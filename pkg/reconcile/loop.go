@@ -126,6 +126,10 @@ type pending struct {
 	// (by Kind/Name); nil: every use. retry: the change was reported.
 	only  map[string]bool
 	retry bool
+	// recheck are the workloads (by Kind/Name) whose action for this
+	// change was sent and not verified within --timeout: they are verified
+	// again, never restarted again for the same change
+	recheck map[string]bool
 }
 
 // Run watches until ctx ends. It returns an error only when the watch
@@ -357,7 +361,7 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	}
 	p.change = merge(p.change, c)
 	p.edits++
-	p.only, p.retry, p.deferredSince, p.told = nil, false, time.Time{}, nil // a new edit concerns every use again
+	p.only, p.retry, p.deferredSince, p.told, p.recheck = nil, false, time.Time{}, nil, nil // a new edit concerns every use again
 	l.bounce.Add(c.Object.Namespace, l.Clock())
 	l.mu.Unlock()
 	select {
@@ -422,8 +426,9 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 		if q.retry && q.only != nil && p.only != nil {
 			maps.Copy(q.only, p.only)
 		}
-		if q.retry { // no edit since: what was told and the hold's clock still hold
+		if q.retry { // no edit since: what was told, the hold's clock and the rechecks still hold
 			q.told = joinTold(q.told, p.told)
+			q.recheck = joinTold(q.recheck, p.recheck)
 			if q.deferredSince.IsZero() || (!p.deferredSince.IsZero() && p.deferredSince.Before(q.deferredSince)) {
 				q.deferredSince = p.deferredSince
 			}

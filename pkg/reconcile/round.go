@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,6 +75,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	plan.Actions = withNamed(plan.Actions, named, items)
 	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, items, changes)
+	plan.Actions = noRestartAgain(plan.Actions, changes)
 	held := l.gate(ctx, plan, changes)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {
@@ -85,6 +87,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	if !l.retryFailed(ns, changes, kept, results) {
 		l.retries.Forget(ns)
 	}
+	l.recheckTimedOut(ns, changes, kept, results)
 	l.record(ctx, snap, kept, meta, append(results, heldResults(held)...))
 }
 
@@ -177,7 +180,7 @@ func (l *Loop) failed(changes map[inspect.ObjectKey]*pending, keys []inspect.Obj
 		for _, k := range keys {
 			only[k] = changes[k].only
 		}
-		l.retryLater(keys[0].Namespace, changes, only, err.Error())
+		l.retryLater(keys[0].Namespace, changes, only, err.Error(), false)
 		return
 	}
 	for _, k := range keys {
@@ -190,6 +193,39 @@ func (l *Loop) failed(changes map[inspect.ObjectKey]*pending, keys []inspect.Obj
 // The next round verifies again before it acts, so a consumer made current
 // meanwhile costs nothing.
 func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) bool {
+	only, why := workloadsOf(changes, kept, results, func(r refresh.Result) bool { return r.Outcome == refresh.OutcomeFailed && r.Transient })
+	if len(only) == 0 {
+		return false
+	}
+	l.retryLater(ns, changes, only, why, false)
+	return true
+}
+
+// recheckTimedOut puts back the changes whose actions were sent and not
+// verified within --timeout (a slow rollout, pods slow to become ready):
+// their workloads are verified again after a backoff, and reported current
+// once they are; an action is never sent twice for one change.
+func (l *Loop) recheckTimedOut(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) {
+	only, why := workloadsOf(changes, kept, results, func(r refresh.Result) bool { return r.Outcome == refresh.OutcomeTimeout })
+	for k, ws := range only {
+		for w := range ws {
+			if changes[k].recheck[w] { // timed out again when verified again: once is enough
+				delete(ws, w)
+				l.emit(Event{Kind: EventError, Object: &k, Message: fmt.Sprintf("%s is still not current after its action for this change timed out twice; not tried again until it changes: %s", w, finishHint(k))})
+			}
+		}
+		if len(ws) == 0 {
+			delete(only, k)
+		}
+	}
+	if len(only) > 0 {
+		l.retryLater(ns, changes, only, why+"; verified again, not sent again", true)
+	}
+}
+
+// workloadsOf are, per changed object, the workloads (by onlyKey) of the
+// results match picks, and the last such result's error or detail.
+func workloadsOf(changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result, match func(refresh.Result) bool) (map[inspect.ObjectKey]map[string]bool, string) {
 	workloadOf := map[string]string{} // pod -> onlyKey of its workload
 	for _, it := range kept {
 		workloadOf[it.Pod.Name] = onlyKey(it.Workload)
@@ -197,10 +233,10 @@ func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, ke
 	only := map[inspect.ObjectKey]map[string]bool{}
 	var why string
 	for _, r := range results {
-		if r.Outcome != refresh.OutcomeFailed || !r.Transient {
+		if !match(r) {
 			continue
 		}
-		why = r.Target.String() + ": " + r.Error
+		why = r.Target.String() + ": " + cmp.Or(r.Error, r.Detail, string(r.Outcome))
 		for _, c := range r.Consumers {
 			k := inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
 			if changes[k] == nil {
@@ -216,22 +252,53 @@ func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, ke
 			only[k][w] = true
 		}
 	}
-	if len(only) == 0 {
-		return false
+	return only, why
+}
+
+// rechecked tells whether a is for a change whose earlier action timed out.
+func rechecked(a refresh.Action, changes map[inspect.ObjectKey]*pending) bool {
+	for _, k := range consumedObjects(a, changes) {
+		if len(changes[k].recheck) > 0 {
+			return true
+		}
 	}
-	l.retryLater(ns, changes, only, why)
-	return true
+	return false
+}
+
+// noRestartAgain turns the restart or eviction of a workload whose action
+// for the same change already timed out into a manual action: it was
+// restarted once for it, and what keeps it from being current is for a
+// person to see (a rollout that does not progress, pods that crash).
+func noRestartAgain(actions []refresh.Action, changes map[inspect.ObjectKey]*pending) []refresh.Action {
+	for i, a := range actions {
+		if a.Action != refresh.ActionRestart && a.Action != refresh.ActionEvict {
+			continue
+		}
+		for _, k := range consumedObjects(a, changes) {
+			if changes[k].recheck[a.Target.Kind+"/"+a.Target.Name] {
+				actions[i].Action = refresh.ActionManual
+				actions[i].Reason = fmt.Sprintf("the %s of %s for this change was sent and it is still not current: not sent again; see `kubectl rollout status %s -n %s` and its pods' events",
+					a.Action, a.Target, a.Target, a.Target.Namespace)
+				break
+			}
+		}
+	}
+	return actions
 }
 
 // retryLater puts the changes back (each for the workloads of only[k]; nil:
-// every use), due after the namespace's next backoff, and reports it.
-func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, only map[inspect.ObjectKey]map[string]bool, why string) {
+// every use), due after the namespace's next backoff, and reports it; with
+// recheck those workloads are verified again, never restarted again.
+func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, only map[inspect.ObjectKey]map[string]bool, why string, recheck bool) {
 	attempt := l.retries.NumRequeues(ns) + 1
 	delay := wait.Jitter(l.retries.When(ns), retryJitter)
 	at := l.Clock().Add(delay)
 	for _, k := range slices.SortedFunc(maps.Keys(only), compareKeys) {
 		p := *changes[k]
 		p.only = only[k]
+		if recheck {
+			p.recheck = joinTold(maps.Clone(p.recheck), maps.Clone(only[k]))
+		}
 		l.requeueAt(p, at)
 		l.emit(Event{Kind: EventRetry, Object: &k, Keys: p.change.Keys,
 			Message: fmt.Sprintf("%s; tried again in %s (attempt %d)", why, delay.Round(100*time.Millisecond), attempt)})
@@ -249,6 +316,10 @@ func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*
 	for i := range results {
 		res := results[i]
 		if res.Action.Action == refresh.ActionNone {
+			if rechecked(res.Action, changes) { // the timed-out action made it current after all
+				l.emit(Event{Kind: EventResult, Action: &res.Action, Outcome: refresh.OutcomeCurrent,
+					Message: "verified current after its action for this change timed out"})
+			}
 			continue // already current: nothing was done
 		}
 		e := Event{Kind: EventResult, Action: &res.Action, Outcome: res.Outcome, Message: resultMessage(res)}

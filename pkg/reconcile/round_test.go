@@ -446,3 +446,43 @@ func TestOnChangeRestartIsForEditsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTimedOutRestartIsVerifiedAgainNotSentAgain: a restart whose wait
+// timed out is verified again after a backoff: reported current once its
+// consumers are, and never restarted a second time for the same change
+// (a manual action says what to look at).
+func TestTimedOutRestartIsVerifiedAgainNotSentAgain(t *testing.T) {
+	for _, current := range []bool{true, false} {
+		t.Run(fmt.Sprintf("current %v", current), func(t *testing.T) {
+			f := newRoundFixture(t)
+			// the pod is never replaced on the fake API server: the wait times out
+			f.loop.Refresh.Wait, f.loop.Refresh.Timeout, f.loop.Refresh.Now = true, 300*time.Millisecond, time.Now
+			f.edit("a", map[string]string{"K": "2", "X": "x"})
+			f.step(3 * time.Second)
+			if got := f.took(EventRetry); len(got) != 1 || !strings.Contains(got[0], "verified again, not sent again") {
+				t.Fatalf("after the timeout: retries %q, want one recheck", got)
+			}
+			first := f.restartedAt()
+			if current {
+				f.ex.Containers["ns/web-1-a/app"].Env["K"] = "2"
+			}
+			f.step(2 * RetryBase)
+			var got []string
+			for _, e := range f.events {
+				if e.Kind == EventAction || e.Kind == EventResult {
+					got = append(got, string(e.Kind)+" "+string(e.Action.Action)+" "+string(e.Outcome))
+				}
+			}
+			want := "result none current"
+			if !current {
+				want = "action manual ; result manual not-applied"
+			}
+			if strings.Join(got, "; ") != want {
+				t.Errorf("the recheck: %q, want %q", got, want)
+			}
+			if f.restartedAt() != first {
+				t.Error("restarted a second time for the same change")
+			}
+		})
+	}
+}
