@@ -14,8 +14,8 @@ import (
 const uninstallLong = `Remove what the controller keeps in the cluster besides its manifests:
 the records (kubectl-cmsync.io/applied-digest) on the Deployments,
 StatefulSets, DaemonSets and pods of -n (or -A), the refresh annotation on
-pods (removing it restarts nothing), the key Secret with its watermark, and
-the Lease. kubectl.kubernetes.io/restartedAt stays on the templates: it is
+pods (removing it restarts nothing), and, with -A, the key Secret with its
+watermark and the Lease. kubectl.kubernetes.io/restartedAt stays on the templates: it is
 kubectl's, and removing it would roll every workload once more.
 
 Stop the controller first (kubectl delete -k deploy/controller, or scale it

@@ -213,7 +213,11 @@ func (c *Controller) lead(ctx context.Context) error {
 	l.Emit = c.handle
 	if !c.DryRun {
 		c.moveFieldManagers(ctx, l.Namespace)
-		l.Watermark = readWatermark(ctx, c.Client, c.Namespace, c.KeySecret)
+		var err error
+		if l.Watermark, err = readWatermark(ctx, c.Client, c.Namespace, c.KeySecret); err != nil && ctx.Err() == nil {
+			c.handle(reconcile.Event{Kind: reconcile.EventError, Message: fmt.Sprintf("reading the watermark on Secret %s/%s: %v; every consumer with no record whose objects changed is checked",
+				c.Namespace, c.KeySecret, err)})
+		}
 		w := &watermarkWriter{client: c.Client, namespace: c.Namespace, name: c.KeySecret, clock: time.Now, report: func(err error) {
 			c.handle(reconcile.Event{Kind: reconcile.EventError, Message: fmt.Sprintf("writing the watermark on Secret %s/%s: %v (tried again; a new leader checks more consumers meanwhile)",
 				c.Namespace, c.KeySecret, err)})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -97,24 +98,25 @@ func managedFieldsPatch(resourceVersion string, entries []metav1.ManagedFieldsEn
 // builds of cmsync own on the workloads of namespace ("" for all): the
 // restart annotations and records they wrote. Under their names, Flux
 // takes those fields over and drops them on its next apply. It returns how
-// many workloads it changed; an object that changed meanwhile is left for
-// the next start.
+// many workloads it changed and the ones it could not (each named in the
+// error); an object that changed meanwhile is left for the next start.
 func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace string) (int, error) {
 	objs, err := listWorkloads(ctx, c, namespace)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
+	var errs []error
 	for _, o := range objs {
 		changed, err := moveManagersOf(ctx, c, o)
-		if err != nil {
-			return n, fmt.Errorf("%s %s/%s: %w", o.kind, o.meta.Namespace, o.meta.Name, err)
+		if err != nil { // one refusal (a webhook, a policy) does not keep the others
+			errs = append(errs, fmt.Errorf("%s %s/%s: %w", o.kind, o.meta.Namespace, o.meta.Name, err))
 		}
 		if changed {
 			n++
 		}
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 // workloadMeta is the metadata of one Deployment, StatefulSet or DaemonSet.

@@ -19,8 +19,8 @@ import (
 // own manifests: the records (reconcile.AnnotationApplied) on the
 // Deployments, StatefulSets, DaemonSets and pods of Namespace ("" for
 // all), the refresh annotation on pods (refresh.RefreshedAtAnnotation:
-// removing it restarts nothing), the key Secret with its watermark, and
-// the Lease. It leaves kubectl.kubernetes.io/restartedAt on the templates:
+// removing it restarts nothing), and, for all namespaces, the key Secret
+// with its watermark and the Lease. It leaves kubectl.kubernetes.io/restartedAt on the templates:
 // it is kubectl's, and removing it would roll every workload once more.
 type Uninstall struct {
 	Client                               kubernetes.Interface
@@ -85,7 +85,10 @@ func (u *Uninstall) workloads(ctx context.Context) error {
 			continue
 		}
 		err := patchWorkload(ctx, u.Client, o, types.MergePatchType, removal(reconcile.AnnotationApplied), u.patchOptions())
-		if err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) {
+			continue // gone meanwhile
+		}
+		if err != nil {
 			return fmt.Errorf("removing the record of %s/%s -n %s: %w", strings.ToLower(o.kind), o.meta.Name, o.meta.Namespace, err)
 		}
 		u.workloadsDone++
@@ -111,7 +114,10 @@ func (u *Uninstall) pods(ctx context.Context) error {
 			continue
 		}
 		_, err := u.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, removal(keys...), u.patchOptions())
-		if err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) {
+			continue // gone meanwhile
+		}
+		if err != nil {
 			return fmt.Errorf("removing %s from pod/%s -n %s: %w", strings.Join(keys, " and "), p.Name, p.Namespace, err)
 		}
 		u.podsDone++
@@ -120,8 +126,12 @@ func (u *Uninstall) pods(ctx context.Context) error {
 	return nil
 }
 
-// objects deletes the key Secret and the Lease.
+// objects deletes the key Secret and the Lease, when every namespace is
+// uninstalled: they serve the records of all of them.
 func (u *Uninstall) objects(ctx context.Context) error {
+	if u.Namespace != "" {
+		return nil
+	}
 	o := metav1.DeleteOptions{}
 	if u.DryRun {
 		o.DryRun = []string{metav1.DryRunAll}

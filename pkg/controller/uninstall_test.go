@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -73,5 +74,37 @@ func TestUninstallSaysWhereItStopped(t *testing.T) {
 	var ue *UninstallError
 	if !errors.As(err, &ue) || ue.Changed != 1 || !strings.Contains(err.Error(), "run the same command again to finish") || !strings.Contains(err.Error(), "pod/p -n shop") {
 		t.Errorf("error %v, want one that names pod/p, says 1 change was made and how to finish", err)
+	}
+}
+
+// TestUninstallOfOneNamespaceKeepsTheKey: the key Secret and the Lease
+// serve every namespace's records: -n leaves them.
+func TestUninstallOfOneNamespaceKeepsTheKey(t *testing.T) {
+	c := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: "cmsync-system"}})
+	if n, err := (&Uninstall{Client: c, Namespace: "shop", KeyNamespace: "cmsync-system", KeySecret: "key", LeaseName: "lease"}).Run(context.Background()); n != 0 || err != nil {
+		t.Fatalf("Run = %d, %v", n, err)
+	}
+	if _, err := c.CoreV1().Secrets("cmsync-system").Get(context.Background(), "key", metav1.GetOptions{}); err != nil {
+		t.Errorf("key Secret after an uninstall of one namespace: %v, want kept", err)
+	}
+}
+
+func TestReadWatermark(t *testing.T) {
+	at := "2026-01-02T03:04:05.5Z"
+	for _, tc := range []struct {
+		name    string
+		ann     map[string]string
+		want    time.Time
+		wantErr bool
+	}{
+		{"none: a first install", nil, time.Time{}, false},
+		{"written", map[string]string{AnnotationWatermark: at}, time.Date(2026, 1, 2, 3, 4, 5, 5e8, time.UTC), false},
+		{"unreadable: everything changed is checked", map[string]string{AnnotationWatermark: "yesterday"}, watermarkUnknown, true},
+	} {
+		c := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: "sys", Annotations: tc.ann}})
+		got, err := readWatermark(context.Background(), c, "sys", "key")
+		if !got.Equal(tc.want) || (err != nil) != tc.wantErr {
+			t.Errorf("%s: %s, %v; want %s (error %v)", tc.name, got, err, tc.want, tc.wantErr)
+		}
 	}
 }

@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -23,14 +25,40 @@ const AnnotationWatermark = "kubectl-cmsync.io/acted-until"
 // watermarkEvery is the least time between two writes of the watermark.
 const watermarkEvery = 10 * time.Second
 
-// readWatermark is the key Secret's watermark (zero: none, or unreadable).
-func readWatermark(ctx context.Context, c kubernetes.Interface, namespace, name string) time.Time {
-	s, err := c.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return time.Time{}
+// watermarkUnknown is the watermark of a leader that could not read it: a
+// time before any change, so that every consumer with no record whose
+// object changed is checked (verified, restarted only if stale), never
+// recorded as current.
+var watermarkUnknown = time.Unix(0, 0).UTC()
+
+// readWatermark is the key Secret's watermark: zero when it has none (no
+// leader acted with this key: a first install), watermarkUnknown when it
+// cannot be read or parsed (after three tries), with the error.
+func readWatermark(ctx context.Context, c kubernetes.Interface, namespace, name string) (time.Time, error) {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return watermarkUnknown, ctx.Err()
+			case <-time.After(time.Second << attempt):
+			}
+		}
+		var s *corev1.Secret
+		if s, err = c.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			continue
+		}
+		v, ok := s.Annotations[AnnotationWatermark]
+		if !ok {
+			return time.Time{}, nil
+		}
+		t, perr := time.Parse(time.RFC3339Nano, v)
+		if perr != nil {
+			return watermarkUnknown, fmt.Errorf("%s %q: %w", AnnotationWatermark, v, perr)
+		}
+		return t, nil
 	}
-	t, _ := time.Parse(time.RFC3339Nano, s.Annotations[AnnotationWatermark])
-	return t
+	return watermarkUnknown, err
 }
 
 // watermarkWriter writes the watermark on the key Secret, at most once per

@@ -41,13 +41,17 @@ func (d *Debouncer[K]) Add(key K, now time.Time) {
 
 // After makes key due at at: a retry after a backoff. An event of key
 // added meanwhile makes it due as any burst (the edit is acted on, and the
-// retry with it); a key already pending stays due when it was.
+// retry with it); a key already pending stays due when it was, or at at
+// when that is earlier and it waits for another retry.
 func (d *Debouncer[K]) After(key K, at time.Time) {
 	if d.pending == nil {
 		d.pending = map[K]*burst{}
 	}
-	if d.pending[key] == nil {
+	switch b := d.pending[key]; {
+	case b == nil:
 		d.pending[key] = &burst{first: at, last: at, events: 1, at: at}
+	case !b.at.IsZero() && at.Before(b.at):
+		b.at = at // the earliest retry
 	}
 }
 

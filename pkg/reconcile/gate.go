@@ -75,6 +75,9 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	var out []refresh.Action
 	for _, i := range slices.Sorted(maps.Keys(held)) {
 		a, h := plan.Actions[i], held[i]
+		if h.Paced { // Until is on the API server's clock; the debounce runs on Clock
+			h.Until = l.Clock().Add(max(h.Until.Sub(now), time.Second))
+		}
 		out = append(out, a)
 		objs := consumedObjects(a, changes)
 		drop, tell := h.Stuck, false

@@ -96,6 +96,9 @@ type Loop struct {
 	bounce  Debouncer[string] // by namespace
 	wake    chan struct{}
 	pace    *pacer
+	// resumeIncomplete: the resume could not check some consumers (a
+	// namespace or workload not read); the watermark stays at Watermark
+	resumeIncomplete bool
 	// retries times the retries of a namespace's transient failures
 	// (exponential per namespace, forgotten once a round completes)
 	retries workqueue.TypedRateLimiter[string]
@@ -195,15 +198,20 @@ const watermarkMargin = 10 * time.Second
 
 // actedUntil is the time up to which every change was acted on: the first
 // edit of the oldest change still pending (a held restart, a retry), else
-// now less watermarkMargin; no later than the Watermark this loop started
-// from while a check of existing state is pending.
+// now, less watermarkMargin (an edit is seen a moment after it is made); no
+// later than the Watermark this loop started from while a check of
+// existing state is pending, or when its resume could not check them all.
 func (l *Loop) actedUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w := l.Now().Add(-watermarkMargin)
+	if l.resumeIncomplete && !l.Watermark.IsZero() && l.Watermark.Before(w) {
+		w = l.Watermark
+	}
 	for _, p := range l.pending {
-		if p.first.Before(w) {
-			w = p.first
+		// first is when the edit was seen: it was made up to a moment before
+		if at := p.first.Add(-watermarkMargin); at.Before(w) {
+			w = at
 		}
 		if p.existing && !l.Watermark.IsZero() && l.Watermark.Before(w) {
 			w = l.Watermark
@@ -421,10 +429,14 @@ func (l *Loop) requeue(p pending) { l.requeueAt(p, time.Time{}) }
 func (l *Loop) requeueAt(p pending, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p.retry, p.told = true, maps.Clone(p.told) // a copy shares no map with the round's
+	p.retry, p.told, p.only, p.recheck = true, maps.Clone(p.told), maps.Clone(p.only), maps.Clone(p.recheck) // a copy shares no map with the round's
 	if q := l.pending[p.change.Object]; q != nil {
-		if q.retry && q.only != nil && p.only != nil {
-			maps.Copy(q.only, p.only)
+		if q.retry && q.only != nil {
+			if p.only == nil { // a retry of every use widens it
+				q.only = nil
+			} else {
+				maps.Copy(q.only, p.only)
+			}
 		}
 		if q.retry { // no edit since: what was told, the hold's clock and the rechecks still hold
 			q.told = joinTold(q.told, p.told)

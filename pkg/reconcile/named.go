@@ -96,9 +96,10 @@ func restartable(a refresh.Action, w refresh.AnnotatedWorkload) refresh.Action {
 }
 
 // edited: the change is an edit of keys (not a creation or deletion, not
-// the state found at start).
+// the state found at start, which has no keys; an edit merged into a check
+// of that state is an edit).
 func edited(p *pending) bool {
-	return len(p.change.Keys) > 0 && !p.change.Created && !p.change.Deleted && !p.existing
+	return len(p.change.Keys) > 0 && !p.change.Created && !p.change.Deleted
 }
 
 func anyEdited(changes map[inspect.ObjectKey]*pending) bool {

@@ -36,6 +36,9 @@ func newPacer(interval time.Duration, perSecond float64, burst int) *pacer {
 // that is not held takes a token and is remembered as sent at now.
 func (p *pacer) hold(t refresh.Target, restartedAt, now time.Time) Hold {
 	last := p.last[t]
+	if restartedAt.After(now) { // written by a client whose clock is ahead
+		restartedAt = now
+	}
 	if restartedAt.After(last) {
 		last = restartedAt
 	}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -10,22 +11,23 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// onChange is what a change of an object the workload consumes does to it,
-// and why: its AnnotationOnChange when set (on the workload, else its pod
-// template); OnChangeRestart for a workload opted in through Reloader's
-// annotations, which restart on every change (many applications read
-// their configuration only at startup); OnChangeRemount otherwise, the
-// least disruptive action: volumes remounted, env and subPath uses
-// restarted.
-func onChange(workload, template map[string]string) (policy, why string) {
+// onChange is what a change of an object of kind (ConfigMap or Secret)
+// that the workload consumes does to it, and why: its AnnotationOnChange
+// when set (on the workload, else its pod template); OnChangeRestart for a
+// workload opted in for that kind through Reloader's annotations, which
+// restart on every change (many applications read their configuration
+// only at startup); OnChangeRemount otherwise, the least disruptive
+// action: volumes remounted, env and subPath uses restarted.
+func onChange(workload, template map[string]string, kind string) (policy, why string) {
 	for _, ann := range []map[string]string{workload, template} {
 		switch v := ann[AnnotationOnChange]; v {
 		case OnChangeRestart, OnChangeRemount:
 			return v, AnnotationOnChange + "=" + v
 		}
 	}
+	keys := []string{ReloaderAuto, ReloaderSearch, typed(kind, ReloaderConfigMapAuto, ReloaderSecretAuto), typed(kind, ReloaderConfigMapReload, ReloaderSecretReload)}
 	for _, ann := range []map[string]string{workload, template} {
-		for _, k := range []string{ReloaderAuto, ReloaderConfigMapAuto, ReloaderSecretAuto, ReloaderSearch, ReloaderConfigMapReload, ReloaderSecretReload} {
+		for _, k := range keys {
 			if v := ann[k]; v != "" && v != "false" {
 				return OnChangeRestart, "opted in through " + k + ", which restarts on every change; " + AnnotationOnChange + "=" + OnChangeRemount + " remounts instead"
 			}
@@ -35,12 +37,21 @@ func onChange(workload, template map[string]string) (policy, why string) {
 }
 
 // restartsOnChange are the workloads among meta whose policy is
-// OnChangeRestart, with why.
-func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[refresh.WorkloadKey]string {
-	out := map[refresh.WorkloadKey]string{}
+// OnChangeRestart for some kind of object, with why, by kind.
+func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[refresh.WorkloadKey]map[string]string {
+	out := map[refresh.WorkloadKey]map[string]string{}
 	for w, m := range meta {
-		if p, why := onChange(m.workload, m.template); p == OnChangeRestart && w.Builtin() && refresh.Restartable[w.Kind] {
-			out[refresh.WorkloadKey{Kind: w.Kind, Namespace: ns, Name: w.Name}] = why
+		if !w.Builtin() || !refresh.Restartable[w.Kind] {
+			continue
+		}
+		for _, kind := range []string{inspect.KindConfigMap, inspect.KindSecret} {
+			if p, why := onChange(m.workload, m.template, kind); p == OnChangeRestart {
+				wk := refresh.WorkloadKey{Kind: w.Kind, Namespace: ns, Name: w.Name}
+				if out[wk] == nil {
+					out[wk] = map[string]string{}
+				}
+				out[wk][kind] = why
+			}
 		}
 	}
 	return out
@@ -54,15 +65,20 @@ func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[r
 // once). A workload a restart would not roll (paused, OnDelete, a
 // partition) or whose pods the plan evicts keeps its annotations: a
 // remount is what can be done.
-func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, restart map[refresh.WorkloadKey]string, items []inspect.Use, changes map[inspect.ObjectKey]*pending) []refresh.Action {
+func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, restart map[refresh.WorkloadKey]map[string]string, items []inspect.Use, changes map[inspect.ObjectKey]*pending) []refresh.Action {
 	for _, wk := range slices.SortedFunc(maps.Keys(restart), func(a, b refresh.WorkloadKey) int {
 		return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
 	}) {
-		why := restart[wk]
 		t := refresh.Target{Kind: wk.Kind, Namespace: wk.Namespace, Name: wk.Name}
 		pods := podsOf(items, t)
-		if !slices.ContainsFunc(actions, func(a refresh.Action) bool { return annotates(a, t.Namespace, pods) && forEdit(a, changes) }) {
-			continue // no edit of what its volumes read this round
+		var why string
+		for _, a := range actions {
+			if annotates(a, t.Namespace, pods) {
+				why = cmp.Or(why, forEdit(a, changes, restart[wk]))
+			}
+		}
+		if why == "" {
+			continue // no edit this round of what its volumes read, of a kind it restarts for
 		}
 		i := slices.IndexFunc(actions, func(a refresh.Action) bool {
 			return (a.Action == refresh.ActionRestart || a.Action == refresh.ActionEvict) && a.Target == t
@@ -92,12 +108,16 @@ func annotates(a refresh.Action, ns string, pods map[string]bool) bool {
 	return a.Action == refresh.ActionAnnotate && a.Target.Kind == "Pod" && a.Target.Namespace == ns && pods[a.Target.Name]
 }
 
-// forEdit tells whether one of a's consumers reads an edited object.
-func forEdit(a refresh.Action, changes map[inspect.ObjectKey]*pending) bool {
-	return slices.ContainsFunc(a.Consumers, func(c refresh.Consumer) bool {
+// forEdit is why a's consumers restart their workload: the policy of the
+// kind of an edited object one of them reads (kinds), or "".
+func forEdit(a refresh.Action, changes map[inspect.ObjectKey]*pending, kinds map[string]string) string {
+	for _, c := range a.Consumers {
 		p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]
-		return p != nil && edited(p)
-	})
+		if why := kinds[c.Object.Kind]; p != nil && edited(p) && why != "" {
+			return why
+		}
+	}
+	return ""
 }
 
 // restartOf is a restart of wk replacing its live pods; false when a

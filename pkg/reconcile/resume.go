@@ -172,6 +172,11 @@ func (l *Loop) namespaces(factory informers.SharedInformerFactory) []string {
 
 func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKey]*pending, n *resumeCounts) {
 	snap, kept, meta, err := l.readForResume(ctx, ns)
+	if err != nil || anyUnread(meta) {
+		l.mu.Lock()
+		l.resumeIncomplete = true // the watermark stays where it was: the next leader checks again
+		l.mu.Unlock()
+	}
 	if err != nil {
 		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("resuming in namespace %s: %v; its consumers are acted on at their next change", ns, err)})
 		return

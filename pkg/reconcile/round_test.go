@@ -359,6 +359,7 @@ func TestOnChangePolicy(t *testing.T) {
 		{"reloader, remount", map[string]string{ReloaderAuto: "true", AnnotationOnChange: OnChangeRemount}, "annotate pod/vol-1-a"},
 		{"cmsync's own opt-in", map[string]string{AnnotationWatch: "true"}, "annotate pod/vol-1-a"},
 		{"cmsync's, restart", map[string]string{AnnotationWatch: "true", AnnotationOnChange: OnChangeRestart}, "restart deployment/vol"},
+		{"reloader for Secrets only", map[string]string{ReloaderSecretAuto: "true"}, "annotate pod/vol-1-a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRoundFixture(t)
@@ -427,8 +428,13 @@ func TestActedUntilWaitsForThePendingChanges(t *testing.T) {
 	f.edit("a", map[string]string{"K": "2", "X": "x"})
 	first := f.now
 	f.now = f.now.Add(time.Hour)
-	if got := f.loop.actedUntil(); !got.Equal(first) {
-		t.Errorf("a change pending since %s: %s, want its first edit", first, got)
+	if got, want := f.loop.actedUntil(), first.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("a change pending since %s: %s, want its first edit less the margin %s", first, got, want)
+	}
+	f.loop.Watermark, f.loop.resumeIncomplete = first.Add(-time.Hour), true
+	f.loop.pending = map[inspect.ObjectKey]*pending{}
+	if got := f.loop.actedUntil(); !got.Equal(f.loop.Watermark) {
+		t.Errorf("a resume that could not check every consumer: %s, want the watermark it started from %s", got, f.loop.Watermark)
 	}
 }
 
@@ -484,5 +490,69 @@ func TestTimedOutRestartIsVerifiedAgainNotSentAgain(t *testing.T) {
 				t.Error("restarted a second time for the same change")
 			}
 		})
+	}
+}
+
+// TestEditMergedIntoACheckOfStartStateIsAnEdit: an edit made while a check
+// of the state found at start is held back (a rollout under way) is still
+// an edit: the on-change restart it asks for is made.
+func TestEditMergedIntoACheckOfStartStateIsAnEdit(t *testing.T) {
+	f := newRoundFixture(t)
+	f.addVolumeWorkload("vol", map[string]string{ReloaderAuto: "true"})
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	// as afterRollouts puts back a check of existing state held for web's rollout
+	f.loop.requeue(pending{change: Change{Object: k}, first: f.now, existing: true, only: map[string]bool{"Deployment/web": true}})
+	f.edit("a", map[string]string{"K": "1", "X": "changed"}) // X: only vol reads it
+	f.step(3 * time.Second)
+	var got []string
+	for _, e := range f.events {
+		if e.Kind == EventAction && e.Action.Target.Name != "web" {
+			got = append(got, string(e.Action.Action)+" "+e.Action.Target.String())
+		}
+	}
+	if strings.Join(got, "; ") != "restart deployment/vol" {
+		t.Errorf("actions %q, want restart deployment/vol (the edit's on-change: restart)", got)
+	}
+}
+
+// TestRetryOfEveryUseWidensAHeldRetry: a retry of some workloads merged
+// with a retry of every use (a transient failure of the round) concerns
+// every use.
+func TestRetryOfEveryUseWidensAHeldRetry(t *testing.T) {
+	f := newRoundFixture(t)
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	f.loop.requeue(pending{change: Change{Object: k}, first: f.now, existing: true, only: map[string]bool{"Deployment/w1": true}})
+	f.loop.requeueAt(pending{change: Change{Object: k}, first: f.now, existing: true}, f.now.Add(time.Second))
+	if o := f.loop.pending[k].only; o != nil {
+		t.Errorf("only after a retry of every use: %v, want nil (every use)", o)
+	}
+}
+
+// TestPacedRetryWaitsOnTheLocalClock: with the API server's clock an hour
+// behind, a restart paced for 5 minutes waits; it is not tried again round
+// after round.
+func TestPacedRetryWaitsOnTheLocalClock(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MinRestartInterval = 5 * time.Minute
+	f.loop.Now = func() time.Time { return f.now.Add(-time.Hour) }
+	f.loop.Refresh.Now = f.loop.Now
+	f.loop.defaults()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	f.took(EventAction)
+	f.edit("a", map[string]string{"K": "3", "X": "x"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lists := 0
+	f.client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if lists++; lists > 50 {
+			cancel()
+		}
+		return false, nil, nil
+	})
+	f.now = f.now.Add(3 * time.Second)
+	f.loop.settle(ctx)
+	if lists > 2 {
+		t.Errorf("one step made %d rounds for a restart paced 5 min: it should wait", lists)
 	}
 }

@@ -198,7 +198,7 @@ func TestControllerActsOnWhatNoLeaderSaw(t *testing.T) {
 	t.Log("uninstall: the controller stopped, its records, key and Lease removed")
 	f.poll("the record of late written", podReadyTimeout, func() (bool, error) { return f.appliedRecord("late") != "", nil })
 	f.scaleController(0)
-	out, err := exec.CommandContext(f.ctx, "kubectl", "cmsync", "controller", "uninstall", "-n", f.ns, "--key-namespace", ctlNS).CombinedOutput()
+	out, err := exec.CommandContext(f.ctx, "kubectl", "cmsync", "controller", "uninstall", "-A", "--key-namespace", ctlNS).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "deployment/late -n "+f.ns+": record removed") {
 		t.Fatalf("kubectl cmsync controller uninstall: %v\n%s", err, out)
 	}
