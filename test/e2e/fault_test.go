@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -174,4 +175,28 @@ func podRow(screen, pod string) string {
 		}
 	}
 	return ""
+}
+
+// TestWatchAcrossAPIServerDown: an edit whose round meets the API server
+// down is tried again with a backoff, not dropped: once the server is
+// back the env consumer is restarted once and verified current.
+func TestWatchAcrossAPIServerDown(t *testing.T) {
+	f := newFx(t)
+	f.createConfigMap(configMap("cfg", map[string]string{"level": "l0"}))
+	f.createAnnotatedDeployment("envapp", 1, podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "cfg", "level", nil))), nil)
+	f.waitDeploymentSettled("envapp")
+	w := f.startWatch("--debounce", "4s")
+	f.patchConfigMapData("cfg", map[string]string{"level": "l1"})
+	time.Sleep(500 * time.Millisecond) // the watch has the edit
+	apiServer(t, "stop", "GRACE=5") // as in an upgrade (a crash slows the controller manager's return)
+	time.Sleep(8 * time.Second) // the round falls due, and its reads and the first retries fail
+	apiServer(t, "start")
+	w.expectOneRestart("envapp")
+	if n := w.count(func(e reconcile.Event) bool { return e.Kind == reconcile.EventRetry }); n == 0 {
+		t.Error("no retry event: the round did not meet the API server down")
+	}
+	pods, _ := f.deploymentPods("envapp")
+	for name := range pods {
+		f.expectEnv(name, "c", "LEVEL", "l1")
+	}
 }
