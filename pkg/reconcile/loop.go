@@ -168,6 +168,11 @@ func (l *Loop) Run(ctx context.Context) error {
 		next := l.settle(ctx)
 		if l.Acted != nil && ctx.Err() == nil {
 			l.Acted(l.actedUntil())
+			// idle, the watermark still moves: a new leader then checks
+			// only what changed since shortly before
+			if at := l.Clock().Add(actedEvery); next.IsZero() || next.After(at) {
+				next = at
+			}
 		}
 		if !l.sleep(ctx, next) {
 			l.dropPending()
@@ -191,6 +196,10 @@ func (l *Loop) settle(ctx context.Context) (next time.Time) {
 	}
 	return time.Time{}
 }
+
+// actedEvery is the longest an idle loop with Acted waits before it tells
+// it again.
+const actedEvery = 30 * time.Second
 
 // watermarkMargin is how far behind the clock the watermark stays: an
 // edit reaches the informers a moment after the API server recorded it.
