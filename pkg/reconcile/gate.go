@@ -59,7 +59,7 @@ func Gate(actions []refresh.Action, limit int, hold func(refresh.Target) Hold) (
 // under way RolloutWait after the first hold, is reported and dropped. A
 // dry run changes nothing, so nothing is held: every restart is shown.
 // It returns the actions held back.
-func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect.ObjectKey]*pending) []refresh.Action {
+func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect.ObjectKey]*pending, meta map[inspect.WorkloadRef]subjectMeta) []refresh.Action {
 	if l.dryRun() {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		if h := l.rolloutHold(ctx, t); h.Reason != "" {
 			return h
 		}
-		return l.paceHold(ctx, t)
+		return l.paceHold(ctx, t, meta)
 	})
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}

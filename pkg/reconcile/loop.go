@@ -102,6 +102,7 @@ type Loop struct {
 	// retries times the retries of a namespace's transient failures
 	// (exponential per namespace, forgotten once a round completes)
 	retries workqueue.TypedRateLimiter[string]
+	step    *retryStep // this round's, once taken (rounds run one at a time)
 }
 
 // The backoff of a namespace whose round failed for a transient reason (an

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -59,13 +60,19 @@ func (p *pacer) hold(t refresh.Target, restartedAt, now time.Time) Hold {
 }
 
 // paceHold is the pacer's hold of the restart of t, its restartedAt read
-// from the workload's template (only with an interval).
-func (l *Loop) paceHold(ctx context.Context, t refresh.Target) Hold {
+// from the workload's template (only with an interval): from the
+// annotations the round read already (meta), else with one GET (a
+// workload named in Reloader's reload list, whose uses the round did not
+// read).
+func (l *Loop) paceHold(ctx context.Context, t refresh.Target, meta map[inspect.WorkloadRef]subjectMeta) Hold {
 	var restartedAt time.Time
-	if l.pace.interval > 0 && l.Annotations != nil && t.Kind != "Pod" {
-		if _, tmpl, err := l.Annotations.Annotations(ctx, t.Kind, t.Namespace, t.Name); err == nil {
-			restartedAt, _ = time.Parse(time.RFC3339, tmpl[refresh.RestartedAtAnnotation])
+	if l.pace.interval > 0 && t.Kind != "Pod" {
+		tmpl, ok := meta[inspect.WorkloadRef{Kind: t.Kind, Name: t.Name}]
+		if (!ok || tmpl.err != nil) && l.Annotations != nil {
+			tmpl = subjectMeta{}
+			_, tmpl.template, tmpl.err = l.Annotations.Annotations(ctx, t.Kind, t.Namespace, t.Name)
 		}
+		restartedAt, _ = time.Parse(time.RFC3339, tmpl.template[refresh.RestartedAtAnnotation])
 	}
 	return l.pace.hold(t, restartedAt, l.Now())
 }

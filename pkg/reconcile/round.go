@@ -38,6 +38,12 @@ func (l *Loop) runRound(ctx context.Context, due map[inspect.ObjectKey]*pending)
 // of a workload that may be acted on, and has the refresh engine make them
 // current.
 func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending) {
+	l.step = nil
+	defer func() {
+		if l.step == nil || !l.step.failed { // the namespace answered: its backoff starts over
+			l.retries.Forget(ns)
+		}
+	}()
 	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
 	for _, k := range keys {
 		if p := changes[k]; !p.existing && !p.retry {
@@ -76,7 +82,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	plan.Actions = withNamed(plan.Actions, named, items)
 	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, items, changes)
 	plan.Actions = noRestartAgain(plan.Actions, changes)
-	held := l.gate(ctx, plan, changes)
+	held := l.gate(ctx, plan, changes, meta)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {
 			l.emit(Event{Kind: EventAction, Action: &a, Message: a.Reason})
@@ -84,9 +90,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	results := r.Apply(ctx, plan, nil)
 	l.results(results, changes)
-	if !l.retryFailed(ns, changes, kept, results) {
-		l.retries.Forget(ns)
-	}
+	l.retryFailed(ns, changes, kept, results)
 	l.recheckTimedOut(ns, changes, kept, results)
 	l.record(ctx, snap, kept, meta, append(results, heldResults(held)...))
 }
@@ -189,16 +193,14 @@ func (l *Loop) failed(changes map[inspect.ObjectKey]*pending, keys []inspect.Obj
 }
 
 // retryFailed puts back, for their workloads only, the changes whose
-// actions failed for a transient reason, and tells whether there was one.
+// actions failed for a transient reason.
 // The next round verifies again before it acts, so a consumer made current
 // meanwhile costs nothing.
-func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) bool {
+func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) {
 	only, why := workloadsOf(changes, kept, results, func(r refresh.Result) bool { return r.Outcome == refresh.OutcomeFailed && r.Transient })
-	if len(only) == 0 {
-		return false
+	if len(only) > 0 {
+		l.retryLater(ns, changes, only, why, false)
 	}
-	l.retryLater(ns, changes, only, why, false)
-	return true
 }
 
 // recheckTimedOut puts back the changes whose actions were sent and not
@@ -290,8 +292,11 @@ func noRestartAgain(actions []refresh.Action, changes map[inspect.ObjectKey]*pen
 // every use), due after the namespace's next backoff, and reports it; with
 // recheck those workloads are verified again, never restarted again.
 func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, only map[inspect.ObjectKey]map[string]bool, why string, recheck bool) {
-	attempt := l.retries.NumRequeues(ns) + 1
-	delay := wait.Jitter(l.retries.When(ns), retryJitter)
+	if l.step == nil { // one backoff step a round, however many of its changes are put back
+		l.step = &retryStep{attempt: l.retries.NumRequeues(ns) + 1, delay: wait.Jitter(l.retries.When(ns), retryJitter)}
+	}
+	l.step.failed = l.step.failed || !recheck
+	attempt, delay := l.step.attempt, l.step.delay
 	at := l.Clock().Add(delay)
 	for _, k := range slices.SortedFunc(maps.Keys(only), compareKeys) {
 		p := *changes[k]
@@ -303,6 +308,15 @@ func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, onl
 		l.emit(Event{Kind: EventRetry, Object: &k, Keys: p.change.Keys,
 			Message: fmt.Sprintf("%s; tried again in %s (attempt %d)", why, delay.Round(100*time.Millisecond), attempt)})
 	}
+}
+
+// retryStep is the backoff a round takes when it puts changes back.
+type retryStep struct {
+	attempt int
+	delay   time.Duration
+	// failed: a change was put back for a transient failure (not only to
+	// verify a timed-out action again): the backoff goes on growing
+	failed bool
 }
 
 // finishHint is the command that makes the consumers of k current.
