@@ -20,15 +20,16 @@ import (
 // Deployments, StatefulSets, DaemonSets and pods of Namespace ("" for
 // all), the refresh annotation on pods (refresh.RefreshedAtAnnotation:
 // removing it restarts nothing), and, for all namespaces, the key Secret
-// with its watermark and the Lease. It leaves kubectl.kubernetes.io/restartedAt on the templates:
-// it is kubectl's, and removing it would roll every workload once more.
+// with its watermark and the Lease. It leaves
+// kubectl.kubernetes.io/restartedAt on the templates: it is kubectl's, and
+// removing it would roll every workload once more.
 type Uninstall struct {
-	Client                               kubernetes.Interface
-	Namespace                            string
-	KeyNamespace, KeySecret, LeaseName   string
-	DryRun                               bool
-	Done                                 func(what string) // told of each change, as it is made
-	workloadsDone, podsDone, objectsDone int
+	Client                             kubernetes.Interface
+	Namespace                          string
+	KeyNamespace, KeySecret, LeaseName string
+	DryRun                             bool
+	Done                               func(what string) // told of each change, as it is made
+	changed                            int
 }
 
 // UninstallError says where an uninstall stopped: what it changed before
@@ -49,13 +50,11 @@ func (u *Uninstall) Run(ctx context.Context) (int, error) {
 	steps := []func(context.Context) error{u.workloads, u.pods, u.objects}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
-			return u.changed(), &UninstallError{Changed: u.changed(), Err: err}
+			return u.changed, &UninstallError{Changed: u.changed, Err: err}
 		}
 	}
-	return u.changed(), nil
+	return u.changed, nil
 }
-
-func (u *Uninstall) changed() int { return u.workloadsDone + u.podsDone + u.objectsDone }
 
 func (u *Uninstall) patchOptions() metav1.PatchOptions {
 	o := metav1.PatchOptions{FieldManager: version.FieldManager}
@@ -91,7 +90,6 @@ func (u *Uninstall) workloads(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("removing the record of %s/%s -n %s: %w", strings.ToLower(o.kind), o.meta.Name, o.meta.Namespace, err)
 		}
-		u.workloadsDone++
 		u.tell(fmt.Sprintf("%s/%s -n %s: record removed", strings.ToLower(o.kind), o.meta.Name, o.meta.Namespace))
 	}
 	return nil
@@ -120,7 +118,6 @@ func (u *Uninstall) pods(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("removing %s from pod/%s -n %s: %w", strings.Join(keys, " and "), p.Name, p.Namespace, err)
 		}
-		u.podsDone++
 		u.tell(fmt.Sprintf("pod/%s -n %s: %s removed", p.Name, p.Namespace, strings.Join(keys, " and ")))
 	}
 	return nil
@@ -139,7 +136,6 @@ func (u *Uninstall) objects(ctx context.Context) error {
 	err := u.Client.CoreV1().Secrets(u.KeyNamespace).Delete(ctx, u.KeySecret, o)
 	switch {
 	case err == nil:
-		u.objectsDone++
 		u.tell(fmt.Sprintf("secret/%s -n %s: deleted (the key of the records and the watermark)", u.KeySecret, u.KeyNamespace))
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("deleting secret/%s -n %s: %w", u.KeySecret, u.KeyNamespace, err)
@@ -147,7 +143,6 @@ func (u *Uninstall) objects(ctx context.Context) error {
 	err = u.Client.CoordinationV1().Leases(u.KeyNamespace).Delete(ctx, u.LeaseName, o)
 	switch {
 	case err == nil:
-		u.objectsDone++
 		u.tell(fmt.Sprintf("lease/%s -n %s: deleted", u.LeaseName, u.KeyNamespace))
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("deleting lease/%s -n %s: %w", u.LeaseName, u.KeyNamespace, err)
@@ -155,7 +150,9 @@ func (u *Uninstall) objects(ctx context.Context) error {
 	return nil
 }
 
+// tell counts one change made and reports it.
 func (u *Uninstall) tell(what string) {
+	u.changed++
 	if u.Done != nil {
 		u.Done(what)
 	}
