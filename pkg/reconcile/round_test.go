@@ -40,25 +40,34 @@ type roundFixture struct {
 	events []Event
 }
 
-func newRoundFixture(t *testing.T) *roundFixture {
-	ctrl := true
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
-	one := int32(1)
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "dep", Generation: 1},
-		Spec:   appsv1.DeploymentSpec{Replicas: &one, Selector: sel},
+// deploymentObjects are Deployment name (rolled out, one replica) with
+// its ReplicaSet name-1 and its running, Ready pod name-1-a, whose one
+// container "app" is c and whose volumes are volumes.
+func deploymentObjects(name string, ann map[string]string, c corev1.Container, volumes ...corev1.Volume) []runtime.Object {
+	ctrl, one := true, int32(1)
+	sel := map[string]string{"app": name}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), Generation: 1, Annotations: ann},
+		Spec:   appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: sel}},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", UID: "rs", Labels: sel.MatchLabels,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "dep", Controller: &ctrl}}}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: "ns", UID: types.UID(name + "-rs"), Labels: sel,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: types.UID(name), Controller: &ctrl}}}}
+	c.Name = "app"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-1-a", Namespace: "ns", UID: types.UID("u-" + name + "-1-a"), Labels: sel,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name + "-1", UID: types.UID(name + "-rs"), Controller: &ctrl}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{c}, Volumes: volumes},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	return []runtime.Object{dep, rs, pod}
+}
+
+func newRoundFixture(t *testing.T) *roundFixture {
 	envFrom := func(name, cm string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Key: name}}}
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1-a", Namespace: "ns", UID: types.UID("u-web-1-a"), Labels: sel.MatchLabels,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs", Controller: &ctrl}}},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{envFrom("K", "a"), envFrom("L", "b")}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
-	client := fake.NewClientset(dep, rs, pod, configMap("a", map[string]string{"K": "1", "X": "x"}), configMap("b", map[string]string{"L": "1"}))
+	objs := append(deploymentObjects("web", nil, corev1.Container{Env: []corev1.EnvVar{envFrom("K", "a"), envFrom("L", "b")}}),
+		configMap("a", map[string]string{"K": "1", "X": "x"}), configMap("b", map[string]string{"L": "1"}))
+	client := fake.NewClientset(objs...)
 	f := &roundFixture{t: t, client: client, now: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC),
 		ex: &readtest.Executor{Containers: map[string]*readtest.Container{"ns/web-1-a/app": {Env: map[string]string{"K": "1", "L": "1"}}}}}
 	vo := inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second, Now: f.clock}
@@ -326,20 +335,9 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 // volume, with the annotations ann.
 func (f *roundFixture) addVolumeWorkload(name string, ann map[string]string) {
 	f.t.Helper()
-	ctrl, one := true, int32(1)
-	sel := map[string]string{"app": name}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), Generation: 1, Annotations: ann},
-		Spec:   appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: sel}},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: "ns", UID: types.UID(name + "-rs"), Labels: sel,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: types.UID(name), Controller: &ctrl}}}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-1-a", Namespace: "ns", UID: types.UID("u-" + name), Labels: sel,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name + "-1", UID: types.UID(name + "-rs"), Controller: &ctrl}}},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
-			Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
-	for _, o := range []runtime.Object{dep, rs, pod} {
+	c := corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}
+	v := corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}}}
+	for _, o := range deploymentObjects(name, ann, c, v) {
 		if err := f.client.Tracker().Add(o); err != nil {
 			f.t.Fatal(err)
 		}
