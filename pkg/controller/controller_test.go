@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
@@ -43,6 +44,12 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		m.Handle(e)
 	}
 	m.SetLeader(true)
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "namespaces", MetricsProvider: m.Queue()})
+	q.Add("a")
+	q.Add("b")
+	ns, _ := q.Get()
+	q.Done(ns)
+	defer q.ShutDown()
 	code, body := get(t, Handler(m, &Probes{}), "/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d", code)
@@ -57,6 +64,10 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		`cmsync_change_to_verified_seconds_bucket{le="2"} 1`,
 		`cmsync_change_to_verified_seconds_bucket{le="1"} 0`,
 		`cmsync_leader 1`,
+		`cmsync_queue_adds_total 2`,
+		`cmsync_queue_depth 1`,
+		`cmsync_round_duration_seconds_count 1`,
+		`cmsync_queue_wait_seconds_count 1`,
 		`go_goroutines `,
 	} {
 		if !strings.Contains(body, want) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 )
@@ -21,6 +22,7 @@ type Metrics struct {
 	errors   prometheus.Counter
 	latency  prometheus.Histogram
 	leader   prometheus.Gauge
+	queue    *queueMetrics
 }
 
 // NewMetrics registers the metrics (and the Go and process collectors) on
@@ -48,11 +50,16 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300, 600}}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cmsync_leader",
 			Help: "1 while this replica holds the lease and acts, else 0."}),
+		queue: newQueueMetrics(),
 	}
 	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.ignored, m.retries, m.errors, m.latency, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(m.queue.collectors()...)
 	return m
 }
+
+// Queue is the metrics provider of the loop's namespace queue.
+func (m *Metrics) Queue() workqueue.MetricsProvider { return m.queue }
 
 // Handle counts one event of the loop.
 func (m *Metrics) Handle(e reconcile.Event) {
