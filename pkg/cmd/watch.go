@@ -82,6 +82,7 @@ type WatchOptions struct {
 	Debounce              time.Duration
 	MaxWait               time.Duration
 	MaxConcurrentRestarts int
+	Workers               int
 	RolloutWait           time.Duration
 	// MinRestartInterval, RestartRate and RestartBurst pace restarts
 	// (reconcile.Config).
@@ -100,7 +101,7 @@ type WatchOptions struct {
 // NewWatchOptions returns options with defaults.
 func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
 	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
-		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, RolloutWait: 10 * time.Minute, RestartBurst: 10, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
+		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, Workers: reconcile.DefaultWorkers, RolloutWait: 10 * time.Minute, RestartBurst: 10, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
 }
@@ -137,7 +138,8 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	}
 	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Act on the changes of a namespace this long after its last edit (edits in between are coalesced).")
 	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on the changes of a namespace at the latest this long after its first edit, even if the edits go on.")
-	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once; the others wait for the next round.")
+	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once, in all namespaces: a restart whose rollout is not complete yet counts; the others wait and are checked again.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Act on this many namespaces at once (a namespace waiting for a slow rollout holds one, not the others).")
 	fs.DurationVar(&o.RolloutWait, "rollout-wait", o.RolloutWait, "How long a change waits for a workload's rollout in progress before it is reported and left alone.")
 	fs.DurationVar(&o.MinRestartInterval, "min-restart-interval", o.MinRestartInterval, "Restart one workload at most once per this interval (from its last restart, whoever made it); a restart held back waits until the interval ends (0: no interval).")
 	fs.Float64Var(&o.RestartRate, "restart-rate", o.RestartRate, "Restart at most this many workloads per second, all together, in bursts of --restart-burst; a restart held back waits for its turn (0: no limit).")
@@ -186,6 +188,9 @@ func (o *WatchOptions) Validate() error {
 	if o.MaxWait < o.Debounce {
 		return usageError("--max-wait (%s) must be at least --debounce (%s)", o.MaxWait, o.Debounce)
 	}
+	if o.Workers < 1 {
+		return usageError("--workers must be 1 or more, got %d", o.Workers)
+	}
 	if o.MaxConcurrentRestarts < 1 {
 		return usageError("--max-concurrent-restarts must be 1 or more, got %d", o.MaxConcurrentRestarts)
 	}
@@ -231,7 +236,7 @@ func (o *WatchOptions) newLoop() *reconcile.Loop {
 	return &reconcile.Loop{
 		Config: reconcile.Config{Namespace: o.Namespace, Names: o.Names, PodSelector: o.Selector, Secrets: o.Secrets,
 			IncludeSystem: o.IncludeSystem, RequireOptIn: o.RequireOptIn, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
-			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now,
+			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, Workers: o.Workers, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now,
 			MinRestartInterval: o.MinRestartInterval, RestartRate: o.RestartRate, RestartBurst: o.RestartBurst},
 		Client:      o.Client,
 		Cluster:     refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector),

@@ -23,6 +23,7 @@ func TestWatchValidate(t *testing.T) {
 		{"negative rollout wait", func(o *WatchOptions) { o.RolloutWait = -time.Second }, `--rollout-wait must be positive, got -1s`},
 		{"zero timeout", func(o *WatchOptions) { o.Timeout = 0 }, `--timeout must be positive, got 0s`},
 		{"zero restarts at once", func(o *WatchOptions) { o.MaxConcurrentRestarts = 0 }, `--max-concurrent-restarts must be 1 or more, got 0`},
+		{"zero workers", func(o *WatchOptions) { o.Workers = 0 }, `--workers must be 1 or more, got 0`},
 		{"negative interval", func(o *WatchOptions) { o.MinRestartInterval = -time.Second }, `--min-restart-interval and --restart-rate must not be negative, got -1s and 0`},
 		{"a rate without a burst", func(o *WatchOptions) { o.RestartRate, o.RestartBurst = 1, 0 }, `--restart-burst must be 1 or more with --restart-rate, got 0`},
 		{"bad restart-via", func(o *WatchOptions) { o.RestartVia = "delete" }, `invalid --restart-via "delete": must be one of template, evict`},

@@ -211,6 +211,7 @@ func (c *Controller) lead(ctx context.Context) error {
 	}
 	l := c.NewLoop(key)
 	l.Emit = c.handle
+	l.QueueMetrics = c.Metrics.Queue()
 	if !c.DryRun {
 		c.moveFieldManagers(ctx, l.Namespace)
 		var err error

@@ -16,7 +16,8 @@
 //   - digest.go: the keyed digest of what a consumer reads.
 //
 // The loop and its cluster I/O: loop.go (informers, the pending changes,
-// the debounce), round.go (one debounced namespace: load, build, plan,
+// the debounce), queue.go (the due namespaces handed to the workers),
+// round.go (one debounced namespace: load, build, plan,
 // apply), gate.go (restarts held while a rollout is under way or over the
 // limit), named.go (restarts asked for by Reloader's reload list),
 // record.go and resume.go (the records of what a consumer was made current

@@ -28,20 +28,20 @@ type Hold struct {
 }
 
 // Gate decides, action by action, which restarts and evictions go ahead:
-// at most limit of them (0: no limit), none that hold holds back (a
-// workload whose previous rollout is not complete, a restart paced). hold
-// is asked last, so that it is asked only of restarts that go ahead
-// otherwise. Annotations always go ahead.
-func Gate(actions []refresh.Action, limit int, hold func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
+// with busy under way already, at most limit in all (0: no limit), none
+// that hold holds back (a workload whose previous rollout is not
+// complete, a restart paced). hold is asked last, so that it is asked only
+// of restarts that go ahead otherwise. Annotations always go ahead.
+func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
 	held = map[int]Hold{}
-	restarts := 0
+	restarts := busy
 	for i, a := range actions {
-		if a.Action != refresh.ActionRestart && a.Action != refresh.ActionEvict {
+		if !isRestart(a) {
 			send = append(send, a)
 			continue
 		}
 		if limit > 0 && restarts >= limit {
-			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way this round (--max-concurrent-restarts)", limit)}
+			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit)}
 			continue
 		}
 		if h := hold(a.Target); h.Reason != "" {
@@ -63,7 +63,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	if l.dryRun() {
 		return nil
 	}
-	send, held := Gate(plan.Actions, l.MaxConcurrentRestarts, func(t refresh.Target) Hold {
+	send, held := l.restarts.gate(ctx, l, plan.Actions, func(t refresh.Target) Hold {
 		if h := l.rolloutHold(ctx, t); h.Reason != "" {
 			return h
 		}
@@ -71,7 +71,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	})
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}
-	until := map[inspect.ObjectKey]time.Time{} // when a paced retry is due; zero: after the debounce
+	until := map[inspect.ObjectKey]time.Time{} // when the held restarts are checked again
 	var out []refresh.Action
 	for _, i := range slices.Sorted(maps.Keys(held)) {
 		a, h := plan.Actions[i], held[i]
@@ -99,6 +99,9 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 				retry[k] = map[string]bool{}
 			}
 			retry[k][a.Target.Kind+"/"+a.Target.Name] = true
+			if !h.Paced { // checked again after a backoff that grows with the hold
+				h.Until = l.Clock().Add(l.recheckAfter(changes[k], now))
+			}
 			until[k] = laterRetry(until[k], h, len(retry[k]) == 1)
 		}
 		if tell { // said once per edit and reason, not at every retry
@@ -128,17 +131,29 @@ func (l *Loop) waitedOn(p *pending, h Hold, now time.Time) bool {
 	return now.Sub(p.deferredSince) >= l.RolloutWait
 }
 
-// laterRetry is when an object's held restarts are tried again: after the
-// debounce (zero) if any of them is not paced, else when the first pace
-// ends (first: h is the object's first hold this round).
+// laterRetry is when an object's held restarts are tried again: the
+// earliest of their holds' Until (first: h is the object's first hold
+// this round).
 func laterRetry(at time.Time, h Hold, first bool) time.Time {
-	switch {
-	case !h.Paced || (!first && at.IsZero()):
-		return time.Time{}
-	case first || h.Until.Before(at):
+	if first || h.Until.Before(at) {
 		return h.Until
 	}
 	return at
+}
+
+// MaxRecheck is the longest a held restart waits before it is checked
+// again.
+const MaxRecheck = 30 * time.Second
+
+// recheckAfter is how long a held restart waits before it is checked
+// again: half the time it has been held, at least the debounce (and a
+// second), at most MaxRecheck. A rollout of ten minutes then costs a few
+// dozen checks of its namespace, not one every debounce.
+func (l *Loop) recheckAfter(p *pending, now time.Time) time.Duration {
+	if p.heldSince.IsZero() {
+		p.heldSince = now
+	}
+	return min(max(now.Sub(p.heldSince)/2, l.Debounce, time.Second), MaxRecheck)
 }
 
 // retryWhen says when a held restart is tried again.
@@ -146,7 +161,7 @@ func retryWhen(h Hold) string {
 	if h.Paced {
 		return "tried again at " + h.Until.UTC().Format(time.RFC3339)
 	}
-	return "tried again after the debounce"
+	return fmt.Sprintf("checked again with a backoff (at most every %s)", MaxRecheck)
 }
 
 // firstDeferral tells whether this is the first time since the change's
@@ -209,4 +224,63 @@ func (l *Loop) rolloutHold(ctx context.Context, t refresh.Target) Hold {
 		return Hold{Reason: fmt.Sprintf("the previous rollout of %s is not complete (%s)", t, strings.TrimSpace(msg)), Rollout: true}
 	}
 	return Hold{}
+}
+
+func isRestart(a refresh.Action) bool {
+	return a.Action == refresh.ActionRestart || a.Action == refresh.ActionEvict
+}
+
+// gate is Gate with the restarts under way in every namespace counted:
+// those a round is sending now, and those sent whose rollout was not yet
+// seen complete. The restarts it lets through are under way from then on.
+func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, hold func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l.MaxConcurrentRestarts > 0 {
+		f.prune(ctx, l)
+	}
+	send, held := Gate(actions, l.MaxConcurrentRestarts, len(f.targets), hold)
+	for _, a := range send {
+		if isRestart(a) {
+			f.targets[a.Target] = true
+		}
+	}
+	return send, held
+}
+
+// prune forgets the restarts sent by rounds that ended whose rollout is
+// complete now, or will not complete by itself (its progress deadline
+// passed: the gate reports it), or cannot be told (a kind with no rollout
+// status, a workload gone), one GET each.
+func (f *inFlight) prune(ctx context.Context, l *Loop) {
+	for t, sending := range f.targets {
+		if sending {
+			continue
+		}
+		done, _, err := true, "", error(nil)
+		if l.Cluster.Rollouts != nil {
+			done, _, err = l.Cluster.Rollouts.RolloutDone(ctx, t.Kind, t.Namespace, t.Name)
+		}
+		if done || err != nil {
+			delete(f.targets, t)
+		}
+	}
+}
+
+// sent records how the round's restarts ended: one whose rollout may go
+// on (patched and not verified: applied without a wait, or the wait timed
+// out) stays under way until a later prune sees it complete.
+func (f *inFlight) sent(results []refresh.Result) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range results {
+		if !isRestart(r.Action) || !f.targets[r.Target] {
+			continue
+		}
+		if (r.Outcome == refresh.OutcomeApplied || r.Outcome == refresh.OutcomeTimeout) && r.Target.Kind != "Pod" {
+			f.targets[r.Target] = false
+		} else {
+			delete(f.targets, r.Target)
+		}
+	}
 }

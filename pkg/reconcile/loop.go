@@ -11,8 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -40,9 +42,14 @@ type Config struct {
 	// that edits several objects a workload reads makes one action on it,
 	// not one per object.
 	Debounce, MaxWait time.Duration
-	// MaxConcurrentRestarts bounds the restarts (and evictions) of one
-	// round; the others are deferred to the next.
+	// MaxConcurrentRestarts bounds the restarts (and evictions) under way
+	// at once, in every namespace: those sent and not yet seen complete
+	// count too. The others are held and tried again.
 	MaxConcurrentRestarts int
+	// Workers is how many namespaces are acted on at once (default 4): a
+	// namespace whose rollout is slow holds one worker, not every other
+	// namespace. One namespace is never acted on by two workers at once.
+	Workers int
 	// MinRestartInterval is the shortest time between two restarts of one
 	// workload; RestartRate (per second, 0: no limit) and RestartBurst
 	// bound the restarts of all workloads together. A restart they hold
@@ -85,13 +92,16 @@ type Loop struct {
 	// Acted, when set, is told after each step the time up to which every
 	// change was acted on (actedUntil), for the next loop's Watermark.
 	Acted func(until time.Time)
+	// QueueMetrics, when set, receives the metrics of the namespace queue
+	// (depth, wait, round duration).
+	QueueMetrics workqueue.MetricsProvider
 	// Clock times the debounce and the events (default time.Now, local and
 	// monotonic); Now is the API server's, for the times measured against
 	// what the cluster wrote (an event's SinceChange).
 	Clock func() time.Time
 
 	emitMu  sync.Mutex
-	mu      sync.Mutex
+	mu      sync.Mutex // guards pending, bounce, taken, steps, resumeIncomplete
 	pending map[inspect.ObjectKey]*pending
 	bounce  Debouncer[string] // by namespace
 	wake    chan struct{}
@@ -102,7 +112,18 @@ type Loop struct {
 	// retries times the retries of a namespace's transient failures
 	// (exponential per namespace, forgotten once a round completes)
 	retries workqueue.TypedRateLimiter[string]
-	step    *retryStep // this round's, once taken (rounds run one at a time)
+	// configMaps serves the rounds' ConfigMaps from the informer's cache
+	// (nil: each round lists them)
+	configMaps corev1listers.ConfigMapLister
+	// steps are the backoff steps taken by the rounds under way, by
+	// namespace (retryLater)
+	steps map[string]*retryStep
+	// queue hands the due namespaces to the workers (see queue.go);
+	// taken are the changes the rounds under way took, by namespace
+	queue workqueue.TypedInterface[string]
+	taken map[string]map[inspect.ObjectKey]*pending
+	// restarts are the restarts under way (Gate's count)
+	restarts inFlight
 }
 
 // The backoff of a namespace whose round failed for a transient reason (an
@@ -120,8 +141,9 @@ type pending struct {
 	edits  int
 	first  time.Time
 	// deferredSince is when a restart for it was first held back because
-	// of a rollout under way.
-	deferredSince time.Time
+	// of a rollout under way; heldSince, for any reason (the rechecks'
+	// backoff grows from it).
+	deferredSince, heldSince time.Time
 	// told are the deferrals already reported (firstDeferral)
 	told map[string]bool
 	// existing: every use is concerned (--sync-existing)
@@ -159,14 +181,17 @@ func (l *Loop) Run(ctx context.Context) error {
 		return nil // interrupted while starting
 	}
 	l.emit(Event{Kind: EventReady, Message: l.readyMessage()})
+	l.configMaps = factory.Core().V1().ConfigMaps().Lister()
+	stop := l.startWorkers(ctx)
+	defer stop()
 	switch {
 	case l.Resume && len(l.DigestKey) > 0:
-		l.runRound(ctx, l.resume(ctx, factory))
+		l.putDue(l.resume(ctx, factory))
 	case l.SyncExisting:
-		l.runRound(ctx, l.existing(factory))
+		l.putDue(l.existing(factory))
 	}
 	for {
-		next := l.settle(ctx)
+		next := l.dispatch()
 		if l.Acted != nil && ctx.Err() == nil {
 			l.Acted(l.actedUntil())
 			// idle, the watermark still moves: a new leader then checks
@@ -176,6 +201,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 		}
 		if !l.sleep(ctx, next) {
+			stop()
 			l.dropPending()
 			return nil
 		}
@@ -184,16 +210,19 @@ func (l *Loop) Run(ctx context.Context) error {
 
 // settle acts on every change that is due at Clock, round after round,
 // until none is; it returns when the next change falls due (zero: none
-// pending). It is the loop's one step between its input (noteChange, the
-// informers' handlers) and its output (the events, the engine's actions):
-// the unit tests drive the loop through these two.
+// pending). It is the loop's step between its input (noteChange, the
+// informers' handlers) and its output (the events, the engine's actions)
+// with no worker running: the unit tests drive the loop through these two.
+// Run dispatches the same way and leaves the rounds to its workers.
 func (l *Loop) settle(ctx context.Context) (next time.Time) {
 	for ctx.Err() == nil {
-		due, next := l.due()
-		if len(due) == 0 {
+		next = l.dispatch()
+		if l.queue.Len() == 0 {
 			return next
 		}
-		l.runRound(ctx, due)
+		for l.queue.Len() > 0 && ctx.Err() == nil {
+			l.work(ctx)
+		}
 	}
 	return time.Time{}
 }
@@ -218,14 +247,20 @@ func (l *Loop) actedUntil() time.Time {
 	if l.resumeIncomplete && !l.Watermark.IsZero() && l.Watermark.Before(w) {
 		w = l.Watermark
 	}
-	for _, p := range l.pending {
-		// first is when the edit was seen: it was made up to a moment before
-		if at := p.first.Add(-watermarkMargin); at.Before(w) {
-			w = at
+	oldest := func(ps map[inspect.ObjectKey]*pending) {
+		for _, p := range ps {
+			// first is when the edit was seen: it was made up to a moment before
+			if at := p.first.Add(-watermarkMargin); at.Before(w) {
+				w = at
+			}
+			if p.existing && !l.Watermark.IsZero() && l.Watermark.Before(w) {
+				w = l.Watermark
+			}
 		}
-		if p.existing && !l.Watermark.IsZero() && l.Watermark.Before(w) {
-			w = l.Watermark
-		}
+	}
+	oldest(l.pending)
+	for _, ps := range l.taken { // the rounds under way have not acted yet
+		oldest(ps)
 	}
 	return w
 }
@@ -279,7 +314,25 @@ func (l *Loop) defaults() {
 	l.bounce = Debouncer[string]{Quiet: l.Debounce, MaxWait: l.MaxWait}
 	l.wake = make(chan struct{}, 1)
 	l.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](RetryBase, RetryMax)
+	l.steps = map[string]*retryStep{}
 	l.pace = newPacer(l.MinRestartInterval, l.RestartRate, l.RestartBurst)
+	if l.Workers <= 0 {
+		l.Workers = DefaultWorkers
+	}
+	l.queue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "namespaces", MetricsProvider: l.QueueMetrics})
+	l.taken = map[string]map[inspect.ObjectKey]*pending{}
+	l.restarts = inFlight{targets: map[refresh.Target]bool{}}
+}
+
+// cachedConfigMaps serves a round's ConfigMaps from the informer's cache
+// (nil before it is started: the round lists them).
+func (l *Loop) cachedConfigMaps() func(string) ([]*corev1.ConfigMap, error) {
+	if l.configMaps == nil {
+		return nil
+	}
+	return func(ns string) ([]*corev1.ConfigMap, error) {
+		return l.configMaps.ConfigMaps(ns).List(labels.Everything())
+	}
 }
 
 func (l *Loop) watchSecrets() bool { return l.Secrets || inspect.NamesSecret(l.Names) }
@@ -379,9 +432,15 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	}
 	p.change = merge(p.change, c)
 	p.edits++
-	p.only, p.retry, p.deferredSince, p.told, p.recheck = nil, false, time.Time{}, nil, nil // a new edit concerns every use again
+	p.only, p.retry, p.told, p.recheck = nil, false, nil, nil // a new edit concerns every use again
+	p.deferredSince, p.heldSince = time.Time{}, time.Time{}
 	l.bounce.Add(c.Object.Namespace, l.Clock())
 	l.mu.Unlock()
+	l.poke()
+}
+
+// poke wakes the loop to dispatch again.
+func (l *Loop) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -411,24 +470,6 @@ func merge(a, b Change) Change {
 		Created: (a.Created && !b.Deleted) || b.Created, Deleted: b.Deleted || (a.Deleted && !b.Created)}
 }
 
-// due takes the changes of the namespaces whose debounce has elapsed.
-func (l *Loop) due() (map[inspect.ObjectKey]*pending, time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	namespaces, next := l.bounce.Due(l.Clock())
-	if len(namespaces) == 0 {
-		return nil, next
-	}
-	out := map[inspect.ObjectKey]*pending{}
-	for k, p := range l.pending {
-		if _, ok := namespaces[k.Namespace]; ok {
-			out[k] = p
-			delete(l.pending, k)
-		}
-	}
-	return out, next
-}
-
 // requeue puts a change back for the next round (a deferred restart). An
 // edit seen meanwhile is merged into it, and then every use is concerned
 // again; two requeues of one object retry the workloads of both.
@@ -451,9 +492,8 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 		if q.retry { // no edit since: what was told, the hold's clock and the rechecks still hold
 			q.told = joinTold(q.told, p.told)
 			q.recheck = joinTold(q.recheck, p.recheck)
-			if q.deferredSince.IsZero() || (!p.deferredSince.IsZero() && p.deferredSince.Before(q.deferredSince)) {
-				q.deferredSince = p.deferredSince
-			}
+			q.deferredSince = earliest(q.deferredSince, p.deferredSince)
+			q.heldSince = earliest(q.heldSince, p.heldSince)
 		}
 		q.change = merge(p.change, q.change)
 		q.edits += p.edits
@@ -466,6 +506,15 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 	} else {
 		l.bounce.After(p.change.Object.Namespace, at)
 	}
+	l.poke()
+}
+
+// earliest is the earlier of two times, zero standing for none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 func joinTold(a, b map[string]bool) map[string]bool {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -19,6 +20,7 @@ import (
 // that finds the previous rollout complete. Annotations restart nothing
 // and are not paced.
 type pacer struct {
+	mu       sync.Mutex // the workers of several namespaces ask it
 	interval time.Duration
 	bucket   *rate.Limiter // nil: no rate limit
 	last     map[refresh.Target]time.Time
@@ -36,6 +38,8 @@ func newPacer(interval time.Duration, perSecond float64, burst int) *pacer {
 // time its template says it was last restarted (zero: never). A restart
 // that is not held takes a token and is remembered as sent at now.
 func (p *pacer) hold(t refresh.Target, restartedAt, now time.Time) Hold {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	last := p.last[t]
 	if restartedAt.After(now) { // written by a client whose clock is ahead
 		restartedAt = now

@@ -96,7 +96,7 @@ func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
 		}
 		return Hold{}
 	}
-	send, held := Gate(actions, 2, rollout)
+	send, held := Gate(actions, 2, 0, rollout)
 	var sent []string
 	for _, a := range send {
 		sent = append(sent, string(a.Action)+" "+a.Target.Name)
@@ -108,7 +108,7 @@ func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
 		!strings.Contains(held[5].Reason, "--max-concurrent-restarts") {
 		t.Errorf("held %+v, want rolling (rollout), c and stuck (the limit)", held)
 	}
-	if _, held := Gate(actions, 0, rollout); !held[5].Stuck || len(held) != 2 {
+	if _, held := Gate(actions, 0, 0, rollout); !held[5].Stuck || len(held) != 2 {
 		t.Errorf("without a limit: held %+v, want rolling and stuck", held)
 	}
 }
@@ -161,24 +161,31 @@ func TestDueTakesANamespaceAtOnce(t *testing.T) {
 	l.noteChange(cm("b", "three", "0"), cm("b", "three", "1"))
 	at(1500 * time.Millisecond)
 	l.noteChange(cm("a", "two", "0"), cm("a", "two", "1"))
-	names := func(due map[inspect.ObjectKey]*pending) string {
+	// due dispatches, and takes the changes of every namespace queued
+	due := func() (string, time.Time) {
+		next := l.dispatch()
 		var out []string
-		for k := range due {
-			out = append(out, k.Namespace+"/"+k.Name)
+		for l.queue.Len() > 0 {
+			ns, _ := l.queue.Get()
+			for k := range l.take(ns) {
+				out = append(out, k.Namespace+"/"+k.Name)
+			}
+			l.untake(ns)
+			l.queue.Done(ns)
 		}
 		slices.Sort(out)
-		return strings.Join(out, " ")
+		return strings.Join(out, " "), next
 	}
 	at(2 * time.Second)
-	if due, next := l.due(); names(due) != "b/three" || !next.Equal(now.Add(1500*time.Millisecond)) {
-		t.Fatalf("2 s: due %q next %s, want b/three alone, and a at 3.5 s (the quiet time after its last edit)", names(due), next)
+	if names, next := due(); names != "b/three" || !next.Equal(now.Add(1500*time.Millisecond)) {
+		t.Fatalf("2 s: due %q next %s, want b/three alone, and a at 3.5 s (the quiet time after its last edit)", names, next)
 	}
 	at(3500 * time.Millisecond)
-	if due, _ := l.due(); names(due) != "a/one a/two" {
-		t.Fatalf("3.5 s: due %q, want both objects of namespace a", names(due))
+	if names, _ := due(); names != "a/one a/two" {
+		t.Fatalf("3.5 s: due %q, want both objects of namespace a", names)
 	}
-	if due, next := l.due(); len(due) != 0 || !next.IsZero() {
-		t.Fatalf("after: due %q next %s, want nothing left", names(due), next)
+	if names, next := due(); names != "" || !next.IsZero() {
+		t.Fatalf("after: due %q next %s, want nothing left", names, next)
 	}
 }
 

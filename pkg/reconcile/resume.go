@@ -308,7 +308,8 @@ func (l *Loop) changedSinceWatermark(snap *inspect.Snapshot, ns string, differ, 
 // afterRollouts holds back the checks of existing state (a resume, or
 // --sync-existing) of a workload whose rollout is under way: its pods are
 // half old, half new, and what a rollout in flight will make current is
-// not a reason to act. They are tried again after the debounce; a stuck
+// not a reason to act. They are checked again after a backoff
+// (recheckAfter); a stuck
 // rollout, or one still under way RolloutWait after the first hold, is
 // checked at once (the plan says what it can do).
 func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Use, changes map[inspect.ObjectKey]*pending) []inspect.Use {
@@ -342,9 +343,10 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Use, changes m
 		retry[it.Key()][onlyKey(it.Workload)] = true
 	}
 	for k, only := range retry {
+		at := l.Clock().Add(l.recheckAfter(changes[k], l.Now())) // before the copy: it starts the hold's clock
 		p := *changes[k]
 		p.only = only
-		l.requeue(p)
+		l.requeueAt(p, at)
 	}
 	return kept
 }

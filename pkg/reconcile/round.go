@@ -16,41 +16,19 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// runRound acts on the due changes, one namespace at a time (a pod reads
-// the ConfigMaps and Secrets of its own namespace only).
-func (l *Loop) runRound(ctx context.Context, due map[inspect.ObjectKey]*pending) {
-	byNS := map[string]map[inspect.ObjectKey]*pending{}
-	for k, p := range due {
-		if byNS[k.Namespace] == nil {
-			byNS[k.Namespace] = map[inspect.ObjectKey]*pending{}
-		}
-		byNS[k.Namespace][k] = p
-	}
-	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
-		if ctx.Err() != nil {
-			return
-		}
-		l.roundIn(ctx, ns, byNS[ns])
-	}
-}
-
 // roundIn reads the namespace once, keeps the uses that read a changed key
 // of a workload that may be acted on, and has the refresh engine make them
 // current.
 func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending) {
-	l.step = nil
-	defer func() {
-		if l.step == nil || !l.step.failed { // the namespace answered: its backoff starts over
-			l.retries.Forget(ns)
-		}
-	}()
+	defer l.endStep(ns)
 	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
 	for _, k := range keys {
 		if p := changes[k]; !p.existing && !p.retry {
 			l.emit(Event{Kind: EventChange, Object: &k, Keys: p.change.Keys, Edits: p.edits, Message: changeMessage(p.change)})
 		}
 	}
-	snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
+	snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets(),
+		ConfigMaps: l.cachedConfigMaps()})
 	if err != nil {
 		l.failed(changes, keys, fmt.Errorf("reading namespace %s: %w", ns, err))
 		return
@@ -89,6 +67,7 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 		}
 	}
 	results := r.Apply(ctx, plan, nil)
+	l.restarts.sent(results)
 	l.results(results, changes)
 	l.retryFailed(ns, changes, kept, results)
 	l.recheckTimedOut(ns, changes, kept, results)
@@ -292,11 +271,7 @@ func noRestartAgain(actions []refresh.Action, changes map[inspect.ObjectKey]*pen
 // every use), due after the namespace's next backoff, and reports it; with
 // recheck those workloads are verified again, never restarted again.
 func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, only map[inspect.ObjectKey]map[string]bool, why string, recheck bool) {
-	if l.step == nil { // one backoff step a round, however many of its changes are put back
-		l.step = &retryStep{attempt: l.retries.NumRequeues(ns) + 1, delay: wait.Jitter(l.retries.When(ns), retryJitter)}
-	}
-	l.step.failed = l.step.failed || !recheck
-	attempt, delay := l.step.attempt, l.step.delay
+	attempt, delay := l.takeStep(ns, !recheck)
 	at := l.Clock().Add(delay)
 	for _, k := range slices.SortedFunc(maps.Keys(only), compareKeys) {
 		p := *changes[k]
@@ -307,6 +282,33 @@ func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, onl
 		l.requeueAt(p, at)
 		l.emit(Event{Kind: EventRetry, Object: &k, Keys: p.change.Keys,
 			Message: fmt.Sprintf("%s; tried again in %s (attempt %d)", why, delay.Round(100*time.Millisecond), attempt)})
+	}
+}
+
+// takeStep is the backoff step of the round in ns: taken at its first
+// change put back, the same for the others (one step a round, however many
+// of its changes are put back); failed: put back for a transient failure.
+func (l *Loop) takeStep(ns string, failed bool) (attempt int, delay time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.steps[ns]
+	if st == nil {
+		st = &retryStep{attempt: l.retries.NumRequeues(ns) + 1, delay: wait.Jitter(l.retries.When(ns), retryJitter)}
+		l.steps[ns] = st
+	}
+	st.failed = st.failed || failed
+	return st.attempt, st.delay
+}
+
+// endStep ends the round in ns: unless it put changes back for a
+// transient failure, the namespace answered and its backoff starts over.
+func (l *Loop) endStep(ns string) {
+	l.mu.Lock()
+	st := l.steps[ns]
+	delete(l.steps, ns)
+	l.mu.Unlock()
+	if st == nil || !st.failed {
+		l.retries.Forget(ns)
 	}
 }
 

@@ -189,8 +189,10 @@ func TestUnreadKeyIsNoReasonToAct(t *testing.T) {
 }
 
 // TestHeldRestartIsRetried: a restart held while the workload's rollout is
-// under way is deferred (said once), tried again, and made once the
-// rollout completes; exactly one restart.
+// under way is deferred (said once), checked again with a backoff that
+// grows with the hold (a ten-minute rollout costs a few dozen reads of the
+// namespace, not one every debounce), and made once the rollout completes;
+// exactly one restart.
 func TestHeldRestartIsRetried(t *testing.T) {
 	f := newRoundFixture(t)
 	deps := f.client.AppsV1().Deployments("ns")
@@ -204,11 +206,15 @@ func TestHeldRestartIsRetried(t *testing.T) {
 	if got := f.took(EventDeferred); strings.Join(got, "; ") != "restart deployment/web" {
 		t.Fatalf("deferred %q, want one deferral of deployment/web", got)
 	}
-	for range 3 { // retried while the rollout goes on: nothing sent, nothing said again
-		f.step(3 * time.Second)
+	f.client.ClearActions()
+	for range 600 { // ten minutes of a rollout under way: nothing sent, nothing said again
+		f.step(time.Second)
 		if got := append(f.took(EventAction), f.took(EventDeferred)...); len(got) != 0 {
 			t.Fatalf("while the rollout is under way: %v, want nothing", got)
 		}
+	}
+	if n := namespaceReads(f.client); n < 10 || n > 40 {
+		t.Errorf("the namespace was read %d times in ten minutes of a held restart, want 10 to 40 (a backoff to %s, not every debounce)", n, MaxRecheck)
 	}
 	if f.restartedAt() != "" {
 		t.Fatal("restarted while the previous rollout was under way")
@@ -218,7 +224,7 @@ func TestHeldRestartIsRetried(t *testing.T) {
 	if _, err := deps.UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.step(3 * time.Second)
+	f.step(MaxRecheck)
 	if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" {
 		t.Fatalf("after the rollout: actions %q, want one restart of deployment/web", got)
 	}
@@ -226,6 +232,19 @@ func TestHeldRestartIsRetried(t *testing.T) {
 	if got := f.took(EventAction); len(got) != 0 {
 		t.Errorf("actions after the held restart was made: %v", got)
 	}
+}
+
+// namespaceReads counts the rounds that read the namespace since the fake
+// API server's actions were last cleared: one ConfigMap LIST each (the
+// fixture's loop has no informer cache to serve them).
+func namespaceReads(c *fake.Clientset) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "configmaps" {
+			n++
+		}
+	}
+	return n
 }
 
 // failPodLists makes the next n pod LISTs of the fake API server fail with
@@ -410,7 +429,8 @@ func TestResumeChecksWhatChangedSinceTheWatermark(t *testing.T) {
 			out := map[inspect.ObjectKey]*pending{}
 			var n resumeCounts
 			f.loop.resumeIn(context.Background(), "ns", out, &n)
-			f.loop.runRound(context.Background(), out)
+			f.loop.putDue(out)
+			f.loop.settle(context.Background())
 			if got := strings.Join(f.took(EventAction), "; "); got != tc.want {
 				t.Errorf("actions %q, want %q (%s)", got, tc.want, n)
 			}
@@ -443,7 +463,8 @@ func TestOnChangeRestartIsForEditsOnly(t *testing.T) {
 	f := newRoundFixture(t)
 	f.addVolumeWorkload("vol", map[string]string{ReloaderAuto: "true"})
 	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
-	f.loop.runRound(context.Background(), map[inspect.ObjectKey]*pending{k: {change: Change{Object: k}, first: f.now, existing: true}})
+	f.loop.putDue(map[inspect.ObjectKey]*pending{k: {change: Change{Object: k}, first: f.now, existing: true}})
+	f.loop.settle(context.Background())
 	for _, e := range f.events {
 		if e.Kind == EventAction && e.Action.Target.Name == "vol" && e.Action.Action != refresh.ActionAnnotate {
 			t.Errorf("%s %s for the state found at start, want annotate", e.Action.Action, e.Action.Target)

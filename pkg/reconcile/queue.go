@@ -1,0 +1,118 @@
+package reconcile
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// DefaultWorkers is how many namespaces are acted on at once by default.
+const DefaultWorkers = 4
+
+// The loop's work moves in three steps:
+//   - noteChange (the informers) and requeueAt (a round putting work back)
+//     add to pending and arm the namespace's debounce;
+//   - dispatch hands the namespaces whose debounce elapsed to the queue,
+//     client-go's workqueue: a namespace queued twice is there once, and a
+//     namespace queued while a worker acts on it is handed out again once
+//     that worker is done, never to two workers at once;
+//   - a worker (work) takes the namespace's pending changes and acts on
+//     them in one round (roundIn).
+
+// dispatch queues the namespaces due at Clock, in name order, and returns
+// when the next falls due (zero: none pending).
+func (l *Loop) dispatch() time.Time {
+	l.mu.Lock()
+	due, next := l.bounce.Due(l.Clock())
+	l.mu.Unlock()
+	for _, ns := range slices.Sorted(maps.Keys(due)) {
+		l.queue.Add(ns)
+	}
+	return next
+}
+
+// putDue adds changes due at once (the resume's, --sync-existing's).
+func (l *Loop) putDue(changes map[inspect.ObjectKey]*pending) {
+	l.mu.Lock()
+	for k, p := range changes {
+		l.pending[k] = p
+		l.bounce.After(k.Namespace, l.Clock())
+	}
+	l.mu.Unlock()
+}
+
+// startWorkers starts Workers workers; the function it returns shuts the
+// queue down and waits for the rounds under way to end.
+func (l *Loop) startWorkers(ctx context.Context) (stop func()) {
+	var wg sync.WaitGroup
+	for range l.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l.work(ctx) {
+			}
+		}()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.queue.ShutDown()
+			wg.Wait()
+		})
+	}
+}
+
+// work acts on the next queued namespace; false once the queue is shut
+// down.
+func (l *Loop) work(ctx context.Context) bool {
+	ns, shutdown := l.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer l.queue.Done(ns)
+	changes := l.take(ns)
+	if len(changes) == 0 { // taken by the round before (an edit made while it ran)
+		return true
+	}
+	defer l.untake(ns)
+	l.roundIn(ctx, ns, changes)
+	l.poke() // the round may have put work back: dispatch again
+	return true
+}
+
+// take moves the pending changes of namespace ns to the round about to
+// act on them. An edit seen since the namespace was queued is taken too:
+// the round reads the namespace as it is now.
+func (l *Loop) take(ns string) map[inspect.ObjectKey]*pending {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[inspect.ObjectKey]*pending{}
+	for k, p := range l.pending {
+		if k.Namespace == ns {
+			out[k] = p
+			delete(l.pending, k)
+		}
+	}
+	if len(out) > 0 {
+		l.taken[ns] = out
+	}
+	return out
+}
+
+func (l *Loop) untake(ns string) {
+	l.mu.Lock()
+	delete(l.taken, ns)
+	l.mu.Unlock()
+}
+
+// inFlight are the restarts sent and not yet seen complete, in every
+// namespace: --max-concurrent-restarts counts them all.
+type inFlight struct {
+	mu      sync.Mutex
+	targets map[refresh.Target]bool
+}

@@ -1,0 +1,157 @@
+package reconcile
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// envWorkload adds Deployment name in namespace ns, whose pod reads K of
+// ConfigMap cm as an environment variable, and the pod's container as it
+// is (K=1) to the fake executor.
+func (f *roundFixture) envWorkload(ns, name, cm string) {
+	f.t.Helper()
+	c := corev1.Container{Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Key: "K"}}}}}
+	for _, o := range deploymentObjects(name, nil, c) {
+		m, _ := meta.Accessor(o)
+		m.SetNamespace(ns)
+		if err := f.client.Tracker().Add(o); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.ex.Containers[ns+"/"+name+"-1-a/app"] = &readtest.Container{Env: map[string]string{"K": "1"}}
+}
+
+// setGeneration makes Deployment name's rollout under way (its generation
+// ahead of the one its status observed) or complete.
+func (f *roundFixture) setGeneration(name string, underWay bool) {
+	f.t.Helper()
+	deps := f.client.AppsV1().Deployments("ns")
+	d, err := deps.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	d.Generation = d.Status.ObservedGeneration
+	if underWay {
+		d.Generation++
+	}
+	if _, err := deps.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestMaxConcurrentRestartsCountsRolloutsUnderWay: with
+// --max-concurrent-restarts 1, a restart is held while the rollout of one
+// sent by an earlier round is still under way, not only while that round
+// runs; it goes once that rollout completes.
+func TestMaxConcurrentRestartsCountsRolloutsUnderWay(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts = 1
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want one restart (api, the first in order), the other held", got)
+	}
+	f.setGeneration("api", true)
+	for range 5 {
+		f.step(MaxRecheck)
+		if got := f.took(EventAction); len(got) != 0 {
+			t.Fatalf("while the rollout of api is under way: %v, want web held (1 restart under way)", got)
+		}
+	}
+	f.setGeneration("api", false)
+	f.step(MaxRecheck)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		t.Fatalf("once api's rollout completed: %q, want the restart of web", got)
+	}
+}
+
+// TestSlowNamespaceHoldsOneWorker: with the workers running, a namespace
+// whose round is stuck reading does not keep another namespace's change
+// from being acted on.
+func TestSlowNamespaceHoldsOneWorker(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.Namespace = ""
+	f.envWorkload("other", "svc", "c")
+	c := configMap("c", map[string]string{"K": "1"})
+	c.Namespace = "other"
+	if err := f.client.Tracker().Add(c); err != nil {
+		t.Fatal(err)
+	}
+	// the read of namespace ns's container waits until released
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	stuck := stuckExecutor{Executor: f.ex, ns: "ns", entered: func() { once.Do(func() { close(entered) }) }, release: release}
+	vo := f.loop.Refresh.Verify
+	f.loop.Cluster = refresh.ClientCluster(f.client, stuck, vo, false, "")
+	var mu sync.Mutex
+	var acted []string
+	f.loop.Emit = func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == EventAction {
+			acted = append(acted, string(e.Action.Action)+" "+e.Action.Target.String()+" -n "+e.Action.Target.Namespace)
+		}
+	}
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	c2 := c.DeepCopy()
+	c2.Data["K"] = "2"
+	if _, err := f.client.CoreV1().ConfigMaps("other").Update(context.Background(), c2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.loop.noteChange(inspect.ConfigMapObject(c), inspect.ConfigMapObject(c2))
+	f.now = f.now.Add(3 * time.Second) // the workers read the clock: it stays put from here
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := f.loop.startWorkers(ctx)
+	f.loop.dispatch()
+	<-entered
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := strings.Join(acted, "; ")
+		mu.Unlock()
+		if got == "restart deployment/svc -n other" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("while namespace ns is stuck: actions %q, want the restart of svc in namespace other", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	stop()
+	if got := strings.Join(acted, "; "); !strings.Contains(got, "restart deployment/web -n ns") {
+		t.Errorf("once ns answered: actions %q, want web restarted too", got)
+	}
+}
+
+// stuckExecutor holds every exec in namespace ns until release is closed.
+type stuckExecutor struct {
+	*readtest.Executor
+	ns      string
+	entered func()
+	release chan struct{}
+}
+
+func (e stuckExecutor) Exec(ctx context.Context, t containerread.Target, argv []string, stdout, stderr io.Writer) error {
+	if t.Namespace == e.ns {
+		e.entered()
+		<-e.release
+	}
+	return e.Executor.Exec(ctx, t, argv, stdout, stderr)
+}
