@@ -364,11 +364,13 @@ func (l *Loop) readyMessage() string {
 }
 
 // trim keeps the informers' caches small and free of Secret values: the
-// loop reads names, annotations and whether a value changed, so managed
-// fields go and each Secret value is kept as its SHA-256.
+// loop reads names, annotations, the time of the last change and whether a
+// value changed, so the managed fields go but for the newest entry's time
+// (inspect's LastChange), and each Secret value is kept as its SHA-256.
 func trim(obj any) (any, error) {
 	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		m.GetObjectMeta().SetManagedFields(nil)
+		meta := m.GetObjectMeta()
+		meta.SetManagedFields(newestChange(meta.GetManagedFields()))
 	}
 	if s, ok := obj.(*corev1.Secret); ok {
 		for k, v := range s.Data {
@@ -378,6 +380,21 @@ func trim(obj any) (any, error) {
 		s.StringData = nil
 	}
 	return obj, nil
+}
+
+// newestChange keeps of the managed fields only the time of the newest
+// entry, which is what inspect reads of them.
+func newestChange(fields []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	var newest *metav1.Time
+	for _, f := range fields {
+		if f.Time != nil && (newest == nil || f.Time.After(newest.Time)) {
+			newest = f.Time
+		}
+	}
+	if newest == nil {
+		return nil
+	}
+	return []metav1.ManagedFieldsEntry{{Time: newest}}
 }
 
 // watchKind registers the change handlers on one informer, and reports

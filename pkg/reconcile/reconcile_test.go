@@ -127,6 +127,24 @@ func TestTrimKeepsNoSecretValue(t *testing.T) {
 	}
 }
 
+// TestTrimKeepsTheLastChange: of the managed fields, the cache keeps the
+// time of the newest entry, which a round's ConfigMaps, read from the
+// cache, report as their last change.
+func TestTrimKeepsTheLastChange(t *testing.T) {
+	created, edited := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), metav1.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	older := metav1.NewTime(created.Add(time.Hour))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", CreationTimestamp: metav1.NewTime(created),
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a", Time: &edited, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}, {Manager: "b", Time: &older}}}}
+	obj, _ := trim(cm)
+	got := obj.(*corev1.ConfigMap)
+	if len(got.ManagedFields) != 1 || got.ManagedFields[0].FieldsV1 != nil {
+		t.Errorf("managed fields %+v, want one entry with a time only", got.ManagedFields)
+	}
+	if lc := inspect.ConfigMapObject(got).LastChange; !lc.Equal(edited.Time) {
+		t.Errorf("last change %s, want the newest entry's %s", lc, edited)
+	}
+}
+
 func TestSelectsSkipsSystemConfigMaps(t *testing.T) {
 	root := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "kube-root-ca.crt"}
 	app := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}

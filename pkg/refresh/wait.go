@@ -429,6 +429,8 @@ func converged(r Result, items []inspect.Use) (progress, string) {
 		return reached, ""
 	case ActionRestart:
 		seen := map[string]bool{}
+		var changed []string
+		var changedObj string
 		for _, it := range items {
 			if it.Workload.GroupKind() != r.Target.Kind || it.Workload.Name != r.Target.Name || it.Object.Namespace != r.Target.Namespace {
 				continue
@@ -443,9 +445,18 @@ func converged(r Result, items []inspect.Use) (progress, string) {
 			if unverifiableForGood(it) {
 				return cannotVerify, "rolled out, but cannot be verified: " + describe(it)
 			}
+			if !settled(it) && changedSincePlan(r.Consumers, it) {
+				changed = append(changed, it.Pod.Name)
+				changedObj = strings.ToLower(it.Object.Kind) + "/" + it.Object.Name
+				continue
+			}
 			if !settled(it) {
 				return notYet, describe(it)
 			}
+		}
+		if len(changed) > 0 && len(seen) > 0 {
+			return reached, fmt.Sprintf("rolled out; %s changed again after the plan, so pod %s read a newer version than the one planned for and not the newest: that edit is a change of its own",
+				changedObj, strings.Join(changed, ", "))
 		}
 		if len(seen) == 0 && namedOnly(r.Consumers) {
 			return reached, "rolled out; its pod spec does not read the object, so the rollout is all there is to verify"
@@ -470,6 +481,19 @@ func converged(r Result, items []inspect.Use) (progress, string) {
 		return evictConverged(r, items)
 	}
 	return reached, ""
+}
+
+// changedSincePlan tells whether the object a fresh observation read
+// changed after the plan: its version differs from the one the consumers
+// of the action were planned with. A restart's new containers then read a
+// version between the two; the newer edit is for the next refresh.
+func changedSincePlan(cs []Consumer, it inspect.Use) bool {
+	for _, c := range cs {
+		if c.Object.Kind == it.Object.Kind && c.Object.Name == it.Object.Name && c.Object.Namespace == it.Object.Namespace {
+			return c.Object.ResourceVersion != "" && it.Object.ResourceVersion != "" && c.Object.ResourceVersion != it.Object.ResourceVersion
+		}
+	}
+	return false
 }
 
 // Named tells whether a consumer of the action is ModeNamed: the action

@@ -390,3 +390,26 @@ func TestNamedRestartIsVerifiedByItsRollout(t *testing.T) {
 		t.Errorf("restart with an env use and no pod observed: %v, want notYet", p)
 	}
 }
+
+// TestRestartOfAnObjectChangedAgainIsReached: a restart's new pod that
+// reads an older value than the object's newest is reached when the object
+// changed again after the plan (the pod read a version at least as new as
+// the one planned for; the newer edit is a change of its own), and waited
+// for when it did not.
+func TestRestartOfAnObjectChangedAgainIsReached(t *testing.T) {
+	target := Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
+	planned := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app", Exists: true, ResourceVersion: "10"}
+	r := Result{Action: Action{Action: ActionRestart, Target: target, Consumers: []Consumer{{Object: planned, Mode: inspect.ModeEnv, Pod: "api-1", Container: "c"}}}}
+	stale := func(rv string) inspect.Use {
+		o := planned
+		o.ResourceVersion = rv
+		return inspect.Use{Object: o, Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "api"}, Pod: inspect.PodRef{Name: "api-2", UID: "u2"},
+			Mode: inspect.ModeEnv, State: inspect.StateStale}
+	}
+	if p, detail := converged(r, []inspect.Use{stale("10")}); p != notYet {
+		t.Errorf("stale, object unchanged since the plan: %v %q, want notYet", p, detail)
+	}
+	if p, detail := converged(r, []inspect.Use{stale("12")}); p != reached || !strings.Contains(detail, "changed again after the plan") {
+		t.Errorf("stale, object changed since the plan: %v %q, want reached, saying so", p, detail)
+	}
+}

@@ -6,10 +6,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -218,8 +221,9 @@ func isResume(e reconcile.Event) bool { return e.Kind == reconcile.EventResume }
 
 // The controller as it is installed (deploy/controller: two replicas, its
 // RBAC and nothing else), in the cluster: a volume edit is verified with no
-// restart; an unread key does nothing; the leader deleted in the middle of
-// an env change is replaced by the other replica, which finishes it
+// restart; an unread key does nothing; the leader SIGKILLed between the
+// restart of an env consumer and its record is replaced (by the other
+// replica, or by itself restarted), and the next leader finishes it
 // without a second restart (the Reloader-annotated Deployment works as
 // is); restarted with nothing changed it does nothing. Metrics and Events
 // are checked on the way.
@@ -238,7 +242,7 @@ func TestController(t *testing.T) {
 	f.waitDeploymentSettled("vol")
 	f.waitDeploymentSettled("env")
 	// the default Lease timing: a graceful delete releases the Lease at once
-	f.deployController("controller", "-n", f.ns, "--secrets", "--debounce=1s")
+	f.deployController("controller", "-n", f.ns, "--secrets", "--debounce=1s", "--max-wait=5s", "--min-restart-interval=20s")
 	first := f.leader()
 	e := f.waitControllerEvent(first, "resumed", isResume)
 	if !strings.HasPrefix(e.Message, "0 consumers current by their record, 2 recorded for the first time") {
@@ -287,7 +291,7 @@ func TestController(t *testing.T) {
 		t.Errorf("%d actions after an unread key changed, want none", got-n)
 	}
 
-	t.Log("the leader deleted in the middle of an env change: the other replica finishes it, one restart")
+	t.Log("the leader SIGKILLed between its restart and its record: the next leader finishes it, one restart")
 	d0, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "env", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -302,14 +306,11 @@ func TestController(t *testing.T) {
 		}
 		return restartedAt != "", err
 	})
-	if err := f.cs.CoreV1().Pods(ctlNS).Delete(f.ctx, first, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("deleting the leader %s: %v", first, err)
-	}
-	second := f.leader(first)
-	e = f.waitControllerEvent(second, "resumed", isResume)
-	t.Logf("%s took over from %s: %s", second, first, e.Message)
+	killed := f.sigkill(first)
+	second, e := f.resumedAfter(killed)
+	t.Logf("%s resumed after the leader %s was killed: %s", second, first, e.Message)
 	if !strings.Contains(e.Message, "1 changed since their record (checked)") {
-		t.Errorf("the new leader's resume: %q, want env changed since its record (the old leader was deleted before it recorded); its log:\n%s",
+		t.Errorf("the new leader's resume: %q, want env changed since its record (the old leader was killed before it recorded); its log:\n%s",
 			e.Message, f.controllerLog(second))
 	}
 	f.poll("env's record updated by "+second, podReadyTimeout, func() (bool, error) { return f.appliedRecord("env") != rec0, nil })
@@ -351,6 +352,108 @@ func TestController(t *testing.T) {
 			}
 		}
 	}
+	f.flap(60*time.Second, 20*time.Second)
+}
+
+// flap edits app's level every 200 ms for d: env (its rollouts last 5 s)
+// is restarted at most d / interval + 1 times (--min-restart-interval;
+// every round, at most --max-wait 5s apart, finds it stale), and its pods
+// have the last value at the end.
+func (f *fx) flap(d, interval time.Duration) {
+	f.t.Helper()
+	f.t.Logf("level edited every 200 ms for %s", d)
+	replicaSets := func() int {
+		rss, err := f.cs.AppsV1().ReplicaSets(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: "app=env"})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		return len(rss.Items)
+	}
+	before := replicaSets()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var last string
+	for i, end := 0, time.Now().Add(d); time.Now().Before(end); i++ {
+		last = fmt.Sprintf("flap-%d", i)
+		f.patchConfigMapData("app", map[string]string{"level": last})
+		<-tick.C
+	}
+	f.poll("env's pods have level "+last, podReadyTimeout, func() (bool, error) {
+		pods, _ := f.deploymentPods("env")
+		for name := range pods {
+			out, _, err := f.execIn(name, "c", "cat", "/proc/1/environ")
+			if err != nil || !strings.Contains(out, "LEVEL="+last+"\x00") {
+				return false, nil
+			}
+		}
+		return len(pods) == 1, nil
+	})
+	restarts := replicaSets() - before
+	if most := int(d/interval) + 1; restarts > most {
+		f.t.Errorf("env restarted %d times in %s of edits with --min-restart-interval %s, want at most %d", restarts, d, interval, most)
+	}
+	f.t.Logf("env restarted %d times in %s of edits, and current", restarts, d)
+}
+
+// sigkill kills the controller's process in pod with SIGKILL from the node
+// (hack/cluster's node is this machine): no SIGTERM, no Lease released,
+// nothing finished. It returns the time just before.
+func (f *fx) sigkill(pod string) time.Time {
+	f.t.Helper()
+	p, err := f.cs.CoreV1().Pods(ctlNS).Get(f.ctx, pod, metav1.GetOptions{})
+	if err != nil || len(p.Status.ContainerStatuses) == 0 {
+		f.t.Fatalf("controller pod %s: %v", pod, err)
+	}
+	id := p.Status.ContainerStatuses[0].ContainerID
+	_, id, _ = strings.Cut(id, "://")
+	pids := containerPIDs(id)
+	if id == "" || len(pids) == 0 {
+		f.t.Fatalf("no process of container %q (pod %s) in /proc/*/cgroup: the e2e suite runs on hack/cluster's node, as root", id, pod)
+	}
+	at := time.Now()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			f.t.Fatalf("kill -9 %d (pod %s): %v", pid, pod, err)
+		}
+	}
+	f.t.Logf("SIGKILL to %v, the processes of pod %s", pids, pod)
+	return at
+}
+
+// containerPIDs are the processes whose cgroup path names container id.
+func containerPIDs(id string) []int {
+	var out []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cgroup")); err == nil && bytes.Contains(b, []byte(id)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// resumedAfter waits for a controller process started after t to lead and
+// resume, and returns its pod and the resume's event.
+func (f *fx) resumedAfter(t time.Time) (string, reconcile.Event) {
+	f.t.Helper()
+	var pod string
+	var found reconcile.Event
+	f.poll("a controller resumed after "+t.Format(time.RFC3339), podReadyTimeout, func() (bool, error) {
+		for _, p := range f.controllerPods() {
+			for _, e := range f.controllerEvents(p.Name) {
+				if isResume(e) && e.Time.After(t) {
+					pod, found = p.Name, e
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	return pod, found
 }
 
 // checkMetrics reads /metrics of a controller pod as Prometheus would,
