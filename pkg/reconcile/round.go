@@ -35,12 +35,20 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	items := l.build(snap, keys)
 	named, err := l.namedRestarts(ctx, ns, snap, changes)
+	if err != nil && refresh.Transient(err) { // the namespace is not read whole: the round is tried again
+		l.failed(changes, keys, fmt.Errorf("listing the workloads of namespace %s: %w", ns, err))
+		return
+	}
 	if err != nil {
 		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("reading the workloads of namespace %s: %v; a workload that names an object edited now "+
 			"in Reloader's reload annotation without reading it in its pod spec is not restarted for this edit: `kubectl rollout restart` it by hand", ns, err)})
 	}
 	kept := l.concerned(items, changes, keys, named)
 	kept, meta := l.selected(ctx, snap, kept, l.emit)
+	if err := transientMeta(meta); err != nil {
+		l.failed(changes, keys, err)
+		return
+	}
 	kept = l.afterRollouts(ctx, kept, changes)
 	if len(kept) == 0 && len(named) == 0 {
 		return

@@ -575,3 +575,36 @@ func TestPacedRetryWaitsOnTheLocalClock(t *testing.T) {
 		t.Errorf("one step made %d rounds for a restart paced 5 min: it should wait", lists)
 	}
 }
+
+// TestTransientReadOfTheWorkloadsIsRetried: a round that cannot tell
+// whether a workload may be acted on (its annotations, or the workloads
+// that name objects in Reloader's reload list, not read for a reason that
+// may pass) is tried again after a backoff, and then acts; the change is
+// not dropped.
+func TestTransientReadOfTheWorkloadsIsRetried(t *testing.T) {
+	for _, verb := range []string{"get", "list"} {
+		t.Run(verb+" deployments", func(t *testing.T) {
+			f := newRoundFixture(t)
+			failed := false
+			f.client.PrependReactor(verb, "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if failed {
+					return false, nil, nil
+				}
+				failed = true
+				return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+			})
+			f.edit("a", map[string]string{"K": "2", "X": "x"})
+			f.step(3 * time.Second)
+			if got := f.took(EventRetry); len(got) != 1 || !failed {
+				t.Fatalf("retries %q, want one", got)
+			}
+			if f.restartedAt() != "" {
+				t.Fatal("restarted in the round that could not read the workloads")
+			}
+			f.step(2 * RetryBase)
+			if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" {
+				t.Fatalf("once the API server answers: actions %q, want one restart of deployment/web", got)
+			}
+		})
+	}
+}

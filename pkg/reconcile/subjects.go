@@ -3,6 +3,9 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -51,6 +54,19 @@ func (l *Loop) selected(ctx context.Context, snap *inspect.Snapshot, items []ins
 	return kept, meta
 }
 
+// transientMeta is the first failure that may pass among the reads of the
+// workloads' annotations (in the order of their names): a round that could
+// not tell whether a workload may be acted on is tried again, as one that
+// could not read its namespace.
+func transientMeta(meta map[inspect.WorkloadRef]subjectMeta) error {
+	for _, w := range slices.SortedFunc(maps.Keys(meta), func(a, b inspect.WorkloadRef) int { return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name) }) {
+		if err := meta[w].err; err != nil && refresh.Transient(err) {
+			return fmt.Errorf("reading the annotations of %s %s: %w", strings.ToLower(w.Kind), w.Name, err)
+		}
+	}
+	return nil
+}
+
 type subjectMeta struct {
 	workload, template map[string]string
 	err                error
@@ -61,6 +77,9 @@ type subjectMeta struct {
 func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (Decision, *Event) {
 	k := it.Key()
 	target := &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name}
+	if m.err != nil && refresh.Transient(m.err) {
+		return Decision{Selection: Skip}, nil // the round is tried again (transientMeta)
+	}
 	if m.err != nil {
 		// its pause or opt-out annotations are unknown: not acted on
 		return Decision{Selection: Skip},
