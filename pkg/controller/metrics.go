@@ -97,7 +97,11 @@ func actionLabel(e reconcile.Event) string {
 func (m *Metrics) SetLeader(leading bool) {
 	if leading {
 		m.leader.Set(1)
-	} else {
-		m.leader.Set(0)
+		return
 	}
+	m.leader.Set(0)
+	// a standby has no queue: its last term's gauges say nothing now
+	m.queue.depth.Set(0)
+	m.queue.unfinished.Set(0)
+	m.queue.longest.Set(0)
 }

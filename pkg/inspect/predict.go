@@ -19,7 +19,6 @@ func Predict(it *Use, pod *corev1.Pod, obj Object, snap *Snapshot) {
 	if obj.Exists {
 		t := metav1.NewTime(obj.LastChange.UTC())
 		it.Object.LastChange = &t
-		it.Object.ResourceVersion = obj.ResourceVersion
 	}
 	kind := strings.ToLower(it.Object.Kind)
 	what := fmt.Sprintf("%s %q", it.Object.Kind, it.Object.Name)

@@ -162,10 +162,6 @@ type ObjectRef struct {
 	Immutable bool   `json:"immutable"`
 	// LastChange is the newest managedFields time (else the creation time).
 	LastChange *metav1.Time `json:"lastChange,omitempty"`
-	// ResourceVersion is the version of the object the use was predicted
-	// from (not in the contract: a wait tells by it that the object changed
-	// again after a plan).
-	ResourceVersion string `json:"-"`
 }
 
 // PodRef names the consuming pod. Its namespace is the object's (a pod reads

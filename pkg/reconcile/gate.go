@@ -54,17 +54,24 @@ func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) H
 	return send, held
 }
 
-// gate holds back the restarts Gate refuses. Their changes are tried again
-// next round for those workloads only; a rollout that is stuck, or still
-// under way RolloutWait after the first hold, is reported and dropped. A
-// dry run changes nothing, so nothing is held: every restart is shown.
-// It returns the actions held back.
+// gate holds back the restarts Gate refuses. Their changes are checked
+// again after a backoff (recheckAfter) or when the pace allows, for those
+// workloads only; a rollout that is stuck, or still under way RolloutWait
+// after the first hold, is reported and dropped. A dry run changes
+// nothing, so nothing is held: every restart is shown. It returns the
+// actions held back.
 func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect.ObjectKey]*pending, meta map[inspect.WorkloadRef]subjectMeta) []refresh.Action {
 	if l.dryRun() {
 		return nil
 	}
+	rollouts := map[refresh.Target]Hold{} // read before the limit's lock is taken
+	for _, a := range plan.Actions {
+		if isRestart(a) {
+			rollouts[a.Target] = l.rolloutHold(ctx, a.Target)
+		}
+	}
 	send, held := l.restarts.gate(ctx, l, plan.Actions, func(t refresh.Target) Hold {
-		if h := l.rolloutHold(ctx, t); h.Reason != "" {
+		if h := rollouts[t]; h.Reason != "" {
 			return h
 		}
 		return l.paceHold(ctx, t, meta)
@@ -232,17 +239,27 @@ func isRestart(a refresh.Action) bool {
 
 // gate is Gate with the restarts under way in every namespace counted:
 // those a round is sending now, and those sent whose rollout was not yet
-// seen complete. The restarts it lets through are under way from then on.
+// seen complete (a restart of this round's actions counts once). The
+// restarts it lets through are under way from then on. With no limit,
+// nothing is counted.
 func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, hold func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
+	limit := l.MaxConcurrentRestarts
+	if limit <= 0 {
+		return Gate(actions, 0, 0, hold)
+	}
+	f.prune(ctx, l)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if l.MaxConcurrentRestarts > 0 {
-		f.prune(ctx, l)
+	busy := 0
+	for t := range f.targets {
+		if !slices.ContainsFunc(actions, func(a refresh.Action) bool { return isRestart(a) && a.Target == t }) {
+			busy++
+		}
 	}
-	send, held := Gate(actions, l.MaxConcurrentRestarts, len(f.targets), hold)
+	send, held := Gate(actions, limit, busy, hold)
 	for _, a := range send {
 		if isRestart(a) {
-			f.targets[a.Target] = true
+			f.targets[a.Target] = &flight{sending: true, since: l.Now()}
 		}
 	}
 	return send, held
@@ -250,19 +267,35 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 
 // prune forgets the restarts sent by rounds that ended whose rollout is
 // complete now, or will not complete by itself (its progress deadline
-// passed: the gate reports it), or cannot be told (a kind with no rollout
-// status, a workload gone), one GET each.
+// passed: the gate reports it), or is gone or has no rollout status (an
+// error that will not pass), one GET each, made without the lock; and
+// those not complete after RolloutWait, reported: a rollout that never
+// ends (a crash-looping StatefulSet has no progress deadline) must not
+// hold every other restart for good.
 func (f *inFlight) prune(ctx context.Context, l *Loop) {
-	for t, sending := range f.targets {
-		if sending {
-			continue
+	f.mu.Lock()
+	var sent []refresh.Target
+	for t, fl := range f.targets {
+		if !fl.sending {
+			sent = append(sent, t)
 		}
+	}
+	f.mu.Unlock()
+	for _, t := range sent {
 		done, _, err := true, "", error(nil)
 		if l.Cluster.Rollouts != nil {
 			done, _, err = l.Cluster.Rollouts.RolloutDone(ctx, t.Kind, t.Namespace, t.Name)
 		}
-		if done || err != nil {
+		f.mu.Lock()
+		fl := f.targets[t]
+		expired := fl != nil && !fl.sending && l.Now().Sub(fl.since) >= l.RolloutWait
+		if fl != nil && !fl.sending && (done || (err != nil && !refresh.Transient(err)) || expired) {
 			delete(f.targets, t)
+		}
+		f.mu.Unlock()
+		if expired && !done {
+			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s restarted %s ago is not complete (--rollout-wait); no longer counted against --max-concurrent-restarts: see `kubectl rollout status %s -n %s`",
+				t, l.RolloutWait, t, t.Namespace)})
 		}
 	}
 }
@@ -274,11 +307,12 @@ func (f *inFlight) sent(results []refresh.Result) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range results {
-		if !isRestart(r.Action) || !f.targets[r.Target] {
+		fl := f.targets[r.Target]
+		if !isRestart(r.Action) || fl == nil || !fl.sending {
 			continue
 		}
 		if (r.Outcome == refresh.OutcomeApplied || r.Outcome == refresh.OutcomeTimeout) && r.Target.Kind != "Pod" {
-			f.targets[r.Target] = false
+			fl.sending = false
 		} else {
 			delete(f.targets, r.Target)
 		}

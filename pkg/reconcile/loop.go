@@ -321,7 +321,7 @@ func (l *Loop) defaults() {
 	}
 	l.queue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "namespaces", MetricsProvider: l.QueueMetrics})
 	l.taken = map[string]map[inspect.ObjectKey]*pending{}
-	l.restarts = inFlight{targets: map[refresh.Target]bool{}}
+	l.restarts = inFlight{targets: map[refresh.Target]*flight{}}
 }
 
 // cachedConfigMaps serves a round's ConfigMaps from the informer's cache
@@ -333,6 +333,16 @@ func (l *Loop) cachedConfigMaps() func(string) ([]*corev1.ConfigMap, error) {
 	return func(ns string) ([]*corev1.ConfigMap, error) {
 		return l.configMaps.ConfigMaps(ns).List(labels.Everything())
 	}
+}
+
+// changedAgain tells whether an edit of k's data was seen since its
+// namespace's round took its changes: a new change of k is pending (not a
+// change put back by the round itself).
+func (l *Loop) changedAgain(k inspect.ObjectKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.pending[k]
+	return p != nil && !p.retry
 }
 
 func (l *Loop) watchSecrets() bool { return l.Secrets || inspect.NamesSecret(l.Names) }
@@ -487,8 +497,7 @@ func merge(a, b Change) Change {
 		Created: (a.Created && !b.Deleted) || b.Created, Deleted: b.Deleted || (a.Deleted && !b.Created)}
 }
 
-// requeue puts a change back for the next round (a deferred restart). An
-// edit seen meanwhile is merged into it, and then every use is concerned
+// requeue puts a change back, due after the debounce. An edit seen meanwhile is merged into it, and then every use is concerned
 // again; two requeues of one object retry the workloads of both.
 func (l *Loop) requeue(p pending) { l.requeueAt(p, time.Time{}) }
 

@@ -75,6 +75,9 @@ func (l *Loop) work(ctx context.Context) bool {
 		return false
 	}
 	defer l.queue.Done(ns)
+	if ctx.Err() != nil { // shutting down: the changes stay pending, reported as interrupted
+		return true
+	}
 	changes := l.take(ns)
 	if len(changes) == 0 { // taken by the round before (an edit made while it ran)
 		return true
@@ -114,5 +117,12 @@ func (l *Loop) untake(ns string) {
 // namespace: --max-concurrent-restarts counts them all.
 type inFlight struct {
 	mu      sync.Mutex
-	targets map[refresh.Target]bool
+	targets map[refresh.Target]*flight
+}
+
+// flight is one restart under way: sending while a round sends it and
+// waits for it, then until its rollout is seen complete.
+type flight struct {
+	sending bool
+	since   time.Time
 }

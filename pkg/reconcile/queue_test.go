@@ -155,3 +155,68 @@ func (e stuckExecutor) Exec(ctx context.Context, t containerread.Target, argv []
 	}
 	return e.Executor.Exec(ctx, t, argv, stdout, stderr)
 }
+
+// TestRestartUnderWayForGoodIsNotCountedForGood: a restart whose rollout
+// never completes (no progress deadline: a StatefulSet's, a crash loop)
+// stops counting against --max-concurrent-restarts after --rollout-wait,
+// reported, so the other restarts go.
+func TestRestartUnderWayForGoodIsNotCountedForGood(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts, f.loop.RolloutWait = 1, 10*time.Minute
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held", got)
+	}
+	f.setGeneration("api", true) // and so it stays
+	var acted []string
+	reported := false
+	for range 25 {
+		f.step(MaxRecheck)
+		for _, e := range f.events {
+			reported = reported || (e.Kind == EventError && strings.Contains(e.Message, "no longer counted against --max-concurrent-restarts"))
+		}
+		if acted = f.took(EventAction); len(acted) > 0 {
+			break
+		}
+	}
+	if got := strings.Join(acted, "; "); got != "restart deployment/web" || !reported {
+		t.Fatalf("after --rollout-wait: %q (reported: %t), want web restarted and api's rollout reported", got, reported)
+	}
+}
+
+// TestWatermarkWaitsForTheRoundsUnderWay: a change a worker took and has
+// not acted on yet holds the watermark back, as a pending one does.
+func TestWatermarkWaitsForTheRoundsUnderWay(t *testing.T) {
+	f := newRoundFixture(t)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	first := f.now
+	f.now = f.now.Add(time.Hour)
+	if got := f.loop.take("ns"); len(got) != 1 {
+		t.Fatalf("took %d changes, want 1", len(got))
+	}
+	if got, want := f.loop.actedUntil(), first.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("a change taken by a round under way: %s, want its first edit less the margin %s", got, want)
+	}
+	f.loop.untake("ns")
+	if got, want := f.loop.actedUntil(), f.now.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("once the round ended: %s, want now less the margin %s", got, want)
+	}
+}
+
+// TestShutdownLeavesQueuedWorkPending: a namespace handed to a worker
+// after the loop was cancelled is not acted on; its changes stay pending,
+// to be reported as interrupted.
+func TestShutdownLeavesQueuedWorkPending(t *testing.T) {
+	f := newRoundFixture(t)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.now = f.now.Add(3 * time.Second)
+	f.loop.dispatch()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.loop.work(ctx)
+	if len(f.loop.pending) != 1 || len(f.took(EventAction)) != 0 {
+		t.Fatalf("pending %d, actions %v: want the change left pending, no action", len(f.loop.pending), f.events)
+	}
+}

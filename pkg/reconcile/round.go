@@ -27,48 +27,80 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 			l.emit(Event{Kind: EventChange, Object: &k, Keys: p.change.Keys, Edits: p.edits, Message: changeMessage(p.change)})
 		}
 	}
-	snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets(),
+	if rd := l.read(ctx, ns, changes, keys); rd != nil && (len(rd.kept) > 0 || len(rd.named) > 0) {
+		l.act(ctx, rd)
+	}
+}
+
+// roundRead is what a round read of its namespace: the uses of the changed
+// objects (items), those it may act on (kept), the restarts Reloader's
+// reload lists ask for (named) and the workloads' annotations (meta).
+type roundRead struct {
+	ns      string
+	changes map[inspect.ObjectKey]*pending
+	keys    []inspect.ObjectKey
+	snap    *inspect.Snapshot
+	items   []inspect.Use
+	kept    []inspect.Use
+	named   []refresh.Action
+	meta    map[inspect.WorkloadRef]subjectMeta
+}
+
+// read reads the namespace once and keeps the uses that read a changed key
+// of a workload that may be acted on; nil when the round cannot go on (it
+// was reported, and put back when the failure may pass).
+func (l *Loop) read(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey) *roundRead {
+	rd := &roundRead{ns: ns, changes: changes, keys: keys}
+	var err error
+	// ConfigMaps from the informer's cache (at least as new as the edits
+	// that made the round due); pods, owners and Secrets (the cache keeps
+	// only digests of their values) listed
+	rd.snap, err = inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets(),
 		ConfigMaps: l.cachedConfigMaps()})
 	if err != nil {
 		l.failed(changes, keys, fmt.Errorf("reading namespace %s: %w", ns, err))
-		return
+		return nil
 	}
-	items := l.build(snap, keys)
-	named, err := l.namedRestarts(ctx, ns, snap, changes)
+	rd.items = l.build(rd.snap, keys)
+	rd.named, err = l.namedRestarts(ctx, ns, rd.snap, changes)
 	if err != nil && refresh.Transient(err) { // the namespace is not read whole: the round is tried again
 		l.failed(changes, keys, fmt.Errorf("listing the workloads of namespace %s: %w", ns, err))
-		return
+		return nil
 	}
 	if err != nil {
 		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("reading the workloads of namespace %s: %v; a workload that names an object edited now "+
 			"in Reloader's reload annotation without reading it in its pod spec is not restarted for this edit: `kubectl rollout restart` it by hand", ns, err)})
 	}
-	kept := l.concerned(items, changes, keys, named)
-	kept, meta := l.selected(ctx, snap, kept, l.emit)
-	if err := transientMeta(meta); err != nil {
+	rd.kept = l.concerned(rd.items, changes, keys, rd.named)
+	rd.kept, rd.meta = l.selected(ctx, rd.snap, rd.kept, l.emit)
+	if err := transientMeta(rd.meta); err != nil {
 		l.failed(changes, keys, err)
-		return
+		return nil
 	}
-	kept = l.afterRollouts(ctx, kept, changes)
-	if len(kept) == 0 && len(named) == 0 {
-		return
-	}
-	onRestart := restartsOnChange(meta, ns)
-	spared := restarting(named) // no early annotation: folded into their restarts
+	rd.kept = l.afterRollouts(ctx, rd.kept, changes)
+	return rd
+}
+
+// act has the refresh engine plan and apply what makes the kept uses
+// current, with the named restarts, the on-change policy and the gate, and
+// records what it made current.
+func (l *Loop) act(ctx context.Context, rd *roundRead) {
+	onRestart := restartsOnChange(rd.meta, rd.ns)
+	spared := restarting(rd.named) // no early annotation: folded into their restarts
 	for wk := range onRestart {
 		spared[wk] = true
 	}
-	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster, Restarting: spared}
-	plan, err := r.Plan(ctx, snap, kept)
+	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster, Restarting: spared, ChangedAgain: l.changedAgain}
+	plan, err := r.Plan(ctx, rd.snap, rd.kept)
 	if err != nil {
-		l.results(plan.Abandon(), changes)
-		l.failed(changes, keys, err)
+		l.results(plan.Abandon(), rd.changes)
+		l.failed(rd.changes, rd.keys, err)
 		return
 	}
-	plan.Actions = withNamed(plan.Actions, named, items)
-	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, items, changes)
-	plan.Actions = noRestartAgain(plan.Actions, changes)
-	held := l.gate(ctx, plan, changes, meta)
+	plan.Actions = withNamed(plan.Actions, rd.named, rd.items)
+	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, rd.items, rd.changes)
+	plan.Actions = noRestartAgain(plan.Actions, rd.changes)
+	held := l.gate(ctx, plan, rd.changes, rd.meta)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {
 			l.emit(Event{Kind: EventAction, Action: &a, Message: a.Reason})
@@ -76,10 +108,10 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	results := r.Apply(ctx, plan, nil)
 	l.restarts.sent(results)
-	l.results(results, changes)
-	l.retryFailed(ns, changes, kept, results)
-	l.recheckTimedOut(ns, changes, kept, results)
-	l.record(ctx, snap, kept, meta, append(results, heldResults(held)...))
+	l.results(results, rd.changes)
+	l.retryFailed(rd.ns, rd.changes, rd.kept, results)
+	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results)
+	l.record(ctx, rd.snap, rd.kept, rd.meta, append(results, heldResults(held)...))
 }
 
 // onlyKey names a workload in a change's `only` set, as an action's

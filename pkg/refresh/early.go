@@ -57,7 +57,8 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need
 	go func() {
 		results := Apply(ctx, r.Patcher, plan, DryRunNone, r.Now)
 		if r.Wait {
-			results = Wait(ctx, results, r.Verifier, r.Rollouts, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency})
+			results = Wait(ctx, results, r.Verifier, r.Rollouts, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency,
+				ChangedAgain: r.ChangedAgain})
 		}
 		done <- results
 	}()

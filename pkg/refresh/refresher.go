@@ -77,6 +77,10 @@ type Refresher struct {
 	// annotated before the plan is made, so that the caller can fold their
 	// annotations into the restart.
 	Restarting map[WorkloadKey]bool
+	// ChangedAgain, when set, tells whether the data of an object changed
+	// again after the plan (the continuous refresh saw an edit of it):
+	// see WaitOptions.ChangedAgain. nil: the wait is for the newest data.
+	ChangedAgain func(inspect.ObjectKey) bool
 }
 
 // Plan is a plan with what its Apply needs.
@@ -269,7 +273,8 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 	}
 	if r.DryRun == DryRunNone && r.Wait {
 		// Timeout bounds the evictions and the wait together
-		wo := WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency, Progress: progress}
+		wo := WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency, Progress: progress,
+			ChangedAgain: r.ChangedAgain}
 		results = Wait(ctx, results, r.Verifier, r.Rollouts, wo)
 	}
 	if p.early != nil {

@@ -66,6 +66,12 @@ type WaitOptions struct {
 	Concurrency int
 	Now         func() time.Time
 	Progress    func(Progress)
+	// ChangedAgain, when set, tells whether the data of an object changed
+	// again after the plan. A restarted workload's new pod that is stale
+	// only for such an object read it after the restart was sent, so at
+	// least the data planned for: the restart is reached, and the newer
+	// edit is a change of its own. nil: a restart waits for the newest data.
+	ChangedAgain func(inspect.ObjectKey) bool
 }
 
 // settled reports whether an observed use counts as current: in-sync or
@@ -211,7 +217,7 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 			err = ctx.Err()
 		}
 		now := o.Now()
-		p, detail := converged(*r, items)
+		p, detail := converged(*r, items, nil)
 		if err != nil && p != reached {
 			detail = "observe: " + err.Error()
 		}
@@ -340,7 +346,7 @@ func (w poller) pollRollouts(ctx context.Context, results []Result, open []int) 
 				still = append(still, i)
 				continue
 			}
-			p, detail := converged(*r, items)
+			p, detail := converged(*r, items, o.ChangedAgain)
 			if obsErr != nil && p != reached {
 				detail = "observe: " + obsErr.Error()
 			}
@@ -401,8 +407,9 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Use) b
 	return false
 }
 
-// converged checks the consumers of one action against fresh observations.
-func converged(r Result, items []inspect.Use) (progress, string) {
+// converged checks the consumers of one action against fresh observations;
+// again is WaitOptions.ChangedAgain.
+func converged(r Result, items []inspect.Use, again func(inspect.ObjectKey) bool) (progress, string) {
 	switch r.Action.Action {
 	case ActionAnnotate:
 		var renewed []string
@@ -428,72 +435,63 @@ func converged(r Result, items []inspect.Use) (progress, string) {
 		}
 		return reached, ""
 	case ActionRestart:
-		seen := map[string]bool{}
-		var changed []string
-		var changedObj string
-		for _, it := range items {
-			if it.Workload.GroupKind() != r.Target.Kind || it.Workload.Name != r.Target.Name || it.Object.Namespace != r.Target.Namespace {
-				continue
-			}
-			if !coversObject(r.Consumers, it) || !r.Action.verified(it.Pod.Name) {
-				continue
-			}
-			if old := r.podUIDs[it.Pod.Name]; old != "" && old == it.Pod.UID {
-				return notYet, fmt.Sprintf("pod %s has not been replaced yet", it.Pod.Name)
-			}
-			seen[it.Pod.Name] = true
-			if unverifiableForGood(it) {
-				return cannotVerify, "rolled out, but cannot be verified: " + describe(it)
-			}
-			if !settled(it) && changedSincePlan(r.Consumers, it) {
-				changed = append(changed, it.Pod.Name)
-				changedObj = strings.ToLower(it.Object.Kind) + "/" + it.Object.Name
-				continue
-			}
-			if !settled(it) {
-				return notYet, describe(it)
-			}
-		}
-		if len(changed) > 0 && len(seen) > 0 {
-			return reached, fmt.Sprintf("rolled out; %s changed again after the plan, so pod %s read a newer version than the one planned for and not the newest: that edit is a change of its own",
-				changedObj, strings.Join(changed, ", "))
-		}
-		if len(seen) == 0 && namedOnly(r.Consumers) {
-			return reached, "rolled out; its pod spec does not read the object, so the rollout is all there is to verify"
-		}
-		if len(seen) == 0 {
-			return notYet, "no running pod of " + r.Target.String() + " observed yet"
-		}
-		if r.Target.Kind == "StatefulSet" {
-			// its pods keep their names: each one the plan replaces must be seen
-			for _, p := range r.Pods {
-				if !seen[p] && !contains(r.OutsideSelector, p) {
-					return notYet, fmt.Sprintf("pod %s not observed yet", p)
-				}
-			}
-		}
-		detail := ""
-		if len(r.OutsideSelector) > 0 {
-			detail = fmt.Sprintf("not verified: %s, outside -l", listPods(r.OutsideSelector))
-		}
-		return reached, detail
+		return restartConverged(r, items, again)
 	case ActionEvict:
 		return evictConverged(r, items)
 	}
 	return reached, ""
 }
 
-// changedSincePlan tells whether the object a fresh observation read
-// changed after the plan: its version differs from the one the consumers
-// of the action were planned with. A restart's new containers then read a
-// version between the two; the newer edit is for the next refresh.
-func changedSincePlan(cs []Consumer, it inspect.Use) bool {
-	for _, c := range cs {
-		if c.Object.Kind == it.Object.Kind && c.Object.Name == it.Object.Name && c.Object.Namespace == it.Object.Namespace {
-			return c.Object.ResourceVersion != "" && it.Object.ResourceVersion != "" && c.Object.ResourceVersion != it.Object.ResourceVersion
+// restartConverged checks the pods of a restarted workload: each one the
+// plan verifies replaced and settled (or stale only for an object whose
+// data changed again after the plan, by again), and for a StatefulSet each
+// planned pod seen.
+func restartConverged(r Result, items []inspect.Use, again func(inspect.ObjectKey) bool) (progress, string) {
+	seen := map[string]bool{}
+	var superseded []string
+	for _, it := range items {
+		if it.Workload.GroupKind() != r.Target.Kind || it.Workload.Name != r.Target.Name || it.Object.Namespace != r.Target.Namespace {
+			continue
+		}
+		if !coversObject(r.Consumers, it) || !r.Action.verified(it.Pod.Name) {
+			continue
+		}
+		if old := r.podUIDs[it.Pod.Name]; old != "" && old == it.Pod.UID {
+			return notYet, fmt.Sprintf("pod %s has not been replaced yet", it.Pod.Name)
+		}
+		seen[it.Pod.Name] = true
+		switch {
+		case unverifiableForGood(it):
+			return cannotVerify, "rolled out, but cannot be verified: " + describe(it)
+		case it.State == inspect.StateStale && again != nil && again(it.Key()):
+			superseded = append(superseded, fmt.Sprintf("%s (%s/%s)", it.Pod.Name, strings.ToLower(it.Object.Kind), it.Object.Name))
+		case !settled(it):
+			return notYet, describe(it)
 		}
 	}
-	return false
+	if len(seen) == 0 && namedOnly(r.Consumers) {
+		return reached, "rolled out; its pod spec does not read the object, so the rollout is all there is to verify"
+	}
+	if len(seen) == 0 {
+		return notYet, "no running pod of " + r.Target.String() + " observed yet"
+	}
+	if r.Target.Kind == "StatefulSet" {
+		// its pods keep their names: each one the plan replaces must be seen
+		for _, p := range r.Pods {
+			if !seen[p] && !contains(r.OutsideSelector, p) {
+				return notYet, fmt.Sprintf("pod %s not observed yet", p)
+			}
+		}
+	}
+	var notes []string
+	if len(r.OutsideSelector) > 0 {
+		notes = append(notes, fmt.Sprintf("not verified: %s, outside -l", listPods(r.OutsideSelector)))
+	}
+	if len(superseded) > 0 {
+		notes = append(notes, fmt.Sprintf("rolled out after the plan; the data changed again since, and %s read an earlier version: that edit is a change of its own",
+			strings.Join(superseded, ", ")))
+	}
+	return reached, strings.Join(notes, "; ")
 }
 
 // Named tells whether a consumer of the action is ModeNamed: the action

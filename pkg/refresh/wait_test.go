@@ -381,35 +381,47 @@ func TestNamedRestartIsVerifiedByItsRollout(t *testing.T) {
 	target := Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
 	obj := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app", Exists: true}
 	named := Result{Action: Action{Action: ActionRestart, Target: target, Consumers: []Consumer{{Object: obj, Mode: ModeNamed}}}}
-	if p, detail := converged(named, nil); p != reached || !strings.Contains(detail, "does not read") {
+	if p, detail := converged(named, nil, nil); p != reached || !strings.Contains(detail, "does not read") {
 		t.Errorf("named restart: %v %q, want reached", p, detail)
 	}
 	used := named
 	used.Action.Consumers = []Consumer{{Object: obj, Mode: inspect.ModeEnv, Pod: "api-1", Container: "c"}}
-	if p, _ := converged(used, nil); p != notYet {
+	if p, _ := converged(used, nil, nil); p != notYet {
 		t.Errorf("restart with an env use and no pod observed: %v, want notYet", p)
 	}
 }
 
-// TestRestartOfAnObjectChangedAgainIsReached: a restart's new pod that
-// reads an older value than the object's newest is reached when the object
-// changed again after the plan (the pod read a version at least as new as
-// the one planned for; the newer edit is a change of its own), and waited
-// for when it did not.
+// TestRestartOfAnObjectChangedAgainIsReached: a restart's new pod that is
+// stale is reached when the caller says the object's data changed again
+// after the plan (the pod read it after the restart was sent; the newer
+// edit is a change of its own), and waited for when it did not, or when the
+// pod cannot be read; a StatefulSet still waits for each planned pod.
 func TestRestartOfAnObjectChangedAgainIsReached(t *testing.T) {
-	target := Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
-	planned := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app", Exists: true, ResourceVersion: "10"}
-	r := Result{Action: Action{Action: ActionRestart, Target: target, Consumers: []Consumer{{Object: planned, Mode: inspect.ModeEnv, Pod: "api-1", Container: "c"}}}}
-	stale := func(rv string) inspect.Use {
-		o := planned
-		o.ResourceVersion = rv
-		return inspect.Use{Object: o, Workload: inspect.WorkloadRef{Kind: "Deployment", Name: "api"}, Pod: inspect.PodRef{Name: "api-2", UID: "u2"},
-			Mode: inspect.ModeEnv, State: inspect.StateStale}
+	obj := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app", Exists: true}
+	restart := func(kind string, pods ...string) Result {
+		return Result{Action: Action{Action: ActionRestart, Target: Target{Kind: kind, Namespace: "ns", Name: "api"}, Pods: pods,
+			Consumers: []Consumer{{Object: obj, Mode: inspect.ModeEnv, Pod: "api-0", Container: "c"}}}}
 	}
-	if p, detail := converged(r, []inspect.Use{stale("10")}); p != notYet {
-		t.Errorf("stale, object unchanged since the plan: %v %q, want notYet", p, detail)
+	use := func(kind, pod string, state inspect.State) inspect.Use {
+		return inspect.Use{Object: obj, Workload: inspect.WorkloadRef{Kind: kind, Name: "api"}, Pod: inspect.PodRef{Name: pod, UID: "new"},
+			Mode: inspect.ModeEnv, State: state}
 	}
-	if p, detail := converged(r, []inspect.Use{stale("12")}); p != reached || !strings.Contains(detail, "changed again after the plan") {
-		t.Errorf("stale, object changed since the plan: %v %q, want reached, saying so", p, detail)
+	changed := func(inspect.ObjectKey) bool { return true }
+	for _, tc := range []struct {
+		name  string
+		r     Result
+		items []inspect.Use
+		again func(inspect.ObjectKey) bool
+		want  progress
+	}{
+		{"stale, unchanged since the plan", restart("Deployment"), []inspect.Use{use("Deployment", "api-2", inspect.StateStale)}, nil, notYet},
+		{"stale, changed again", restart("Deployment"), []inspect.Use{use("Deployment", "api-2", inspect.StateStale)}, changed, reached},
+		{"unverifiable for now, changed again", restart("Deployment"), []inspect.Use{use("Deployment", "api-2", inspect.StateUnverifiable)}, changed, notYet},
+		{"a StatefulSet pod not seen yet", restart("StatefulSet", "api-0", "api-1"), []inspect.Use{use("StatefulSet", "api-0", inspect.StateStale)}, changed, notYet},
+	} {
+		p, detail := converged(tc.r, tc.items, tc.again)
+		if p != tc.want || (p == reached && !strings.Contains(detail, "changed again since")) {
+			t.Errorf("%s: %v %q, want %v", tc.name, p, detail, tc.want)
+		}
 	}
 }
