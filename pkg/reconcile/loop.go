@@ -46,9 +46,10 @@ type Config struct {
 	// at once, in every namespace: those sent and not yet seen complete
 	// count too. The others are held and tried again.
 	MaxConcurrentRestarts int
-	// Workers is how many namespaces are acted on at once (default 4): a
-	// namespace whose rollout is slow holds one worker, not every other
-	// namespace. One namespace is never acted on by two workers at once.
+	// Workers is how many namespaces are acted on at once (default
+	// DefaultWorkers): a namespace whose rollout is slow holds one worker,
+	// not every other namespace. One namespace is never acted on by two
+	// workers at once.
 	Workers int
 	// MinRestartInterval is the shortest time between two restarts of one
 	// workload; RestartRate (per second, 0: no limit) and RestartBurst
