@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# One release across namespaces, acted on by kubectl cmsync controller in the cluster (not part of make
+# test): NSS namespaces cmsync-bench-rel-N, each with 100 ConfigMaps and two opted-in Deployments of
+# PODS_PER pods: vol mounts cm-0..49 (one projected volume), env mounts cm-50..98 and reads KEY of cm-99
+# as an environment variable. The release edits every ConfigMap, one `kubectl apply --server-side` per
+# namespace, all at once. Figures: how long the edits took; the time until the leader logs the last pod
+# verified current, from its namespace's first edit (the results' sinceChangeNs) and from the end of the
+# edits; the restarts (one per env Deployment is right); the API server's requests during the release
+# (apiserver_request_total, every client's); and the leader's RSS and CPU (its own metrics).
+#   hack/bench/release.sh                 (needs the cluster up: make cluster-up)
+#   STUCK=1: the env Deployment of namespace 0 never becomes ready after its restart (a readiness probe
+#   that passes only with the old value): its round waits for --timeout, and the figure is that of the
+#   other namespaces, to compare with a run without it.
+#   MAX_RESTARTS=N, WORKERS=N: the controller's --max-concurrent-restarts and --workers (unset: its
+#   defaults).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+NSS=${NSS:-10} PODS_PER=${PODS_PER:-10} STUCK=${STUCK:-0} MAX_RESTARTS=${MAX_RESTARTS:-} WORKERS=${WORKERS:-} CTL=cmsync-system
+TAG=localhost/kubectl-cmsync:bench
+ts "building and importing the image"
+go run ./hack/image -binary bin/kubectl-cmsync -tag $TAG -o bin/image.tar >/dev/null
+hack/cluster/load-image.sh bin/image.tar >/dev/null
+# configmaps NS VALUE: the 100 ConfigMaps of namespace NS, each with key=VALUE (KEY=VALUE for cm-99)
+configmaps() {
+  local j
+  for j in $(seq 0 98); do printf -- '---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%s, namespace: %s}\ndata: {key: "%s"}\n' "$j" "$1" "$2"; done
+  printf -- '---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-99, namespace: %s}\ndata: {KEY: "%s"}\n' "$1" "$2"
+}
+# workload NS NAME FIRST LAST: Deployment NAME mounting cm-FIRST..cm-LAST in one projected volume
+workload() {
+  local j
+  {
+    echo "        projected:"
+    echo "          sources:"
+    for j in $(seq "$3" "$4"); do echo "          - configMap: {name: cm-$j, items: [{key: key, path: cm-$j}]}"; done
+  } | deployment_yaml "$1" "$2" "$PODS_PER" 'kubectl-cmsync.io/watch: "true"'
+}
+# env_patch NS STUCK: the env Deployment reads KEY of cm-99; stuck, its pods are ready only with v0
+env_patch() {
+  local probe=""
+  [ "$2" = 1 ] && probe=',"readinessProbe":{"exec":{"command":["sh","-c","test \"$KEY\" = v0"]},"periodSeconds":1}'
+  echo '{"spec":{"template":{"spec":{"containers":[{"name":"c","env":[{"name":"KEY","valueFrom":{"configMapKeyRef":{"name":"cm-99","key":"KEY"}}}]'"$probe"'}]}}}}'
+}
+ts "deploying $((NSS * 2 * PODS_PER)) pods in $((NSS * 2)) Deployments reading $((NSS * 100)) ConfigMaps in $NSS namespaces"
+for n in $(seq 0 $((NSS - 1))); do
+  ns=cmsync-bench-rel-$n
+  fresh_namespace "$ns"
+  configmaps "$ns" v0 | kubectl apply --server-side --field-manager=bench-release -f - >/dev/null
+  { workload "$ns" vol 0 49; workload "$ns" env 50 98; } | kubectl apply -f - >/dev/null
+  stuck=0; [ "$STUCK" = 1 ] && [ "$n" = 0 ] && stuck=1
+  kubectl -n "$ns" patch deployment env --type=strategic -p "$(env_patch "$ns" $stuck)" >/dev/null
+done
+for n in $(seq 0 $((NSS - 1))); do
+  for d in vol env; do kubectl -n cmsync-bench-rel-$n rollout status deployment/$d --timeout=900s >/dev/null; done
+done
+sleep "${SETTLE:-20}"
+ts "deploying the controller (all namespaces)"
+kubectl wait --for=delete namespace/$CTL --timeout=180s >/dev/null 2>&1 || true # a previous run's, terminating
+trap 'kubectl delete namespace $CTL --ignore-not-found --wait=false >/dev/null 2>&1 || true; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
+kubectl kustomize deploy/controller |
+  sed -e "s#image: localhost/kubectl-cmsync:dev#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
+      -e "s#- --all-namespaces#- --all-namespaces${MAX_RESTARTS:+\n        - --max-concurrent-restarts=$MAX_RESTARTS}${WORKERS:+\n        - --workers=$WORKERS}#" |
+  kubectl apply -f - >/dev/null
+kubectl -n $CTL rollout status deployment/kubectl-cmsync-controller --timeout=180s >/dev/null
+leader=$(kubectl -n $CTL get lease kubectl-cmsync-controller -o jsonpath='{.spec.holderIdentity}')
+until kubectl -n $CTL logs "$leader" | grep -q '"event":"resume"'; do sleep 0.5; done
+kubectl -n $CTL run scraper --image="$IMAGE_BUSYBOX" --image-pull-policy=Never \
+  --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":65532,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"scraper","image":"'"$IMAGE_BUSYBOX"'","imagePullPolicy":"Never","command":["sleep","100000"],"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}' >/dev/null
+kubectl -n $CTL wait --for=condition=Ready pod/scraper --timeout=60s >/dev/null
+ip=$(kubectl -n $CTL get pod "$leader" -o jsonpath='{.status.podIP}')
+metric() { kubectl -n $CTL exec scraper -- wget -qO- "http://$ip:8080/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+requests() { kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ {s += $NF} END {printf "%d\n", s}'; }
+# current RE: the results current in namespaces matching RE, as "ACTION NS sinceChangeNs" lines
+current() {
+  kubectl -n $CTL logs "$leader" | jq -r --arg re "$1" 'select(.event=="result" and .outcome=="current" and (.action.target.namespace | test($re)))
+    | "\(.action.action) \(.action.target.namespace) \(.sinceChangeNs)"'
+}
+others='^cmsync-bench-rel-'; [ "$STUCK" = 1 ] && others='^cmsync-bench-rel-([1-9]|[0-9][0-9]+)$'
+want_envs=$NSS; [ "$STUCK" = 1 ] && want_envs=$((NSS - 1))
+want=$(( want_envs * (PODS_PER + 1) )) # in the namespaces counted: every vol pod annotated, one restart of env
+cpu0=$(metric process_cpu_seconds_total) req0=$(requests)
+ts "the release: $((NSS * 100)) ConfigMaps edited, one server-side apply per namespace, all at once"
+t0=$(now)
+for n in $(seq 0 $((NSS - 1))); do configmaps cmsync-bench-rel-$n v1 | kubectl apply --server-side --field-manager=bench-release -f - >/dev/null & done
+wait
+t1=$(now)
+deadline=$(( $(date +%s) + 600 ))
+until [ "$(current "$others" | wc -l)" -ge "$want" ]; do
+  [ "$(date +%s)" -lt $deadline ] || { kubectl -n $CTL logs "$leader" | tail -5; die "not every pod verified current within 600 s"; }
+  sleep 1
+done
+last=$(current "$others" | awk '{print $3}' | sort -g | tail -1)
+# the wall time of the last result, for the time from the end of the edits
+at=$(kubectl -n $CTL logs "$leader" | jq -r --arg re "$others" 'select(.event=="result" and .outcome=="current" and (.action.target.namespace | test($re))) | .time' | sort | tail -1)
+req1=$(requests) cpu1=$(metric process_cpu_seconds_total) rss=$(metric process_resident_memory_bytes)
+restarts=$(kubectl -n $CTL logs "$leader" | jq -r 'select(.event=="action" and .action.action=="restart") | .action.target.namespace + "/" + .action.target.name' | sort | uniq -c)
+echo "pods: $((NSS * 2 * PODS_PER)) in $((NSS * 2)) Deployments, $((NSS * 100)) ConfigMaps in $NSS namespaces, stuck: $STUCK, --max-concurrent-restarts ${MAX_RESTARTS:-default}, --workers ${WORKERS:-default}; $(kubectl get pods -A --no-headers | wc -l) pods in the cluster"
+echo "the edits: $(echo "$t1 - $t0" | bc | xargs printf '%.1f')s ($NSS server-side applies at once)"
+echo "to the last pod verified$( [ "$STUCK" = 1 ] && echo " (the $((NSS - 1)) other namespaces)"): $(echo "scale=2; $last / 1000000000" | bc)s from its namespace's first edit, $(echo "$(date -d "$at" +%s.%N) - $t1" | bc | xargs printf '%.1f')s from the end of the edits"
+echo "restarts: $(echo "$restarts" | awk '{n += $1; if ($1 != 1) bad = bad " " $2 "x" $1} END {print n (bad ? ", more than one:" bad : ", one per env Deployment")}')"
+echo "API server requests during the release (every client's): $((req1 - req0))"
+echo "leader CPU during the release: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b - a}') s; RSS $(awk -v r="$rss" 'BEGIN {printf "%.1f", r / 1048576}') MiB"
+kubectl -n $CTL logs "$leader" > "${CTL_LOG:-/tmp/cmsync-bench-release.log}" && echo "the leader's log: ${CTL_LOG:-/tmp/cmsync-bench-release.log}"
+for n in $(seq 0 $((NSS - 1))); do kubectl delete namespace cmsync-bench-rel-$n --wait=false >/dev/null; done
