@@ -41,11 +41,17 @@ func (l *Loop) dispatch() time.Time {
 	return next
 }
 
-// putDue adds changes due at once (the resume's, --sync-existing's).
+// putDue adds changes due at once (the resume's, --sync-existing's). An
+// edit of the same object seen while they were read is kept, with every
+// use concerned: one change, acted on in the same round.
 func (l *Loop) putDue(changes map[inspect.ObjectKey]*pending) {
 	l.mu.Lock()
 	for k, p := range changes {
-		l.pending[k] = p
+		if q := l.pending[k]; q != nil {
+			q.change, q.existing, q.only = merge(p.change, q.change), true, nil
+		} else {
+			l.pending[k] = p
+		}
 		l.bounce.After(k.Namespace, l.Clock())
 	}
 	l.mu.Unlock()

@@ -220,3 +220,20 @@ func TestShutdownLeavesQueuedWorkPending(t *testing.T) {
 		t.Fatalf("pending %d, actions %v: want the change left pending, no action", len(f.loop.pending), f.events)
 	}
 }
+
+// TestEditDuringResumeIsKept: an edit seen while the resume read the
+// existing state is not replaced by the resume's check of the same object.
+func TestEditDuringResumeIsKept(t *testing.T) {
+	f := newRoundFixture(t)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	f.loop.putDue(map[inspect.ObjectKey]*pending{k: {change: Change{Object: k}, first: f.now, existing: true, only: map[string]bool{"Deployment/other": true}}})
+	p := f.loop.pending[k]
+	if p == nil || strings.Join(p.change.Keys, ",") != "K" || !p.existing || p.only != nil {
+		t.Fatalf("pending %+v, want the edit of K kept, every use concerned", p)
+	}
+	f.step(3 * time.Second) // the edit's debounce
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		t.Errorf("actions %q, want the restart of web for the edit", got)
+	}
+}
