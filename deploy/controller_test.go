@@ -212,9 +212,23 @@ func TestControllerNodeReaderOverlay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kustomization.yaml: %v", err)
 	}
-	if strings.Join(k.Resources, " ") != "../controller namespace.yaml rbac.yaml" || len(k.Patches) != 1 ||
+	if strings.Join(k.Resources, " ") != "../controller namespace.yaml rbac.yaml" || len(k.Patches) != 2 ||
 		!strings.Contains(k.Patches[0].Patch, "value: --reader=node") || !strings.Contains(k.Patches[0].Patch, "value: --reader-namespace=cmsync-readers") {
 		t.Fatalf("kustomization: resources %v, patches %+v", k.Resources, k.Patches)
+	}
+	// the base ClusterRole's cluster-wide pods/exec goes: the rule the patch
+	// tests for (kustomize fails the build when the test fails) and removes
+	var ops []struct {
+		Op, Path string
+		Value    []string
+	}
+	if err := yaml.Unmarshal([]byte(k.Patches[1].Patch), &ops); err != nil {
+		t.Fatal(err)
+	}
+	base := strict[rbacv1.ClusterRole](t, controllerDocs(t), "ClusterRole/kubectl-cmsync-controller")
+	if len(ops) != 2 || ops[0].Op != "test" || ops[1].Op != "remove" || ops[0].Path != ops[1].Path+"/resources" ||
+		fmt.Sprint(ops[0].Value) != "[pods/exec]" || ops[1].Path != "/rules/5" || fmt.Sprint(base.Rules[5].Resources) != "[pods/exec]" {
+		t.Errorf("the ClusterRole patch %+v does not remove the base's pods/exec rule (%+v)", ops, base.Rules)
 	}
 	docs := map[string][]byte{}
 	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
