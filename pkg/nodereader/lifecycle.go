@@ -295,6 +295,10 @@ func (r *Reader) createError(err error) *containerread.VerifyError {
 		return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "Pod Security admission rejects the node reader in namespace " + ns + ": " + firstLine(msg),
 			Hint: "it needs hostPID and the capabilities SYS_PTRACE and DAC_READ_SEARCH, which only the privileged level allows: " +
 				"label the namespace pod-security.kubernetes.io/enforce=privileged, or pass --reader-namespace with one that allows it, or use --reader=exec"}
+	case apierrors.IsNotFound(err):
+		return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "namespace " + ns + ", where the node reader pods run, does not exist",
+			Hint: fmt.Sprintf("create it for the readers alone: `kubectl create namespace %s` and `kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged`; "+
+				"or pass --reader-namespace, or use --reader=exec", ns, ns)}
 	case apierrors.IsForbidden(err):
 		return &containerread.VerifyError{Reason: containerread.VerifyForbidden, Message: "create pods in namespace " + ns + " (" + firstLine(msg) + ")",
 			Hint: "the node reader needs create, get, list, watch and delete on pods and get and create on pods/exec in namespace " + ns + "; see deploy/rbac.yaml, or use --reader=exec"}

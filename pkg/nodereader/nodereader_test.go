@@ -52,6 +52,15 @@ func TestReaderPodLeastPrivilege(t *testing.T) {
 	if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_PTRACE", "DAC_READ_SEARCH"}) {
 		t.Fatalf("capabilities = %+v", sc.Capabilities)
 	}
+	if sc.AppArmorProfile == nil || sc.AppArmorProfile.Type != corev1.AppArmorProfileTypeUnconfined {
+		t.Fatalf("AppArmor profile = %+v, want Unconfined (the runtime's default denies other processes' /proc/PID/root)", sc.AppArmorProfile)
+	}
+	if sc.SELinuxOptions == nil || *sc.SELinuxOptions != (corev1.SELinuxOptions{Type: "spc_t"}) {
+		t.Fatalf("SELinux options = %+v, want type spc_t alone", sc.SELinuxOptions)
+	}
+	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Fatalf("seccomp profile = %+v, want RuntimeDefault", sc.SeccompProfile)
+	}
 	want := map[string]string{LabelManagedBy: ManagedBy, LabelComponent: Component, LabelRun: "run1"}
 	for k, v := range want {
 		if p.Labels[k] != v {
@@ -357,7 +366,7 @@ func TestVerifyScriptAdapted(t *testing.T) {
 
 // TestCreateErrors: a reader pod the API refuses makes every container of
 // its node unverifiable with what to do: the Pod Security label or another
-// namespace, or the RBAC verbs.
+// namespace, the RBAC verbs, or the commands that create the namespace.
 func TestCreateErrors(t *testing.T) {
 	cases := map[string]struct {
 		err     error
@@ -368,6 +377,9 @@ func TestCreateErrors(t *testing.T) {
 			containerread.VerifyFailed, []string{"Pod Security", "pod-security.kubernetes.io/enforce=privileged", "--reader-namespace"}},
 		"rbac": {apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf(`User "alice" cannot create resource "pods"`)),
 			containerread.VerifyForbidden, []string{"create pods", "create, get, list, watch and delete on pods", "pods/exec"}},
+		"no namespace": {apierrors.NewNotFound(corev1.Resource("namespaces"), "ns"),
+			containerread.VerifyFailed, []string{"namespace ns, where the node reader pods run, does not exist", "`kubectl create namespace ns`",
+				"`kubectl label namespace ns pod-security.kubernetes.io/enforce=privileged`", "--reader=exec"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

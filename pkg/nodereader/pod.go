@@ -31,8 +31,10 @@ const (
 	// when present).
 	DefaultImage = "docker.io/library/busybox:1.37"
 	// DefaultNamespace is where reader pods run unless --reader-namespace
-	// says otherwise.
-	DefaultNamespace = "default"
+	// says otherwise: a namespace for them alone, which the user creates
+	// (privileged for Pod Security); never "default", which is often
+	// unlabelled and where many may exec.
+	DefaultNamespace = "cmsync-readers"
 	// DefaultLifetime bounds a reader pod's life (activeDeadlineSeconds).
 	DefaultLifetime = 10 * time.Minute
 
@@ -74,7 +76,9 @@ func NewRunID() string {
 // ReaderPod is the reader pod for one node: pinned by nodeName (no
 // scheduler), hostPID, tolerating every taint, bounded by
 // activeDeadlineSeconds, as root with only Capabilities, a read-only root
-// filesystem and no service account token. It sleeps; the reads are execs.
+// filesystem, no service account token, seccomp's runtime default, and
+// AppArmor and SELinux that let it read other containers (see below). It
+// sleeps; the reads are execs.
 func ReaderPod(namespace, node, image, runID string, lifetime time.Duration) *corev1.Pod {
 	secs := int64(lifetime / time.Second)
 	if secs < 1 {
@@ -111,6 +115,13 @@ func ReaderPod(namespace, node, image, runID string, lifetime time.Duration) *co
 					ReadOnlyRootFilesystem:   &yes,
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: Capabilities},
 					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					// the runtimes' default AppArmor profile (Ubuntu, COS)
+					// and SELinux type (RHEL, OpenShift, Bottlerocket) keep a
+					// container from other processes' /proc/PID/root, as they
+					// do node agents: unconfined, and spc_t, the type of
+					// containers that may reach the host
+					AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined},
+					SELinuxOptions:  &corev1.SELinuxOptions{Type: "spc_t"},
 				},
 				Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},

@@ -225,6 +225,15 @@ func TestNodeReaderCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitPodReady(live.Name)
+	// the security context the API server kept and the kubelet ran: AppArmor
+	// unconfined and SELinux type spc_t (this node has neither: they must
+	// not keep the pod from running), seccomp's default, two capabilities
+	sc := f.getPod(live.Name).Spec.Containers[0].SecurityContext
+	if sc == nil || sc.AppArmorProfile == nil || sc.AppArmorProfile.Type != corev1.AppArmorProfileTypeUnconfined ||
+		sc.SELinuxOptions == nil || sc.SELinuxOptions.Type != "spc_t" || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+		fmt.Sprint(sc.Capabilities.Add) != "[SYS_PTRACE DAC_READ_SEARCH]" {
+		t.Errorf("the running reader pod's security context %+v, want AppArmor Unconfined, SELinux spc_t, RuntimeDefault seccomp, SYS_PTRACE and DAC_READ_SEARCH", sc)
+	}
 	t.Cleanup(func() {
 		_ = f.cs.CoreV1().Pods(f.ns).Delete(context.Background(), live.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
 	})
@@ -320,7 +329,8 @@ func (f *fx) killWhenReaderStarts(sig syscall.Signal, lifetime string) {
 
 // TestNodeReaderImagePullError: a reader image the node cannot pull makes
 // the node's uses unverifiable with the kubelet's reason, within the start
-// timeout, and leaves no reader pod.
+// timeout, and leaves no reader pod; a reader namespace that does not
+// exist makes them unverifiable with the commands that create it.
 func TestNodeReaderImagePullError(t *testing.T) {
 	f := newFx(t)
 	f.createConfigMap(configMap("cfg", map[string]string{"a": "1", "app.conf": "x=1\n"}))
@@ -337,6 +347,19 @@ func TestNodeReaderImagePullError(t *testing.T) {
 		t.Errorf("state %s (%s), want unverifiable naming the pull failure and --reader-image", it.State, it.StateReason)
 	}
 	f.expectNoReaderPods("a reader whose image cannot be pulled")
+
+	missing := f.ns + "-readers"
+	rep, ok = f.status("cfg", "--verify", "--reader=node", "--reader-image="+imageBusybox, "--reader-namespace="+missing)
+	if !ok {
+		t.FailNow()
+	}
+	it = stateOf(t, rep, "noshell", inspect.ModeVolume)
+	for _, want := range []string{"namespace " + missing + ", where the node reader pods run, does not exist", "`kubectl create namespace " + missing + "`",
+		"`kubectl label namespace " + missing + " pod-security.kubernetes.io/enforce=privileged`"} {
+		if it.State != inspect.StateUnverifiable || !strings.Contains(it.StateReason, want) {
+			t.Errorf("a missing reader namespace: state %s (%s), want unverifiable saying %q", it.State, it.StateReason, want)
+		}
+	}
 }
 
 // TestNodeReaderAutoFallsBackToExec: with --reader=auto in a namespace whose
