@@ -294,7 +294,7 @@ func (f *inFlight) prune(ctx context.Context, l *Loop) {
 		}
 		f.mu.Unlock()
 		if expired && !done {
-			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s restarted %s ago is not complete (--rollout-wait); no longer counted against --max-concurrent-restarts: see `kubectl rollout status %s -n %s`",
+			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s restarted more than %s ago is not complete (--rollout-wait); no longer counted against --max-concurrent-restarts: see `kubectl rollout status %s -n %s`",
 				t, l.RolloutWait, t, t.Namespace)})
 		}
 	}
