@@ -61,14 +61,9 @@ kubectl kustomize $KUSTOMIZATION |
       -e "s#- --all-namespaces#- $( [ "$ALL" = 1 ] && echo --all-namespaces || echo --namespace=$NS )#" \
       -e "s#- --reader=node#- --reader=node\n        - --reader-image=$IMAGE_BUSYBOX#" |
   kubectl apply -f - >/dev/null
-kubectl -n $CTL rollout status deployment/kubectl-cmsync-controller --timeout=180s >/dev/null
-leader=$(kubectl -n $CTL get lease kubectl-cmsync-controller -o jsonpath='{.spec.holderIdentity}')
+leader=$(controller_leader $CTL)
 until kubectl -n $CTL logs "$leader" | grep -q '"event":"ready"'; do sleep 0.5; done
-kubectl -n $CTL run scraper --image="$IMAGE_BUSYBOX" --image-pull-policy=Never --labels=cmsync-bench=scraper \
-  --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":65532,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"scraper","image":"'"$IMAGE_BUSYBOX"'","imagePullPolicy":"Never","command":["sleep","100000"],"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}' >/dev/null
-kubectl -n $CTL wait --for=condition=Ready pod/scraper --timeout=60s >/dev/null
-ip=$(kubectl -n $CTL get pod "$leader" -o jsonpath='{.status.podIP}')
-metric() { kubectl -n $CTL exec scraper -- wget -qO- "http://$ip:8080/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+start_scraper $CTL "$leader"
 results() { kubectl -n $CTL logs "$leader" | jq -c 'select(.event=="result" and .outcome=="current")' 2>/dev/null | wc -l; }
 annotations() { kubectl -n $CTL logs "$leader" | jq -c 'select(.event=="action" and .action.action=="annotate")' 2>/dev/null | wc -l; }
 rss0=$(metric process_resident_memory_bytes)

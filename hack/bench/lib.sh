@@ -90,3 +90,21 @@ cpu_split() {
     END { for (n in d) if (d[n] > 0) printf "%s %.2f\n", n, d[n] / hz }' "$1" "$2" |
     sort -k2 -g -r | awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $1, $2} END {print ""}'
 }
+
+# controller_leader CTL: waits for deploy/controller's Deployment in namespace CTL to roll out and prints the
+# pod that holds its Lease
+controller_leader() {
+  kubectl -n "$1" rollout status deployment/kubectl-cmsync-controller --timeout=180s >/dev/null
+  kubectl -n "$1" get lease kubectl-cmsync-controller -o jsonpath='{.spec.holderIdentity}'
+}
+
+# start_scraper CTL POD: a pod "scraper" in namespace CTL from which metric reads POD's /metrics, as Prometheus
+# would (the API server has no route to pods here)
+start_scraper() {
+  kubectl -n "$1" run scraper --image="$IMAGE_BUSYBOX" --image-pull-policy=Never --labels=cmsync-bench=scraper \
+    --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":65532,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"scraper","image":"'"$IMAGE_BUSYBOX"'","imagePullPolicy":"Never","command":["sleep","100000"],"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}' >/dev/null
+  kubectl -n "$1" wait --for=condition=Ready pod/scraper --timeout=60s >/dev/null
+  SCRAPE_NS=$1 SCRAPE_IP=$(kubectl -n "$1" get pod "$2" -o jsonpath='{.status.podIP}')
+}
+# metric NAME: the value of metric NAME (no labels) on the pod start_scraper named
+metric() { kubectl -n "$SCRAPE_NS" exec scraper -- wget -qO- "http://$SCRAPE_IP:8080/metrics" | awk -v m="$1" '$1 == m {print $2}'; }

@@ -61,14 +61,9 @@ kubectl kustomize deploy/controller |
   sed -e "s#image: localhost/kubectl-cmsync:dev#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
       -e "s#- --all-namespaces#- --all-namespaces${MAX_RESTARTS:+\n        - --max-concurrent-restarts=$MAX_RESTARTS}${WORKERS:+\n        - --workers=$WORKERS}#" |
   kubectl apply -f - >/dev/null
-kubectl -n $CTL rollout status deployment/kubectl-cmsync-controller --timeout=180s >/dev/null
-leader=$(kubectl -n $CTL get lease kubectl-cmsync-controller -o jsonpath='{.spec.holderIdentity}')
+leader=$(controller_leader $CTL)
 until kubectl -n $CTL logs "$leader" | grep -q '"event":"resume"'; do sleep 0.5; done
-kubectl -n $CTL run scraper --image="$IMAGE_BUSYBOX" --image-pull-policy=Never \
-  --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":65532,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"scraper","image":"'"$IMAGE_BUSYBOX"'","imagePullPolicy":"Never","command":["sleep","100000"],"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}' >/dev/null
-kubectl -n $CTL wait --for=condition=Ready pod/scraper --timeout=60s >/dev/null
-ip=$(kubectl -n $CTL get pod "$leader" -o jsonpath='{.status.podIP}')
-metric() { kubectl -n $CTL exec scraper -- wget -qO- "http://$ip:8080/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+start_scraper $CTL "$leader"
 requests() { kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ {s += $NF} END {printf "%d\n", s}'; }
 # current RE: the results current in namespaces matching RE, as "ACTION NS sinceChangeNs" lines
 current() {

@@ -247,12 +247,18 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 	if limit <= 0 {
 		return Gate(actions, 0, 0, hold)
 	}
-	f.prune(ctx, l)
+	own := map[refresh.Target]bool{} // the round reads their rollouts itself (rolloutHold)
+	for _, a := range actions {
+		if isRestart(a) {
+			own[a.Target] = true
+		}
+	}
+	f.prune(ctx, l, own)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	busy := 0
 	for t := range f.targets {
-		if !slices.ContainsFunc(actions, func(a refresh.Action) bool { return isRestart(a) && a.Target == t }) {
+		if !own[t] {
 			busy++
 		}
 	}
@@ -268,15 +274,16 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 // prune forgets the restarts sent by rounds that ended whose rollout is
 // complete now, or will not complete by itself (its progress deadline
 // passed: the gate reports it), or is gone or has no rollout status (an
-// error that will not pass), one GET each, made without the lock; and
-// those not complete after RolloutWait, reported: a rollout that never
+// error that will not pass), one GET each, made without the lock (not for
+// skip: the round's own, whose rollouts it reads itself); and those not
+// complete after RolloutWait, reported: a rollout that never
 // ends (a crash-looping StatefulSet has no progress deadline) must not
 // hold every other restart for good.
-func (f *inFlight) prune(ctx context.Context, l *Loop) {
+func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]bool) {
 	f.mu.Lock()
 	var sent []refresh.Target
 	for t, fl := range f.targets {
-		if !fl.sending {
+		if !fl.sending && !skip[t] {
 			sent = append(sent, t)
 		}
 	}
