@@ -54,6 +54,7 @@ for d in $(seq 0 $((DEPLOYMENTS - 1))); do kubectl -n $NS rollout status deploym
 sleep "${SETTLE:-20}"
 r0=$(restarts $NS)
 ts "deploying the controller"
+kubectl wait --for=delete namespace/$CTL --timeout=180s >/dev/null 2>&1 || true # a previous run's, terminating
 readers=""; [ "$READER" = node ] && readers=cmsync-readers && fresh_namespace $readers
 trap 'kubectl delete namespace $CTL $readers --ignore-not-found --wait=false >/dev/null 2>&1 || true; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
 kubectl kustomize $KUSTOMIZATION |
