@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -489,5 +490,115 @@ func TestPrepareFailureIsTheFirstReadsThenTriedAgain(t *testing.T) {
 	defer mu.Unlock()
 	if creates != 2 {
 		t.Fatalf("%d creates after the second read, want 2 (it tries again)", creates)
+	}
+}
+
+// fakeRuntime runs a process named name (a shell script: its comm is the
+// script's name) with args, as the node script finds a runtime.
+func fakeRuntime(t *testing.T, name string, args ...string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeScriptReadsTheRuntimesSpec runs the real node script beside a
+// containerd whose state directory is set in its configuration (a decoy
+// in a table) and a CRI-O whose run root a drop-in overrides (and another
+// sets in another table): each
+// container's environment is the one in its OCI spec; a container with no
+// spec is reported without one.
+func TestNodeScriptReadsTheRuntimesSpec(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the node script reads through /proc/PID/root, which needs root")
+	}
+	fakeKubelet(t)
+	tmp := t.TempDir()
+	ctrd, crio := filepath.Join(tmp, "ctrd state"), filepath.Join(tmp, "crio")
+	writeFile(t, filepath.Join(tmp, "config.toml"), "version = 3\nroot = \"/nowhere\"\n  state   =  \""+ctrd+"\"\n[grpc]\n  state = \"/wrong\"\n")
+	writeFile(t, filepath.Join(tmp, "crio.conf"), "[crio]\nrunroot = \"/wrong\"\n[crio.runtime]\n")
+	writeFile(t, filepath.Join(tmp, "crio.d", "10-root.conf"), "[crio]\n\trunroot = '"+crio+"'\n")
+	writeFile(t, filepath.Join(tmp, "crio.d", "20-image.conf"), "[crio.image]\nrunroot = \"/wrong\"\n")
+	fakeRuntime(t, "containerd", "--config", filepath.Join(tmp, "config.toml"))
+	fakeRuntime(t, "crio", "--config="+filepath.Join(tmp, "crio.conf"), "-d", filepath.Join(tmp, "crio.d"))
+	id1, id2, id3 := cid, strings.Repeat("ab", 32), strings.Repeat("cd", 32)
+	writeFile(t, filepath.Join(ctrd, "io.containerd.runtime.v2.task", "k8s.io", id1, "config.json"),
+		`{"ociVersion":"1.2.0","process":{"args":["sh"],"env":["PATH=/bin","V=from-spec","W=a=b"]}}`)
+	writeFile(t, filepath.Join(crio, "overlay-containers", id2, "userdata", "config.json"),
+		`{"process":{"env":["V=crio"]}}`)
+	nr := &nodeBatch{node: "n1", containers: []containerPaths{{req: 0, id: id1, env: true}, {req: 1, id: id2, env: true}, {req: 2, id: id3, env: true}}}
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Fatal("dash is needed to run the node script (Debian's /bin/sh): ", err)
+	}
+	for _, shell := range [][]string{{busybox(t), "sh"}, {dash}} {
+		no, _ := runNodeScript(t, shell, nr, filepath.Join(t.TempDir(), "scratch"), tmp)
+		if got := no.env[id1]; got["V"] != "from-spec" || got["W"] != "a=b" || len(got) != 3 {
+			t.Errorf("%s: containerd's container env = %v", shell[0], got)
+		}
+		if got := no.env[id2]; got["V"] != "crio" {
+			t.Errorf("%s: CRI-O's container env = %v", shell[0], got)
+		}
+		if !no.noEnv[id3] || no.env[id3] != nil {
+			t.Errorf("%s: a container with neither a spec nor a process has an environment: %v", shell[0], no.env[id3])
+		}
+		found := map[string]runtimeDir{}
+		for _, rt := range no.runtimes {
+			if strings.HasPrefix(rt.dir, tmp) {
+				found[rt.kind] = rt
+			}
+		}
+		if found["containerd"].dir != ctrd || found["containerd"].source != "config" || found["crio"].dir != crio || found["crio"].source != "config" {
+			t.Errorf("%s: runtimes = %+v", shell[0], no.runtimes)
+		}
+	}
+}
+
+// TestContainerEnvSaysWhereItWasRead: the spec's environment is taken as
+// it is; /proc/PID/environ stands in with the reason no spec was read; a
+// spec that is not understood is an error that quotes none of it.
+func TestContainerEnvSaysWhereItWasRead(t *testing.T) {
+	env := map[string]string{"V": "x"}
+	rts := []runtimeDir{{kind: "containerd", pid: "7", dir: "/run/k3s/containerd", source: "flag"}}
+	cases := []struct {
+		name    string
+		no      *nodeOutput
+		read    bool
+		from    string
+		errPart string
+	}{
+		{name: "spec", no: &nodeOutput{env: map[string]map[string]string{cid: env}, specPath: map[string]string{cid: "/s/config.json"}}, read: true},
+		{name: "environ", no: &nodeOutput{env: map[string]map[string]string{cid: env}, runtimes: rts}, read: true,
+			from: "read from the main process (/proc/PID/environ), as the runtime's OCI spec of the container is not under containerd's /run/k3s/containerd (flag)"},
+		{name: "no runtime", no: &nodeOutput{env: map[string]map[string]string{cid: env}}, read: true, from: "no containerd or CRI-O process was found on the node"},
+		{name: "bad spec", no: &nodeOutput{specPath: map[string]string{cid: "/s/config.json"}, specErr: map[string]string{cid: "the runtime's OCI spec is not valid JSON"}},
+			errPart: "not valid JSON (/s/config.json)"},
+	}
+	for _, c := range cases {
+		v := &containerread.Verified{}
+		containerEnv(v, cid, c.no)
+		if v.EnvRead != c.read || !strings.Contains(v.EnvFrom, c.from) || (c.from == "") != (v.EnvFrom == "") || !strings.Contains(v.EnvErr, c.errPart) {
+			t.Errorf("%s: read %v, from %q, err %q", c.name, v.EnvRead, v.EnvFrom, v.EnvErr)
+		}
+	}
+	if _, err := specEnv([]byte(`{"process":{"env":["SECRET=hunter2"`)); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("a truncated spec: %v", err)
 	}
 }

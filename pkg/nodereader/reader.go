@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -312,16 +313,44 @@ func containerVerified(c containerPaths, got *nodeResult, node string) *containe
 		}
 	}
 	if c.env {
-		switch env, ok := got.no.env[c.id]; {
-		case ok && len(env) > 0:
-			v.Env, v.EnvRead = env, true
-		case ok:
-			v.EnvErr = "the main process's environment is empty (the process may have rewritten it)"
-		default:
-			v.EnvErr = "the main process's environment (/proc/PID/environ) is not readable from the node reader"
-		}
+		containerEnv(v, c.id, got.no)
 	}
 	return v
+}
+
+// containerEnv sets the container's environment as the node script read
+// it: from the runtime's OCI spec, else from its main process, saying why.
+func containerEnv(v *containerread.Verified, id string, no *nodeOutput) {
+	if msg, ok := no.specErr[id]; ok {
+		v.EnvErr = msg + " (" + no.specPath[id] + ")"
+		return
+	}
+	env, ok := no.env[id]
+	_, fromSpec := no.specPath[id]
+	switch {
+	case ok && fromSpec:
+		v.Env, v.EnvRead = env, true
+	case ok && len(env) > 0:
+		v.Env, v.EnvRead = env, true
+		v.EnvFrom = "read from the main process (/proc/PID/environ), as " + noSpecReason(no) +
+			": an entrypoint that changes a variable before it execs shows its own value"
+	case ok:
+		v.EnvErr = "the main process's environment is empty (the process may have rewritten it), and " + noSpecReason(no)
+	default:
+		v.EnvErr = "neither the runtime's OCI spec nor the main process's environment (/proc/PID/environ) is readable from the node reader; " + noSpecReason(no)
+	}
+}
+
+// noSpecReason says why no OCI spec was read for a container.
+func noSpecReason(no *nodeOutput) string {
+	if len(no.runtimes) == 0 {
+		return "no containerd or CRI-O process was found on the node"
+	}
+	dirs := make([]string, len(no.runtimes))
+	for i, rt := range no.runtimes {
+		dirs[i] = fmt.Sprintf("%s's %s (%s)", rt.kind, rt.dir, rt.source)
+	}
+	return "the runtime's OCI spec of the container is not under " + strings.Join(dirs, " or ")
 }
 
 // running tells whether the reader pod still runs (a failed read of an

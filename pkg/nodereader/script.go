@@ -2,6 +2,7 @@ package nodereader
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,8 +15,8 @@ import (
 // from the cluster (container IDs, paths) is an argument, never script
 // text; container IDs are checked to be hex before they are passed. It
 // forks a handful of processes whatever the number of pods: one grep over
-// every process's cgroup, one sort, one tar of every path, and one cat per
-// environment asked for.
+// every process's cgroup, one sort, one tar of every path, a few to find
+// the runtimes' state directories, and one cat per environment asked for.
 //
 // It finds, through hostPID, each requested container's main process: the
 // processes whose pod cgroup line ends in the container ID, the earliest
@@ -26,8 +27,16 @@ import (
 // the kubelet's own mount namespace (/proc/KUBELET/root: Secret and
 // projected volumes are tmpfs mounts the kubelet made after the reader
 // started), linked as dir/k. Then it prints the environments asked for
-// (/proc/PID/environ, opened first by the shell: an unreadable one is
-// reported, not half printed) and reads the paths.
+// and reads the paths.
+//
+// An environment is the one the runtime configured for the container: the
+// OCI spec (config.json) it started the container from, found in the
+// state directory of containerd or CRI-O (runtimes, from the runtime's own
+// command line and configuration, as a distribution may move it). An
+// entrypoint that changes a variable before it execs its program does not
+// change that. Where no spec is found, /proc/PID/environ of the main
+// process stands in. Each file is opened first by the shell: an unreadable
+// one is reported, not half printed.
 //
 // The paths: where tar exists, one tar of those that exist, between two
 // listings (ls -ld) of the atomic volumes' ..data links: a target that
@@ -42,8 +51,9 @@ import (
 // to read its environment, then "--" and the paths.
 //
 // Output (NUL-terminated fields): M ID PID per container found; R rootdir
-// source kubeletPID; per environment asked E ID, the environ, the nonce,
-// or N ID; Y nonce; then T, B and the links' listing, the tar, X nonce
+// source kubeletPID; when an environment is asked, C kind PID statedir
+// source per runtime found; per environment asked S ID path, the spec, the
+// nonce, or E ID, the environ, the nonce, or N ID; Y nonce; then T, B and the links' listing, the tar, X nonce
 // tar's exit status and the listing again; then, unless tar's status is
 // 0, V and the verify script's output.
 const nodeScript = `d=$1 rd=$2 vs=$3 m=$4 n1=$5 n2=$6 nc=$7
@@ -87,17 +97,104 @@ while read -r sa p pp c; do
   pm="$pm$c:$p "
   r M "$c" "$p"
 done <"$d/s"
+# arg PID NAME...: the value of the first flag NAME (NAME=V or NAME V) on
+# the command line of process PID
+arg() {
+  ap=$1
+  shift
+  tr '\0' '\n' <"/proc/$ap/cmdline" 2>/dev/null | {
+    f=
+    while IFS= read -r a; do
+      [ -n "$f" ] && { printf '%s' "$a"; exit 0; }
+      for n do
+        case $a in "$n") f=1;; "$n"=*) printf '%s' "${a#*=}"; exit 0;; esac
+      done
+    done
+    exit 1
+  }
+}
+# tv FILE TABLE KEY: the quoted string value of KEY in TABLE ("" for the
+# top level) of the TOML file FILE
+ws=' 	'
+tv() {
+  tt=
+  while IFS= read -r l; do
+    l=${l#"${l%%[!$ws]*}"}
+    case $l in \[*) tt=${l#\[} tt=${tt%%\]*}; continue;; esac
+    [ "$tt" = "$2" ] || continue
+    k=${l%%=*} k=${k%"${k##*[!$ws]}"}
+    [ "$k" = "$3" ] || continue
+    v=${l#*=} v=${v#"${v%%[!$ws]*}"}
+    case $v in \"*) v=${v#\"} v=${v%%\"*};; \'*) v=${v#\'} v=${v%%\'*};; *) continue;; esac
+    printf '%s' "$v"
+    return 0
+  done <"$1"
+  return 1
+}
+# runtimes finds the state directories of the container runtimes on the
+# node, from each runtime's own command line and configuration, seen
+# through its mount namespace: a C record each, and "kind directory" lines
+# in $d/rt. containerd: --state, else the top-level state of its --config
+# (default /etc/containerd/config.toml), else /run/containerd. CRI-O:
+# --runroot, else runroot of [crio] in its --config (default
+# /etc/crio/crio.conf) and its --config-dir drop-ins (default
+# /etc/crio/crio.conf.d), else runroot of [storage] in
+# /etc/containers/storage.conf, else /run/containers/storage.
+runtimes() {
+  : >"$d/rt"
+  for f in $(grep -lsx -e containerd -e crio /proc/[0-9]*/comm); do
+    f=${f%/comm} n=
+    grep -qs kubepods "$f/cgroup" && continue
+    read -r n <"$f/comm" 2>/dev/null || continue
+    case $n in
+    containerd) rtc "${f#/proc/}";;
+    crio) rtr "${f#/proc/}";;
+    *) continue;;
+    esac
+    case $s in /*) ;; *) continue;; esac
+    r C "$n" "${f#/proc/}" "$s" "$sc"
+    printf '%s %s\n' "$n" "$f/root$s" >>"$d/rt"
+  done
+}
+# rtc PID: containerd's state directory into s, its source into sc
+rtc() {
+  s=$(arg "$1" --state) sc=flag
+  [ -n "$s" ] && return
+  cf=$(arg "$1" --config -c) || cf=/etc/containerd/config.toml
+  case $cf in /*) cf=/proc/$1/root$cf;; *) cf=/proc/$1/cwd/$cf;; esac
+  s=$(tv "$cf" "" state 2>/dev/null) sc=config
+  [ -n "$s" ] || s=/run/containerd sc=default
+}
+# rtr PID: CRI-O's run root into s, its source into sc
+rtr() {
+  s=$(arg "$1" --runroot) sc=flag
+  [ -n "$s" ] && return
+  cf=$(arg "$1" --config -c) || cf=/etc/crio/crio.conf
+  cdir=$(arg "$1" --config-dir -d) || cdir=/etc/crio/crio.conf.d
+  s=$(tv "/proc/$1/root$cf" crio runroot 2>/dev/null) sc=config
+  for x in "/proc/$1/root$cdir"/*.conf; do
+    v=$(tv "$x" crio runroot 2>/dev/null) && s=$v
+  done
+  [ -n "$s" ] || s=$(tv "/proc/$1/root/etc/containers/storage.conf" storage runroot 2>/dev/null) sc=storage.conf
+  [ -n "$s" ] || s=/run/containers/storage sc=default
+}
+# spec ID: the OCI spec (config.json) of container ID into sp: containerd's
+# task bundle, or CRI-O's container userdata
+spec() {
+  sp=
+  while IFS=' ' read -r k sd; do
+    case $k in
+    containerd) for x in "$sd"/io.containerd.runtime.v2.task/*/"$1"/config.json; do [ -f "$x" ] && { sp=$x; return 0; }; done;;
+    crio) for x in "$sd"/*-containers/"$1"/userdata/config.json; do [ -f "$x" ] && { sp=$x; return 0; }; done;;
+    esac
+  done <"$d/rt"
+  return 1
+}
 src=flag
 if [ -z "$rd" ]; then
   src=default rd=/var/lib/kubelet
   if [ -n "$kp" ]; then
-    x=$(tr '\0' '\n' <"/proc/$kp/cmdline" 2>/dev/null | {
-      f=
-      while IFS= read -r a; do
-        [ -n "$f" ] && { printf '%s' "$a"; break; }
-        case $a in --root-dir=*|-root-dir=*) printf '%s' "${a#*=}"; break;; --root-dir|-root-dir) f=1;; esac
-      done
-    })
+    x=$(arg "$kp" --root-dir -root-dir)
     case $x in /*) rd=$x src=cmdline;; esac
   fi
 fi
@@ -105,11 +202,14 @@ kr=/proc/1/root
 [ -n "$kp" ] && kr=/proc/$kp/root
 ln -s "$kr$rd" "$d/k"
 r R "$rd" "$src" "${kp:-0}"
+[ -n "$envs" ] && runtimes
 for c in $envs; do
   p=
   case $pm in *" $c:"*) p=${pm#* $c:} p=${p%% *};; esac
   # true, not the special builtin ":", whose failed redirection would end the script
-  if [ -n "$p" ] && { true <"/proc/$p/environ"; } 2>/dev/null; then r E "$c"; cat "/proc/$p/environ" 2>/dev/null; r "$n2"; else r N "$c"; fi
+  if spec "$c" && { true <"$sp"; } 2>/dev/null; then r S "$c" "$sp"; cat "$sp" 2>/dev/null; r "$n2"
+  elif [ -n "$p" ] && { true <"/proc/$p/environ"; } 2>/dev/null; then r E "$c"; cat "/proc/$p/environ" 2>/dev/null; r "$n2"
+  else r N "$c"; fi
 done
 r Y "$n2"
 # ll: ls -ld of the ..data links of the paths; tt: tar of the paths that exist
@@ -175,12 +275,25 @@ type nodeOutput struct {
 	rootDir string
 	source  string // flag, cmdline or default
 	kubelet string // PID, "0" when not found
-	rest    []byte // what the paths showed: T and a tar, or V and the verify script's output
+	// runtimes found when an environment was asked (C records)
+	runtimes []runtimeDir
+	// specPath: the OCI spec each environment in env was read from (S
+	// records); specErr: a spec found but not understood
+	specPath map[string]string
+	specErr  map[string]string
+	rest     []byte // what the paths showed: T and a tar, or V and the verify script's output
+}
+
+// runtimeDir is a container runtime the node script found, and its state
+// directory.
+type runtimeDir struct {
+	kind, pid, dir, source string
 }
 
 // parseNodeOutput reads the records up to Y.
 func parseNodeOutput(out []byte, nonce string) (*nodeOutput, error) {
-	o := &nodeOutput{pids: map[string]string{}, env: map[string]map[string]string{}, noEnv: map[string]bool{}}
+	o := &nodeOutput{pids: map[string]string{}, env: map[string]map[string]string{}, noEnv: map[string]bool{},
+		specPath: map[string]string{}, specErr: map[string]string{}}
 	p := &containerread.NULFields{B: out}
 	trailer := append([]byte(nonce), 0)
 	for {
@@ -201,17 +314,37 @@ func parseNodeOutput(out []byte, nonce string) (*nodeOutput, error) {
 				return nil, err
 			}
 			o.rootDir, o.source, o.kubelet = f[0], f[1], f[2]
+		case "C":
+			f, err := p.Fields(4)
+			if err != nil {
+				return nil, err
+			}
+			o.runtimes = append(o.runtimes, runtimeDir{kind: f[0], pid: f[1], dir: f[2], source: f[3]})
 		case "E":
 			id, err := p.Field()
 			if err != nil {
 				return nil, err
 			}
-			i := bytes.Index(p.B[p.Pos:], trailer)
-			if i < 0 {
-				return nil, containerread.ErrTruncated
+			b, err := untilTrailer(p, trailer)
+			if err != nil {
+				return nil, err
 			}
-			o.env[id] = containerread.ParseEnviron(p.B[p.Pos : p.Pos+i])
-			p.Pos += i + len(trailer)
+			o.env[id] = containerread.ParseEnviron(b)
+		case "S":
+			f, err := p.Fields(2)
+			if err != nil {
+				return nil, err
+			}
+			b, err := untilTrailer(p, trailer)
+			if err != nil {
+				return nil, err
+			}
+			o.specPath[f[0]] = f[1]
+			if env, err := specEnv(b); err != nil {
+				o.specErr[f[0]] = err.Error()
+			} else {
+				o.env[f[0]] = env
+			}
 		case "N":
 			id, err := p.Field()
 			if err != nil {
@@ -234,4 +367,37 @@ func parseNodeOutput(out []byte, nonce string) (*nodeOutput, error) {
 			return nil, fmt.Errorf("unknown record at byte %d of the node's output", p.Pos-len(tag)-1)
 		}
 	}
+}
+
+// untilTrailer returns the bytes up to the trailer and moves past it.
+func untilTrailer(p *containerread.NULFields, trailer []byte) ([]byte, error) {
+	i := bytes.Index(p.B[p.Pos:], trailer)
+	if i < 0 {
+		return nil, containerread.ErrTruncated
+	}
+	b := p.B[p.Pos : p.Pos+i]
+	p.Pos += i + len(trailer)
+	return b, nil
+}
+
+// specEnv returns the environment of an OCI runtime spec (process.env,
+// NAME=VALUE entries). Its errors never quote the spec, which holds the
+// values of Secrets.
+func specEnv(b []byte) (map[string]string, error) {
+	var spec struct {
+		Process *struct {
+			Env []string `json:"env"`
+		} `json:"process"`
+	}
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, errors.New("the runtime's OCI spec is not valid JSON")
+	}
+	if spec.Process == nil {
+		return nil, errors.New("the runtime's OCI spec has no process")
+	}
+	var environ []byte
+	for _, e := range spec.Process.Env {
+		environ = append(append(environ, e...), 0)
+	}
+	return containerread.ParseEnviron(environ), nil
 }

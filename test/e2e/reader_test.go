@@ -191,6 +191,37 @@ func TestNodeReaderSameAsExec(t *testing.T) {
 	f.expectNoReaderPods("the comparisons")
 }
 
+// TestEnvAsTheRuntimeSetIt: an entrypoint that changes a variable before
+// it execs its program does not make the use stale. Both readers compare
+// the environment the runtime configured (the exec reader's process gets
+// it; the node reader reads the OCI spec in containerd's state directory,
+// which this cluster moves away from the default), not the program's
+// /proc/PID/environ: current before the edit, stale after it.
+func TestEnvAsTheRuntimeSetIt(t *testing.T) {
+	f := newFx(t)
+	f.createConfigMap(configMap("cfg", map[string]string{"v": "1"}))
+	c := busybox("c")
+	c.Command = []string{"sh", "-c", `export V=changed-$V; exec sleep 1000000`}
+	f.createPod(pod("wrapped", podSpec(withEnv(c, cmEnv("V", "cfg", "v", nil)))))
+	f.waitPodReady("wrapped")
+	both := func(when string, want inspect.State) {
+		t.Helper()
+		for _, reader := range [][]string{nil, f.readerFlags()} {
+			rep, ok := f.status(append([]string{"cfg", "--verify"}, reader...)...)
+			if !ok {
+				t.FailNow()
+			}
+			if it := stateOf(t, rep, "wrapped", inspect.ModeEnv); it.State != want {
+				t.Errorf("%s, reader %v: %s (%s), want %s", when, reader, it.State, it.StateReason, want)
+			}
+		}
+	}
+	both("before the edit", inspect.StateCurrent)
+	f.patchConfigMapData("cfg", map[string]string{"v": "2"})
+	both("after the edit", inspect.StateStale)
+	f.expectNoReaderPods("the comparisons")
+}
+
 // itemStates is one sorted line per use: pod, mode, path, state, reason,
 // cause, syncedAt.
 func itemStates(rep inspect.Report) []string {
