@@ -41,10 +41,8 @@ func TestReaderPodLeastPrivilege(t *testing.T) {
 	if *s.AutomountServiceAccountToken {
 		t.Fatal("a service account token is mounted")
 	}
-	for _, v := range s.Volumes {
-		if v.HostPath != nil {
-			t.Fatalf("host path volume %q", v.Name)
-		}
+	if len(s.Volumes) != 0 {
+		t.Fatalf("volumes %+v: none is needed (the scratch files are in /dev/shm), and any holds the pod's start", s.Volumes)
 	}
 	sc := s.Containers[0].SecurityContext
 	if sc.Privileged != nil && *sc.Privileged || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem {

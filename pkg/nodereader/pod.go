@@ -48,9 +48,12 @@ const (
 	// and, of other runs, only the ones that have ended.
 	LabelRun = "kubectl-cmsync.io/run"
 
-	// scratchDir is the reader's only writable directory (an emptyDir):
-	// the per-read links to the containers' roots live there.
-	scratchDir = "/cmsync"
+	// scratchDir holds the per-read links and lists: in /dev/shm, the
+	// tmpfs every runtime gives a pod's containers, writable under a
+	// read-only root filesystem. A volume (an emptyDir) would hold the
+	// pod's start by the kubelet's wait for its volumes to be mounted,
+	// polled every 300 ms.
+	scratchDir = "/dev/shm/cmsync"
 	// containerName is the reader container's name.
 	containerName = "reader"
 )
@@ -127,10 +130,7 @@ func ReaderPod(namespace, node, image, runID string, lifetime time.Duration) *co
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 				},
-				VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: scratchDir}},
 			}},
-			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-				Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}}},
 		},
 	}
 }
