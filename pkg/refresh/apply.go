@@ -130,6 +130,14 @@ const ApplyConcurrency = 64
 // sent at all. Every action gets a Result, so a failure part way says
 // exactly what was changed and what was not. now stamps the annotations.
 func Apply(ctx context.Context, p Patcher, actions []Action, dry DryRun, now func() time.Time) []Result {
+	return ApplyThen(ctx, p, actions, dry, now, nil)
+}
+
+// ApplyThen is Apply that hands each sent result to then as soon as its
+// patch is answered (from the patch's goroutine; then must not block).
+// then may start work that goes on updating the result in place (a
+// PodWaits); ApplyThen never touches a result again once handed over.
+func ApplyThen(ctx context.Context, p Patcher, actions []Action, dry DryRun, now func() time.Time, then func(*Result)) []Result {
 	results := make([]Result, len(actions))
 	sem := make(chan struct{}, ApplyConcurrency)
 	var wg sync.WaitGroup
@@ -141,8 +149,12 @@ func Apply(ctx context.Context, p Patcher, actions []Action, dry DryRun, now fun
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(r *Result) {
-			defer func() { <-sem; wg.Done() }()
+			defer wg.Done()
 			applyOne(ctx, p, r, dry, now)
+			<-sem
+			if then != nil {
+				then(r)
+			}
 		}(&results[i])
 	}
 	wg.Wait()

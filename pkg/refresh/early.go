@@ -3,7 +3,6 @@ package refresh
 import (
 	"context"
 	"maps"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -55,10 +54,10 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need
 	r.prepare(ctx, nodesOf(plan, pods))
 	done := make(chan []Result, 1)
 	go func() {
-		results := Apply(ctx, r.Patcher, plan, DryRunNone, r.Now)
-		if r.Wait {
-			results = Wait(ctx, results, r.Verifier, r.Rollouts, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency,
-				ChangedAgain: r.ChangedAgain})
+		w, then := r.podWaits(ctx, deadline, nil, Counts(plan)[ActionAnnotate])
+		results := ApplyThen(ctx, r.Patcher, plan, DryRunNone, r.Now, then)
+		if w != nil {
+			results = w.Finish(results, r.Rollouts)
 		}
 		done <- results
 	}()

@@ -266,16 +266,14 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 	}
 	deadline := r.Now().Add(r.Timeout)
 	r.prepare(ctx, p.nodes)
-	results := Apply(ctx, r.Patcher, p.Actions, r.DryRun, r.Now)
+	w, then := r.podWaits(ctx, deadline, progress, Counts(p.Actions)[ActionAnnotate])
+	results := ApplyThen(ctx, r.Patcher, p.Actions, r.DryRun, r.Now, then)
 	if Counts(p.Actions)[ActionEvict] > 0 {
 		results = ApplyEvictions(ctx, r.Evictor, results, EvictOptions{MaxUnavailable: r.MaxUnavailable, DryRun: r.DryRun,
 			Deadline: deadline, Now: r.Now, Progress: func(s string) { progress(Progress{Event: s}) }})
 	}
-	if r.DryRun == DryRunNone && r.Wait {
-		// Timeout bounds the evictions and the wait together
-		wo := WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency, Progress: progress,
-			ChangedAgain: r.ChangedAgain}
-		results = Wait(ctx, results, r.Verifier, r.Rollouts, wo)
+	if w != nil {
+		results = w.Finish(results, r.Rollouts)
 	}
 	if p.early != nil {
 		results = append(results, <-p.early...)
@@ -283,6 +281,20 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 		sort.SliceStable(results, func(i, j int) bool { return Precedes(results[i].Action, results[j].Action) })
 	}
 	return p.redact(results)
+}
+
+// podWaits returns, in a real run that waits, the wait that verifies each
+// annotated pod as soon as its patch is answered (the hook for ApplyThen)
+// and then the restarts and evictions (Finish); Timeout bounds the
+// evictions and the wait together. Otherwise nil, nil.
+func (r *Refresher) podWaits(ctx context.Context, deadline time.Time, progress func(Progress), pods int) (*PodWaits, func(*Result)) {
+	if r.DryRun != DryRunNone || !r.Wait {
+		return nil, nil
+	}
+	w := NewPodWaits(ctx, r.Verifier, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency,
+		Progress: progress, ChangedAgain: r.ChangedAgain})
+	w.Expect(pods)
+	return w, w.Add
 }
 
 // Abandon is for a plan that is not applied (refused, declined): it

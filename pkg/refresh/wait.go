@@ -117,6 +117,21 @@ const (
 // likewise; these are verified again in polls. Results are updated in place
 // and returned.
 func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker, o WaitOptions) []Result {
+	w := NewPodWaits(ctx, obs, o)
+	n := 0
+	for _, r := range results {
+		if r.Action.Action == ActionAnnotate && r.Outcome == OutcomeApplied {
+			n++
+		}
+	}
+	w.Expect(n)
+	for i := range results {
+		w.Add(&results[i])
+	}
+	return w.Finish(results, rc)
+}
+
+func (o *WaitOptions) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -135,49 +150,107 @@ func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker
 	if o.Concurrency < 1 {
 		o.Concurrency = 16
 	}
-	start := o.Now()
-	deadline := start.Add(o.Timeout)
-	var pods, polled []int
-	for i, r := range results {
-		if r.Outcome != OutcomeApplied {
-			continue
+}
+
+// PodWaits is a Wait whose annotated pods are handed over one at a time
+// (Add), each as soon as its patch is acknowledged, so that the first pods
+// are verified while the last are still patched; Finish adds the polls of
+// the restarts and evictions and waits for everything.
+type PodWaits struct {
+	ctx      context.Context
+	obs      Verifier
+	o        WaitOptions
+	start    time.Time
+	deadline time.Time
+	sem      chan struct{}
+	wg       sync.WaitGroup
+
+	mu sync.Mutex
+	// the progress: done of total, the pods expected (Expect) or added,
+	// and from Finish the polled actions
+	added, expected, polled, done int
+}
+
+// NewPodWaits starts a wait of o.Timeout from now.
+func NewPodWaits(ctx context.Context, obs Verifier, o WaitOptions) *PodWaits {
+	merged := false
+	if m, ok := obs.(interface{ MergesPodReads() bool }); ok && m.MergesPodReads() {
+		merged = true
+		if o.Interval == 0 {
+			// a read costs one exec per node whatever the pods: a pod
+			// read too early joins the next read soon
+			o.Interval, o.MaxInterval = mergedInterval, max(o.MaxInterval, mergedMaxInterval)
 		}
-		if r.Action.Action == ActionAnnotate {
-			pods = append(pods, i)
-		} else {
+	}
+	o.defaults()
+	w := &PodWaits{ctx: ctx, obs: obs, o: o, start: o.Now(), sem: make(chan struct{}, o.Concurrency)}
+	w.deadline = w.start.Add(o.Timeout)
+	if merged {
+		// its batches bound the reads: every pod joins the next one
+		w.sem = nil
+	}
+	return w
+}
+
+// The backoff of a pod's reads when the Verifier merges them (the node
+// reader): from 100 ms to 1 s.
+const (
+	mergedInterval    = 100 * time.Millisecond
+	mergedMaxInterval = time.Second
+)
+
+// Add starts the wait of r when it is an applied annotation (anything else
+// is left to Finish).
+func (w *PodWaits) Add(r *Result) {
+	if r.Outcome != OutcomeApplied || r.Action.Action != ActionAnnotate {
+		return
+	}
+	w.mu.Lock()
+	w.added++
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		if waitPod(w.ctx, r, w.obs, w.sem, w.deadline, w.o) {
+			w.report(1)
+		}
+	}()
+}
+
+// Expect sets, for the progress, how many pods Add will be given (the
+// patches still under way included).
+func (w *PodWaits) Expect(n int) {
+	w.mu.Lock()
+	w.expected = n
+	w.mu.Unlock()
+}
+
+func (w *PodWaits) report(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done += n
+	if w.o.Progress != nil {
+		w.o.Progress(Progress{Current: w.done, Total: max(w.expected, w.added) + w.polled, Elapsed: w.o.Now().Sub(w.start)})
+	}
+}
+
+// Finish polls the applied restarts and evictions among results, waits for
+// the pods added, and returns results (updated in place).
+func (w *PodWaits) Finish(results []Result, rc RolloutChecker) []Result {
+	var polled []int
+	for i := range results {
+		// an annotation's result is its pod's wait's (Add) until wg.Wait
+		if r := &results[i]; r.Action.Action != ActionAnnotate && r.Outcome == OutcomeApplied {
 			polled = append(polled, i)
 		}
 	}
-	total := len(pods) + len(polled)
-	var mu sync.Mutex
-	done := 0
-	report := func(n int) {
-		mu.Lock()
-		defer mu.Unlock()
-		done += n
-		if o.Progress != nil {
-			o.Progress(Progress{Current: done, Total: total, Elapsed: o.Now().Sub(start)})
-		}
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, o.Concurrency)
-	if m, ok := obs.(interface{ MergesPodReads() bool }); ok && m.MergesPodReads() {
-		// its batches bound the reads: every pod joins the next one
-		sem = make(chan struct{}, max(len(pods), 1))
-	}
-	for _, i := range pods {
-		wg.Add(1)
-		go func(r *Result) {
-			defer wg.Done()
-			if waitPod(ctx, r, obs, sem, deadline, o) {
-				report(1)
-			}
-		}(&results[i])
-	}
+	w.mu.Lock()
+	w.expected, w.polled = w.added, len(polled) // the patches are all answered
+	w.mu.Unlock()
 	if len(polled) > 0 {
-		poller{obs: obs, rollouts: rc, deadline: deadline, o: o, report: report}.pollRollouts(ctx, results, polled)
+		poller{obs: w.obs, rollouts: rc, deadline: w.deadline, o: w.o, report: w.report}.pollRollouts(w.ctx, results, polled)
 	}
-	wg.Wait()
+	w.wg.Wait()
 	return results
 }
 
@@ -209,13 +282,7 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 	for {
 		var items []inspect.Use
 		var err error
-		select {
-		case sem <- struct{}{}:
-			items, err = obs.VerifyPod(ctx, r.Target.Namespace, r.Target.Name, objects)
-			<-sem
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+		items, err = verifyPod(ctx, r, obs, sem, objects)
 		now := o.Now()
 		p, detail := converged(*r, items, nil)
 		if err != nil && p != reached {
@@ -244,6 +311,19 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 			interval = o.MaxInterval
 		}
 	}
+}
+
+// verifyPod reads the pod of r, holding sem (when not nil) meanwhile.
+func verifyPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, objects []inspect.ObjectKey) ([]inspect.Use, error) {
+	if sem != nil {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return obs.VerifyPod(ctx, r.Target.Namespace, r.Target.Name, objects)
 }
 
 // timedOut marks a result the wait gave up on.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -422,6 +423,63 @@ func TestRestartOfAnObjectChangedAgainIsReached(t *testing.T) {
 		p, detail := converged(tc.r, tc.items, tc.again)
 		if p != tc.want || (p == reached && !strings.Contains(detail, "changed again since")) {
 			t.Errorf("%s: %v %q, want %v", tc.name, p, detail, tc.want)
+		}
+	}
+}
+
+// gatedPatcher holds the patch of pod hold until first has been read.
+type gatedPatcher struct {
+	hold  string
+	first chan struct{}
+}
+
+func (p *gatedPatcher) Patch(ctx context.Context, t Target, _ types.PatchType, _ []byte, _ bool) error {
+	if t.Name != p.hold {
+		return nil
+	}
+	select {
+	case <-p.first:
+		return nil
+	case <-time.After(5 * time.Second):
+		return errors.New("pod " + t.Name + " was patched before pod api-1's read: the wait started after all the patches")
+	}
+}
+
+// firstReadVerifier reports every pod in-sync, closing first at the first
+// read of pod api-1.
+type firstReadVerifier struct {
+	once  sync.Once
+	first chan struct{}
+}
+
+func (v *firstReadVerifier) VerifyPods(context.Context, string, []inspect.ObjectKey, func(inspect.Use) bool) ([]inspect.Use, error) {
+	return nil, errors.New("no poll expected")
+}
+
+func (v *firstReadVerifier) VerifyPod(_ context.Context, _, pod string, _ []inspect.ObjectKey) ([]inspect.Use, error) {
+	if pod == "api-1" {
+		v.once.Do(func() { close(v.first) })
+	}
+	return []inspect.Use{use(pod, "Deployment", "api", inspect.ModeVolume, inspect.VerdictHotUpdate, inspect.StateInSync)}, nil
+}
+
+// TestPodsAreVerifiedAsTheirPatchesLand: a pod is read as soon as its own
+// patch is answered, while other patches are still under way (the patch of
+// api-2 waits for the read of api-1).
+func TestPodsAreVerifiedAsTheirPatchesLand(t *testing.T) {
+	first := make(chan struct{})
+	annotate := func(pod string) Action {
+		return Action{Action: ActionAnnotate, Target: Target{"Pod", "ns", pod},
+			Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: pod, Container: "c", Mode: inspect.ModeVolume}}}
+	}
+	actions := []Action{annotate("api-1"), annotate("api-2")}
+	w := NewPodWaits(context.Background(), &firstReadVerifier{first: first}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, PodDelay: -1})
+	w.Expect(2)
+	results := ApplyThen(context.Background(), &gatedPatcher{hold: "api-2", first: first}, actions, DryRunNone, time.Now, w.Add)
+	results = w.Finish(results, &rolloutAfter{})
+	for _, r := range results {
+		if r.Outcome != OutcomeCurrent {
+			t.Errorf("%s: %s (%s%s)", r.Target.Name, r.Outcome, r.Detail, r.Error)
 		}
 	}
 }
