@@ -23,6 +23,8 @@ func TestStateCauses(t *testing.T) {
 	simple := runningPod("p", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}, Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}}}})
 	cm := cmObject(map[string]string{"a": "1"}, nil)
+	immutableObj := unread.Object(proj.Key())
+	immutableObj.Immutable = true
 	noListing := &containerread.Verified{NoShell: true, Paths: map[string]*containerread.VerifiedPath{"/etc/cfg": {Kind: containerread.PathUnknown,
 		Files: map[string]*containerread.VerifiedFile{"a": {Path: "a", Mode: -1, Size: 1, Data: []byte("1"), HasData: true}}}}}
 	cases := []struct {
@@ -33,7 +35,8 @@ func TestStateCauses(t *testing.T) {
 		want      StateCause
 		permanent bool
 	}{
-		{"projected volume with an unread Secret source", proj, unread.Object(proj.Key()), volObs, CauseSecretsNotRead, true},
+		{"projected volume whose files a later unread Secret may shadow: pending, the wait goes on", proj, unread.Object(proj.Key()), volObs, "", false},
+		{"the same, immutable: the kubelet writes no more", proj, immutableObj, volObs, CauseSecretsNotRead, true},
 		{"envFrom that an unread Secret may override", envFrom, unread.Object(envFrom.Key()), envObs, CauseSecretsNotRead, true},
 		{"exec forbidden", plain, cm, &containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyForbidden, Message: "nope"}}, CauseExecForbidden, true},
 		{"no shell at all", plain, cm, &containerread.Verified{Err: &containerread.VerifyError{Reason: containerread.VerifyNoShell, Message: "no sh"}}, CauseNoShell, true},

@@ -37,6 +37,40 @@ type FileComparison struct {
 	// from the object, so they do not make a use stale.
 	ExpectedMode int32
 	ModeDiffers  bool
+	// ShadowedBy names the Secret sources of the projected volume, after
+	// the use's own and not read, that may write this file. Set only on a
+	// file that differs: the container may show their file there, so what
+	// it holds is not kept (Verified has no content).
+	ShadowedBy []string
+}
+
+// ShadowReason says what a file that differs may be when an unread Secret
+// may shadow it; "" for any other file.
+func (f FileComparison) ShadowReason() string {
+	if len(f.ShadowedBy) == 0 {
+		return ""
+	}
+	return shadowReason(f.ShadowedBy)
+}
+
+func shadowReason(by []string) string {
+	return fmt.Sprintf("stale, or shadowed by %s (not read; --secrets reads %s)", strings.Join(by, " or "), pluralVerb(len(by), "it", "them"))
+}
+
+// shadowable marks a compared file that the unread Secret sources by,
+// later in the projected volume, may write. Equal content is current
+// whichever source wrote it; a difference may be the kubelet not having
+// written the change yet, or the Secret's file: the content is dropped, as
+// it may be Secret data.
+func shadowable(fc FileComparison, by []string) FileComparison {
+	if fc.Status != FileDiffers || len(by) == 0 {
+		return fc
+	}
+	fc.ShadowedBy = by
+	if of := fc.Verified; of != nil {
+		fc.Verified = &containerread.VerifiedFile{Path: of.Path, Mode: of.Mode, Size: of.Size, Unread: "may be a Secret's file"}
+	}
+	return fc
 }
 
 // EnvComparison compares one environment variable of an env or envFrom use.
@@ -189,11 +223,14 @@ func compareFile(e *ExpectedFile, of *containerread.VerifiedFile, fsGroup bool) 
 	return fc
 }
 
-// tally summarises file comparisons.
+// tally summarises file comparisons. names are the files that differ,
+// but for those an unread Secret may shadow (FileComparison.ShadowedBy):
+// shadowNames, and shadowBy the Secrets.
 type tally struct {
 	equal, differ, notCompared int
 	names                      []string
 	unread                     []string
+	shadowNames, shadowBy      []string
 }
 
 func tallyFiles(fcs []FileComparison) tally {
@@ -214,10 +251,29 @@ func tallyFiles(fcs []FileComparison) tally {
 			case FileExtra:
 				n += " (removed from the API, still in the container)"
 			}
+			if len(f.ShadowedBy) > 0 {
+				t.shadowNames = append(t.shadowNames, n)
+				t.shadowBy = unionStrings(t.shadowBy, f.ShadowedBy)
+				continue
+			}
 			t.names = append(t.names, n)
 		}
 	}
 	return t
+}
+
+// differences names the files that differ; those an unread Secret may
+// shadow apart, with both things they may be.
+func (t tally) differences() string {
+	if len(t.shadowNames) == 0 {
+		return fmt.Sprintf("differs from the API (%s)", listNames(t.names, 3))
+	}
+	shadow := fmt.Sprintf("%s %s from the API: %s", listNames(t.shadowNames, 3),
+		pluralVerb(len(t.shadowNames), "differs", "differ"), shadowReason(t.shadowBy))
+	if len(t.names) == 0 {
+		return shadow
+	}
+	return fmt.Sprintf("differs from the API (%s); %s", listNames(t.names, 3), shadow)
 }
 
 func displayPath(p string) string {

@@ -108,20 +108,17 @@ type volumeFiles struct {
 }
 
 // compareExpected compares each file of the payload that the container
-// shows as this use's.
+// shows as this use's: all but those a later source that was read writes.
+// A file a later unread Secret may write is compared too (shadowable).
 func (v *volumeFiles) compareExpected() {
 	for i := range v.pl.Files {
 		p := v.pl.Files[i].Path
 		known, maybe := v.ps.overrides(p)
-		switch {
-		case known:
+		if known {
 			v.overridden++
 			continue
-		case len(maybe) > 0:
-			v.mayBeUnread(displayPath(p), maybe)
-			continue
 		}
-		v.files = append(v.files, compareFile(&v.pl.Files[i], v.op.Files[p], v.fsGroup))
+		v.files = append(v.files, shadowable(compareFile(&v.pl.Files[i], v.op.Files[p], v.fsGroup), maybe))
 	}
 }
 
@@ -173,7 +170,8 @@ func (v *volumeFiles) extra(p string, of *containerread.VerifiedFile) {
 }
 
 // volumeVerdict sets the state and reason of a volume comparison from its
-// files.
+// files. Files an unread Secret may write that the payload lacks (notes)
+// do not keep it from in-sync: they are named as not compared.
 func volumeVerdict(c *Comparison, it Use, obj Object, obs *containerread.Verified, now time.Time, v *volumeFiles) {
 	t := tallyFiles(c.Files)
 	written := ""
@@ -181,24 +179,12 @@ func volumeVerdict(c *Comparison, it Use, obj Object, obs *containerread.Verifie
 		written = fmt.Sprintf("; the kubelet last wrote the volume at %s", c.SyncedAt.UTC().Format(time.RFC3339))
 	}
 	kind := strings.ToLower(it.Object.Kind)
-	note := v.overriddenNote()
-	if len(v.unknown) > 0 {
-		note += "; not compared: " + unreadNote(listNames(v.unknown, 3), v.unreadBy)
-	}
-	if v.foreign > 0 {
-		note += fmt.Sprintf("; %s of the volume not compared: %s may come from a source of projected volume %q of a kind this client does not know",
-			plural(v.foreign, "other file"), pluralVerb(v.foreign, "it", "they"), it.Volume.Name)
-	}
+	immutable := it.Object.Immutable || obj.Immutable
+	note := v.notes()
 	switch {
-	case t.differ == 0 && t.notCompared == 0 && !v.extrasUnknown && len(v.unknown) == 0:
+	case t.differ == 0 && t.notCompared == 0 && !v.extrasUnknown:
 		c.State = StateInSync
 		c.Reason = fmt.Sprintf("matches the API (%s)%s%s%s", plural(t.equal, "file"), written, noShellNote(obs), note)
-	case t.differ == 0 && len(v.unknown) > 0:
-		// Never in-sync (a removed key may remain) nor pending (the file
-		// may be the Secret's): unknown.
-		c.State, c.Cause = StateUnverifiable, CauseSecretsNotRead
-		c.Reason = fmt.Sprintf("the files of the %s that could be compared match (%s), but %s", kind, plural(t.equal, "file"),
-			unreadNote(listNames(v.unknown, 3), v.unreadBy))
 	case t.differ == 0:
 		c.State = StateUnverifiable
 		if t.notCompared > 0 {
@@ -206,18 +192,47 @@ func volumeVerdict(c *Comparison, it Use, obj Object, obs *containerread.Verifie
 		} else {
 			c.Reason, c.Cause = "no shell: every expected file matches, but without sh or ls the container's other files cannot be listed", CauseNoShell
 		}
-	case it.Object.Immutable || obj.Immutable:
+	case len(t.names) == 0 && (immutable || v.blocked != ""):
+		// Every difference may be an unread Secret's file, and the kubelet
+		// will not write the volume again: waiting cannot tell an old file
+		// from the Secret's.
+		why := fmt.Sprintf("the %s is immutable", kind)
+		if !immutable {
+			why = "blocked by another source: " + v.blocked
+		}
+		c.State, c.Cause = StateUnverifiable, CauseSecretsNotRead
+		c.Reason = fmt.Sprintf("%s, and the kubelet does not rewrite the volume (%s): only the Secret's data tells which%s%s",
+			t.differences(), why, written, note)
+	case immutable:
 		c.State = StateStale
-		c.Reason = fmt.Sprintf("differs from the API (%s), and the %s is immutable: it was deleted and re-created, and the kubelet keeps serving its old copy (even to new pods on this node while any pod there uses it); roll out a new name",
-			listNames(t.names, 3), kind)
+		c.Reason = fmt.Sprintf("%s, and the %s is immutable: it was deleted and re-created, and the kubelet keeps serving its old copy (even to new pods on this node while any pod there uses it); roll out a new name",
+			t.differences(), kind)
 	case v.blocked != "":
 		c.State = StateStale
-		c.Reason = fmt.Sprintf("differs from the API (%s); blocked by another source: %s, and the kubelet fails the whole volume's update, so the container keeps the old content until that is fixed%s%s",
-			listNames(t.names, 3), v.blocked, written, note)
+		c.Reason = fmt.Sprintf("%s; blocked by another source: %s, and the kubelet fails the whole volume's update, so the container keeps the old content until that is fixed%s%s",
+			t.differences(), v.blocked, written, note)
 	default:
+		// Also when every difference may be an unread Secret's file: right
+		// after an edit it is most likely the kubelet's delay, so a wait
+		// goes on; the reason names both.
 		c.State = StatePending
-		c.Reason = fmt.Sprintf("differs from the API (%s); %s%s%s", listNames(t.names, 3), pendingTiming(it, obj, now), written, note)
+		c.Reason = fmt.Sprintf("%s; %s%s%s", t.differences(), pendingTiming(it, obj, now), written, note)
 	}
+}
+
+// notes says what of the volume was not compared: files a later source
+// overwrites, files an unread Secret may provide, files of sources of an
+// unknown kind.
+func (v *volumeFiles) notes() string {
+	note := v.overriddenNote()
+	if len(v.unknown) > 0 {
+		note += "; not compared: " + unreadNote(listNames(v.unknown, 3), v.unreadBy)
+	}
+	if v.foreign > 0 {
+		note += fmt.Sprintf("; %s of the volume not compared: %s may come from a source of projected volume %q of a kind this client does not know",
+			plural(v.foreign, "other file"), pluralVerb(v.foreign, "it", "they"), v.it.Volume.Name)
+	}
+	return note
 }
 
 // ownsExtra says whether a file at path p of the volume (relative to its

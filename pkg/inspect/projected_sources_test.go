@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -260,3 +261,108 @@ func TestRestartingContainerIsNotRunning(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func secretProj(name string) corev1.VolumeProjection {
+	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
+}
+
+// A projected volume of ConfigMaps a and cm and a Secret s that was not
+// read (no --secrets). A file of cm equal to the API is current whichever
+// source wrote it; one that differs may be stale or s's, and only where s
+// comes after cm (a later source wins a path both write); a file cm lacks
+// that s may write does not keep cm from in-sync, and is named.
+func TestCompareWithUnreadSecretSource(t *testing.T) {
+	after := projectedPod(cmProj("a", false), cmProj("cm", false), secretProj("s"))
+	before := projectedPod(secretProj("s"), cmProj("a", false), cmProj("cm", false))
+	blocked := projectedPod(cmProj("gone", false), cmProj("cm", false), secretProj("s"))
+	lookup := func(k ObjectKey) Object {
+		switch {
+		case k.Kind == KindSecret:
+			return Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Unread: true}
+		case k.Name == "gone":
+			return Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
+		}
+		return Object{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true, Data: map[string][]byte{"greeting": []byte("hi")}}
+	}
+	cm := cmWith(map[string]string{"colour": "red", "size": "m"}, testNow.Add(-5*time.Second))
+	immutable := cm
+	immutable.Immutable = true
+	withNew := cmWith(map[string]string{"colour": "red", "size": "m", "new": "n"}, testNow)
+	sizeRemoved := cmWith(map[string]string{"colour": "red"}, testNow)
+	files := func(colour string, more ...string) map[string]string {
+		m := map[string]string{"greeting": "hi", "colour": colour, "size": "m", "token": secretValue}
+		for _, k := range more {
+			delete(m, k)
+		}
+		return m
+	}
+	const shadowed = `"colour" differs from the API: stale, or shadowed by Secret "s" (not read; --secrets reads it)`
+	const extras = `not compared: "token" may come from Secret "s", which was not read (add --secrets)`
+	cases := []struct {
+		name   string
+		pod    *corev1.Pod
+		obj    Object
+		files  map[string]string
+		want   State
+		cause  StateCause
+		reason []string
+		not    string
+	}{
+		{"equal, the Secret after: in-sync", after, cm, files("red"), StateInSync, "", []string{"matches the API (2 files)", extras}, "shadowed"},
+		{"differs, the Secret after: pending, both named", after, cm, files("blue"), StatePending, "", []string{shadowed, "changed 5s ago", extras}, ""},
+		{"differs, the Secret before: a plain difference", before, cm, files("blue"), StatePending, "", []string{`differs from the API ("colour")`, extras}, "shadowed"},
+		{"equal, the Secret before: in-sync", before, cm, files("red"), StateInSync, "", []string{"matches the API (2 files)", extras}, ""},
+		{"a definite difference beside", after, withNew, files("blue"), StatePending, "",
+			[]string{`differs from the API ("new" (not in the container yet)); ` + shadowed}, ""},
+		{"a removed key's file the Secret may write: in-sync, named", after, sizeRemoved, files("red"), StateInSync, "",
+			[]string{"matches the API (1 file)", `not compared: "size", "token" may come from Secret "s"`}, ""},
+		{"a removed key's file and a difference: pending", after, sizeRemoved, files("blue"), StatePending, "",
+			[]string{shadowed, `not compared: "size", "token" may come from Secret "s"`}, ""},
+		{"differs, immutable: waiting cannot tell", after, immutable, files("blue"), StateUnverifiable, CauseSecretsNotRead,
+			[]string{shadowed, "the kubelet does not rewrite the volume (the configmap is immutable)"}, ""},
+		{"differs, blocked by another source: waiting cannot tell", blocked, cm, files("blue"), StateUnverifiable, CauseSecretsNotRead,
+			[]string{shadowed, `the kubelet does not rewrite the volume (blocked by another source: ConfigMap "gone"`}, ""},
+		{"missing file: a plain difference", after, cm, files("red", "colour"), StatePending, "", []string{`differs from the API ("colour" (not in the container yet))`}, "shadowed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CompareUse(volItem(ModeProjected, "/etc/cfg"), tc.pod, tc.obj, atomicObs(tc.files), CompareOptions{Now: testNow, Object: lookup})
+			if got.State != tc.want || got.Cause != tc.cause {
+				t.Fatalf("%s cause %q (%s), want %s cause %q", got.State, got.Cause, got.Reason, tc.want, tc.cause)
+			}
+			for _, r := range tc.reason {
+				if !strings.Contains(got.Reason, r) {
+					t.Errorf("reason %q lacks %q", got.Reason, r)
+				}
+			}
+			if tc.not != "" && strings.Contains(got.Reason, tc.not) {
+				t.Errorf("reason %q says %q", got.Reason, tc.not)
+			}
+			if leaks(got) {
+				t.Errorf("what may be the Secret's file is in the comparison: %+v", got.Files)
+			}
+		})
+	}
+}
+
+// The file that may be the Secret's carries the Secrets that may shadow it
+// and no content; the others are compared as usual.
+func TestShadowableFileKeepsNoContent(t *testing.T) {
+	pod := projectedPod(cmProj("cm", false), secretProj("s"), secretProj("t"))
+	obs := atomicObs(map[string]string{"colour": secretValue, "size": "m"})
+	got := CompareUse(volItem(ModeProjected, "/etc/cfg"), pod, cmWith(map[string]string{"colour": "red", "size": "m"}, testNow), obs, CompareOptions{Now: testNow})
+	byPath := map[string]FileComparison{}
+	for _, f := range got.Files {
+		byPath[f.Path] = f
+	}
+	c, s := byPath["colour"], byPath["size"]
+	if c.Status != FileDiffers || c.Verified == nil || c.Verified.HasData || c.Verified.SHA256 != "" || c.Verified.Size != int64(len(secretValue)) {
+		t.Errorf("colour: %+v, want differs with its size and no content", c)
+	}
+	if want := `stale, or shadowed by Secret "s" or Secret "t" (not read; --secrets reads them)`; c.ShadowReason() != want {
+		t.Errorf("colour: shadow reason %q, want %q", c.ShadowReason(), want)
+	}
+	if s.Status != FileEqual || len(s.ShadowedBy) != 0 || s.ShadowReason() != "" || !s.Verified.HasData {
+		t.Errorf("size: %+v, want equal, not shadowed, its content kept", s)
+	}
+}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -169,7 +170,12 @@ func (r *Diff) Render(results []inspect.VerifiedUse) DiffSummary {
 			r.renderEnv(it, c, obj, secret, exposure)
 		}
 		for _, f := range c.Files {
-			if f.Status == inspect.FileEqual || f.Status == inspect.FileNotCompared {
+			switch {
+			case f.Status == inspect.FileEqual || f.Status == inspect.FileNotCompared:
+				continue
+			case f.ShadowReason() != "":
+				// an unread Secret's file may be there: no content to show
+				fmt.Fprintf(r.Out, "%s: differs: %s\n", text.Printable(cmp.Or(f.Key, f.Path)), text.Printable(f.ShadowReason()))
 				continue
 			}
 			r.renderFile(it, f, obj, secret || (f.Verified != nil && exposure.File(f.Path)))
