@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +34,11 @@ func labelsProjection(path string) corev1.VolumeProjection {
 }
 
 // A projected volume of two whole ConfigMaps, a Secret and a downwardAPI
-// item: after one ConfigMap changes, refresh's wait reads the pod with
-// its sibling objects and ends in-sync (with --secrets), or at once
-// unverifiable for the unread Secret (without), never at the timeout.
+// item: after one ConfigMap changes, refresh's wait reads the pod with its
+// sibling objects and ends current, with --secrets and without it (most
+// users cannot read Secrets): the Secret's key is no ConfigMap's, so every
+// expected file compares, and status --verify shows each ConfigMap's use
+// in-sync, naming the Secret's file as not compared.
 func TestRefreshWaitProjectedWithSiblings(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
@@ -53,12 +56,77 @@ func TestRefreshWaitProjectedWithSiblings(t *testing.T) {
 	}
 	f.expectFile("web", "c", "/etc/all/greeting", "v1")
 
-	f.patchConfigMapData("app", map[string]string{"greeting": "v2"})
-	doc, errOut, code = f.refreshJSON("app", "--timeout", "90s")
-	if code != 3 || len(doc.Items) != 1 || doc.Items[0].Outcome != refresh.OutcomeUnverifiable || !strings.Contains(doc.Items[0].Detail, "--secrets") {
-		t.Fatalf("refresh without --secrets: exit %d, want 3 and annotate pod/web unverifiable naming --secrets (the Secret beside it was not read): %+v\nstderr: %s", code, doc.Items, errOut)
+	f.patchConfigMapData("extra", map[string]string{"colour": "green"})
+	doc, errOut, code = f.refreshJSON("extra", "--timeout", "90s")
+	if code != 0 || actionsOf(doc) != "annotate pod/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent {
+		t.Fatalf("refresh without --secrets: exit %d plan %q, want 0 and annotate pod/web current (the Secret beside it writes none of the ConfigMaps' files): %+v\nstderr: %s",
+			code, actionsOf(doc), doc.Items, errOut)
 	}
-	f.waitFile("web", "c", "/etc/all/greeting", "v2")
+	f.expectFile("web", "c", "/etc/all/colour", "green")
+	rep, ok := f.status("--verify")
+	if !ok {
+		return
+	}
+	for _, name := range []string{"app", "extra"} {
+		its := want{object: name, volume: "all"}.in(rep)
+		if len(its) != 1 || its[0].State != inspect.StateInSync || !strings.Contains(its[0].StateReason, `"token" may come from Secret "creds", which was not read (add --secrets)`) {
+			t.Errorf("status --verify, configmap %s: %+v, want one use in-sync naming the Secret's token as not compared", name, its)
+		}
+	}
+}
+
+// A Secret source shadows the files of the sources before it, never after:
+// the kubelet writes the sources in order, a later one winning a path both
+// write. Without --secrets, ConfigMap b's file "colour", which Secret s
+// also holds, differs in volume "last" [b, s]: that use stays pending, its
+// reason saying stale or shadowed by s, so refresh's wait goes on until its
+// timeout, which says both. In volume "first" [s, b] b's file wins and the
+// use is in-sync. With --secrets both are in-sync; no output holds s's value.
+func TestProjectedUnreadSecretShadowsOnlyEarlierSources(t *testing.T) {
+	t.Parallel()
+	const value = "s3cr3t-colour-value"
+	const shadowed = `stale, or shadowed by Secret "s" (not read; --secrets reads it)`
+	f := newFx(t)
+	f.createConfigMap(configMap("b", map[string]string{"colour": "blue", "size": "m"}))
+	f.createSecret(secret("s", map[string]string{"colour": value}))
+	f.createPod(pod("web", withVolumes(podSpec(withMounts(busybox("c"), mount("last", "/last"), mount("first", "/first"))),
+		projectedVolume("last", cmProjection("b"), secretProjection("s")),
+		projectedVolume("first", secretProjection("s"), cmProjection("b")))))
+	f.waitPodReady("web")
+	f.expectFile("web", "c", "/last/colour", value)
+	f.expectFile("web", "c", "/first/colour", "blue")
+
+	f.patchConfigMapData("b", map[string]string{"size": "l"})
+	doc, errOut, code := f.refreshJSON("b", "--timeout", "20s")
+	if code != 3 || len(doc.Items) != 1 || doc.Items[0].Outcome != refresh.OutcomeTimeout || !strings.Contains(doc.Items[0].Detail, shadowed) {
+		t.Errorf("refresh without --secrets: exit %d, want 3 and one annotate timed out naming %q: %+v\nstderr: %s", code, shadowed, doc.Items, errOut)
+	}
+	f.waitFile("web", "c", "/last/size", "l")
+	f.waitFile("web", "c", "/first/size", "l")
+	docJSON, _ := json.Marshal(doc)
+	outputs := []string{errOut, string(docJSON)}
+	states := map[string]inspect.State{"last": inspect.StatePending, "first": inspect.StateInSync}
+	for _, flags := range [][]string{{"--verify"}, {"--verify", "--secrets"}} {
+		rep, ok := f.status(flags...)
+		if !ok {
+			return
+		}
+		b, _ := json.Marshal(rep)
+		outputs = append(outputs, string(b))
+		for volume, st := range states {
+			its := want{object: "b", volume: volume}.in(rep)
+			shadowNamed := len(its) == 1 && strings.Contains(its[0].StateReason, `"colour" differs from the API: `+shadowed)
+			if len(its) != 1 || its[0].State != st || shadowNamed != (st == inspect.StatePending) {
+				t.Errorf("status %v, volume %s: %+v, want one use %s (naming %q when pending)", flags, volume, its, st, shadowed)
+			}
+		}
+		states["last"] = inspect.StateInSync // with --secrets: s's file is known to win
+	}
+	for _, out := range outputs {
+		if strings.Contains(out, value) {
+			t.Errorf("the Secret's value is in an output:\n%s", out)
+		}
+	}
 }
 
 // blockedFixture: a pod whose volumes each hold one source that is about
