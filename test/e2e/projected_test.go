@@ -81,7 +81,8 @@ func TestRefreshWaitProjectedWithSiblings(t *testing.T) {
 // also holds, differs in volume "last" [b, s]: that use stays pending, its
 // reason saying stale or shadowed by s, so refresh's wait goes on until its
 // timeout, which says both. In volume "first" [s, b] b's file wins and the
-// use is in-sync. With --secrets both are in-sync; no output holds s's value.
+// use is in-sync; diff shows the file as stale or shadowed, without content.
+// With --secrets both are in-sync; no output holds s's value.
 func TestProjectedUnreadSecretShadowsOnlyEarlierSources(t *testing.T) {
 	t.Parallel()
 	const value = "s3cr3t-colour-value"
@@ -104,7 +105,11 @@ func TestProjectedUnreadSecretShadowsOnlyEarlierSources(t *testing.T) {
 	f.waitFile("web", "c", "/last/size", "l")
 	f.waitFile("web", "c", "/first/size", "l")
 	docJSON, _ := json.Marshal(doc)
-	outputs := []string{errOut, string(docJSON)}
+	out, diffErr, code := f.pluginRun("diff", "-n", f.ns, "b")
+	if code != 3 || !strings.Contains(out, `colour: differs: `+shadowed) {
+		t.Errorf("diff without --secrets: exit %d, want 3 and colour named %q:\n%s\n%s", code, shadowed, out, diffErr)
+	}
+	outputs := []string{errOut, string(docJSON), out, diffErr}
 	states := map[string]inspect.State{"last": inspect.StatePending, "first": inspect.StateInSync}
 	for _, flags := range [][]string{{"--verify"}, {"--verify", "--secrets"}} {
 		rep, ok := f.status(flags...)
