@@ -201,9 +201,9 @@ func TestWaitTellsARecreatedPod(t *testing.T) {
 	}
 }
 
-// A consumer that can never be verified (here a projected volume with a
-// Secret source while Secrets are not read) ends at once as unverifiable,
-// whatever words its reason uses.
+// A consumer that can never be verified (here a projected volume whose
+// files an unread Secret may write, with each permanent cause) ends at
+// once as unverifiable, whatever words its reason uses.
 func TestWaitEndsAtOnceForPermanentCauses(t *testing.T) {
 	for _, cause := range []inspect.StateCause{inspect.CauseSecretsNotRead, inspect.CauseVolumeNotWritable, inspect.CauseNoShell, inspect.CauseExecForbidden} {
 		t.Run(string(cause), func(t *testing.T) {
