@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# refresh --wait against the floor (not part of make test): how long `refresh --wait` takes to verify an edit
+# beside the moment the last container really had it.
+# A Deployment of PODS busybox pods mounts ConfigMap app; each container polls its file every 100 ms with shell
+# builtins only (read of the file, read -t on an idle fifo as the sleep: no process forked per poll) and prints
+# "seen VALUE" when the value changes. The runtime stamps each line as it reads it from the container: those
+# stamps (the pods' log files under /var/log/pods, on this machine's clock) are the truth.
+# Each run edits the ConfigMap, then times `refresh --wait` from its start to its exit; the floor is from the same
+# start to the last container's "seen" line of the new value. The readers alternate, RUNS runs each.
+#   PODS=50 RUNS=3 hack/bench/floor.sh        (needs the cluster up: make cluster-up; KEEP=1 keeps the pods)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+NS=cmsync-bench-floor PODS=${PODS:-50} RUNS=${RUNS:-3} READERS=${READERS:-exec node}
+NODE=(--reader=node --reader-image="$IMAGE_BUSYBOX" --reader-namespace=$NS)
+# shellcheck disable=SC2016 # the poller's variables are its own shell's
+POLL='mkfifo /tmp/idle; exec 3<>/tmp/idle; l=; while :; do v=; read -r v </etc/cfg/key; [ "$v" = "$l" ] || { echo "seen $v"; l=$v; }; read -t 0.1 x <&3; done'
+
+ts "deploying $PODS polling pods"
+fresh_namespace $NS
+kubectl -n $NS label namespace $NS pod-security.kubernetes.io/enforce=privileged --overwrite >/dev/null
+kubectl -n $NS create configmap app --from-literal=key=v0 --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+# the poller replaces sleep as the container's command
+echo "        configMap: {name: app}" | deployment_yaml $NS app "$PODS" "" |
+  awk -v poll="$POLL" '/command: \["sleep", "1000000"\]/ { gsub(/"/, "\\\"", poll); print "        command: [\"sh\", \"-c\", \"" poll "\"]"; next } { print }' |
+  kubectl apply -f - >/dev/null
+kubectl -n $NS rollout status deployment/app --timeout=600s >/dev/null
+sleep "${SETTLE:-20}"
+r0=$(restarts $NS)
+
+# seen_last VALUE: the latest runtime time (seconds since the epoch) at which a container printed "seen VALUE",
+# and how many containers did
+seen_last() {
+  local f
+  for f in /var/log/pods/${NS}_app-*/c/*.log; do
+    grep -h " seen $1\$" "$f" | head -1
+  done | awk '{ split($1, a, /[-T:Z]/); print a[1], a[2], a[3], a[4], a[5], a[6] }' |
+    while read -r y mo d h mi s; do date -u -d "$y-$mo-$d $h:$mi:$s" +%s.%N; done | sort -g | awk '{n++; last=$1} END {printf "%s %d\n", last, n}'
+}
+
+declare -A took floor
+for i in $(seq "$RUNS"); do
+  for reader in $READERS; do
+    args=(); [ "$reader" = node ] && args=("${NODE[@]}")
+    v="$reader-$i-$RANDOM"
+    kubectl -n $NS patch configmap app --type merge -p "{\"data\":{\"key\":\"$v\"}}" >/dev/null
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    t=$(now)
+    kubectl cmsync refresh -n $NS app --yes --timeout 120s "${args[@]}" >/tmp/cmsync-bench-floor.out 2>&1 ||
+      { cat /tmp/cmsync-bench-floor.out; die "refresh --reader=$reader failed"; }
+    e=$(echo "$(now) - $t" | bc)
+    sleep 1 # the runtime writes the last lines
+    read -r last n < <(seen_last "$v")
+    [ "$n" = "$PODS" ] || die "run $i: $n of $PODS containers printed the new value"
+    fl=$(echo "$last - $t" | bc)
+    took[$reader]+="$e " floor[$reader]+="$fl "
+    printf 'run %s --reader=%s: refresh --wait %.2fs, last container %.2fs, ratio %.2f (load average %s)\n' \
+      "$i" "$reader" "$e" "$fl" "$(echo "$e / $fl" | bc -l)" "$load"
+    sleep "${GAP:-5}"
+  done
+done
+r1=$(restarts $NS)
+echo "pods: $PODS, runs: $RUNS"
+for reader in $READERS; do
+  # shellcheck disable=SC2086
+  mt=$(printf '%s\n' ${took[$reader]} | median) mf=$(printf '%s\n' ${floor[$reader]} | median)
+  printf -- '--reader=%s: refresh --wait median %.2fs, last container median %.2fs, ratio of the medians %.2f\n' \
+    "$reader" "$mt" "$mf" "$(echo "$mt / $mf" | bc -l)"
+done
+echo "container restarts during the benchmark: $((r1 - r0))"
+[ -n "${KEEP:-}" ] || kubectl delete namespace $NS --wait=false >/dev/null
