@@ -29,6 +29,11 @@ type readerPod struct {
 	prepared bool
 	// sent is closed once the create has been answered
 	sent chan struct{}
+	// reads counts the reads using the pod, from podFor until their exec
+	// is over; lastUsed is when the last of them ended, or the pod started
+	// (idle.go). Both under Reader.mu.
+	reads    int
+	lastUsed time.Time
 }
 
 // prepareWait bounds Prepare's wait for the API server to answer the
@@ -54,8 +59,7 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 			r.mu.Unlock()
 			continue
 		}
-		r.pods[node] = rp
-		r.starts.Add(1)
+		r.track(node, rp)
 		r.mu.Unlock()
 		sent = append(sent, rp.sent)
 		go func() {
@@ -81,14 +85,23 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 	}
 }
 
-// podFor returns the name of the node's running reader pod, creating it
-// the first time (or taking over the one Prepare started). Concurrent
-// callers for one node wait for one pod.
-func (r *Reader) podFor(ctx context.Context, node string) (string, *containerread.VerifyError) {
+// track makes rp the node's reader pod, its start counted in r.starts;
+// r.mu is held and Close has not been called.
+func (r *Reader) track(node string, rp *readerPod) {
+	r.pods[node] = rp
+	r.starts.Add(1)
+	r.startJanitor()
+}
+
+// podFor returns the node's running reader pod, creating it the first
+// time (or taking over the one Prepare started), counted as in use until
+// the caller releases it (idle.go). Concurrent callers for one node wait
+// for one pod.
+func (r *Reader) podFor(ctx context.Context, node string) (*readerPod, *containerread.VerifyError) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
+		return nil, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}
 	rp := r.pods[node]
 	switch {
@@ -102,9 +115,9 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *containerrea
 	creator := rp == nil
 	if creator {
 		rp = &readerPod{ready: make(chan struct{}), sent: make(chan struct{})}
-		r.pods[node] = rp
-		r.starts.Add(1)
+		r.track(node, rp)
 	}
+	rp.reads++
 	r.mu.Unlock()
 	if creator {
 		r.create(ctx, node, rp)
@@ -112,9 +125,14 @@ func (r *Reader) podFor(ctx context.Context, node string) (string, *containerrea
 	select {
 	case <-rp.ready:
 	case <-ctx.Done():
-		return "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
+		r.release(rp)
+		return nil, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}
-	return rp.name, rp.err
+	if rp.err != nil {
+		r.release(rp)
+		return nil, rp.err
+	}
+	return rp, nil
 }
 
 // create starts the node's reader pod rp and closes rp.ready once it runs
@@ -132,6 +150,7 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 		rp.err = &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}
 	r.mu.Lock()
+	rp.lastUsed = r.opts.Clock.Now() // a start counts as a use: idle from now on
 	if r.closed && rp.err == nil {
 		// it started after Close listed this run's pods
 		_ = r.delete(rp.name)
@@ -184,11 +203,17 @@ func (r *Reader) Close() error {
 		}
 	}
 	r.pods = map[string]*readerPod{}
+	janitorDone := r.janitorDone
 	r.mu.Unlock()
 	// end the starts under way and wait for them: each deletes its pod
-	// once it sees closed, and none is left in flight for deleteRun
+	// once it sees closed, and none is left in flight for deleteRun; so
+	// does the janitor (a pod whose deletion it gave up has this run's
+	// label: deleteRun deletes it)
 	r.stopBg()
 	r.starts.Wait()
+	if janitorDone != nil {
+		<-janitorDone
+	}
 	var first error
 	for _, n := range names {
 		if err := r.delete(n); err != nil && first == nil {
@@ -206,8 +231,18 @@ func (r *Reader) Close() error {
 	return first
 }
 
+// delete deletes the reader pod name, within deleteTimeout of its own.
 func (r *Reader) delete(name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return r.deleteWithin(context.Background(), name)
+}
+
+// deleteTimeout bounds one deletion of a reader pod.
+const deleteTimeout = 10 * time.Second
+
+// deleteWithin deletes the reader pod name, within deleteTimeout and ctx;
+// one already gone is no error.
+func (r *Reader) deleteWithin(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
 	defer cancel()
 	zero := int64(0)
 	err := r.client.CoreV1().Pods(r.opts.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/coalesce"
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
@@ -42,6 +43,12 @@ type Options struct {
 	// another run has outlived its deadline by the clock that wrote its
 	// creation time, not by a client's that may run ahead.
 	Now func() time.Time
+	// IdleTimeout, when positive, deletes a node's reader pod once no read
+	// has used it for that long (idle.go); the next read of the node starts
+	// a new one. 0 keeps every pod until Close (a one-shot command).
+	IdleTimeout time.Duration
+	// Clock measures IdleTimeout (default the real clock; tests).
+	Clock clock.WithTicker
 }
 
 func (o Options) withDefaults() Options {
@@ -57,6 +64,12 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.IdleTimeout < 0 {
+		o.IdleTimeout = 0
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 60 * time.Second
 	}
@@ -68,7 +81,8 @@ func (o Options) withDefaults() Options {
 
 // Reader is a containerread.Reader with one reader pod per node, made
 // when a node is first read and kept until Close (a wait reads the same
-// nodes again and again). Close must be called: it deletes the pods.
+// nodes again and again), or, with Options.IdleTimeout, until it has been
+// idle that long. Close must be called: it deletes the pods.
 type Reader struct {
 	client kubernetes.Interface
 	exec   containerread.Executor
@@ -91,6 +105,9 @@ type Reader struct {
 	// unavailable: the nodes where no reader could start, read by
 	// Options.Fallback since
 	unavailable map[string]bool
+	// janitorDone is closed when the janitor (idle.go) has stopped; nil
+	// while none was started
+	janitorDone chan struct{}
 }
 
 // New returns a Reader; ex runs the reads in the reader pods (the exec
@@ -172,15 +189,17 @@ func (r *Reader) readFallback(ctx context.Context, reqs []containerread.Request,
 // (the caller falls back on exec where it may).
 func (r *Reader) readOn(ctx context.Context, nr *nodeBatch, dir string, o containerread.Options) (got *nodeResult, started bool, verr *containerread.VerifyError) {
 	for attempt := 0; attempt < 2; attempt++ {
-		var pod string
-		if pod, verr = r.podFor(ctx, nr.node); verr != nil {
+		var rp *readerPod
+		if rp, verr = r.podFor(ctx, nr.node); verr != nil {
 			return nil, false, verr
 		}
-		got, verr = r.execNode(ctx, pod, nr, dir, o)
-		if verr == nil || r.running(pod) {
+		got, verr = r.execNode(ctx, rp.name, nr, dir, o)
+		ended := verr != nil && !r.running(rp.name)
+		r.release(rp)
+		if !ended {
 			return got, true, verr
 		}
-		r.forget(nr.node, pod) // ended: a new one for the next attempt, or the next read
+		r.forget(nr.node, rp.name) // ended: a new one for the next attempt, or the next read
 	}
 	return nil, true, verr
 }

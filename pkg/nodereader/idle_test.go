@@ -1,0 +1,303 @@
+package nodereader
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
+)
+
+const idle = time.Minute
+
+// gatedExec is an Executor that records the reader pod of each exec and,
+// while gate is set, holds the exec until gate is closed (a read in
+// flight). Its reads fail: the tests look at the pods, not the results.
+type gatedExec struct {
+	mu      sync.Mutex
+	pods    []string
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (e *gatedExec) Exec(ctx context.Context, t containerread.Target, _ []string, _, _ io.Writer) error {
+	e.mu.Lock()
+	e.pods = append(e.pods, t.Pod)
+	gate, entered := e.gate, e.entered
+	e.mu.Unlock()
+	if gate != nil {
+		entered <- struct{}{}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+	}
+	return errors.New("no reader script in this test")
+}
+
+// hold makes the next execs wait until the returned func is called;
+// each exec that starts is sent on the returned channel.
+func (e *gatedExec) hold() (<-chan struct{}, func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gate, e.entered = make(chan struct{}), make(chan struct{}, 8)
+	gate := e.gate
+	return e.entered, func() {
+		e.mu.Lock()
+		e.gate = nil
+		e.mu.Unlock()
+		close(gate)
+	}
+}
+
+// since returns the reader pods of the execs after the first n, and how
+// many execs there have been.
+func (e *gatedExec) since(n int) ([]string, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.pods[n:]), len(e.pods)
+}
+
+func (e *gatedExec) last() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.pods) == 0 {
+		return ""
+	}
+	return e.pods[len(e.pods)-1]
+}
+
+// idleFx is a Reader with an IdleTimeout on a fake clientset whose reader
+// pods get a name and run as soon as they are created, and a fake clock.
+type idleFx struct {
+	t       *testing.T
+	cs      *fake.Clientset
+	clk     *clocktesting.FakeClock
+	ex      *gatedExec
+	r       *Reader
+	mu      sync.Mutex
+	creates int
+}
+
+func newIdleFx(t *testing.T) *idleFx {
+	f := &idleFx{t: t, cs: fake.NewClientset(), clk: clocktesting.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), ex: &gatedExec{}}
+	f.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		f.mu.Lock()
+		f.creates++
+		p.Name = p.GenerateName + strconv.Itoa(f.creates)
+		f.mu.Unlock()
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: containerName,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+		err := f.cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
+		return true, p, err
+	})
+	f.r = New(f.cs, f.ex, Options{Namespace: "ns", IdleTimeout: idle, Clock: f.clk})
+	t.Cleanup(func() { f.close() })
+	return f
+}
+
+// close closes the Reader, failing the test if Close does not return
+// within 5 s (a janitor that does not stop).
+func (f *idleFx) close() error {
+	f.t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- f.r.Close() }()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(5 * time.Second):
+		f.t.Fatal("Close did not return within 5s: the janitor does not stop")
+		return nil
+	}
+}
+
+// read reads a container of node n1 (the read itself fails: gatedExec).
+func (f *idleFx) read() {
+	f.r.ReadContainers(context.Background(), []containerread.Request{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, containerread.Options{})
+}
+
+// pods are the names of the reader pods in the cluster.
+func (f *idleFx) pods() []string {
+	f.t.Helper()
+	l, err := f.cs.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []string
+	for _, p := range l.Items {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// waitPods waits (in real time, the janitor runs on its own) until the
+// reader pods are want.
+func (f *idleFx) waitPods(what string, want ...string) {
+	f.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Equal(f.pods(), want) {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s: reader pods %v, want %v", what, f.pods(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// recv waits at most 5 s for what on c.
+func recv(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: nothing within 5s", what)
+	}
+}
+
+// TestIdleReaderDeletedThenMadeAgain: a reader pod no read has used for
+// IdleTimeout is deleted by the janitor, not before; the next read of its
+// node starts a new pod and reads on it; Close after the janitor deleted
+// it is fine and stops the janitor.
+func TestIdleReaderDeletedThenMadeAgain(t *testing.T) {
+	f := newIdleFx(t)
+	f.read()
+	first := f.ex.last()
+	if first == "" || !slices.Equal(f.pods(), []string{first}) {
+		t.Fatalf("after a read: reader pods %v, exec in %q; want one pod, read on", f.pods(), first)
+	}
+	f.clk.Step(idle - time.Second)
+	f.r.deleteIdle() // what the janitor does at a tick
+	if !slices.Equal(f.pods(), []string{first}) {
+		t.Fatalf("idle for less than the timeout: reader pods %v, want %s kept", f.pods(), first)
+	}
+	f.clk.Step(time.Second)
+	f.waitPods("idle for the timeout")
+
+	_, n := f.ex.since(0)
+	f.read()
+	on, _ := f.ex.since(n)
+	if len(on) != 1 || on[0] == first || !slices.Equal(f.pods(), on) {
+		t.Fatalf("a read after the deletion read on %v with reader pods %v; want one read, on a new pod (not %s)", on, f.pods(), first)
+	}
+
+	f.clk.Step(idle)
+	f.waitPods("the second pod idle for the timeout")
+	if err := f.close(); err != nil {
+		t.Fatalf("Close after the janitor: %v", err)
+	}
+	select {
+	case <-f.r.janitorDone:
+	default:
+		t.Fatal("Close returned before the janitor stopped")
+	}
+	if got := f.pods(); len(got) != 0 {
+		t.Fatalf("after Close: reader pods %v", got)
+	}
+}
+
+// TestReaderInUseNotDeleted: a pod a read is using is kept however long
+// the read takes, and is idle from the end of that read, not from its
+// start.
+func TestReaderInUseNotDeleted(t *testing.T) {
+	f := newIdleFx(t)
+	entered, release := f.ex.hold()
+	done := make(chan struct{})
+	go func() { defer close(done); f.read() }()
+	recv(t, entered, "the read's exec")
+	pod := f.ex.last()
+	f.clk.Step(3 * idle)
+	f.r.deleteIdle()
+	if !slices.Equal(f.pods(), []string{pod}) {
+		t.Fatalf("during a read: reader pods %v, want %s kept", f.pods(), pod)
+	}
+	release()
+	<-done
+	f.clk.Step(idle - time.Second)
+	f.r.deleteIdle()
+	if !slices.Equal(f.pods(), []string{pod}) {
+		t.Fatalf("less than the timeout after the read: reader pods %v, want %s kept", f.pods(), pod)
+	}
+	f.clk.Step(time.Second)
+	f.waitPods("idle for the timeout after the read")
+}
+
+// TestStartingReaderIsInUse: a start under way (Prepare's) is a use: the
+// pod is idle from the end of its start, however long the start took.
+func TestStartingReaderIsInUse(t *testing.T) {
+	f := newIdleFx(t)
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	f.cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		entered <- struct{}{}
+		<-gate
+		return false, nil, nil // on to the reactor that makes it run
+	})
+	prepared := make(chan struct{})
+	go func() { defer close(prepared); f.r.Prepare(context.Background(), []string{"n1"}) }()
+	recv(t, entered, "Prepare's create")
+	f.clk.Step(3 * idle)
+	f.r.deleteIdle()
+	close(gate)
+	<-prepared
+	f.waitPods("the prepared reader started", "cmsync-reader-1")
+	f.r.mu.Lock()
+	rp := f.r.pods["n1"]
+	f.r.mu.Unlock()
+	<-rp.ready
+	f.r.deleteIdle()
+	if !slices.Equal(f.pods(), []string{"cmsync-reader-1"}) {
+		t.Fatalf("just started after a long start: reader pods %v, want it kept", f.pods())
+	}
+	f.clk.Step(idle)
+	f.waitPods("idle for the timeout after its start")
+}
+
+// TestCloseWaitsForJanitor: Close called while the janitor deletes a pod
+// returns once the janitor has stopped, and leaves no pod.
+func TestCloseWaitsForJanitor(t *testing.T) {
+	f := newIdleFx(t)
+	f.read()
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	var once sync.Once
+	f.cs.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { entered <- struct{}{}; <-gate }) // the janitor's deletion hangs
+		return false, nil, nil
+	})
+	f.clk.Step(idle)
+	recv(t, entered, "the janitor's deletion")
+	closed := make(chan error, 1)
+	go func() { closed <- f.r.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while the janitor was still deleting", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(gate)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return once the janitor's deletion ended")
+	}
+	select {
+	case <-f.r.janitorDone:
+	default:
+		t.Fatal("Close returned before the janitor stopped")
+	}
+	if got := f.pods(); len(got) != 0 {
+		t.Fatalf("after Close: reader pods %v", got)
+	}
+}
