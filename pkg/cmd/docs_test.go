@@ -41,6 +41,7 @@ var docFlags = []docFlag{
 	{name: "reader-image", doc: "docs/node-reader.md", section: "## The reader image", tools: true},
 	{name: "reader-namespace", doc: "docs/node-reader.md"},
 	{name: "reader-lifetime", doc: "docs/node-reader.md"},
+	{name: "reader-idle-timeout", doc: "docs/node-reader.md"},
 	{name: "kubelet-root-dir", doc: "docs/node-reader.md"},
 	{name: "strategy", doc: "docs/commands.md", section: "## refresh", values: []string{"auto", "annotate", "restart"}},
 	{name: "restart-via", doc: "docs/commands.md", section: "## refresh", values: []string{"template", "evict"}},

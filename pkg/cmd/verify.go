@@ -33,6 +33,9 @@ type VerifyFlags struct {
 	ReaderNamespace string
 	ReaderLifetime  time.Duration
 	KubeletRootDir  string
+	// ReaderIdleTimeout deletes a node's reader pod once no read has used
+	// it for that long (watch and controller; 0: keep it until Close).
+	ReaderIdleTimeout time.Duration
 
 	// node is the node reader of this run, made by executor and closed by
 	// Close.
@@ -59,6 +62,18 @@ func (v *VerifyFlags) AddFlags(fs *pflag.FlagSet, withSwitch bool) {
 	fs.DurationVar(&v.ReaderLifetime, "reader-lifetime", nodereader.DefaultLifetime, "Upper bound of a node reader pod's life (activeDeadlineSeconds); the pods are deleted when the command ends.")
 	fs.StringVar(&v.KubeletRootDir, "kubelet-root-dir", "", "The kubelet's --root-dir on the nodes, for --reader=node (default: read from the kubelet's command line, else /var/lib/kubelet).")
 }
+
+// AddIdleFlag registers --reader-idle-timeout, for the commands that run
+// until stopped (watch, controller): a one-shot command keeps its reader
+// pods until it ends.
+func (v *VerifyFlags) AddIdleFlag(fs *pflag.FlagSet) {
+	fs.DurationVar(&v.ReaderIdleTimeout, "reader-idle-timeout", v.ReaderIdleTimeout, "With --reader=node, delete a node's reader pod once no read has used it for this long; the next read of the node starts a new one (0: keep it until its --reader-lifetime ends).")
+}
+
+// DefaultReaderIdleTimeout is --reader-idle-timeout's default: a reader
+// pod is root on its node, and the reads of one change come within
+// seconds of each other.
+const DefaultReaderIdleTimeout = time.Minute
 
 const (
 	readerExec = "exec"
@@ -94,6 +109,9 @@ func (v *VerifyFlags) Validate() error {
 	}
 	if v.ReaderLifetime != 0 && v.ReaderLifetime < time.Second {
 		return usageError("--reader-lifetime must be at least 1s, got %s", v.ReaderLifetime)
+	}
+	if v.ReaderIdleTimeout != 0 && v.ReaderIdleTimeout < time.Second {
+		return usageError("--reader-idle-timeout must be at least 1s, or 0 to keep each reader pod until its --reader-lifetime ends, got %s", v.ReaderIdleTimeout)
 	}
 	return nil
 }
@@ -139,7 +157,8 @@ func (v *VerifyFlags) executor(cfg *rest.Config) (containerread.Executor, error)
 			return nil, err
 		}
 		o := nodereader.Options{Namespace: v.ReaderNamespace, Image: v.ReaderImage,
-			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, Concurrency: v.Concurrency, Now: apiClock.Now}
+			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, IdleTimeout: v.ReaderIdleTimeout,
+			Concurrency: v.Concurrency, Now: apiClock.Now}
 		if v.Reader == readerAuto {
 			o.Fallback = containerread.ExecReader{Executor: ex, Concurrency: v.Concurrency}
 		}

@@ -103,6 +103,7 @@ func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericioopti
 	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
 		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, Workers: reconcile.DefaultWorkers, RolloutWait: 10 * time.Minute, RestartBurst: 10, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
+	o.Verify.ReaderIdleTimeout = DefaultReaderIdleTimeout
 	return o
 }
 
@@ -147,6 +148,7 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
 	o.RestartFlags.addFlags(fs, false)
 	o.Verify.AddFlags(fs, false)
+	o.Verify.AddIdleFlag(fs)
 }
 
 // Complete resolves namespace, names and the client.

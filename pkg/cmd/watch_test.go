@@ -31,6 +31,10 @@ func TestWatchValidate(t *testing.T) {
 			o.AllNamespaces, o.Names = true, []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Name: "app"}}
 		}, `a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE`},
 		{"bad selector", func(o *WatchOptions) { o.Selector = "app in (" }, `invalid -l "app in (": unable to parse requirement: found '', expected: ',', ')' or identifier`},
+		{"reader idle timeout under 1s", func(o *WatchOptions) { o.Verify.Reader, o.Verify.ReaderIdleTimeout = readerNode, 500*time.Millisecond },
+			`--reader-idle-timeout must be at least 1s, or 0 to keep each reader pod until its --reader-lifetime ends, got 500ms`},
+		{"negative reader idle timeout", func(o *WatchOptions) { o.Verify.Reader, o.Verify.ReaderIdleTimeout = readerAuto, -time.Minute },
+			`--reader-idle-timeout must be at least 1s, or 0 to keep each reader pod until its --reader-lifetime ends, got -1m0s`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,5 +51,32 @@ func TestWatchValidate(t *testing.T) {
 	}
 	if err := NewWatchOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard()).Validate(); err != nil {
 		t.Errorf("the defaults: %v", err)
+	}
+}
+
+// TestReaderIdleTimeoutFlag: the commands that run until stopped have
+// --reader-idle-timeout, 1m by default, 0 and 1s accepted; the one-shot
+// commands, which keep their reader pods until they end, do not.
+func TestReaderIdleTimeoutFlag(t *testing.T) {
+	root := NewCmdRoot(genericiooptions.NewTestIOStreamsDiscard())
+	for _, name := range []string{"watch", "controller", "status", "diff", "refresh", "dashboard"} {
+		c, _, err := root.Find([]string{name})
+		if err != nil || c.Name() != name {
+			t.Fatalf("command %s: %v", name, err)
+		}
+		f := c.Flags().Lookup("reader-idle-timeout")
+		switch continuous := name == "watch" || name == "controller"; {
+		case continuous && (f == nil || f.DefValue != "1m0s"):
+			t.Errorf("%s --reader-idle-timeout: %+v, want the flag with default 1m0s", name, f)
+		case !continuous && f != nil:
+			t.Errorf("%s has --reader-idle-timeout: a one-shot command keeps its reader pods until it ends", name)
+		}
+	}
+	for _, d := range []time.Duration{0, time.Second, 10 * time.Minute} {
+		o := NewWatchOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+		o.Verify.Reader, o.Verify.ReaderIdleTimeout = readerNode, d
+		if err := o.Validate(); err != nil {
+			t.Errorf("--reader-idle-timeout=%s: %v", d, err)
+		}
 	}
 }
