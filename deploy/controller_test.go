@@ -196,7 +196,8 @@ func capabilities[T ~string](cs []T) []string {
 // deploy/controller-node-reader adds to deploy/controller the readers'
 // namespace (privileged: only reader pods run there), the node reader's
 // Role of pkg/rbac bound to the controller's ServiceAccount in that
-// namespace alone, and the two flags that use them.
+// namespace alone, the two flags that use them, and the idle timeout that
+// deletes a reader pod between changes.
 func TestControllerNodeReaderOverlay(t *testing.T) {
 	dir := "controller-node-reader"
 	var k struct {
@@ -213,7 +214,8 @@ func TestControllerNodeReaderOverlay(t *testing.T) {
 		t.Fatalf("kustomization.yaml: %v", err)
 	}
 	if strings.Join(k.Resources, " ") != "../controller namespace.yaml rbac.yaml" || len(k.Patches) != 2 ||
-		!strings.Contains(k.Patches[0].Patch, "value: --reader=node") || !strings.Contains(k.Patches[0].Patch, "value: --reader-namespace=cmsync-readers") {
+		!strings.Contains(k.Patches[0].Patch, "value: --reader=node") || !strings.Contains(k.Patches[0].Patch, "value: --reader-namespace=cmsync-readers") ||
+		!strings.Contains(k.Patches[0].Patch, "value: --reader-idle-timeout=1m") {
 		t.Fatalf("kustomization: resources %v, patches %+v", k.Resources, k.Patches)
 	}
 	// the base ClusterRole's cluster-wide pods/exec goes: the rule the patch
