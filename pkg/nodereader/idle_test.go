@@ -301,3 +301,26 @@ func TestCloseWaitsForJanitor(t *testing.T) {
 		t.Fatalf("after Close: reader pods %v", got)
 	}
 }
+
+// TestEndedReaderReplacedAndReadAgain: a read whose reader pod has ended
+// (its --reader-lifetime, reached while reads kept it from being idle) is
+// made once more on a new pod, and the ended one is deleted.
+func TestEndedReaderReplacedAndReadAgain(t *testing.T) {
+	f := newIdleFx(t)
+	f.read()
+	first := f.ex.last()
+	p, err := f.cs.CoreV1().Pods("ns").Get(context.Background(), first, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "DeadlineExceeded"}
+	if _, err := f.cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, n := f.ex.since(0)
+	f.read()
+	on, _ := f.ex.since(n)
+	if len(on) != 2 || on[0] != first || on[1] == first || !slices.Equal(f.pods(), on[1:]) {
+		t.Fatalf("a read on an ended reader read on %v with reader pods %v; want %s, then a new pod, the only one left", on, f.pods(), first)
+	}
+}
