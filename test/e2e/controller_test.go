@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -513,12 +514,15 @@ func (f *fx) kubeEventCount(kind, name, reason string) int32 {
 
 // deploy/controller-node-reader in the cluster: the controller reads a
 // container with no shell through a reader pod in cmsync-readers and
-// verifies its volume current after an edit; when the controller is
-// removed, its reader pods go with it.
+// verifies its volume current after an edit; idle past
+// --reader-idle-timeout, it leaves no reader pod (deleted while running,
+// not before the timeout), and the next edit is read on a new one; when
+// the controller is removed, its reader pods go with it.
 func TestControllerNodeReader(t *testing.T) {
 	f := newFx(t)
 	loadImage(t)
 	const readers = "cmsync-readers"
+	const idle = 10 * time.Second
 	t.Cleanup(func() {
 		_ = f.cs.CoreV1().Namespaces().Delete(f.ctx, readers, metav1.DeleteOptions{})
 		f.poll("namespace "+readers+" deleted", 2*time.Minute, func() (bool, error) {
@@ -533,23 +537,27 @@ func TestControllerNodeReader(t *testing.T) {
 	f.waitDeploymentSettled("noshell")
 	f.waitDeploymentSettled("noshellenv")
 	f.deployControllerFrom("controller-node-reader", func(base []string) []string {
+		if !slices.Contains(base, "--reader=node") || !slices.Contains(base, "--reader-namespace="+readers) || !slices.Contains(base, "--reader-idle-timeout=1m") {
+			t.Fatalf("deploy/controller-node-reader's args %v, want --reader=node, --reader-namespace=%s and --reader-idle-timeout=1m", base, readers)
+		}
 		var out []string
 		for _, a := range base {
-			if a == "--all-namespaces" {
+			switch a {
+			case "--all-namespaces":
 				a = "--namespace=" + f.ns
+			case "--reader-idle-timeout=1m":
+				a = "--reader-idle-timeout=" + idle.String()
 			}
 			out = append(out, a)
 		}
-		if !slices.Contains(out, "--reader=node") || !slices.Contains(out, "--reader-namespace="+readers) {
-			t.Fatalf("deploy/controller-node-reader's args %v, want --reader=node and --reader-namespace=%s", out, readers)
-		}
-		// readers end 15 s after they start: the env edit below comes after that
-		return append(out, "--reader-image="+imageBusybox, "--debounce=1s", "--reader-lifetime=15s")
+		return append(out, "--reader-image="+imageBusybox, "--debounce=1s")
 	})
+	seen := f.watchReaderPods(readers)
 	f.waitControllerEvent(f.leader(), "resumed", isResume)
 
 	before, _ := f.deploymentPods("noshell")
 	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
+	var verified time.Time
 	for name := range before {
 		e := f.waitAnyControllerEvent("pod "+name+" refreshed", isResult(refresh.ActionAnnotate, "pod/"+name))
 		if e.Outcome != refresh.OutcomeCurrent {
@@ -558,38 +566,147 @@ func TestControllerNodeReader(t *testing.T) {
 		if e.SinceChange != nil {
 			t.Logf("pod %s verified current %s after the edit", name, *e.SinceChange)
 		}
+		if e.Time.After(verified) {
+			verified = e.Time
+		}
 	}
-	sel := labels.SelectorFromSet(labels.Set{nodereader.LabelManagedBy: nodereader.ManagedBy, nodereader.LabelComponent: nodereader.Component}).String()
-	if l, err := f.cs.CoreV1().Pods(readers).List(f.ctx, metav1.ListOptions{LabelSelector: sel}); err != nil || len(l.Items) == 0 {
-		t.Errorf("reader pods in %s: %v (%v), want the leader's", readers, l, err)
+	first := seen.names()
+	if len(first) == 0 {
+		t.Errorf("no reader pod in %s after the verification, want the leader's", readers)
 	}
 	if after, restarts := f.deploymentPods("noshell"); fmt.Sprint(after) != fmt.Sprint(before) || restarts != 0 {
 		t.Errorf("pods of noshell: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
 	}
 
-	t.Log("after the readers' deadline: an env edit is read on a new reader and restarts its consumer")
-	f.poll("the readers ended by their deadline", time.Minute, func() (bool, error) {
-		l, err := f.cs.CoreV1().Pods(readers).List(f.ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return false, err
-		}
-		for _, p := range l.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				return false, nil
-			}
-		}
-		return true, nil
+	t.Logf("idle past --reader-idle-timeout=%s: no reader pod is left", idle)
+	f.poll("no reader pod left in "+readers+" once idle", idle+30*time.Second, func() (bool, error) {
+		return len(f.readerPodsIn(readers)) == 0 && seen.allGone(), nil
 	})
+	for _, name := range first {
+		p := seen.get(name)
+		switch gone := p.gone.Sub(verified); {
+		case p.phase != corev1.PodRunning:
+			t.Errorf("reader pod %s was %s before it was gone, want deleted while running (by the idle timeout, not ended by its deadline)", name, p.phase)
+		case gone < idle-2*time.Second: // the last read ends a moment before its event
+			t.Errorf("reader pod %s gone %s after the last verification, want no sooner than --reader-idle-timeout=%s", name, gone, idle)
+		default:
+			t.Logf("reader pod %s deleted %s after the last verification", name, gone.Round(time.Second))
+		}
+	}
+
+	t.Log("an env edit after that is read on a new reader pod and restarts its consumer")
 	f.patchConfigMapData("app", map[string]string{"level": "l1"})
 	e := f.waitAnyControllerEvent("noshellenv restarted", isResult(refresh.ActionRestart, "deployment/noshellenv"))
 	if e.Outcome != refresh.OutcomeCurrent {
 		t.Errorf("restart deployment/noshellenv: %s (%s), want current", e.Outcome, e.Message)
 	}
+	if later := seen.names(); len(later) <= len(first) {
+		t.Errorf("reader pods seen %v, the first %v: want a new one for the env edit", later, first)
+	}
 
 	t.Log("the controller removed: its reader pods are deleted with it")
 	f.removeController()
 	f.poll("no reader pod left in "+readers, time.Minute, func() (bool, error) {
-		l, err := f.cs.CoreV1().Pods(readers).List(f.ctx, metav1.ListOptions{LabelSelector: sel})
-		return err == nil && len(l.Items) == 0, err
+		return len(f.readerPodsIn(readers)) == 0, nil
 	})
+}
+
+// readerSelector selects the node reader pods of every run.
+var readerSelector = labels.SelectorFromSet(labels.Set{nodereader.LabelManagedBy: nodereader.ManagedBy, nodereader.LabelComponent: nodereader.Component}).String()
+
+// readerPodsIn lists the node reader pods in ns.
+func (f *fx) readerPodsIn(ns string) []corev1.Pod {
+	f.t.Helper()
+	l, err := f.cs.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{LabelSelector: readerSelector})
+	if err != nil {
+		f.t.Fatalf("listing the reader pods of %s: %v", ns, err)
+	}
+	return l.Items
+}
+
+// seenPod is a reader pod as readerPodsSeen saw it: its last phase, and
+// when it was first seen gone.
+type seenPod struct {
+	phase corev1.PodPhase
+	gone  time.Time
+}
+
+// readerPodsSeen records every reader pod of a namespace, listed every
+// pollInterval until the test ends (a reader pod lives for seconds at
+// least: none is missed).
+type readerPodsSeen struct {
+	mu    sync.Mutex
+	pods  map[string]*seenPod
+	order []string
+}
+
+func (f *fx) watchReaderPods(ns string) *readerPodsSeen {
+	s := &readerPodsSeen{pods: map[string]*seenPod{}}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	f.t.Cleanup(func() { close(done); <-stopped })
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(pollInterval)
+		defer tick.Stop()
+		for {
+			if l, err := f.cs.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{LabelSelector: readerSelector}); err == nil {
+				s.update(l.Items, time.Now())
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *readerPodsSeen) update(pods []corev1.Pod, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	listed := map[string]bool{}
+	for _, p := range pods {
+		listed[p.Name] = true
+		if s.pods[p.Name] == nil {
+			s.pods[p.Name] = &seenPod{}
+			s.order = append(s.order, p.Name)
+		}
+		if p.DeletionTimestamp == nil {
+			s.pods[p.Name].phase = p.Status.Phase
+		} else if s.pods[p.Name].gone.IsZero() {
+			s.pods[p.Name].gone = now
+		}
+	}
+	for name, p := range s.pods {
+		if !listed[name] && p.gone.IsZero() {
+			p.gone = now
+		}
+	}
+}
+
+// names are the reader pods seen so far, in the order they appeared.
+func (s *readerPodsSeen) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.order)
+}
+
+// allGone tells whether every reader pod seen is gone.
+func (s *readerPodsSeen) allGone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.pods {
+		if p.gone.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *readerPodsSeen) get(name string) seenPod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.pods[name]
 }
