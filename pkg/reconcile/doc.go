@@ -13,10 +13,13 @@
 //     list (Named);
 //   - debounce.go: when a burst of edits is due (a trailing debounce with a
 //     maximum wait, per namespace);
-//   - digest.go: the keyed digest of what a consumer reads.
+//   - digest.go: the keyed digest of what a consumer reads;
+//   - scope.go: which namespaces, objects and workload kinds are handled
+//     at all (Scope), and the kinds --ignore-workload-kinds accepts.
 //
 // The loop and its cluster I/O: loop.go (informers, the pending changes,
-// the debounce), queue.go (the due namespaces handed to the workers),
+// the debounce), scope_loop.go (the namespace informer, the informers'
+// label selector, what a round drops as out of scope), queue.go (the due namespaces handed to the workers),
 // round.go (one debounced namespace: load, build, plan,
 // apply), gate.go (restarts held while a rollout is under way or over the
 // limit), named.go (restarts asked for by Reloader's reload list),

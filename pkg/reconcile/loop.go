@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	PodSelector   string
 	Secrets       bool
 	IncludeSystem bool
+	// Scope narrows what is handled: namespaces by labels and names,
+	// ConfigMaps and Secrets by labels, workloads by kind (scope.go).
+	Scope Scope
 	// RequireOptIn acts only on workloads that opt in (Select).
 	RequireOptIn bool
 	// SyncExisting makes every selected consumer current once at start;
@@ -116,6 +120,9 @@ type Loop struct {
 	// configMaps serves the rounds' ConfigMaps from the informer's cache
 	// (nil: each round lists them)
 	configMaps corev1listers.ConfigMapLister
+	// namespaceLabels are the labels of a namespace as its informer has
+	// them (nil without Scope.Namespaces: see namespaceOutOfScope)
+	namespaceLabels func(ns string) (map[string]string, bool)
 	// steps are the backoff steps taken by the rounds under way, by
 	// namespace (retryLater)
 	steps map[string]*retryStep
@@ -171,10 +178,13 @@ func (l *Loop) Run(ctx context.Context) error {
 		return err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(l.Client, 0, informers.WithNamespace(l.Namespace),
-		informers.WithTransform(trim))
+		informers.WithTransform(trim), informers.WithTweakListOptions(l.objectListOptions))
 	synced := []cache.InformerSynced{l.watchKind("ConfigMaps", factory.Core().V1().ConfigMaps().Informer())}
 	if l.watchSecrets() {
 		synced = append(synced, l.watchKind("Secrets", factory.Core().V1().Secrets().Informer()))
+	}
+	if l.Scope.Namespaces != nil {
+		synced = append(synced, l.watchNamespaces(ctx))
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
@@ -328,7 +338,9 @@ func (l *Loop) defaults() {
 // cachedConfigMaps serves a round's ConfigMaps from the informer's cache
 // (nil before it is started: the round lists them).
 func (l *Loop) cachedConfigMaps() func(string) ([]*corev1.ConfigMap, error) {
-	if l.configMaps == nil {
+	if l.configMaps == nil || l.Scope.Objects != nil {
+		// the cache holds only the selected ConfigMaps: a round lists them
+		// all, so that an unselected one reads as out of scope, not missing
 		return nil
 	}
 	return func(ns string) ([]*corev1.ConfigMap, error) {
@@ -351,12 +363,22 @@ func (l *Loop) watchSecrets() bool { return l.Secrets || inspect.NamesSecret(l.N
 // canList asks for one object of each watched kind, so that a missing
 // permission is an error at start, not an informer retrying forever.
 func (l *Loop) canList(ctx context.Context) error {
-	if _, err := l.Client.CoreV1().ConfigMaps(l.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+	opts := metav1.ListOptions{Limit: 1}
+	l.objectListOptions(&opts)
+	if _, err := l.Client.CoreV1().ConfigMaps(l.Namespace).List(ctx, opts); err != nil {
 		return &refresh.CallError{Verb: "list", Resource: "configmaps", Namespace: l.Namespace, Err: err}
 	}
 	if l.watchSecrets() {
-		if _, err := l.Client.CoreV1().Secrets(l.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		if _, err := l.Client.CoreV1().Secrets(l.Namespace).List(ctx, opts); err != nil {
 			return &refresh.CallError{Verb: "list", Resource: "secrets", Namespace: l.Namespace, Err: err}
+		}
+	}
+	if l.Scope.Namespaces != nil {
+		opts := metav1.ListOptions{Limit: 1}
+		l.namespaceListOptions(&opts)
+		if _, err := l.Client.CoreV1().Namespaces().List(ctx, opts); err != nil {
+			return fmt.Errorf("cannot list namespaces, which --namespace-selector watches (a ClusterRole with %s and %s grants it): %w",
+				rbac.RoleRule("list", "namespaces"), rbac.RoleRule("watch", "namespaces"), err)
 		}
 	}
 	return nil
@@ -371,7 +393,7 @@ func (l *Loop) readyMessage() string {
 	if l.Namespace == "" {
 		where = "in all namespaces"
 	}
-	return fmt.Sprintf("watching %s %s (debounce %s, at most %s)", what, where, l.Debounce, l.MaxWait)
+	return fmt.Sprintf("watching %s %s%s (debounce %s, at most %s)", what, where, l.scopeMessage(), l.Debounce, l.MaxWait)
 }
 
 // trim keeps the informers' caches small and free of Secret values: the
@@ -560,7 +582,7 @@ func (l *Loop) existing(factory informers.SharedInformerFactory) map[inspect.Obj
 		for _, obj := range list {
 			o := objectOf(obj)
 			k := inspect.ObjectKey{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-			if l.selects(k) {
+			if l.selects(k) && l.namespaceOutOfScope(k.Namespace) == "" {
 				out[k] = &pending{change: Change{Object: k}, first: l.Now(), existing: true}
 			}
 		}

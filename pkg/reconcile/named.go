@@ -56,6 +56,9 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 				continue
 			}
 			d := Select(l.RequireOptIn, s, o)
+			if why := l.Scope.WorkloadOutOfScope(inspect.WorkloadRef{Kind: w.Kind, Name: w.Name}); why != "" {
+				d = Decision{Skip, why}
+			}
 			if d.Selection != Restart {
 				if !p.retry {
 					l.emit(Event{Kind: EventSkip, Object: &k, Target: &target, Message: d.Reason})

@@ -107,7 +107,9 @@ func (l *Loop) allItems(snap *inspect.Snapshot) []inspect.Use {
 	if err != nil {
 		return nil
 	}
-	return slices.DeleteFunc(items, func(it inspect.Use) bool { return it.Pod.Name == "" || !l.selects(it.Key()) })
+	return slices.DeleteFunc(items, func(it inspect.Use) bool {
+		return it.Pod.Name == "" || !l.selects(it.Key()) || l.objectOutOfScope(snap, it.Key()) != ""
+	})
 }
 
 // recordOf is the subject's record as read this round: a workload's from
@@ -161,6 +163,9 @@ func (n resumeCounts) String() string {
 // namespaces are those of the selected objects in the caches.
 func (l *Loop) namespaces(factory informers.SharedInformerFactory) []string {
 	if l.Namespace != "" {
+		if l.namespaceOutOfScope(l.Namespace) != "" {
+			return nil
+		}
 		return []string{l.Namespace}
 	}
 	set := map[string]bool{}

@@ -22,6 +22,9 @@ import (
 func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending) {
 	defer l.endStep(ns)
 	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
+	if l.ignoreOutOfScope(ns, changes, keys) {
+		return
+	}
 	for _, k := range keys {
 		if p := changes[k]; !p.existing && !p.retry {
 			l.emit(Event{Kind: EventChange, Object: &k, Keys: p.change.Keys, Edits: p.edits, Message: changeMessage(p.change)})
@@ -61,6 +64,10 @@ func (l *Loop) read(ctx context.Context, ns string, changes map[inspect.ObjectKe
 		l.failed(changes, keys, fmt.Errorf("reading namespace %s: %w", ns, err))
 		return nil
 	}
+	if changes, keys = l.objectsInScope(rd.snap, changes, keys); len(keys) == 0 {
+		return nil
+	}
+	rd.changes, rd.keys = changes, keys
 	rd.items = l.build(rd.snap, keys)
 	rd.named, err = l.namedRestarts(ctx, ns, rd.snap, changes)
 	if err != nil && refresh.Transient(err) { // the namespace is not read whole: the round is tried again

@@ -85,6 +85,9 @@ func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (De
 		return Decision{Selection: Skip},
 			&Event{Kind: EventError, Object: &k, Target: target, Message: fmt.Sprintf("cannot read its annotations: %v; not acted on", m.err)}
 	}
+	if why := l.Scope.WorkloadOutOfScope(it.Workload); why != "" {
+		return Decision{Skip, why}, &Event{Kind: EventSkip, Object: &k, Target: target, Message: why}
+	}
 	d := Select(l.RequireOptIn, Subject{Annotations: m.workload, TemplateAnnotations: m.template, Consumes: true},
 		Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)})
 	if d.Selection == Skip {
