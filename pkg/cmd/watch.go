@@ -75,6 +75,7 @@ type WatchOptions struct {
 	genericiooptions.IOStreams
 
 	Selection
+	ScopeFlags
 	RestartFlags
 	DryRun                string
 	SyncExisting          bool
@@ -128,6 +129,7 @@ func NewCmdWatch(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs := cmd.Flags()
 	addSelectionFlags(fs, &o.Selection)
+	o.ScopeFlags.addFlags(fs)
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: log the changes and what would be done, change nothing; server: also send the patches with dryRun=All.`)
 	fs.Lookup("dry-run").NoOptDefVal = string(refresh.DryRunClient)
 	if controller {
@@ -177,6 +179,9 @@ func (o *WatchOptions) Validate() error {
 		return err
 	}
 	if err := o.validateNames(o.Names); err != nil {
+		return err
+	}
+	if err := o.ScopeFlags.validate(o.Namespace, o.AllNamespaces); err != nil {
 		return err
 	}
 	for _, d := range []struct {
@@ -232,12 +237,13 @@ func (o *WatchOptions) loop() *reconcile.Loop {
 func (o *WatchOptions) newLoop() *reconcile.Loop {
 	vo := o.Verify.Options(nil)
 	vo.Now = o.Now
+	scope, _ := o.ScopeFlags.scope() // checked by Validate
 	rc := refresh.Config{Strategy: refresh.StrategyAuto, RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: -1,
 		MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: true, Wait: true,
 		Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now}
 	return &reconcile.Loop{
 		Config: reconcile.Config{Namespace: o.Namespace, Names: o.Names, PodSelector: o.Selector, Secrets: o.Secrets,
-			IncludeSystem: o.IncludeSystem, RequireOptIn: o.RequireOptIn, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
+			IncludeSystem: o.IncludeSystem, Scope: scope, RequireOptIn: o.RequireOptIn, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
 			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, Workers: o.Workers, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now,
 			MinRestartInterval: o.MinRestartInterval, RestartRate: o.RestartRate, RestartBurst: o.RestartBurst},
 		Client:      o.Client,

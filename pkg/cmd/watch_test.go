@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -35,6 +38,16 @@ func TestWatchValidate(t *testing.T) {
 			`--reader-idle-timeout must be at least 1s, or 0 to keep each reader pod until its --reader-lifetime ends, got 500ms`},
 		{"negative reader idle timeout", func(o *WatchOptions) { o.Verify.Reader, o.Verify.ReaderIdleTimeout = readerAuto, -time.Minute },
 			`--reader-idle-timeout must be at least 1s, or 0 to keep each reader pod until its --reader-lifetime ends, got -1m0s`},
+		{"bad namespace selector", func(o *WatchOptions) { o.NamespaceSelector = "team in (" },
+			`invalid --namespace-selector "team in (": unable to parse requirement: found '', expected: ',', ')' or identifier`},
+		{"bad resource label selector", func(o *WatchOptions) { o.ResourceSelector = "cmsync==on==" },
+			`invalid --resource-label-selector "cmsync==on==": found '==', expected: ',' or 'end of string'`},
+		{"bad namespace name to ignore", func(o *WatchOptions) { o.IgnoreNamespaces = []string{"kube-system", "Team_A"} },
+			`invalid --ignore-namespaces "Team_A": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+		{"unknown workload kind", func(o *WatchOptions) { o.IgnoreWorkloadKinds = []string{"CronJobs", "rollouts"} },
+			`invalid --ignore-workload-kinds: unknown workload kind "rollouts"; valid kinds are cronjobs, daemonsets, deployments, jobs, pods, replicasets, statefulsets`},
+		{"the one namespace watched is ignored", func(o *WatchOptions) { o.Namespace, o.IgnoreNamespaces = "shop", []string{"shop"} },
+			`namespace "shop" is both watched (-n) and ignored (--ignore-namespaces): nothing would be handled; drop it from --ignore-namespaces or use -A`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,5 +91,27 @@ func TestReaderIdleTimeoutFlag(t *testing.T) {
 		if err := o.Validate(); err != nil {
 			t.Errorf("--reader-idle-timeout=%s: %v", d, err)
 		}
+	}
+}
+
+// TestWatchScopeFlagsReachTheLoop: the scope flags, as typed, become the
+// loop's Scope (kinds in any accepted spelling, namespaces to ignore with
+// -A, whose namespace is all of them).
+func TestWatchScopeFlagsReachTheLoop(t *testing.T) {
+	o := NewWatchOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+	cmd := &cobra.Command{}
+	o.addFlags(cmd, false)
+	if err := cmd.ParseFlags([]string{"--namespace-selector", "team=a,env!=prod", "--ignore-namespaces", "kube-system,shop",
+		"--resource-label-selector", "cmsync=on", "--ignore-workload-kinds", "CronJobs,job"}); err != nil {
+		t.Fatal(err)
+	}
+	o.AllNamespaces, o.Namespace = true, "shop"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := o.newLoop().Scope
+	got := fmt.Sprintf("%v | %v | %v | %v", s.Namespaces, s.IgnoreNamespaces, s.Objects, s.IgnoreKinds)
+	if want := "env!=prod,team=a | [kube-system shop] | cmsync=on | [CronJob Job]"; got != want {
+		t.Errorf("scope %s, want %s", got, want)
 	}
 }
