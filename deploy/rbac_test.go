@@ -127,16 +127,17 @@ func TestDocTableIsRBACFile(t *testing.T) {
 	if missing := diff(file, doc); len(missing) > 0 {
 		t.Errorf("rbac.yaml has rules %s's table does not name:\n  %s", rbacDoc, strings.Join(missing, "\n  "))
 	}
-	want := []string{"cmsync-status", "cmsync-verify", "cmsync-refresh", "cmsync-secrets", "cmsync-nodes", "cmsync-lint", "cmsync-node-reader"}
+	want := []string{"cmsync-status", "cmsync-verify", "cmsync-refresh", "cmsync-secrets", "cmsync-nodes", "cmsync-namespaces", "cmsync-lint", "cmsync-node-reader"}
 	if strings.Join(roles, " ") != strings.Join(want, " ") {
 		t.Errorf("ClusterRoles %v, want %v", roles, want)
 	}
 	// each use's role holds what the commands need (the contract's RBAC verbs)
 	needs := map[string][]rule{
-		"cmsync-status":  {{"", "", "pods", "list"}, {"", "", "pods", "watch"}, {"", "", "configmaps", "list"}, {"", "apps", "replicasets", "list"}, {"", "batch", "jobs", "list"}},
-		"cmsync-verify":  {{"", "", "pods", "list"}, {"", "", "pods/exec", "get"}, {"", "", "pods/exec", "create"}},
-		"cmsync-refresh": {{"", "", "pods", "list"}, {"", "", "pods/exec", "create"}, {"", "", "pods", "patch"}, {"", "apps", "deployments", "get"}, {"", "apps", "deployments", "patch"}, {"", "apps", "statefulsets", "patch"}, {"", "apps", "daemonsets", "patch"}},
-		"cmsync-lint":    {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
+		"cmsync-status":     {{"", "", "pods", "list"}, {"", "", "pods", "watch"}, {"", "", "configmaps", "list"}, {"", "apps", "replicasets", "list"}, {"", "batch", "jobs", "list"}},
+		"cmsync-verify":     {{"", "", "pods", "list"}, {"", "", "pods/exec", "get"}, {"", "", "pods/exec", "create"}},
+		"cmsync-refresh":    {{"", "", "pods", "list"}, {"", "", "pods/exec", "create"}, {"", "", "pods", "patch"}, {"", "apps", "deployments", "get"}, {"", "apps", "deployments", "patch"}, {"", "apps", "statefulsets", "patch"}, {"", "apps", "daemonsets", "patch"}},
+		"cmsync-lint":       {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
+		"cmsync-namespaces": {{"", "", "namespaces", "list"}, {"", "", "namespaces", "watch"}},
 		"cmsync-node-reader": {{"", "", "pods", "create"}, {"", "", "pods", "get"}, {"", "", "pods", "list"}, {"", "", "pods", "watch"}, {"", "", "pods", "delete"},
 			{"", "", "pods/exec", "get"}, {"", "", "pods/exec", "create"}},
 	}

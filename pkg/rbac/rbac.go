@@ -34,6 +34,9 @@ const (
 	RoleSecrets = "cmsync-secrets"
 	RoleNodes   = "cmsync-nodes"
 	RoleLint    = "cmsync-lint"
+	// RoleNamespaces: watch and controller --namespace-selector, which
+	// watch the labels of namespaces (cluster-scoped).
+	RoleNamespaces = "cmsync-namespaces"
 	// RoleNodeReader: --reader=node, bound in --reader-namespace only, next
 	// to the command's own role.
 	RoleNodeReader = "cmsync-node-reader"
@@ -66,6 +69,8 @@ var Roles = []Role{
 	{Name: RoleNodes, For: "the kubelet sync delay (optional, cluster-scoped)", Rules: []Rule{
 		{"", []string{"nodes"}, []string{"get", "list"}},
 		{"", []string{"nodes/proxy"}, []string{"get"}}}},
+	{Name: RoleNamespaces, For: "watch and controller --namespace-selector (cluster-scoped)", Rules: []Rule{
+		{"", []string{"namespaces"}, []string{"list", "watch"}}}},
 	{Name: RoleLint, For: "lint --cluster", Rules: []Rule{{"", []string{"configmaps", "secrets"}, []string{"get"}}}},
 	{Name: RoleNodeReader, For: "--reader=node, in --reader-namespace (with the command's role)", Rules: []Rule{
 		{"", []string{"pods"}, []string{"create", "get", "list", "watch", "delete"}},
@@ -129,4 +134,4 @@ func Without(resource string) string {
 }
 
 // ClusterScoped are the resources a ClusterRole (not a Role) grants.
-var ClusterScoped = map[string]bool{"nodes": true, "nodes/proxy": true}
+var ClusterScoped = map[string]bool{"nodes": true, "nodes/proxy": true, "namespaces": true}
