@@ -36,11 +36,18 @@ type watcher struct {
 
 func (f *fx) startWatch(args ...string) *watcher {
 	f.t.Helper()
+	return f.startWatchIn(append([]string{"-n", f.ns}, args...)...)
+}
+
+// startWatchIn starts the watch with args as they are (the namespace flags
+// among them).
+func (f *fx) startWatchIn(args ...string) *watcher {
+	f.t.Helper()
 	if pluginBuildErr != nil {
 		f.t.Fatalf("plugin not built: %v", pluginBuildErr)
 	}
 	w := &watcher{f: f, done: make(chan struct{})}
-	w.cmd = exec.Command("kubectl", append([]string{"cmsync", "watch", "-n", f.ns, "-o", "json"}, args...)...)
+	w.cmd = exec.Command("kubectl", append([]string{"cmsync", "watch", "-o", "json"}, args...)...)
 	w.cmd.Stderr = &w.stderr
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
