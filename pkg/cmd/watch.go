@@ -50,7 +50,9 @@ var (
 		configmap.reloader.stakater.com/reload, secret.reloader.stakater.com/reload,
 		reloader.stakater.com/search with reloader.stakater.com/match, the exclude
 		and ignore annotations), except that a consumer that only mounts the object
-		is refreshed without a restart.
+		is refreshed without a restart. --namespace-selector, --ignore-namespaces,
+		--resource-label-selector and --ignore-workload-kinds narrow what is
+		handled at all; a change out of scope is logged as ignored.
 
 		One line per change, action and result; -o json prints each as one JSON
 		object per line. It runs until interrupted.`)
