@@ -99,11 +99,11 @@ type Verified struct {
 	EnvRead bool
 	// EnvErr says why the environment could not be read.
 	EnvErr string
-	// EnvFrom says where Env was read when that is not the environment the
+	// EnvNote says where Env was read when that is not the environment the
 	// runtime configured for the container (which the exec reader's
 	// processes get, and the node reader reads from the OCI spec), and what
 	// that may show instead; "" otherwise.
-	EnvFrom string
+	EnvNote string
 	// NoShell: the container has no sh; the fallback read what it could.
 	NoShell bool
 	// Err is set when nothing could be read.

@@ -170,8 +170,8 @@ func compareUse(it Use, pod *corev1.Pod, in useInputs, obs *containerread.Verifi
 	default:
 		c = Comparison{State: StateNA, Reason: "nothing to check"}
 	}
-	if (it.Mode == ModeEnv || it.Mode == ModeEnvFrom) && c.State == StateStale && obs.EnvFrom != "" {
-		c.Reason += "; " + obs.EnvFrom
+	if (it.Mode == ModeEnv || it.Mode == ModeEnvFrom) && c.State == StateStale && obs.EnvNote != "" {
+		c.Reason += "; " + obs.EnvNote
 	}
 	c.Verified = true
 	return c

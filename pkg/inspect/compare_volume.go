@@ -211,6 +211,12 @@ func volumeVerdict(c *Comparison, it Use, obj Object, obs *containerread.Verifie
 		c.State = StateStale
 		c.Reason = fmt.Sprintf("%s; blocked by another source: %s, and the kubelet fails the whole volume's update, so the container keeps the old content until that is fixed%s%s",
 			t.differences(), v.blocked, written, note)
+	case len(t.names) == 0 && overdue(it, obj, now):
+		// Every difference may be an unread Secret's file, and the kubelet
+		// should have written the change by now: most likely the Secret's.
+		c.State, c.Cause = StateUnverifiable, CauseSecretsNotRead
+		c.Reason = fmt.Sprintf("%s; the %s changed longer ago than the kubelet takes to write a change (%s), so the file is most likely the Secret's%s%s",
+			t.differences(), kind, formatDelay(useDelay(it)), written, note)
 	default:
 		// Also when every difference may be an unread Secret's file: right
 		// after an edit it is most likely the kubelet's delay, so a wait

@@ -129,15 +129,9 @@ func basisText(b DelayBasis) string {
 // pendingTiming says how long ago the object changed against the delay
 // estimate.
 func pendingTiming(it Use, obj Object, now time.Time) string {
-	d := Delay{Min: durationOf(0), Max: durationOf(time.Duration(float64(DefaultSyncFrequency) * (1 + syncJitter))), Basis: BasisDefault}
-	if it.Delay != nil {
-		d = *it.Delay
-	}
+	d := useDelay(it)
 	kind := strings.ToLower(it.Object.Kind)
-	last := obj.LastChange
-	if last.IsZero() && it.Object.LastChange != nil {
-		last = it.Object.LastChange.Time
-	}
+	last := useLastChange(it, obj)
 	if last.IsZero() {
 		return fmt.Sprintf("the kubelet applies changes within %s", formatDelay(d))
 	}
@@ -151,4 +145,28 @@ func pendingTiming(it Use, obj Object, now time.Time) string {
 			kind, ago, formatDelay(d))
 	}
 	return fmt.Sprintf("the %s changed %s ago and the kubelet applies changes within %s", kind, ago, formatDelay(d))
+}
+
+// useDelay is the delay the kubelet takes to write a change of the use's
+// object into its volume (the default when unknown).
+func useDelay(it Use) Delay {
+	if it.Delay != nil {
+		return *it.Delay
+	}
+	return Delay{Min: durationOf(0), Max: durationOf(time.Duration(float64(DefaultSyncFrequency) * (1 + syncJitter))), Basis: BasisDefault}
+}
+
+// useLastChange is when the use's object last changed, zero when unknown.
+func useLastChange(it Use, obj Object) time.Time {
+	if obj.LastChange.IsZero() && it.Object.LastChange != nil {
+		return it.Object.LastChange.Time
+	}
+	return obj.LastChange
+}
+
+// overdue tells whether the object changed longer ago than the kubelet
+// takes to write a change (false when unknown).
+func overdue(it Use, obj Object, now time.Time) bool {
+	last := useLastChange(it, obj)
+	return !last.IsZero() && now.Sub(last) > useDelay(it).Max.Duration
 }

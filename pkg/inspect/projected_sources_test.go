@@ -287,6 +287,7 @@ func TestCompareWithUnreadSecretSource(t *testing.T) {
 	cm := cmWith(map[string]string{"colour": "red", "size": "m"}, testNow.Add(-5*time.Second))
 	immutable := cm
 	immutable.Immutable = true
+	longAgo := cmWith(map[string]string{"colour": "red", "size": "m"}, testNow.Add(-10*time.Minute))
 	withNew := cmWith(map[string]string{"colour": "red", "size": "m", "new": "n"}, testNow)
 	sizeRemoved := cmWith(map[string]string{"colour": "red"}, testNow)
 	files := func(colour string, more ...string) map[string]string {
@@ -322,6 +323,8 @@ func TestCompareWithUnreadSecretSource(t *testing.T) {
 			[]string{shadowed, "the kubelet does not rewrite the volume (the configmap is immutable)"}, ""},
 		{"differs, blocked by another source: waiting cannot tell", blocked, cm, files("blue"), StateUnverifiable, CauseSecretsNotRead,
 			[]string{shadowed, `the kubelet does not rewrite the volume (blocked by another source: ConfigMap "gone"`}, ""},
+		{"differs long after the change: most likely the Secret's", after, longAgo, files("blue"), StateUnverifiable, CauseSecretsNotRead,
+			[]string{shadowed, "longer ago than the kubelet takes to write a change", "most likely the Secret's"}, "failing to sync"},
 		{"missing file: a plain difference", after, cm, files("red", "colour"), StatePending, "", []string{`differs from the API ("colour" (not in the container yet))`}, "shadowed"},
 	}
 	for _, tc := range cases {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -492,19 +493,58 @@ func TestPrepareFailureIsTheFirstReadsThenTriedAgain(t *testing.T) {
 }
 
 // fakeRuntime runs a process named name (a shell script: its comm is the
-// script's name) with args, as the node script finds a runtime.
-func fakeRuntime(t *testing.T, name string, args ...string) {
+// script's name) with args, as the node script finds a runtime; uid is its
+// user.
+func fakeRuntime(t *testing.T, uid uint32, name string, args ...string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), name)
+	dir, err := os.MkdirTemp("", "cmsync-runtime-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	bin := filepath.Join(dir, name)
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nsleep 60\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+}
+
+// fakeContainer runs sleep in a cgroup named like a pod's container ID
+// (under a "kubepods" directory of the pids hierarchy, or of the unified
+// one on cgroup v2), as the node script finds a container's main process;
+// it returns its PID.
+func fakeContainer(t *testing.T, id string) int {
+	t.Helper()
+	root := "/sys/fs/cgroup/pids"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		root = "/sys/fs/cgroup"
+	}
+	dir := filepath.Join(root, "cmsync-test-kubepods", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("a cgroup for the fake container (the node script finds containers by their cgroup): %v", err)
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = os.Remove(dir)
+		_ = os.Remove(filepath.Dir(dir))
+	})
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatalf("moving the fake container into its cgroup: %v", err)
+	}
+	return cmd.Process.Pid
 }
 
 func writeFile(t *testing.T, path, data string) {
@@ -534,14 +574,30 @@ func TestNodeScriptReadsTheRuntimesSpec(t *testing.T) {
 	writeFile(t, filepath.Join(tmp, "crio.conf"), "[crio]\nrunroot = \"/wrong\"\n[crio.runtime]\n")
 	writeFile(t, filepath.Join(tmp, "crio.d", "10-root.conf"), "[crio]\n\trunroot = '"+crio+"'\n")
 	writeFile(t, filepath.Join(tmp, "crio.d", "20-image.conf"), "[crio.image]\nrunroot = \"/wrong\"\n")
-	fakeRuntime(t, "containerd", "--config", filepath.Join(tmp, "config.toml"))
-	fakeRuntime(t, "crio", "--config="+filepath.Join(tmp, "crio.conf"), "-d", filepath.Join(tmp, "crio.d"))
-	id1, id2, id3 := cid, strings.Repeat("ab", 32), strings.Repeat("cd", 32)
-	writeFile(t, filepath.Join(ctrd, "io.containerd.runtime.v2.task", "k8s.io", id1, "config.json"),
-		`{"ociVersion":"1.2.0","process":{"args":["sh"],"env":["PATH=/bin","V=from-spec","W=a=b"]}}`)
-	writeFile(t, filepath.Join(crio, "overlay-containers", id2, "userdata", "config.json"),
-		`{"process":{"env":["V=crio"]}}`)
-	nr := &nodeBatch{node: "n1", containers: []containerPaths{{req: 0, id: id1, env: true}, {req: 1, id: id2, env: true}, {req: 2, id: id3, env: true}}}
+	fakeRuntime(t, 0, "containerd", "--config", filepath.Join(tmp, "config.toml"))
+	fakeRuntime(t, 0, "crio", "--config="+filepath.Join(tmp, "crio.conf"), "-d", filepath.Join(tmp, "crio.d"))
+	// any user may run a program named containerd: only root's count
+	nobody := filepath.Join(tmp, "nobody")
+	fakeRuntime(t, 65534, "containerd", "--state", nobody)
+	id1, id2, id3, id4 := cid, strings.Repeat("ab", 32), strings.Repeat("cd", 32), strings.Repeat("ef", 32)
+	pid1, pid2 := fakeContainer(t, id1), fakeContainer(t, id2)
+	fakeContainer(t, id4)
+	bundle := filepath.Join(ctrd, "io.containerd.runtime.v2.task", "k8s.io", id1)
+	writeFile(t, filepath.Join(bundle, "config.json"), `{"ociVersion":"1.2.0","process":{"args":["sh"],"env":["PATH=/bin","V=from-spec","W=a=b"]}}`)
+	writeFile(t, filepath.Join(bundle, "init.pid"), strconv.Itoa(pid1))
+	userdata := filepath.Join(crio, "overlay-containers", id2, "userdata")
+	writeFile(t, filepath.Join(userdata, "config.json"), `{"process":{"env":["V=crio"]}}`)
+	writeFile(t, filepath.Join(userdata, "pidfile"), strconv.Itoa(pid2))
+	// a spec whose pid file names another process is not this container's
+	forged := filepath.Join(ctrd, "io.containerd.runtime.v2.task", "k8s.io", id4)
+	writeFile(t, filepath.Join(forged, "config.json"), `{"process":{"env":["V=forged"]}}`)
+	writeFile(t, filepath.Join(forged, "init.pid"), strconv.Itoa(pid1))
+	id5 := strings.Repeat("12", 32)
+	pid5 := fakeContainer(t, id5)
+	writeFile(t, filepath.Join(nobody, "io.containerd.runtime.v2.task", "k8s.io", id5, "config.json"), `{"process":{"env":["V=forged"]}}`)
+	writeFile(t, filepath.Join(nobody, "io.containerd.runtime.v2.task", "k8s.io", id5, "init.pid"), strconv.Itoa(pid5))
+	nr := &nodeBatch{node: "n1", containers: []containerPaths{{req: 0, id: id1, env: true}, {req: 1, id: id2, env: true}, {req: 2, id: id3, env: true},
+		{req: 3, id: id4, env: true}, {req: 4, id: id5, env: true}}}
 	dash, err := exec.LookPath("dash")
 	if err != nil {
 		t.Fatal("dash is needed to run the node script (Debian's /bin/sh): ", err)
@@ -556,6 +612,12 @@ func TestNodeScriptReadsTheRuntimesSpec(t *testing.T) {
 		}
 		if !no.noEnv[id3] || no.env[id3] != nil {
 			t.Errorf("%s: a container with neither a spec nor a process has an environment: %v", shell[0], no.env[id3])
+		}
+		if _, ok := no.specPath[id4]; ok || no.env[id4]["V"] == "forged" {
+			t.Errorf("%s: a spec whose pid file names another process was read: %v", shell[0], no.env[id4])
+		}
+		if _, ok := no.specPath[id5]; ok || no.env[id5]["V"] == "forged" {
+			t.Errorf("%s: the spec of a runtime another user runs was read: %v", shell[0], no.env[id5])
 		}
 		found := map[string]runtimeDir{}
 		for _, rt := range no.runtimes {
@@ -592,8 +654,8 @@ func TestContainerEnvSaysWhereItWasRead(t *testing.T) {
 	for _, c := range cases {
 		v := &containerread.Verified{}
 		containerEnv(v, cid, c.no)
-		if v.EnvRead != c.read || !strings.Contains(v.EnvFrom, c.from) || (c.from == "") != (v.EnvFrom == "") || !strings.Contains(v.EnvErr, c.errPart) {
-			t.Errorf("%s: read %v, from %q, err %q", c.name, v.EnvRead, v.EnvFrom, v.EnvErr)
+		if v.EnvRead != c.read || !strings.Contains(v.EnvNote, c.from) || (c.from == "") != (v.EnvNote == "") || !strings.Contains(v.EnvErr, c.errPart) {
+			t.Errorf("%s: read %v, from %q, err %q", c.name, v.EnvRead, v.EnvNote, v.EnvErr)
 		}
 	}
 	if _, err := specEnv([]byte(`{"process":{"env":["SECRET=hunter2"`)); err == nil || strings.Contains(err.Error(), "hunter2") {

@@ -193,15 +193,23 @@ func (r *Reader) readOn(ctx context.Context, nr *nodeBatch, dir string, o contai
 		if rp, verr = r.podFor(ctx, nr.node); verr != nil {
 			return nil, false, verr
 		}
-		got, verr = r.execNode(ctx, rp.name, nr, dir, o)
-		ended := verr != nil && !r.running(rp.name)
-		r.release(rp)
+		var ended bool
+		got, verr, ended = r.attempt(ctx, rp, nr, dir, o)
 		if !ended {
 			return got, true, verr
 		}
 		r.forget(nr.node, rp.name) // ended: a new one for the next attempt, or the next read
 	}
 	return nil, true, verr
+}
+
+// attempt is one read on rp, released even if it panics (readNode
+// recovers): a pod left counted as in use would never be idle. ended: the
+// read failed because the pod no longer runs.
+func (r *Reader) attempt(ctx context.Context, rp *readerPod, nr *nodeBatch, dir string, o containerread.Options) (*nodeResult, *containerread.VerifyError, bool) {
+	defer r.release(rp)
+	got, verr := r.execNode(ctx, rp.name, nr, dir, o)
+	return got, verr, verr != nil && !r.running(rp.name)
 }
 
 // readNode reads the containers of the jobs, merged into one read of the
@@ -351,7 +359,7 @@ func containerEnv(v *containerread.Verified, id string, no *nodeOutput) {
 		v.Env, v.EnvRead = env, true
 	case ok && len(env) > 0:
 		v.Env, v.EnvRead = env, true
-		v.EnvFrom = "read from the main process (/proc/PID/environ), as " + noSpecReason(no) +
+		v.EnvNote = "read from the main process (/proc/PID/environ), as " + noSpecReason(no) +
 			": an entrypoint that changes a variable before it execs shows its own value"
 	case ok:
 		v.EnvErr = "the main process's environment is empty (the process may have rewritten it), and " + noSpecReason(no)

@@ -70,9 +70,15 @@ done
 shift
 rm -rf "$d" && mkdir -p "$d" || exit 1
 kp=
+# host PROC: PROC (/proc/PID) is a process of the node itself: root's, and
+# in no pod's cgroup (a name alone could be any user's program)
+host() {
+  grep -qs kubepods "$1/cgroup" && return 1
+  grep -qs '^Uid:[[:space:]]*0[[:space:]]' "$1/status"
+}
 for f in $(grep -lsx kubelet /proc/[0-9]*/comm); do
   f=${f%/comm}
-  grep -qs kubepods "$f/cgroup" || { kp=${f#/proc/}; break; }
+  host "$f" && { kp=${f#/proc/}; break; }
 done
 # the processes of the requested containers, by the first pod cgroup line of
 # each (cgroup v1 lists one per hierarchy), oldest first
@@ -118,9 +124,9 @@ arg() {
 ws=' 	'
 tv() {
   tt=
-  while IFS= read -r l; do
+  while IFS= read -r l || [ -n "$l" ]; do
     l=${l#"${l%%[!$ws]*}"}
-    case $l in \[*) tt=${l#\[} tt=${tt%%\]*}; continue;; esac
+    case $l in \[*) tt=${l#\[} tt=${tt%%\]*} tt=${tt#"${tt%%[!$ws]*}"} tt=${tt%"${tt##*[!$ws]}"}; continue;; esac
     [ "$tt" = "$2" ] || continue
     k=${l%%=*} k=${k%"${k##*[!$ws]}"}
     [ "$k" = "$3" ] || continue
@@ -144,7 +150,7 @@ runtimes() {
   : >"$d/rt"
   for f in $(grep -lsx -e containerd -e crio /proc/[0-9]*/comm); do
     f=${f%/comm} n=
-    grep -qs kubepods "$f/cgroup" && continue
+    host "$f" || continue
     read -r n <"$f/comm" 2>/dev/null || continue
     case $n in
     containerd) rtc "${f#/proc/}";;
@@ -171,24 +177,35 @@ rtr() {
   [ -n "$s" ] && return
   cf=$(arg "$1" --config -c) || cf=/etc/crio/crio.conf
   cdir=$(arg "$1" --config-dir -d) || cdir=/etc/crio/crio.conf.d
-  s=$(tv "/proc/$1/root$cf" crio runroot 2>/dev/null) sc=config
-  for x in "/proc/$1/root$cdir"/*.conf; do
+  case $cf in /*) cf=/proc/$1/root$cf;; *) cf=/proc/$1/cwd/$cf;; esac
+  case $cdir in /*) cdir=/proc/$1/root$cdir;; *) cdir=/proc/$1/cwd/$cdir;; esac
+  s=$(tv "$cf" crio runroot 2>/dev/null) sc=config
+  for x in "$cdir"/*.conf; do
     v=$(tv "$x" crio runroot 2>/dev/null) && s=$v
   done
   [ -n "$s" ] || s=$(tv "/proc/$1/root/etc/containers/storage.conf" storage runroot 2>/dev/null) sc=storage.conf
   [ -n "$s" ] || s=/run/containers/storage sc=default
 }
-# spec ID: the OCI spec (config.json) of container ID into sp: containerd's
-# task bundle, or CRI-O's container userdata
+# spec ID PID: the OCI spec (config.json) of container ID into sp:
+# containerd's task bundle, or CRI-O's container userdata, whose pid file
+# (init.pid, pidfile) names the container's main process PID
 spec() {
   sp=
+  [ -n "$2" ] || return 1
   while IFS=' ' read -r k sd; do
     case $k in
-    containerd) for x in "$sd"/io.containerd.runtime.v2.task/*/"$1"/config.json; do [ -f "$x" ] && { sp=$x; return 0; }; done;;
-    crio) for x in "$sd"/*-containers/"$1"/userdata/config.json; do [ -f "$x" ] && { sp=$x; return 0; }; done;;
+    containerd) for x in "$sd"/io.containerd.runtime.v2.task/*/"$1"/config.json; do ispec "$x" init.pid "$2" && return 0; done;;
+    crio) for x in "$sd"/*-containers/"$1"/userdata/config.json; do ispec "$x" pidfile "$2" && return 0; done;;
     esac
   done <"$d/rt"
   return 1
+}
+# ispec SPEC PIDFILE PID: SPEC is a file beside PIDFILE holding PID (into sp)
+ispec() {
+  [ -f "$1" ] || return 1
+  ip=
+  read -r ip <"${1%/*}/$2" 2>/dev/null || [ -n "$ip" ] || return 1
+  [ "$ip" = "$3" ] && sp=$1
 }
 src=flag
 if [ -z "$rd" ]; then
@@ -207,7 +224,7 @@ for c in $envs; do
   p=
   case $pm in *" $c:"*) p=${pm#* $c:} p=${p%% *};; esac
   # true, not the special builtin ":", whose failed redirection would end the script
-  if spec "$c" && { true <"$sp"; } 2>/dev/null; then r S "$c" "$sp"; cat "$sp" 2>/dev/null; r "$n2"
+  if spec "$c" "$p" && { true <"$sp"; } 2>/dev/null; then r S "$c" "$sp"; cat "$sp" 2>/dev/null; r "$n2"
   elif [ -n "$p" ] && { true <"/proc/$p/environ"; } 2>/dev/null; then r E "$c"; cat "/proc/$p/environ" 2>/dev/null; r "$n2"
   else r N "$c"; fi
 done
@@ -395,9 +412,11 @@ func specEnv(b []byte) (map[string]string, error) {
 	if spec.Process == nil {
 		return nil, errors.New("the runtime's OCI spec has no process")
 	}
-	var environ []byte
+	env := make(map[string]string, len(spec.Process.Env))
 	for _, e := range spec.Process.Env {
-		environ = append(append(environ, e...), 0)
+		if k, v, ok := strings.Cut(e, "="); ok && k != "" {
+			env[k] = v // a later entry wins, as in ParseEnviron
+		}
 	}
-	return containerread.ParseEnviron(environ), nil
+	return env, nil
 }
