@@ -10,7 +10,9 @@
 #   5. `kubectl krew install --manifest --archive` of every platform's snapshot archive into a temporary
 #      KREW_ROOT (krew checks each archive's sha256 against the manifest), with LICENSE, README.md and the
 #      completion helper installed; then, for this machine's platform, `kubectl cmsync version` through
-#      kubectl from $KREW_ROOT/bin, and the completion helper from the installed archive.
+#      kubectl from $KREW_ROOT/bin, and the completion helper from the installed archive;
+#   6. hack/release/image.sh: the image index (linux/amd64, linux/arm64) deploy/controller names, as an OCI
+#      layout in dist/image/oci (not pushed).
 # kubectl is the cached v$K8S_VERSION of hack/cluster/build.sh (KUBECTL=/path/to/kubectl overrides it).
 # RELEASE_PLATFORMS=all (default, `make release-check`): the five platforms of .goreleaser.yaml.
 # RELEASE_PLATFORMS=host: `goreleaser check` of the whole file, but the snapshot release, the
@@ -150,4 +152,8 @@ cp "$here/store/cmsync/$VERSION/kubectl_complete-cmsync" "$here/bin/"
 comps=$(env PATH="$here/bin:/usr/bin:/bin" KUBECONFIG="$tmp/empty.kubeconfig" kubectl_complete-cmsync "")
 echo "$comps" | grep -q '^status' || fail "kubectl_complete-cmsync \"\" did not list status: $comps"
 step "kubectl cmsync version and kubectl_complete-cmsync work from the krew install"
+
+# 6. the container image the kustomization and the chart name: the two-platform OCI index, built (no push)
+IMAGE_VERSION=$(sed -n 's/^  newTag: //p' deploy/controller/kustomization.yaml)
+hack/release/image.sh "$IMAGE_VERSION" | sed 's/^/release-check: /'
 step "OK in $(( $(date +%s) - start )) s"
