@@ -270,3 +270,52 @@ func TestControllerNodeReaderOverlay(t *testing.T) {
 		t.Errorf("RoleBinding in %q binds %+v to %+v", rb.Namespace, rb.Subjects, rb.RoleRef)
 	}
 }
+
+// publishedImage is the repository the release pushes the image index to
+// (hack/release/image.sh).
+const publishedImage = "ghcr.io/kubectl-cmsync/kubectl-cmsync"
+
+// releaseVersion is the version of the last release, in plugins/krew.yaml.
+func releaseVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "plugins", "krew.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Spec struct {
+			Version string `json:"version"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &m); err != nil || !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(m.Spec.Version) {
+		t.Fatalf("plugins/krew.yaml: %v, spec.version %q", err, m.Spec.Version)
+	}
+	return m.Spec.Version
+}
+
+// The base runs the published image at the released version (the tag
+// hack/release/image.sh builds from newTag), so that kubectl apply -k needs
+// no image step: not a local or moving tag.
+func TestControllerImage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("controller", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Images []struct {
+			Name, NewName, NewTag, Digest string
+		} `json:"images"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	want := releaseVersion(t)
+	if len(k.Images) != 1 || k.Images[0].Name != "kubectl-cmsync" || k.Images[0].NewName != publishedImage ||
+		k.Images[0].NewTag != want || k.Images[0].Digest != "" {
+		t.Errorf("kustomization images %+v, want kubectl-cmsync -> %s:%s", k.Images, publishedImage, want)
+	}
+	d := strict[appsv1.Deployment](t, controllerDocs(t), "Deployment/kubectl-cmsync-controller")
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "kubectl-cmsync" {
+		t.Errorf("the Deployment's image is %q, want kubectl-cmsync (the name the kustomization's images replace)", img)
+	}
+}

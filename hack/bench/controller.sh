@@ -58,7 +58,7 @@ kubectl wait --for=delete namespace/$CTL --timeout=180s >/dev/null 2>&1 || true 
 readers=""; [ "$READER" = node ] && readers=cmsync-readers && fresh_namespace $readers
 trap 'kubectl delete namespace $CTL $readers --ignore-not-found --wait=false >/dev/null 2>&1 || true; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
 kubectl kustomize $KUSTOMIZATION |
-  sed -e "s#image: localhost/kubectl-cmsync:dev#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
+  sed -e "s#image: [^ ]*kubectl-cmsync:[^ ]*#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
       -e "s#- --all-namespaces#- $( [ "$ALL" = 1 ] && echo --all-namespaces || echo --namespace=$NS )#" \
       -e "s#- --reader=node#- --reader=node\n        - --reader-image=$IMAGE_BUSYBOX#" |
   kubectl apply -f - >/dev/null

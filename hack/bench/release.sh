@@ -58,7 +58,7 @@ ts "deploying the controller (all namespaces)"
 kubectl wait --for=delete namespace/$CTL --timeout=180s >/dev/null 2>&1 || true # a previous run's, terminating
 trap 'kubectl delete namespace $CTL --ignore-not-found --wait=false >/dev/null 2>&1 || true; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
 kubectl kustomize deploy/controller |
-  sed -e "s#image: localhost/kubectl-cmsync:dev#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
+  sed -e "s#image: [^ ]*kubectl-cmsync:[^ ]*#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
       -e "s#- --all-namespaces#- --all-namespaces${MAX_RESTARTS:+\n        - --max-concurrent-restarts=$MAX_RESTARTS}${WORKERS:+\n        - --workers=$WORKERS}#" |
   kubectl apply -f - >/dev/null
 leader=$(controller_leader $CTL)

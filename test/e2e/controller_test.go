@@ -44,7 +44,8 @@ func (f *fx) deployController(args ...string) {
 }
 
 // deployControllerFrom applies a kustomization of deploy/ with the test's
-// image and the arguments args makes of the kustomization's.
+// image (pulled never) in place of the published one, and the arguments
+// args makes of the kustomization's.
 func (f *fx) deployControllerFrom(kustomization string, args func([]string) []string) {
 	f.t.Helper()
 	dir, err := kubectlBinDir()
@@ -64,8 +65,10 @@ func (f *fx) deployControllerFrom(kustomization string, args func([]string) []st
 		}
 		if u.GetKind() == "Deployment" {
 			c := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
-			if c["image"] != "localhost/kubectl-cmsync:dev" {
-				f.t.Fatalf("deploy/%s's image is %v, want localhost/kubectl-cmsync:dev (what make image builds)", kustomization, c["image"])
+			// the published image at the release's version, replaced below by the suite's own build:
+			// the tests never pull
+			if img, _ := c["image"].(string); !strings.HasPrefix(img, "ghcr.io/kubectl-cmsync/kubectl-cmsync:v") {
+				f.t.Fatalf("deploy/%s's image is %v, want ghcr.io/kubectl-cmsync/kubectl-cmsync:vX.Y.Z (the release's)", kustomization, c["image"])
 			}
 			var base []string
 			for _, a := range c["args"].([]any) {
