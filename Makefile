@@ -14,11 +14,13 @@ E2E_FLAGS ?=
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build unit fuzz e2e release-check image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
+.PHONY: help build helm unit fuzz e2e release-check image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
-	@echo "unit            gofmt check, go vet, go test -race ./... (the fuzz targets' seed corpora included; no cluster)"
+	@echo "unit            gofmt check, go vet, go test -race ./... (the fuzz targets' seed corpora included, the chart's"
+	@echo "                lint and goldens with helm; no cluster)"
+	@echo "helm            build helm from the module proxy once into ~/.cache/kubectl-cmsync/tools (hack/tools/helm.sh)"
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s, on Go FUZZ_TOOLCHAIN; FUZZTIME=5m make fuzz)"
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install, of all"
 	@echo "                five platforms (RELEASE_PLATFORMS=host: this machine's platform only)"
@@ -40,7 +42,11 @@ help:
 build:
 	$(GO) build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync
 
-unit:
+# helm for the chart's tests (charts/, test/e2e): built once from the module proxy, cached by version
+helm:
+	@hack/tools/helm.sh >/dev/null
+
+unit: helm
 	@files=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*' -not -path './bin/*' -not -path './dist/*')); \
 	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
