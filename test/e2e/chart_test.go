@@ -1,0 +1,131 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// helmBin is hack/tools/helm.sh's cached helm; the test fails, saying how to
+// build it, when it is absent.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools", "helm.sh"), "--path").Output()
+	if err != nil {
+		t.Fatalf("helm is not built (%s): run hack/tools/helm.sh (or make helm) once", strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// charts/kubectl-cmsync installed with helm (the suite's image, never
+// pulled; the test's namespace only): the controller becomes ready, a
+// ConfigMap edit reaches a Deployment's pods through their volume and they
+// are annotated refreshed without a restart; helm uninstall then leaves
+// none of the release's objects, cluster-scoped ones included.
+func TestChart(t *testing.T) {
+	f := newFx(t)
+	helm := helmBin(t)
+	loadImage(t)
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))
+	f.createAnnotatedDeployment("vol", 1, withVolumes(podSpec(withMounts(busybox("c"), mount("v", "/etc/app"))),
+		cmItemsVolume("v", "app", corev1.KeyToPath{Key: "greeting", Path: "greeting"})), map[string]string{reconcile.AnnotationWatch: "true"})
+	f.waitDeploymentSettled("vol")
+
+	release := "chart-" + f.ns // unique: its ClusterRole and ClusterRoleBinding are cluster-wide
+	repo, tag, _ := strings.Cut(cmsyncImage, ":")
+	h := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(helm, append(args, "--namespace", f.ns)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	installed := false
+	t.Cleanup(func() {
+		if installed {
+			_ = exec.Command(helm, "uninstall", release, "--namespace", f.ns, "--wait").Run()
+		}
+	})
+	h("install", release, filepath.Join(repoRoot, "charts", "kubectl-cmsync"),
+		"--set", "image.repository="+repo, "--set", "image.tag="+tag, "--set", "image.pullPolicy=Never",
+		"--set", "watchGlobally=false", "--set", "namespaces={"+f.ns+"}",
+		"--set", "extraArgs={--debounce=1s,--max-wait=5s}",
+		"--wait", "--timeout", podReadyTimeout.String())
+	installed = true
+	sel := "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=controller"
+	pods, err := f.cs.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil || len(pods.Items) != 2 {
+		t.Fatalf("controller pods: %d, %v; want the chart's 2 replicas", len(pods.Items), err)
+	}
+	for _, p := range pods.Items {
+		if c := p.Spec.Containers[0]; c.Image != cmsyncImage || c.ImagePullPolicy != corev1.PullNever {
+			t.Errorf("pod %s runs %s (%s), want %s, never pulled", p.Name, c.Image, c.ImagePullPolicy, cmsyncImage)
+		}
+	}
+	// a ready controller has resumed: it recorded vol (its record annotation), so the edit below is a change
+	f.poll("vol recorded by the controller", podReadyTimeout, func() (bool, error) {
+		d, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "vol", metav1.GetOptions{})
+		return err == nil && d.Annotations[reconcile.AnnotationApplied] != "", err
+	})
+
+	before, _ := f.deploymentPods("vol")
+	for name := range before {
+		if p, err := f.cs.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{}); err != nil || p.Annotations[refresh.RefreshedAtAnnotation] != "" {
+			t.Fatalf("pod %s before the edit: %v, annotations %v", name, err, p.Annotations)
+		}
+	}
+	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
+	for name := range before {
+		f.poll("pod "+name+" annotated refreshed", podReadyTimeout, func() (bool, error) {
+			p, err := f.cs.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+			return err == nil && p.Annotations[refresh.RefreshedAtAnnotation] != "", err
+		})
+		f.expectFile(name, "c", "/etc/app/greeting", "v1")
+	}
+	f.checkKubeEvent("Pod", "Refreshed")
+	if after, restarts := f.deploymentPods("vol"); len(after) != len(before) || restarts != 0 {
+		t.Errorf("pods of vol: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
+	}
+	for name := range before {
+		if _, err := f.cs.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("pod %s: %v, want it refreshed in place", name, err)
+		}
+	}
+
+	h("uninstall", release, "--wait", "--timeout", "2m")
+	installed = false
+	kubectl := kubectlPath(t)
+	f.poll("the release's objects gone", time.Minute, func() (bool, error) {
+		out, err := exec.Command(kubectl, "get", "--ignore-not-found", "-o", "name", "-l", "app.kubernetes.io/instance="+release,
+			"-n", f.ns, "deployments,replicasets,pods,serviceaccounts,roles,rolebindings,poddisruptionbudgets,services,clusterroles,clusterrolebindings").Output()
+		if err != nil {
+			return false, err
+		}
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Logf("left: %s", strings.ReplaceAll(s, "\n", " "))
+			return false, nil
+		}
+		return true, nil
+	})
+}
+
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	dir, err := kubectlBinDir()
+	if err != nil {
+		t.Fatalf("the cluster's kubectl: %v", err)
+	}
+	return filepath.Join(dir, "kubectl")
+}
