@@ -2,7 +2,7 @@
 # Print the path of helm $HELM_VERSION, building it first when it is absent: `go install` from the Go module
 # proxy (go.sum and the checksum database verify the sources; nothing is added to this module's go.mod) into
 # $CMSYNC_CACHE/tools/helm/$HELM_VERSION/helm, once. Go caches in $CMSYNC_CACHE/tools/go{path,cache}.
-# Cold: ~11 min on 2 busy cores (4.5 min of CPU). Progress goes to stderr; stdout is only the path.
+# Cold: docs/performance.md has how long it takes. Progress goes to stderr; stdout is only the path.
 # --path: print the path only, build nothing (exit 1 when it is absent).
 set -euo pipefail
 CMSYNC_CACHE=${CMSYNC_CACHE:-$HOME/.cache/kubectl-cmsync}
