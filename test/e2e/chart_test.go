@@ -33,6 +33,7 @@ func helmBin(t *testing.T) string {
 // are annotated refreshed without a restart; helm uninstall then leaves
 // none of the release's objects, cluster-scoped ones included.
 func TestChart(t *testing.T) {
+	t.Parallel() // its own namespace and release: nothing shared with the other tests
 	f := newFx(t)
 	helm := helmBin(t)
 	loadImage(t)
