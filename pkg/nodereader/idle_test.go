@@ -197,14 +197,7 @@ func TestIdleReaderDeletedThenMadeAgain(t *testing.T) {
 	if err := f.close(); err != nil {
 		t.Fatalf("Close after the janitor: %v", err)
 	}
-	select {
-	case <-f.r.janitorDone:
-	default:
-		t.Fatal("Close returned before the janitor stopped")
-	}
-	if got := f.pods(); len(got) != 0 {
-		t.Fatalf("after Close: reader pods %v", got)
-	}
+	f.closedClean()
 }
 
 // TestReaderInUseNotDeleted: a pod a read is using is kept however long
@@ -292,14 +285,7 @@ func TestCloseWaitsForJanitor(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not return once the janitor's deletion ended")
 	}
-	select {
-	case <-f.r.janitorDone:
-	default:
-		t.Fatal("Close returned before the janitor stopped")
-	}
-	if got := f.pods(); len(got) != 0 {
-		t.Fatalf("after Close: reader pods %v", got)
-	}
+	f.closedClean()
 }
 
 // TestEndedReaderReplacedAndReadAgain: a read whose reader pod has ended
@@ -322,5 +308,19 @@ func TestEndedReaderReplacedAndReadAgain(t *testing.T) {
 	on, _ := f.ex.since(n)
 	if len(on) != 2 || on[0] != first || on[1] == first || !slices.Equal(f.pods(), on[1:]) {
 		t.Fatalf("a read on an ended reader read on %v with reader pods %v; want %s, then a new pod, the only one left", on, f.pods(), first)
+	}
+}
+
+// closedClean fails unless Close has stopped the janitor and left no
+// reader pod.
+func (f *idleFx) closedClean() {
+	f.t.Helper()
+	select {
+	case <-f.r.janitorDone:
+	default:
+		f.t.Fatal("Close returned before the janitor stopped")
+	}
+	if got := f.pods(); len(got) != 0 {
+		f.t.Fatalf("after Close: reader pods %v", got)
 	}
 }
