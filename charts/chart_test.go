@@ -52,7 +52,9 @@ func run(t *testing.T, args ...string) (string, error) {
 // extra, as objects by kind/namespace/name.
 func render(t *testing.T, extra ...string) (string, map[string][]byte) {
 	t.Helper()
-	args := append([]string{"template", "kubectl-cmsync", chart, "--namespace", "cmsync-system", "--kube-version", "1.37.0"}, extra...)
+	// no --kube-version: a plain helm template (a GitOps pipeline's, lint's
+	// input) must render
+	args := append([]string{"template", "kubectl-cmsync", chart, "--namespace", "cmsync-system"}, extra...)
 	out, err := run(t, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -291,8 +293,9 @@ func TestInvalidValues(t *testing.T) {
 		{"leaderElection.enabled=false", "replicas > 1 needs leaderElection.enabled"},
 		{"reader.mode=ssh", `reader.mode "ssh": exec or node`},
 		{"watchGlobally=false,namespaces={a,b}", "the controller watches one namespace"},
+		{"watchGlobally=false,namespaces={a},ignoreNamespaces={b,a}", `ignoreNamespaces: "a" is the namespace watched`},
 	} {
-		_, err := run(t, "template", "x", chart, "--kube-version", "1.37.0", "--set", tc.set)
+		_, err := run(t, "template", "x", chart, "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %s: %v, want an error saying %q", tc.set, err, tc.want)
 		}

@@ -15,7 +15,9 @@ have() { local v; [ -x "$HELM" ] && v=$("$HELM" version --template '{{.Version}}
 if ! have; then
   mkdir -p "$TOOLS"
   exec 9> "$TOOLS/.helm.lock"
-  flock -n 9 || { echo "helm.sh: another build holds $TOOLS/.helm.lock, waiting" >&2; flock 9; }
+  if command -v flock >/dev/null; then # util-linux; without it (macOS) builds are not serialized
+    flock -n 9 || { echo "helm.sh: another build holds $TOOLS/.helm.lock, waiting" >&2; flock 9; }
+  fi
   if ! have; then
     s=$(date +%s)
     echo "helm.sh: building helm $HELM_VERSION once into $(dirname "$HELM")" >&2
