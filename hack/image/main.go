@@ -26,9 +26,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,10 +79,16 @@ func main() {
 	}
 }
 
-func build(binary, tag, out, arch string) error {
-	if a, p, ok := strings.Cut(binary, "="); ok {
-		arch, binary = a, p
+// splitBinary reads a -binary value: ARCH=PATH, or PATH of arch.
+func splitBinary(v, arch string) (string, string) {
+	if a, p, ok := strings.Cut(v, "="); ok {
+		return a, p
 	}
+	return arch, v
+}
+
+func build(binary, tag, out, arch string) error {
+	arch, binary = splitBinary(binary, arch)
 	if binary == "" || out == "" {
 		return fmt.Errorf("-binary and -o are required")
 	}
@@ -120,10 +127,7 @@ func buildIndex(bins []string, defArch, tag, dir string, push bool) error {
 	}
 	byArch := map[string][]byte{}
 	for _, b := range bins {
-		arch, path, ok := strings.Cut(b, "=")
-		if !ok {
-			arch, path = defArch, b
-		}
+		arch, path := splitBinary(b, defArch)
 		if _, dup := byArch[arch]; dup {
 			return fmt.Errorf("two binaries for %s", arch)
 		}
@@ -160,13 +164,8 @@ func buildIndex(bins []string, defArch, tag, dir string, push bool) error {
 // index is the OCI image index of one image per architecture (linux), in
 // the order of the architectures' names.
 func index(byArch map[string][]byte) (v1.ImageIndex, error) {
-	var arches []string
-	for a := range byArch {
-		arches = append(arches, a)
-	}
-	sort.Strings(arches)
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, a := range arches {
+	for _, a := range slices.Sorted(maps.Keys(byArch)) {
 		img, err := image(byArch[a], a, types.OCILayer)
 		if err != nil {
 			return nil, err

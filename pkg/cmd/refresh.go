@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,8 +88,6 @@ type RefreshOptions struct {
 	// and to show progress to.
 	StdinTerminal bool
 	ErrTerminal   bool
-
-	progressMu sync.Mutex // progress's lines, from several goroutines
 }
 
 // NewRefreshOptions returns options with defaults.
@@ -328,9 +325,6 @@ func (o *RefreshOptions) confirmPlan(plan *refresh.Plan) error {
 
 // progress prints each eviction event, and on a terminal the wait's count.
 func (o *RefreshOptions) progress(p refresh.Progress) {
-	// the waits of the pods and the evictions report at once
-	o.progressMu.Lock()
-	defer o.progressMu.Unlock()
 	switch {
 	case p.Event != "" && o.ErrTerminal:
 		fmt.Fprint(o.ErrOut, "\r\033[K", p.Event, "\n") // over a waiting line

@@ -72,11 +72,17 @@ func (l *Loop) ignoreOutOfScope(ns string, changes map[inspect.ObjectKey]*pendin
 		return false
 	}
 	for _, k := range keys {
-		if p := changes[k]; !p.existing {
-			l.emit(Event{Kind: EventIgnored, Object: &k, Keys: p.change.Keys, Message: why})
-		}
+		l.ignored(k, changes[k], why)
 	}
 	return true
+}
+
+// ignored reports a change out of scope as ignored, unless it is only the
+// start's check of an existing object (nothing changed to report).
+func (l *Loop) ignored(k inspect.ObjectKey, p *pending, why string) {
+	if !p.existing {
+		l.emit(Event{Kind: EventIgnored, Object: &k, Keys: p.change.Keys, Message: why})
+	}
 }
 
 // objectsInScope drops, and reports as ignored, the changes of objects the
@@ -90,9 +96,7 @@ func (l *Loop) objectsInScope(snap *inspect.Snapshot, changes map[inspect.Object
 	kept := map[inspect.ObjectKey]*pending{}
 	for _, k := range keys {
 		if why := l.objectOutOfScope(snap, k); why != "" {
-			if p := changes[k]; !p.existing {
-				l.emit(Event{Kind: EventIgnored, Object: &k, Keys: p.change.Keys, Message: why})
-			}
+			l.ignored(k, changes[k], why)
 			continue
 		}
 		kept[k] = changes[k]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -264,6 +265,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 	if progress == nil {
 		progress = func(Progress) {}
 	}
+	progress = serialized(progress) // the pods' waits and the evictions report at once
 	deadline := r.Now().Add(r.Timeout)
 	r.prepare(ctx, p.nodes)
 	w, then := r.podWaits(ctx, deadline, progress, Counts(p.Actions)[ActionAnnotate])
@@ -281,6 +283,16 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 		sort.SliceStable(results, func(i, j int) bool { return Precedes(results[i].Action, results[j].Action) })
 	}
 	return p.redact(results)
+}
+
+// serialized calls f one call at a time.
+func serialized(f func(Progress)) func(Progress) {
+	var mu sync.Mutex
+	return func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		f(p)
+	}
 }
 
 // podWaits returns, in a real run that waits, the wait that verifies each

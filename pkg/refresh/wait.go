@@ -35,7 +35,8 @@ type RolloutChecker interface {
 
 // Progress is reported after every poll of the wait loop and every
 // verification of an annotated pod, and (Refresher.Apply) every eviction
-// event; the callback may be called from several goroutines at once.
+// event. Wait and PodWaits call it from several goroutines, one call at a
+// time; Refresher.Apply serializes its evictions' calls with them.
 type Progress struct {
 	Current, Total int
 	Elapsed        time.Duration
