@@ -160,3 +160,39 @@ func TestEventMessageIsCappedAtACharacter(t *testing.T) {
 		t.Errorf("message %.40q, want it to start %q (no time, no kind)", msg, want)
 	}
 }
+
+// TestRestartWindowMetric: a restart deferred to its window is a gauge of
+// when the window opens, by workload, gone once the restart is sent.
+func TestRestartWindowMetric(t *testing.T) {
+	m := NewMetrics()
+	opens := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	web := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}
+	db := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "StatefulSet", Namespace: "ns", Name: "db"}}
+	for _, a := range []*refresh.Action{web, db} {
+		m.Handle(reconcile.Event{Kind: reconcile.EventDeferred, Action: a, Until: &opens, Window: "Mon-Fri 02:00-05:00 Europe/Berlin"})
+	}
+	_, body := get(t, Handler(m, &Probes{}), "/metrics")
+	for _, want := range []string{
+		`cmsync_restart_window_deferred_until_seconds{namespace="ns",workload="deployment/web"} 1.7960004e+09`,
+		`cmsync_restart_window_deferred_until_seconds{namespace="ns",workload="statefulset/db"} 1.7960004e+09`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	m.Handle(reconcile.Event{Kind: reconcile.EventAction, Action: web})
+	_, body = get(t, Handler(m, &Probes{}), "/metrics")
+	if strings.Contains(body, `workload="deployment/web"`) || !strings.Contains(body, `workload="statefulset/db"`) {
+		t.Errorf("after web's restart was sent, /metrics has:\n%s", grepLines(body, "restart_window"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -63,5 +63,10 @@ type Event struct {
 	Outcome      refresh.Outcome `json:"outcome,omitempty"`
 	CurrentAfter *time.Duration  `json:"currentAfterNs,omitempty"`
 	SinceChange  *time.Duration  `json:"sinceChangeNs,omitempty"`
-	Message      string          `json:"message,omitempty"`
+	// Until is when a deferred restart is tried again, where that is
+	// known (a restart window, the pace); Window is the restart window
+	// that defers it.
+	Until   *time.Time `json:"until,omitempty"`
+	Window  string     `json:"window,omitempty"`
+	Message string     `json:"message,omitempty"`
 }

@@ -330,22 +330,22 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	web, db := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "db"}
 	p := newPacer(time.Minute, 0, 0)
-	if h := p.hold(web, t0.Add(-30*time.Second), t0); !h.Paced || !h.Until.Equal(t0.Add(30*time.Second)) {
+	if h := p.hold(web, time.Minute, t0.Add(-30*time.Second), t0); !h.Paced || !h.Until.Equal(t0.Add(30*time.Second)) {
 		t.Errorf("restarted 30 s ago: %+v, want held until 30 s from now", h)
 	}
-	if h := p.hold(web, t0.Add(-2*time.Minute), t0); h.Reason != "" {
+	if h := p.hold(web, time.Minute, t0.Add(-2*time.Minute), t0); h.Reason != "" {
 		t.Errorf("restarted 2 min ago: %+v, want it sent", h)
 	}
-	if h := p.hold(web, time.Time{}, t0.Add(time.Second)); !h.Paced {
+	if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); !h.Paced {
 		t.Errorf("sent a second ago by this loop: %+v, want held", h)
 	}
 	p = newPacer(0, 0.5, 2) // one restart every 2 s, two at once
 	for i, want := range []bool{false, false, true} {
-		if h := p.hold(db, time.Time{}, t0); h.Paced != want {
+		if h := p.hold(db, 0, time.Time{}, t0); h.Paced != want {
 			t.Errorf("restart %d at once: held %v, want %v (%s)", i+1, h.Paced, want, h.Reason)
 		}
 	}
-	if h := p.hold(db, time.Time{}, t0.Add(2*time.Second)); h.Reason != "" {
+	if h := p.hold(db, 0, time.Time{}, t0.Add(2*time.Second)); h.Reason != "" {
 		t.Errorf("2 s later: %+v, want a token", h)
 	}
 }
