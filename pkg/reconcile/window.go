@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/restartwindow"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
 )
 
 // windowHold holds the restart (or eviction) of t outside the restart

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/restartwindow"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
 )
 
 // annotateWeb sets annotations on the Deployment web of the fixture.

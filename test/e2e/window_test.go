@@ -10,9 +10,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/restartwindow"
 )
 
 // TestControllerRestartWindow: a Deployment whose restart window opens a
@@ -44,6 +45,17 @@ func TestControllerRestartWindow(t *testing.T) {
 		t.Errorf("deferred event: window %q until %v (%s), want window %q until %s", e.Window, e.Until, e.Message, window, opens)
 	}
 	f.checkKubeEvent("Deployment", "RestartDeferred")
+	if rep, ok := f.status(); ok && time.Now().Before(opens) { // the Deployment's annotation, as its ReplicaSet carries it
+		var w *inspect.RestartWindow
+		for _, it := range rep.Items {
+			if it.Mode == inspect.ModeEnv {
+				w = it.RestartWindow
+			}
+		}
+		if w == nil || w.Value != window || w.Open || w.Opens == nil || !w.Opens.Time.Equal(opens) {
+			t.Errorf("status: the env use's restartWindow %+v, want %q opening at %s", w, window, opens)
+		}
+	}
 	f.checkMetrics(first, fmt.Sprintf(`cmsync_restart_window_deferred_until_seconds{namespace=%q,workload="deployment/env"}`, f.ns))
 
 	t.Log("the leader killed while the restart waits: the next leader defers it again")
