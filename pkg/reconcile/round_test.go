@@ -608,3 +608,32 @@ func TestTransientReadOfTheWorkloadsIsRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundHandsItsEvents: Round receives each round's events once, at
+// its end, in order: the change, the action and its result; an edit of a
+// key no use reads is a round of its ignored change alone.
+func TestRoundHandsItsEvents(t *testing.T) {
+	f := newRoundFixture(t)
+	var rounds []Round
+	f.loop.Round = func(r Round) { rounds = append(rounds, r) }
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(5 * time.Second)
+	if len(rounds) != 1 {
+		t.Fatalf("%d rounds, want 1", len(rounds))
+	}
+	var kinds []string
+	for _, e := range rounds[0].Events {
+		kinds = append(kinds, string(e.Kind))
+	}
+	if got := strings.Join(kinds, " "); rounds[0].Namespace != "ns" || got != "change action result" {
+		t.Errorf("round of namespace %q with events %q, want ns with \"change action result\"", rounds[0].Namespace, got)
+	}
+	if got := len(f.events); got != len(rounds[0].Events) {
+		t.Errorf("%d events emitted, %d in the round: Emit must still get every one", got, len(rounds[0].Events))
+	}
+	f.edit("a", map[string]string{"K": "2", "X": "y"})
+	f.step(5 * time.Second)
+	if len(rounds) != 2 || len(rounds[1].Events) != 2 || rounds[1].Events[1].Kind != EventIgnored {
+		t.Errorf("rounds %+v, want a second round of a change and its ignored event", rounds)
+	}
+}
