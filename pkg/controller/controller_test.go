@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/alert"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -44,6 +45,9 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		m.Handle(e)
 	}
 	m.SetLeader(true)
+	m.AlertResult("slack", alert.ResultSent)
+	m.AlertResult("slack", alert.ResultSent)
+	m.AlertResult("slack", alert.ResultDropped)
 	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "namespaces", MetricsProvider: m.Queue()})
 	q.Add("a")
 	q.Add("b")
@@ -68,6 +72,8 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		`cmsync_queue_depth 1`,
 		`cmsync_round_duration_seconds_count 1`,
 		`cmsync_queue_wait_seconds_count 1`,
+		`cmsync_alerts_total{format="slack",result="sent"} 2`,
+		`cmsync_alerts_total{format="slack",result="dropped"} 1`,
 		`go_goroutines `,
 	} {
 		if !strings.Contains(body, want) {

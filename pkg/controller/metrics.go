@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/alert"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 )
 
@@ -23,6 +24,7 @@ type Metrics struct {
 	errors   prometheus.Counter
 	latency  prometheus.Histogram
 	leader   prometheus.Gauge
+	alerts   *prometheus.CounterVec
 	queue    *queueMetrics
 }
 
@@ -54,9 +56,12 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300, 600}}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cmsync_leader",
 			Help: "1 while this replica holds the lease and acts, else 0."}),
+		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cmsync_alerts_total",
+			Help: "Alerts (one per round that acted or failed), by format and result: sent, failed (refused, or failing after the last attempt), dropped (a full queue, or shutting down)."},
+			[]string{"format", "result"}),
 		queue: newQueueMetrics(),
 	}
-	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.windowed, m.ignored, m.retries, m.errors, m.latency, m.leader,
+	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.windowed, m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Registry.MustRegister(m.queue.collectors()...)
 	return m
@@ -116,6 +121,11 @@ func actionLabel(e reconcile.Event) string {
 		return ""
 	}
 	return string(e.Action.Action)
+}
+
+// AlertResult counts how one alert ended.
+func (m *Metrics) AlertResult(format string, r alert.Result) {
+	m.alerts.WithLabelValues(format, string(r)).Inc()
 }
 
 // SetLeader sets cmsync_leader.
