@@ -38,8 +38,8 @@ const (
 	DefaultTimeout       = 10 * time.Second
 )
 
-// DefaultBackoff is the wait between attempts: 1 s doubling to 30 s, each
-// with up to 20% jitter, 5 attempts in all.
+// DefaultBackoff is the wait between attempts: 1, 2, 4 and 8 s, each with
+// up to 20% jitter, 5 attempts in all (Cap bounds a longer Steps).
 var DefaultBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 5, Cap: 30 * time.Second}
 
 // SenderConfig is where and how messages are posted.

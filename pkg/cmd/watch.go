@@ -55,7 +55,10 @@ var (
 		handled at all; a change out of scope is logged as ignored.
 
 		One line per change, action and result; -o json prints each as one JSON
-		object per line. It runs until interrupted.`)
+		object per line. With --alert-webhook (or $CMSYNC_ALERT_WEBHOOK), each
+		round that acted or failed is also posted as one message to a Slack,
+		Teams or Google Chat webhook, or as JSON (--alert-format). It runs until
+		interrupted.`)
 
 	watchExample = templates.Examples(`
 		# Keep the consumers of every ConfigMap of the current namespace current
