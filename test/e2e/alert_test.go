@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -134,6 +135,53 @@ func checkMessage(t *testing.T, text string, wants, values []string) {
 	for _, v := range values {
 		if strings.Contains(text, v) {
 			t.Errorf("the message holds the value %q:\n%s", v, text)
+		}
+	}
+}
+
+// The controller in the cluster, its webhook taken from a Secret into
+// CMSYNC_ALERT_WEBHOOK (as the chart does): a ConfigMap edit that
+// refreshes a Deployment's 2 pods is one Google Chat message from the
+// leader, counted in its metrics.
+func TestControllerAlerts(t *testing.T) {
+	f := newFx(t)
+	loadImage(t)
+	webhook := f.startReceiver()
+	const cmOld, cmNew = "cm-ctl-value-5e1", "cm-ctl-value-5e2"
+	f.createConfigMap(configMap("app", map[string]string{"greeting": cmOld}))
+	f.createAnnotatedDeployment("web", 2, withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app")),
+		map[string]string{reconcile.AnnotationWatch: "true"})
+	f.waitDeploymentSettled("web")
+	t.Cleanup(f.removeController)
+	if _, err := f.cs.CoreV1().Namespaces().Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctlNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", ctlNS, err)
+	}
+	if _, err := f.cs.CoreV1().Secrets(ctlNS).Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "alert-webhook"},
+		StringData: map[string]string{"url": webhook}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the webhook's Secret: %v", err)
+	}
+	f.deployControllerFrom("controller", func([]string) []string {
+		return []string{"controller", "-n", f.ns, "--debounce=1s", "--alert-format=gchat", "--alert-info=in-cluster"}
+	}, func(c map[string]any) {
+		c["env"] = append(c["env"].([]any), map[string]any{"name": "CMSYNC_ALERT_WEBHOOK",
+			"valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "alert-webhook", "key": "url"}}})
+	})
+	ctl := f.leader()
+	f.waitControllerEvent(ctl, "ready", func(e reconcile.Event) bool { return e.Kind == reconcile.EventReady })
+	f.patchConfigMapData("app", map[string]string{"greeting": cmNew})
+	f.waitAnyControllerEvent("web's pods refreshed", func(e reconcile.Event) bool {
+		return e.Kind == reconcile.EventResult && e.Action != nil && e.Action.Action == refresh.ActionAnnotate
+	})
+	texts := f.waitMessages(1)
+	if len(texts) != 1 {
+		t.Fatalf("%d messages for one round, want 1:\n%s", len(texts), strings.Join(texts, "\n---\n"))
+	}
+	checkMessage(t, texts[0], []string{"*[in-cluster] kubectl-cmsync: namespace " + f.ns + "; changed configmap/app; 2 annotate; results: 2 current*",
+		"change configmap/app -n " + f.ns + ": keys changed: greeting"}, []string{cmOld, cmNew})
+	f.checkMetrics(f.leader(), `cmsync_alerts_total{format="gchat",result="sent"} 1`)
+	for _, p := range f.controllerPods() {
+		if log := f.controllerLog(p.Name); strings.Contains(log, webhook) || strings.Contains(log, "/cgi-bin/rec") {
+			t.Errorf("the log of %s names the webhook's URL:\n%s", p.Name, log)
 		}
 	}
 }
