@@ -63,5 +63,8 @@ type Event struct {
 	Outcome      refresh.Outcome `json:"outcome,omitempty"`
 	CurrentAfter *time.Duration  `json:"currentAfterNs,omitempty"`
 	SinceChange  *time.Duration  `json:"sinceChangeNs,omitempty"`
-	Message      string          `json:"message,omitempty"`
+	// ReloadHook is what became of an annotated pod's reload hook
+	// (EventResult); its Message says it too.
+	ReloadHook *refresh.HookResult `json:"reloadHook,omitempty"`
+	Message    string              `json:"message,omitempty"`
 }
