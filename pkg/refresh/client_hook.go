@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -117,7 +116,10 @@ func (d DirectHookSender) Send(ctx context.Context, _, pod string, h *Hook) (Hoo
 }
 
 // ProxyHookSender sends through the API server's pod proxy,
-// /api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH, with HookTimeout.
+// /api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH, with HookTimeout: the
+// URL made by client-go's core REST client, sent by its authenticated
+// HTTP client (so that the status and body come back as they are, JSON or
+// not).
 type ProxyHookSender struct{ Client kubernetes.Interface }
 
 // Via implements HookSender.
@@ -127,38 +129,29 @@ func (ProxyHookSender) Via() string { return HookViaProxy }
 // (status and body); its own refusals (forbidden, the pod unreachable)
 // come back as their status too.
 func (p ProxyHookSender) Send(ctx context.Context, namespace, pod string, h *Hook) (HookResponse, error) {
-	var rc rest.Interface
+	var rc *rest.RESTClient
 	if p.Client != nil {
-		rc = p.Client.CoreV1().RESTClient()
+		rc, _ = p.Client.CoreV1().RESTClient().(*rest.RESTClient)
 	}
-	if c, ok := rc.(*rest.RESTClient); rc == nil || ok && c == nil { // a fake clientset has none
+	if rc == nil || rc.Client == nil { // a fake clientset has none
 		return HookResponse{}, errors.New("no REST client for the pod proxy")
 	}
 	path, query, _ := strings.Cut(h.Path, "?")
 	// one AbsPath segment: its trailing slash is kept (Suffix drops it);
 	// namespace and pod names are DNS labels, the path checked by ParseHook
-	req := rc.Verb(h.Method).AbsPath("/api/v1/namespaces/" + namespace + "/pods/" + pod + ":" + strconv.Itoa(h.Port) + "/proxy" + path).
-		Timeout(HookTimeout)
-	if query != "" {
-		values, err := url.ParseQuery(query)
-		if err != nil {
-			return HookResponse{}, fmt.Errorf("query %q: %v", query, err)
-		}
-		for k, vs := range values {
-			for _, v := range vs {
-				req = req.Param(k, v)
-			}
-		}
-	}
-	res := req.Do(ctx)
-	var code int
-	res.StatusCode(&code)
-	body, err := res.Raw()
-	if code == 0 {
+	u := rc.Verb(h.Method).AbsPath("/api/v1/namespaces/" + namespace + "/pods/" + pod + ":" + strconv.Itoa(h.Port) + "/proxy" + path).URL()
+	u.RawQuery = query
+	ctx, cancel := context.WithTimeout(ctx, HookTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, h.Method, u.String(), nil)
+	if err != nil {
 		return HookResponse{}, err
 	}
-	if len(body) > hookBodyLimit {
-		body = body[:hookBodyLimit]
+	resp, err := rc.Client.Do(req)
+	if err != nil {
+		return HookResponse{}, err
 	}
-	return HookResponse{Status: code, Body: body}, nil
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, hookBodyLimit))
+	return HookResponse{Status: resp.StatusCode, Body: body}, nil
 }
