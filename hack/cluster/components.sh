@@ -21,7 +21,7 @@ start_component() { # name
   containerd)
     start containerd containerd --config "$ETC/containerd/config.toml" ;;
   kubelet-tunnel)
-    start kubelet-tunnel "$HACK_CLUSTER/kubelet-tunnel.sh" listen "$RUN/kubelet-tunnel.sock" "$(node_ip)" ;;
+    start kubelet-tunnel "$HACK_CLUSTER/kubelet-tunnel.sh" listen "$RUN/kubelet-tunnel.sock" "$(node_ip)" "$POD_SUBNET" ;;
   kube-apiserver)
     # --advertise-address fills the endpoints of the `kubernetes` Service: the bridge's address, where
     # apiserver-relay.sh listens. The kubelet is dialled as <InternalIP>:10250 through the egress selector.

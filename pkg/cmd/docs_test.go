@@ -45,6 +45,7 @@ var docFlags = []docFlag{
 	{name: "kubelet-root-dir", doc: "docs/node-reader.md"},
 	{name: "strategy", doc: "docs/commands.md", section: "## refresh", values: []string{"auto", "annotate", "restart"}},
 	{name: "restart-via", doc: "docs/commands.md", section: "## refresh", values: []string{"template", "evict"}},
+	{name: "reload-hook-via", doc: "docs/commands.md", section: "## refresh", values: []string{"direct", "proxy"}},
 }
 
 // flagUse is one distinct help of a flag, with the commands that have it.

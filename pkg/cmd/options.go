@@ -64,6 +64,20 @@ type RestartFlags struct {
 	MaxRestarts int
 }
 
+// addHookFlag registers --reload-hook-via with its default, via.
+func addHookFlag(fs *pflag.FlagSet, p *string, via string) {
+	*p = via
+	fs.StringVar(p, "reload-hook-via", via, "How the reload hook of a pod ("+refresh.ReloadHookAnnotation+") is sent once its remount is verified current. direct: to the pod's IP address (from inside the cluster's network); proxy: through the API server's pod proxy (needs pods/proxy).")
+}
+
+// validateHookVia checks --reload-hook-via.
+func validateHookVia(v string) error {
+	if !slices.Contains(refresh.HookVias, v) {
+		return usageError(`invalid --reload-hook-via %q: must be "direct" or "proxy"`, v)
+	}
+	return nil
+}
+
 func defaultRestartFlags() RestartFlags {
 	return RestartFlags{RestartVia: string(refresh.RestartViaTemplate), MaxUnavailable: 1, MaxRestarts: -1}
 }
@@ -103,6 +117,8 @@ func orClient(c, client refresh.Cluster) refresh.Cluster {
 	c.Rollouts = cmp.Or(c.Rollouts, client.Rollouts)
 	c.Verifier = cmp.Or(c.Verifier, client.Verifier)
 	c.Access = cmp.Or(c.Access, client.Access)
+	c.Annotations = cmp.Or(c.Annotations, client.Annotations)
+	c.Hooks = cmp.Or(c.Hooks, client.Hooks)
 	return c
 }
 

@@ -76,8 +76,10 @@ type RefreshOptions struct {
 	Yes      bool
 	Wait     bool
 	Timeout  time.Duration
-	Output   string
-	Verify   VerifyFlags
+	// ReloadHookVia is --reload-hook-via (refresh.HookVias).
+	ReloadHookVia string
+	Output        string
+	Verify        VerifyFlags
 
 	// Set by Complete.
 	Names []inspect.ObjectKey
@@ -93,7 +95,7 @@ type RefreshOptions struct {
 // NewRefreshOptions returns options with defaults.
 func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RefreshOptions {
 	o := &RefreshOptions{Connection: newConnection(flags), IOStreams: streams, Strategy: string(refresh.StrategyAuto), DryRun: string(refresh.DryRunNone),
-		RestartFlags: defaultRestartFlags(), Wait: true, Timeout: 5 * time.Minute}
+		RestartFlags: defaultRestartFlags(), Wait: true, Timeout: 5 * time.Minute, ReloadHookVia: refresh.HookViaProxy}
 	// the verify flags' defaults, from the one place that declares them
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	return o
@@ -120,6 +122,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml); wide names every consumer pod.")
 	o.RestartFlags.addFlags(fs, true)
+	addHookFlag(fs, &o.ReloadHookVia, refresh.HookViaProxy)
 	o.Verify.AddFlags(fs, false)
 	return cmd
 }
@@ -144,7 +147,9 @@ func (o *RefreshOptions) Complete(args []string) error {
 			return err
 		}
 	}
-	o.Cluster = orClient(o.Cluster, refresh.ClientCluster(o.Client, o.Cluster.Executor, o.verifyOptions(), o.Secrets, o.Selector))
+	cc := refresh.ClientCluster(o.Client, o.Cluster.Executor, o.verifyOptions(), o.Secrets, o.Selector)
+	cc.Hooks = refresh.NewHookSender(o.ReloadHookVia, o.Client)
+	o.Cluster = orClient(o.Cluster, cc)
 	o.StdinTerminal = isTerminal(o.In)
 	o.ErrTerminal = isTerminal(o.ErrOut)
 	return nil
@@ -165,6 +170,9 @@ func (o *RefreshOptions) Validate() error {
 		return usageError("invalid --strategy %q: must be one of auto, annotate, restart", o.Strategy)
 	}
 	if err := validateDryRun(o.DryRun); err != nil {
+		return err
+	}
+	if err := validateHookVia(o.ReloadHookVia); err != nil {
 		return err
 	}
 	if err := validateOutput(o.Output, refreshFormats); err != nil {

@@ -97,8 +97,10 @@ type WatchOptions struct {
 	RestartRate        float64
 	RestartBurst       int
 	Timeout            time.Duration
-	Output             string
-	Verify             VerifyFlags
+	// ReloadHookVia is --reload-hook-via (refresh.HookVias).
+	ReloadHookVia string
+	Output        string
+	Verify        VerifyFlags
 
 	// Set by Complete.
 	Names    []inspect.ObjectKey
@@ -109,7 +111,7 @@ type WatchOptions struct {
 func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
 	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
 		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, Workers: reconcile.DefaultWorkers, RolloutWait: 10 * time.Minute, RestartBurst: 10, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags(),
-		Alert: defaultAlertFlags()}
+		Alert: defaultAlertFlags(), ReloadHookVia: refresh.HookViaProxy}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	o.Verify.ReaderIdleTimeout = DefaultReaderIdleTimeout
 	return o
@@ -156,6 +158,11 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.IntVar(&o.RestartBurst, "restart-burst", o.RestartBurst, "How many restarts --restart-rate lets through at once.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
 	o.RestartFlags.addFlags(fs, false)
+	if controller {
+		addHookFlag(fs, &o.ReloadHookVia, refresh.HookViaDirect) // in the cluster's network
+	} else {
+		addHookFlag(fs, &o.ReloadHookVia, refresh.HookViaProxy)
+	}
 	o.Verify.AddFlags(fs, false)
 	o.Verify.AddIdleFlag(fs)
 	o.Alert.addFlags(fs)
@@ -222,6 +229,9 @@ func (o *WatchOptions) Validate() error {
 	if err := o.Alert.validate(); err != nil {
 		return err
 	}
+	if err := validateHookVia(o.ReloadHookVia); err != nil {
+		return err
+	}
 	return o.Verify.Validate()
 }
 
@@ -252,13 +262,15 @@ func (o *WatchOptions) newLoop() *reconcile.Loop {
 	rc := refresh.Config{Strategy: refresh.StrategyAuto, RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: -1,
 		MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: true, Wait: true,
 		Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now}
+	cluster := refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector)
+	cluster.Hooks = refresh.NewHookSender(o.ReloadHookVia, o.Client)
 	return &reconcile.Loop{
 		Config: reconcile.Config{Namespace: o.Namespace, Names: o.Names, PodSelector: o.Selector, Secrets: o.Secrets,
 			IncludeSystem: o.IncludeSystem, Scope: scope, RequireOptIn: o.RequireOptIn, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
 			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, Workers: o.Workers, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now,
 			MinRestartInterval: o.MinRestartInterval, RestartRate: o.RestartRate, RestartBurst: o.RestartBurst},
 		Client:      o.Client,
-		Cluster:     refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector),
+		Cluster:     cluster,
 		Annotations: refresh.ClientWorkloads{Client: o.Client}, Named: refresh.ClientWorkloads{Client: o.Client},
 	}
 }

@@ -111,9 +111,9 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 }
 
 // trimPodSpec keeps what the uses, the owner walk, exec and the comparison
-// read: the containers' names, env, envFrom, volume mounts and restart
-// policy (sidecars), the volumes, the node, the fsGroup, the service links
-// and the service account.
+// read: the containers' names, env, envFrom, volume mounts, restart
+// policy (sidecars) and named ports (reload hooks), the volumes, the node,
+// the fsGroup, the service links and the service account.
 func trimPodSpec(in corev1.PodSpec) corev1.PodSpec {
 	out := corev1.PodSpec{
 		Volumes:            in.Volumes,
@@ -151,5 +151,17 @@ func trimContainers(in []corev1.Container) []corev1.Container {
 }
 
 func trimContainer(c corev1.Container) corev1.Container {
-	return corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts, RestartPolicy: c.RestartPolicy}
+	return corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts, RestartPolicy: c.RestartPolicy, Ports: namedPorts(c.Ports)}
+}
+
+// namedPorts keeps the name and number of the named ports (a reload hook
+// may name one), nil when there are none.
+func namedPorts(in []corev1.ContainerPort) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, p := range in {
+		if p.Name != "" {
+			out = append(out, corev1.ContainerPort{Name: p.Name, ContainerPort: p.ContainerPort})
+		}
+	}
+	return out
 }

@@ -64,7 +64,10 @@ var Roles = []Role{
 	{Name: RoleRefresh, For: "refresh, watch, the dashboard's refresh", Rules: append(append([]Rule{}, read...), exec,
 		Rule{"", []string{"pods"}, []string{"patch"}},
 		Rule{"apps", []string{"deployments", "statefulsets", "daemonsets"}, []string{"patch"}},
-		Rule{"", []string{"pods/eviction"}, []string{"create"}})},
+		Rule{"", []string{"pods/eviction"}, []string{"create"}},
+		// reload hooks sent from the operator's machine, through the API
+		// server's pod proxy: create for POST and PUT, get for GET
+		Rule{"", []string{"pods/proxy"}, []string{"get", "create"}})},
 	{Name: RoleSecrets, For: "--secrets, secret/NAME (with any of the above)", Rules: []Rule{{"", []string{"secrets"}, []string{"list", "watch"}}}},
 	{Name: RoleNodes, For: "the kubelet sync delay (optional, cluster-scoped)", Rules: []Rule{
 		{"", []string{"nodes"}, []string{"get", "list"}},

@@ -1,5 +1,7 @@
 package reconcile
 
+import "github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+
 // cmsync's own annotations, read on workloads and pods (and on ConfigMaps
 // and Secrets: watch) and written by the controller (applied).
 const (
@@ -22,6 +24,11 @@ const (
 	// restarted controller, or a new leader, compares it with the digests of
 	// the objects now and acts only where they differ.
 	AnnotationApplied = "kubectl-cmsync.io/applied-digest"
+	// AnnotationReloadHook on a workload, its pod template or a bare pod:
+	// the HTTP request each pod is sent once its volumes are remounted
+	// and verified current ("POST :9090/-/reload"); such a workload is
+	// never restarted for a volume use (see onChange).
+	AnnotationReloadHook = refresh.ReloadHookAnnotation
 )
 
 // Reloader's annotations (github.com/stakater/Reloader), honoured with its

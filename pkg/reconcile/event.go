@@ -66,9 +66,12 @@ type Event struct {
 	// Until is when a deferred restart is tried again, where that is
 	// known (a restart window, the pace); Window is the restart window
 	// that defers it.
-	Until   *time.Time `json:"until,omitempty"`
-	Window  string     `json:"window,omitempty"`
-	Message string     `json:"message,omitempty"`
+	Until  *time.Time `json:"until,omitempty"`
+	Window string     `json:"window,omitempty"`
+	// ReloadHook is what became of an annotated pod's reload hook
+	// (EventResult); its Message says it too.
+	ReloadHook *refresh.HookResult `json:"reloadHook,omitempty"`
+	Message    string              `json:"message,omitempty"`
 }
 
 // Round is what one round did: the events it emitted, in order, about its

@@ -12,13 +12,22 @@ import (
 )
 
 // onChange is what a change of an object of kind (ConfigMap or Secret)
-// that the workload consumes does to it, and why: its AnnotationOnChange
-// when set (on the workload, else its pod template); OnChangeRestart for a
+// that the workload consumes does to it, and why: OnChangeRemount for a
+// workload with a reload hook (refresh.ReloadHookAnnotation, valid or
+// not), whatever its other annotations: its volumes are remounted and the
+// application told, which is what the hook is for; its
+// AnnotationOnChange when set (on the workload, else its pod template); OnChangeRestart for a
 // workload opted in for that kind through Reloader's annotations, which
 // restart on every change (many applications read their configuration
 // only at startup); OnChangeRemount otherwise, the least disruptive
 // action: volumes remounted, env and subPath uses restarted.
 func onChange(workload, template map[string]string, kind string) (policy, why string) {
+	for _, ann := range []map[string]string{workload, template} {
+		if _, ok := ann[refresh.ReloadHookAnnotation]; ok {
+			return OnChangeRemount, refresh.ReloadHookAnnotation + " is set: volumes are remounted and the application told, never restarted for them (" +
+				AnnotationOnChange + " and Reloader's annotations do not apply to volume uses); env and subPath uses still restart"
+		}
+	}
 	for _, ann := range []map[string]string{workload, template} {
 		switch v := ann[AnnotationOnChange]; v {
 		case OnChangeRestart, OnChangeRemount:

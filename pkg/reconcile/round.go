@@ -98,7 +98,9 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	for wk := range onRestart {
 		spared[wk] = true
 	}
-	r := &refresh.Refresher{Config: l.Refresh, Cluster: l.Cluster, Restarting: spared, ChangedAgain: l.changedAgain}
+	cluster := l.Cluster
+	// mutated
+	r := &refresh.Refresher{Config: l.Refresh, Cluster: cluster, Restarting: spared, ChangedAgain: l.changedAgain}
 	plan, err := r.Plan(ctx, rd.snap, rd.kept)
 	if err != nil {
 		l.results(plan.Abandon(), rd.changes)
@@ -386,7 +388,7 @@ func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*
 			}
 			continue // already current: nothing was done
 		}
-		e := Event{Kind: EventResult, Action: &res.Action, Outcome: res.Outcome, Message: resultMessage(res)}
+		e := Event{Kind: EventResult, Action: &res.Action, Outcome: res.Outcome, Message: resultMessage(res), ReloadHook: res.Hook}
 		if res.CurrentAfter != nil {
 			d := res.CurrentAfter.Duration
 			e.CurrentAfter = &d
@@ -402,10 +404,14 @@ func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*
 // resultMessage is what the wait saw (or the error); the reason was the
 // action's line.
 func resultMessage(r refresh.Result) string {
+	msg := r.Detail
 	if r.Error != "" {
-		return r.Error
+		msg = r.Error
 	}
-	return r.Detail
+	if h := r.Hook.String(); h != "" {
+		msg = strings.TrimPrefix(msg+"; "+h, "; ")
+	}
+	return msg
 }
 
 // firstEdit is the earliest first edit of the objects the consumers read.

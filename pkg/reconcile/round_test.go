@@ -377,6 +377,10 @@ func TestOnChangePolicy(t *testing.T) {
 		{"cmsync's own opt-in", map[string]string{AnnotationWatch: "true"}, "annotate pod/vol-1-a"},
 		{"cmsync's, restart", map[string]string{AnnotationWatch: "true", AnnotationOnChange: OnChangeRestart}, "restart deployment/vol"},
 		{"reloader for Secrets only", map[string]string{ReloaderSecretAuto: "true"}, "annotate pod/vol-1-a"},
+		// a reload hook: remounted and told, whatever the other annotations
+		{"hook, reloader", map[string]string{ReloaderAuto: "true", AnnotationReloadHook: "POST :9090/-/reload"}, "annotate pod/vol-1-a"},
+		{"hook, on-change restart", map[string]string{AnnotationWatch: "true", AnnotationOnChange: OnChangeRestart, AnnotationReloadHook: "GET :9090"}, "annotate pod/vol-1-a"},
+		{"invalid hook, reloader", map[string]string{ReloaderAuto: "true", AnnotationReloadHook: "PATCH :9090"}, "annotate pod/vol-1-a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRoundFixture(t)
@@ -389,6 +393,9 @@ func TestOnChangePolicy(t *testing.T) {
 					got = append(got, string(e.Action.Action)+" "+e.Action.Target.String())
 					if e.Action.Action == refresh.ActionRestart && !strings.Contains(e.Action.Reason, "on-change: restart") {
 						t.Errorf("restart reason %q does not say the policy", e.Action.Reason)
+					}
+					if v, hooked := tc.ann[AnnotationReloadHook]; hooked && (e.Action.Hook == nil || e.Action.Hook.Request != v || !strings.Contains(e.Action.Reason, "reload hook")) {
+						t.Errorf("the annotation does not carry the workload's hook %q: %+v, reason %q", v, e.Action.Hook, e.Action.Reason)
 					}
 				}
 			}

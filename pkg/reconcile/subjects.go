@@ -122,3 +122,22 @@ func objectAnnotations(snap *inspect.Snapshot, k inspect.ObjectKey) map[string]s
 	}
 	return nil
 }
+
+// readAnnotations answers the refresh engine's reads of workload
+// annotations (for the reload hooks) from those the round's selection
+// read already, and reads the others through next (nil: none).
+type readAnnotations struct {
+	meta map[inspect.WorkloadRef]subjectMeta
+	next refresh.AnnotationReader
+}
+
+// Annotations implements refresh.AnnotationReader.
+func (r readAnnotations) Annotations(ctx context.Context, kind, namespace, name string) (map[string]string, map[string]string, error) {
+	if m, ok := r.meta[inspect.WorkloadRef{Kind: kind, Name: name}]; ok {
+		return m.workload, m.template, m.err
+	}
+	if r.next == nil {
+		return nil, nil, nil
+	}
+	return r.next.Annotations(ctx, kind, namespace, name)
+}

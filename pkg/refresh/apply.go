@@ -81,6 +81,9 @@ type Result struct {
 	Evicted      []string `json:"evicted,omitempty"`
 	NotEvicted   []string `json:"notEvicted,omitempty"`
 	Replacements []string `json:"replacements,omitempty"`
+	// Hook is what became of the pod's reload hook (an annotate action
+	// whose pod has one).
+	Hook *HookResult `json:"reloadHook,omitempty"`
 	// Transient: the action failed for a reason that may pass (Transient),
 	// so a caller that runs again (the continuous refresh) may retry it.
 	Transient bool `json:"-"`

@@ -19,7 +19,7 @@ import (
 // pods/eviction) granted; otherwise everything is planned after the
 // observation. It returns the items left to plan and the channel of the
 // early results (nil when nothing was started).
-func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor) ([]inspect.Use, <-chan []Result) {
+func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor, hooks hookSet) ([]inspect.Use, <-chan []Result) {
 	if !r.Yes || r.MaxRestarts >= 0 || len(need) == 0 {
 		return items, nil
 	}
@@ -47,14 +47,17 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need
 		return items, nil
 	}
 	plan := PlanActions(PlanInput{Items: redactor.Items(now), Pods: pods, Strategy: r.Strategy, Verified: true, NotVerified: notVerified, Selector: sel})
-	if r.Access != nil && len(Missing(ctx, r.Access, Permissions(r.worstCase(plan, rest, pods), DryRunNone))) > 0 {
+	hooks.attach(plan)
+	worst := r.worstCase(plan, rest, pods)
+	hooks.attach(worst)
+	if r.Access != nil && len(Missing(ctx, r.Access, r.permissions(worst))) > 0 {
 		return items, nil // planned after the observation, and refused then if it must be
 	}
 	deadline := r.Now().Add(r.Timeout)
 	r.prepare(ctx, nodesOf(plan, pods))
 	done := make(chan []Result, 1)
 	go func() {
-		w, then := r.podWaits(ctx, deadline, nil, Counts(plan)[ActionAnnotate])
+		w, then := r.podWaits(ctx, deadline, nil, plan)
 		results := ApplyThen(ctx, r.Patcher, plan, DryRunNone, r.Now, then)
 		if w != nil {
 			results = w.Finish(results, r.Rollouts)

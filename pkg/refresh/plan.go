@@ -137,6 +137,9 @@ type Action struct {
 	// OutsideSelector are the pods of Pods that -l does not select: a
 	// restart replaces them too. Such a plan is refused without --yes.
 	OutsideSelector []string `json:"outsideSelector,omitempty"`
+	// Hook is an annotated pod's reload hook (ReloadHookAnnotation),
+	// sent once its remount is verified current.
+	Hook *Hook `json:"reloadHook,omitempty"`
 	// podUIDs are the UIDs of Pods when the plan was made: a pod of the same
 	// name with another UID has been replaced.
 	podUIDs map[string]string

@@ -57,13 +57,26 @@ type Cluster struct {
 	// Access checks the plan's permissions before anything is sent (nil:
 	// no check).
 	Access AccessReviewer
+	// Annotations reads a workload's annotations, for its reload hook
+	// (nil: only the pods' own are read).
+	Annotations AnnotationReader
+	// Hooks sends the reload hooks (nil: none is sent, each says so).
+	Hooks HookSender
+}
+
+// AnnotationReader reads the annotations of a Deployment, StatefulSet or
+// DaemonSet and of its pod template; ClientWorkloads implements it.
+type AnnotationReader interface {
+	Annotations(ctx context.Context, kind, namespace, name string) (workload, template map[string]string, err error)
 }
 
 // ClientCluster is the Cluster of client-go adapters over one client.
 // secrets and selector scope the wait's reads as the command's.
+// Its reload hooks go through the API server's pod proxy.
 func ClientCluster(c kubernetes.Interface, ex containerread.Executor, vo inspect.VerifyOptions, secrets bool, selector string) Cluster {
 	return Cluster{Executor: ex, Workloads: ClientWorkloads{Client: c}, Patcher: ClientPatcher{Client: c},
 		Evictor: ClientEvictor{Client: c}, Rollouts: ClusterRollout{Client: c}, Access: SelfAccessReviewer{Client: c},
+		Annotations: ClientWorkloads{Client: c}, Hooks: ProxyHookSender{Client: c},
 		Verifier: &ClusterVerifier{Client: c, Executor: ex, Verify: vo, Secrets: secrets, PodSelector: selector}}
 }
 
@@ -101,6 +114,8 @@ type Plan struct {
 	// nodes run the pods Actions annotate, for the wait's reader to prepare
 	nodes    []string
 	redactor *inspect.Redactor
+	// hooks are the pods' reload hooks, by PodKey
+	hooks hookSet
 }
 
 // TooManyRestartsError refuses a plan over MaxRestarts.
@@ -170,6 +185,7 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 	// before they reach the plan, and again in the results.
 	p := &Plan{redactor: inspect.NewRedactor(snap)}
 	pods := podsByKey(snap)
+	p.hooks = r.resolveHooks(ctx, items, pods)
 	obs := r.verifyFirst(ctx, p, snap, items, sel, pods)
 	p.Uses = p.redactor.Items(obs.items)
 	var workloads map[WorkloadKey]WorkloadInfo
@@ -180,6 +196,7 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 	}
 	p.Actions = PlanActions(PlanInput{Items: p.Uses, Pods: pods, Workload: workloads, Strategy: r.Strategy, Verified: obs.observed, NotVerified: obs.notVerified,
 		Selector: sel, RestartVia: r.RestartVia, MaxUnavailable: r.MaxUnavailable})
+	p.hooks.attach(p.Actions)
 	counts := Counts(p.Actions)
 	p.Restarts = counts[ActionRestart] + counts[ActionEvict] // an eviction restarts a workload's pods too
 	p.Beyond = BeyondSelector(p.Actions)
@@ -196,7 +213,7 @@ func (r *Refresher) check(ctx context.Context, p *Plan) error {
 		return nil // sends nothing
 	}
 	if r.Access != nil {
-		if missing := Missing(ctx, r.Access, Permissions(p.Actions, r.DryRun)); len(missing) > 0 {
+		if missing := Missing(ctx, r.Access, r.permissions(p.Actions)); len(missing) > 0 {
 			return &PermissionError{Missing: missing, Items: p.Uses}
 		}
 	}
@@ -242,7 +259,7 @@ func (r *Refresher) verifyFirst(ctx context.Context, p *Plan, snap *inspect.Snap
 	}
 	need := NeedsVerify(items)
 	if r.DryRun == DryRunNone {
-		items, p.early = r.annotateEarly(ctx, items, need, sel, pods, p.redactor)
+		items, p.early = r.annotateEarly(ctx, items, need, sel, pods, p.redactor, p.hooks)
 	}
 	items, notVerified := verifyPods(ctx, items, need, snap, r.Executor, r.Verify)
 	// pods annotated without observing are never restarted: their
@@ -268,7 +285,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 	progress = serialized(progress) // the pods' waits and the evictions report at once
 	deadline := r.Now().Add(r.Timeout)
 	r.prepare(ctx, p.nodes)
-	w, then := r.podWaits(ctx, deadline, progress, Counts(p.Actions)[ActionAnnotate])
+	w, then := r.podWaits(ctx, deadline, progress, p.Actions)
 	results := ApplyThen(ctx, r.Patcher, p.Actions, r.DryRun, r.Now, then)
 	if Counts(p.Actions)[ActionEvict] > 0 {
 		results = ApplyEvictions(ctx, r.Evictor, results, EvictOptions{MaxUnavailable: r.MaxUnavailable, DryRun: r.DryRun,
@@ -282,7 +299,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 		p.early = nil
 		sort.SliceStable(results, func(i, j int) bool { return Precedes(results[i].Action, results[j].Action) })
 	}
-	return p.redact(results)
+	return p.redact(finishHooks(results))
 }
 
 // serialized calls f one call at a time.
@@ -296,16 +313,30 @@ func serialized(f func(Progress)) func(Progress) {
 }
 
 // podWaits returns, in a real run that waits, the wait that verifies each
-// annotated pod as soon as its patch is answered (the hook for ApplyThen)
-// and then the restarts and evictions (Finish); Timeout bounds the
-// evictions and the wait together. Otherwise nil, nil.
-func (r *Refresher) podWaits(ctx context.Context, deadline time.Time, progress func(Progress), pods int) (*PodWaits, func(*Result)) {
-	if r.DryRun != DryRunNone || !r.Wait {
-		return nil, nil
+// annotated pod of actions as soon as its patch is answered (the callback
+// for ApplyThen), sends its reload hook once it is current, and then
+// polls the restarts and evictions (Finish); Timeout bounds the evictions
+// and the wait together. A real run that does not wait still waits for
+// the pods with a reload hook, within Timeout, since a hook must follow
+// the remount, and for nothing else. Otherwise nil, nil.
+func (r *Refresher) podWaits(ctx context.Context, deadline time.Time, progress func(Progress), actions []Action) (*PodWaits, func(*Result)) {
+	hooked := 0
+	for _, a := range actions {
+		if a.Action == ActionAnnotate && a.Hook.sendable() {
+			hooked++
+		}
+	}
+	if r.DryRun != DryRunNone || !r.Wait && (hooked == 0 || r.Timeout <= 0) {
+		return nil, nil // no Timeout: no time to wait for the hooked pods
 	}
 	w := NewPodWaits(ctx, r.Verifier, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency,
-		Progress: progress, ChangedAgain: r.ChangedAgain})
-	w.Expect(pods)
+		Progress: progress, ChangedAgain: r.ChangedAgain, Hooks: r.Hooks})
+	w.hookedOnly = !r.Wait
+	if w.hookedOnly {
+		w.Expect(hooked)
+	} else {
+		w.Expect(Counts(actions)[ActionAnnotate])
+	}
 	return w, w.Add
 }
 
@@ -318,7 +349,7 @@ func (p *Plan) Abandon() []Result {
 	}
 	res := <-p.early
 	p.early = nil
-	return p.redact(res)
+	return p.redact(finishHooks(res))
 }
 
 // redact is the output edge of the results.

@@ -74,6 +74,9 @@ type WaitOptions struct {
 	// least the data planned for: the restart is reached, and the newer
 	// edit is a change of its own. nil: a restart waits for the newest data.
 	ChangedAgain func(inspect.ObjectKey) bool
+	// Hooks sends an annotated pod's reload hook once the pod is verified
+	// current (nil: a hook is reported not sent).
+	Hooks HookSender
 }
 
 // settled reports whether an observed use counts as current: in-sync or
@@ -167,6 +170,11 @@ type PodWaits struct {
 	sem      chan struct{}
 	wg       sync.WaitGroup
 
+	// hookedOnly: only the annotated pods with a reload hook are waited
+	// for (a refresh without --wait: the hook must follow the remount),
+	// and no restart or eviction is polled
+	hookedOnly bool
+
 	mu sync.Mutex
 	// the progress: done of total, the pods expected (Expect) or added,
 	// and from Finish the polled actions
@@ -204,7 +212,7 @@ const (
 // Add starts the wait of r when it is an applied annotation (anything else
 // is left to Finish).
 func (w *PodWaits) Add(r *Result) {
-	if r.Outcome != OutcomeApplied || r.Action.Action != ActionAnnotate {
+	if r.Outcome != OutcomeApplied || r.Action.Action != ActionAnnotate || w.hookedOnly && !r.Action.Hook.sendable() {
 		return
 	}
 	w.mu.Lock()
@@ -242,7 +250,7 @@ func (w *PodWaits) Finish(results []Result, rc RolloutChecker) []Result {
 	var polled []int
 	for i := range results {
 		// an annotation's result is its pod's wait's (Add) until wg.Wait
-		if r := &results[i]; r.Action.Action != ActionAnnotate && r.Outcome == OutcomeApplied {
+		if r := &results[i]; r.Action.Action != ActionAnnotate && r.Outcome == OutcomeApplied && !w.hookedOnly {
 			polled = append(polled, i)
 		}
 	}
@@ -273,8 +281,9 @@ func sleep(ctx context.Context, d time.Duration) {
 // patch was acknowledged, then reads with a backoff until every consumer
 // is in-sync, cannot be verified, or the deadline passes. Only a
 // successful read after the patch makes it current; nothing observed
-// before the patch counts. It reports whether the action is settled
-// (current or unverifiable).
+// before the patch counts. A pod verified current is then sent its reload
+// hook, once. It reports whether the action is settled (current or
+// unverifiable).
 func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, deadline time.Time, o WaitOptions) bool {
 	if o.PodDelay > 0 && r.AppliedAt != nil {
 		sleep(ctx, r.AppliedAt.Add(o.PodDelay).Sub(o.Now()))
@@ -299,6 +308,9 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 			r.Outcome = OutcomeCurrent
 			d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
 			r.CurrentAfter = &d
+			if r.Action.Hook.sendable() {
+				sendHook(ctx, r, o.Hooks)
+			}
 			return true
 		case replaced:
 			r.Outcome = OutcomeCurrent

@@ -77,6 +77,9 @@ func Detail(r refresh.Result) string {
 		// without a prior exec)
 		detail = strings.TrimSuffix(PastTense(refresh.ActionAnnotate)+" ("+r.Before()+"); "+r.Detail, "; ")
 	}
+	if h := r.Hook.String(); h != "" {
+		detail = strings.TrimSuffix(detail+"; "+h, "; ")
+	}
 	return detail
 }
 

@@ -92,3 +92,20 @@ func TestPlanTableNamesForeignOwnerWithItsGroup(t *testing.T) {
 		}
 	}
 }
+
+// The DETAIL cell of an annotated pod says what became of its reload
+// hook, the application's answer escaped.
+func TestResultDetailSaysTheHook(t *testing.T) {
+	a := refresh.Action{Action: refresh.ActionAnnotate, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "prom-0"}}
+	r := refresh.Result{Action: a, Outcome: refresh.OutcomeCurrent,
+		Hook: &refresh.HookResult{Request: "POST :9090/-/reload", Outcome: refresh.HookFailed, Via: "proxy", Status: 500, Message: "HTTP 500: bad\nconfig"}}
+	rows := Results{Items: []refresh.Result{r}}.Rows()
+	want := `annotated (state not observed before); reload hook POST :9090/-/reload: failed (via proxy): HTTP 500: bad\nconfig`
+	if got := rows[0][len(rows[0])-1]; got != want {
+		t.Errorf("DETAIL %q\nwant   %q", got, want)
+	}
+	r.Hook = nil
+	if got := Detail(r); strings.Contains(got, "reload hook") {
+		t.Errorf("no hook: %q", got)
+	}
+}
