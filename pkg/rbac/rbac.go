@@ -64,7 +64,8 @@ var Roles = []Role{
 	{Name: RoleRefresh, For: "refresh, watch, the dashboard's refresh", Rules: append(append([]Rule{}, read...), exec,
 		Rule{"", []string{"pods"}, []string{"patch"}},
 		Rule{"apps", []string{"deployments", "statefulsets", "daemonsets"}, []string{"patch"}},
-		Rule{"", []string{"pods/eviction"}, []string{"create"}})},
+		Rule{"", []string{"pods/eviction"}, []string{"create"}},
+		Rule{"argoproj.io", []string{"rollouts"}, []string{"get", "list", "patch"}})},
 	{Name: RoleSecrets, For: "--secrets, secret/NAME (with any of the above)", Rules: []Rule{{"", []string{"secrets"}, []string{"list", "watch"}}}},
 	{Name: RoleNodes, For: "the kubelet sync delay (optional, cluster-scoped)", Rules: []Rule{
 		{"", []string{"nodes"}, []string{"get", "list"}},
