@@ -189,6 +189,7 @@ func (f *fx) expectReplaced(before, now []corev1.Pod, want string) {
 // with reloader.stakater.com/rollout-strategy=rollout the paused Rollout
 // is refused with the promote step and nothing is patched.
 func TestArgoRollout(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.startArgo()
 	f.createConfigMap(configMap("app", map[string]string{"LEVEL": "v0"}))
