@@ -218,8 +218,9 @@ func TestArgoRollout(t *testing.T) {
 	after := f.waitPodsReady(2)
 	f.expectReplaced(before, after, "v1")
 
-	// watch: the next edit, the same restart
-	w := f.startWatch()
+	// watch --require-opt-in: the Rollout's own reloader.stakater.com/auto
+	// opts it in (its pods have no annotation); the next edit, the same restart
+	w := f.startWatch("--require-opt-in")
 	f.patchConfigMapData("app", map[string]string{"LEVEL": "v2"})
 	e := w.waitFor("rollout restarted", isResult(refresh.ActionRestart, "rollout.argoproj.io/web"))
 	if e.Outcome != refresh.OutcomeCurrent {
