@@ -261,3 +261,43 @@ func TestArgoRollout(t *testing.T) {
 		t.Errorf("the refused Rollout's spec was written (generation %d -> %d)", gen, got)
 	}
 }
+
+// The controller as it is installed (deploy/controller, its own
+// ServiceAccount and ClusterRole: the rollouts rule is what lets it read
+// and patch the Rollout) beside the real Argo Rollouts controller: at its
+// start it records the Reloader-annotated Rollout on the Rollout itself;
+// an env edit restarts it through spec.restartAt, the new pods are
+// verified current, and the record is written anew.
+func TestControllerArgoRollout(t *testing.T) {
+	f := newFx(t)
+	loadImage(t)
+	f.startArgo()
+	f.createConfigMap(configMap("app", map[string]string{"LEVEL": "v0"}))
+	f.createRollout("web", 2, podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "app", "LEVEL", nil))), map[string]string{reconcile.ReloaderAuto: "true"})
+	before := f.waitRolloutPhase("web", "Healthy", 2)
+	f.deployController("controller", "-n", f.ns, "--debounce=1s", "--max-wait=5s")
+	leader := f.leader()
+	e := f.waitControllerEvent(leader, "resumed", isResume)
+	if !strings.HasPrefix(e.Message, "0 consumers current by their record, 1 recorded for the first time") {
+		t.Errorf("first start: %s, want the Rollout recorded", e.Message)
+	}
+	record0 := f.getRollout("web").GetAnnotations()[reconcile.AnnotationApplied]
+	if record0 == "" {
+		t.Fatalf("no %s on the Rollout after the first start", reconcile.AnnotationApplied)
+	}
+
+	f.patchConfigMapData("app", map[string]string{"LEVEL": "v1"})
+	e = f.waitControllerEvent(leader, "the Rollout restarted", isResult(refresh.ActionRestart, "rollout.argoproj.io/web"))
+	if e.Outcome != refresh.OutcomeCurrent {
+		t.Errorf("restart of the Rollout: %s (%s), want current", e.Outcome, e.Message)
+	}
+	ro := f.getRollout("web")
+	if at, done := stringAt(ro, "spec", "restartAt"), stringAt(ro, "status", "restartedAt"); at == "" || at != done {
+		t.Errorf("spec.restartAt %q, status.restartedAt %q: want both set and equal", at, done)
+	}
+	f.expectReplaced(before, f.waitPodsReady(2), "v1")
+	f.poll("the Rollout's record written anew", 30*time.Second, func() (bool, error) {
+		r := f.getRollout("web").GetAnnotations()[reconcile.AnnotationApplied]
+		return r != "" && r != record0, nil
+	})
+}
