@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,14 +54,25 @@ func freePort(t *testing.T) string {
 	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
 
-// startArgo installs the Argo Rollouts CRDs (server-side apply: they stay,
-// as CRDs of a cluster do; nothing of cmsync's needs them gone) and runs
-// the real controller on the host with the admin kubeconfig, in namespaced
-// mode for the test's namespace only, without leader election, for at most
-// the test's lifetime: it is killed at the end of the test.
+// startArgo installs the Argo Rollouts CRDs and runs the real controller on
+// the host with the admin kubeconfig, in namespaced mode for the test's
+// namespace only, without leader election, for at most the test's
+// lifetime: it is killed at the end of the test, and the CRDs are deleted
+// if the test installed them (the rest of the suite runs on a cluster
+// without them, as most clusters are).
 func (f *fx) startArgo() {
 	f.t.Helper()
 	bin, crds := argoBin(f.t)
+	_, err := f.rollouts().List(f.ctx, metav1.ListOptions{Limit: 1})
+	if apierrors.IsNotFound(err) {
+		f.t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			if out, err := exec.CommandContext(ctx, "kubectl", "delete", "--ignore-not-found", "-f", crds).CombinedOutput(); err != nil {
+				f.t.Errorf("deleting the Argo Rollouts CRDs: %v\n%s", err, out)
+			}
+		})
+	}
 	if out, err := exec.CommandContext(f.ctx, "kubectl", "apply", "--server-side", "--force-conflicts", "-f", crds).CombinedOutput(); err != nil {
 		f.t.Fatalf("installing the Argo Rollouts CRDs: %v\n%s", err, out)
 	}
