@@ -55,7 +55,7 @@ func workloadTarget(it inspect.Use) Target {
 // kind and name.
 func foreignOwnerReason(it inspect.Use) string {
 	w := it.Workload
-	return fmt.Sprintf("owner %s %s %q is not a built-in workload (only apps/v1 Deployments, StatefulSets, DaemonSets and ReplicaSets are restarted or evicted): cmsync does not change it; restart its pods with its own controller's tooling",
+	return fmt.Sprintf("owner %s %s %q is not a built-in workload (only apps/v1 Deployments, StatefulSets, DaemonSets and ReplicaSets, and argoproj.io Rollouts, are restarted or evicted): cmsync does not change it; restart its pods with its own controller's tooling",
 		w.APIVersion, w.Kind, w.Name)
 }
 

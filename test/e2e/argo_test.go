@@ -199,7 +199,8 @@ func (f *fx) expectReplaced(before, now []corev1.Pod, want string) {
 // for the next edit. A paused Rollout is restarted all the same (the
 // controller's pod restarter runs whatever the pause) and stays paused;
 // with reloader.stakater.com/rollout-strategy=rollout the paused Rollout
-// is refused with the promote step and nothing is patched.
+// is refused with the promote step and nothing is patched, while
+// --restart-via=evict evicts its pods and leaves it alone.
 func TestArgoRollout(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
@@ -271,6 +272,17 @@ func TestArgoRollout(t *testing.T) {
 	t.Logf("paused, rollout strategy: exit %d, %s", code, doc.Items[0].Reason)
 	if got := f.getRollout("web").GetGeneration(); got != gen {
 		t.Errorf("the refused Rollout's spec was written (generation %d -> %d)", gen, got)
+	}
+
+	// --restart-via=evict: its pods evicted (their ReplicaSet re-creates
+	// them), the Rollout never written, paused or not
+	doc, errOut, code = f.refreshJSON("app", "--restart-via=evict", "--yes", "--wait", "--timeout", "240s")
+	if code != 0 || actionsOf(doc) != "evict rollout.argoproj.io/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent || len(doc.Items[0].Evicted) != 2 {
+		t.Fatalf("evict: exit %d %+v, want both pods of the Rollout evicted, current\nstderr: %s", code, doc.Items, errOut)
+	}
+	f.expectReplaced(paused, f.waitPodsReady(2), "v4")
+	if got := f.getRollout("web").GetGeneration(); got != gen {
+		t.Errorf("--restart-via=evict wrote the Rollout's spec (generation %d -> %d)", gen, got)
 	}
 }
 
