@@ -14,7 +14,7 @@ E2E_FLAGS ?=
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build helm argo-rollouts unit fuzz e2e release-check image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
+.PHONY: help build helm argo-rollouts unit fuzz e2e release-check release-fast image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
@@ -26,6 +26,7 @@ help:
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s, on Go FUZZ_TOOLCHAIN; FUZZTIME=5m make fuzz)"
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install, of all"
 	@echo "                five platforms (RELEASE_PLATFORMS=host: this machine's platform only)"
+	@echo "release-fast    krew's validator on plugins/krew.yaml, the image index (amd64, arm64), the chart packaged (in test)"
 	@echo "image           dist/image/kubectl-cmsync.tar: the container image, built without a registry or a daemon"
 	@echo "e2e             the e2e suite against the running local cluster (make cluster-up first)"
 	@echo "test            unit beside the cluster prerequisites and build, start the cluster of"
@@ -89,6 +90,11 @@ e2e:
 release-check:
 	hack/release/check.sh
 
+# the release's packaging without goreleaser: krew's validator on plugins/krew.yaml, the image index of both
+# architectures, the chart packaged (hack/release/fast.sh); part of make test
+release-fast: helm
+	hack/release/fast.sh
+
 # the container image (the static binary in one layer, non-root; no registry, no daemon) as a tarball;
 # hack/cluster/load-image.sh dist/image/kubectl-cmsync.tar imports it into the local cluster
 IMAGE_TAG ?= localhost/kubectl-cmsync:dev
@@ -98,11 +104,12 @@ image:
 	$(GO) run ./hack/image -binary dist/image/kubectl-cmsync -tag $(IMAGE_TAG) -o dist/image/kubectl-cmsync.tar
 
 # The unit suite and the Kubernetes build (the first time) run side by side, then the Argo Rollouts controller's
-# build (the first time) in the first free slot: the builds' module downloads and links overlap the compiles. The e2e suite runs alone afterwards: beside a compiler, execs into
-# containers took over their 10 s timeout on 2 cores. release-check (goreleaser and krew built from source, a
-# snapshot release) is not part of test: it is the release step, `make release-check`.
+# build (the first time) in the first free slot: the builds' module downloads and links overlap the tests'
+# compiles. The e2e suite runs alone afterwards: beside a compiler, execs into containers took over their 10 s
+# timeout on 2 cores. release-fast checks the packaging beside them; release-check (goreleaser built from
+# source, a snapshot release) is the release step, `make release-check`.
 test:
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit cluster-build argo-rollouts
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit release-fast cluster-build argo-rollouts
 	$(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
 
 test-oldest:

@@ -294,6 +294,9 @@ func TestInvalidValues(t *testing.T) {
 		{"reader.mode=ssh", `reader.mode "ssh": exec or node`},
 		{"watchGlobally=false,namespaces={a,b}", "the controller watches one namespace"},
 		{"watchGlobally=false,namespaces={a},ignoreNamespaces={b,a}", `ignoreNamespaces: "a" is the namespace watched`},
+		{"alerts.info=prod", "alerts.format, alerts.proxy and alerts.info need alerts.webhook.existingSecret"},
+		{"alerts.format=slack", "alerts.format, alerts.proxy and alerts.info need alerts.webhook.existingSecret"},
+		{"alerts.webhook.existingSecret=hook,alerts.format=discord", `alerts.format "discord": slack, teams, gchat or raw`},
 	} {
 		_, err := run(t, "template", "x", chart, "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

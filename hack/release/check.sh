@@ -12,7 +12,8 @@
 #      completion helper installed; then, for this machine's platform, `kubectl cmsync version` through
 #      kubectl from $KREW_ROOT/bin, and the completion helper from the installed archive;
 #   6. hack/release/image.sh: the image index (linux/amd64, linux/arm64) deploy/controller names, as an OCI
-#      layout in dist/image/oci (not pushed).
+#      layout in dist/image/oci (not pushed);
+#   7. hack/release/chart.sh: the chart packaged into dist/chart (not pushed).
 # kubectl is the cached v$K8S_VERSION of hack/cluster/build.sh (KUBECTL=/path/to/kubectl overrides it).
 # RELEASE_PLATFORMS=all (default, `make release-check`): the five platforms of .goreleaser.yaml.
 # RELEASE_PLATFORMS=host: `goreleaser check` of the whole file, but the snapshot release, the
@@ -156,4 +157,7 @@ step "kubectl cmsync version and kubectl_complete-cmsync work from the krew inst
 # 6. the container image the kustomization and the chart name: the two-platform OCI index, built (no push)
 IMAGE_VERSION=$(sed -n 's/^  newTag: //p' deploy/controller/kustomization.yaml)
 hack/release/image.sh "$IMAGE_VERSION" | sed 's/^/release-check: /'
+
+# 7. the chart, packaged (the release pushes it as an OCI chart: hack/release/chart.sh --push)
+hack/release/chart.sh | sed 's/^/release-check: /'
 step "OK in $(( $(date +%s) - start )) s"

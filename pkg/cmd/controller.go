@@ -182,6 +182,10 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 	if o.broadcaster != nil {
 		defer o.broadcaster.Shutdown() // the Events queued are sent
 	}
+	log := serialized(o.logLine)
+	metrics := controller.NewMetrics()
+	attach, stopAlerts := o.Alert.start(alertReport(log), metrics.AlertResult)
+	defer stopAlerts() // after the loop: its last rounds' messages are flushed
 	c := &controller.Controller{
 		Config: controller.Config{Namespace: o.KeyNamespace, LeaderElect: o.LeaderElect, LeaseName: o.LeaseName, Identity: o.Identity,
 			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, KeySecret: o.KeySecret,
@@ -190,10 +194,11 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 		NewLoop: func(key []byte) *reconcile.Loop {
 			l := o.newLoop()
 			l.DigestKey, l.Resume = key, len(key) > 0
+			attach(l)
 			return l
 		},
-		Log:     o.logLine,
-		Metrics: controller.NewMetrics(),
+		Log:     log,
+		Metrics: metrics,
 		Events:  controller.EventPoster{EventRecorder: o.recorder},
 	}
 	if c.DryRun {

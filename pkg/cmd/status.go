@@ -219,6 +219,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	inspect.NoteRestartWindows(items, o.Now())
 	// The output edge: no text derived from Secret data goes further.
 	redactor.Redact(items)
 	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: o.Secrets || inspect.NamesSecret(o.Names), Now: o.Now(), GroupBy: o.GroupBy}); err != nil {

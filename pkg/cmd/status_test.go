@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubectl-cmsync/kubectl-cmsync/internal/fixtures"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/fixtures"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 

@@ -55,7 +55,10 @@ var (
 		handled at all; a change out of scope is logged as ignored.
 
 		One line per change, action and result; -o json prints each as one JSON
-		object per line. It runs until interrupted.`)
+		object per line. With --alert-webhook (or $CMSYNC_ALERT_WEBHOOK), each
+		round that acted or failed is also posted as one message to a Slack,
+		Teams or Google Chat webhook, or as JSON (--alert-format). It runs until
+		interrupted.`)
 
 	watchExample = templates.Examples(`
 		# Keep the consumers of every ConfigMap of the current namespace current
@@ -79,6 +82,7 @@ type WatchOptions struct {
 	Selection
 	ScopeFlags
 	RestartFlags
+	Alert                 AlertFlags
 	DryRun                string
 	SyncExisting          bool
 	RequireOptIn          bool
@@ -104,7 +108,8 @@ type WatchOptions struct {
 // NewWatchOptions returns options with defaults.
 func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
 	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
-		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, Workers: reconcile.DefaultWorkers, RolloutWait: 10 * time.Minute, RestartBurst: 10, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags()}
+		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, Workers: reconcile.DefaultWorkers, RolloutWait: 10 * time.Minute, RestartBurst: 10, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags(),
+		Alert: defaultAlertFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	o.Verify.ReaderIdleTimeout = DefaultReaderIdleTimeout
 	return o
@@ -153,10 +158,12 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	o.RestartFlags.addFlags(fs, false)
 	o.Verify.AddFlags(fs, false)
 	o.Verify.AddIdleFlag(fs)
+	o.Alert.addFlags(fs)
 }
 
-// Complete resolves namespace, names and the client.
+// Complete resolves namespace, names, the client and the alerts' webhook.
 func (o *WatchOptions) Complete(args []string) error {
+	o.Alert.complete()
 	var err error
 	if o.Names, err = o.complete(o.AllNamespaces, args, o.Client == nil); err != nil {
 		return err
@@ -212,27 +219,29 @@ func (o *WatchOptions) Validate() error {
 	if err := o.RestartFlags.validate(); err != nil {
 		return err
 	}
+	if err := o.Alert.validate(); err != nil {
+		return err
+	}
 	return o.Verify.Validate()
 }
 
-// Run watches until interrupted, printing one line per event.
+// Run watches until interrupted, printing one line per event (and
+// alerting, with --alert-webhook, once per round that acted or failed).
 func (o *WatchOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	defer o.Verify.Close(o.ErrOut)
-	l := o.loop()
+	emit := serialized(o.print)
+	attach, stopAlerts := o.Alert.start(alertReport(emit), nil)
+	defer stopAlerts() // after the loop: its last rounds' messages are flushed
+	l := o.newLoop()
+	l.Emit = emit
+	attach(l)
 	if err := l.Run(ctx); err != nil {
 		return explainAPIError(err, o.server(), o.Namespace)
 	}
 	return nil
-}
-
-// loop is the continuous refresh over these flags, printing each event.
-func (o *WatchOptions) loop() *reconcile.Loop {
-	l := o.newLoop()
-	l.Emit = o.print
-	return l
 }
 
 // newLoop is the continuous refresh over these flags.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/alert"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -44,6 +45,9 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		m.Handle(e)
 	}
 	m.SetLeader(true)
+	m.AlertResult("slack", alert.ResultSent)
+	m.AlertResult("slack", alert.ResultSent)
+	m.AlertResult("slack", alert.ResultDropped)
 	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "namespaces", MetricsProvider: m.Queue()})
 	q.Add("a")
 	q.Add("b")
@@ -68,6 +72,8 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		`cmsync_queue_depth 1`,
 		`cmsync_round_duration_seconds_count 1`,
 		`cmsync_queue_wait_seconds_count 1`,
+		`cmsync_alerts_total{format="slack",result="sent"} 2`,
+		`cmsync_alerts_total{format="slack",result="dropped"} 1`,
 		`go_goroutines `,
 	} {
 		if !strings.Contains(body, want) {
@@ -159,4 +165,40 @@ func TestEventMessageIsCappedAtACharacter(t *testing.T) {
 	if want := "restart deployment/web -n ns: xé"; !strings.HasPrefix(msg, want) {
 		t.Errorf("message %.40q, want it to start %q (no time, no kind)", msg, want)
 	}
+}
+
+// TestRestartWindowMetric: a restart deferred to its window is a gauge of
+// when the window opens, by workload, gone once the restart is sent.
+func TestRestartWindowMetric(t *testing.T) {
+	m := NewMetrics()
+	opens := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	web := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}
+	db := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "StatefulSet", Namespace: "ns", Name: "db"}}
+	for _, a := range []*refresh.Action{web, db} {
+		m.Handle(reconcile.Event{Kind: reconcile.EventDeferred, Action: a, Until: &opens, Window: "Mon-Fri 02:00-05:00 Europe/Berlin"})
+	}
+	_, body := get(t, Handler(m, &Probes{}), "/metrics")
+	for _, want := range []string{
+		`cmsync_restart_window_deferred_until_seconds{namespace="ns",workload="deployment/web"} 1.7960004e+09`,
+		`cmsync_restart_window_deferred_until_seconds{namespace="ns",workload="statefulset/db"} 1.7960004e+09`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	m.Handle(reconcile.Event{Kind: reconcile.EventAction, Action: web})
+	_, body = get(t, Handler(m, &Probes{}), "/metrics")
+	if strings.Contains(body, `workload="deployment/web"`) || !strings.Contains(body, `workload="statefulset/db"`) {
+		t.Errorf("after web's restart was sent, /metrics has:\n%s", grepLines(body, "restart_window"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/alert"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 )
 
@@ -17,11 +18,13 @@ type Metrics struct {
 	actions  *prometheus.CounterVec
 	results  *prometheus.CounterVec
 	deferred prometheus.Counter
+	windowed *prometheus.GaugeVec
 	ignored  prometheus.Counter
 	retries  prometheus.Counter
 	errors   prometheus.Counter
 	latency  prometheus.Histogram
 	leader   prometheus.Gauge
+	alerts   *prometheus.CounterVec
 	queue    *queueMetrics
 }
 
@@ -39,6 +42,9 @@ func NewMetrics() *Metrics {
 			[]string{"action", "outcome"}),
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_deferred_total",
 			Help: "Restarts held back (a rollout under way, or --max-concurrent-restarts reached) and tried again; counted once per edit and reason, not at every retry."}),
+		windowed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cmsync_restart_window_deferred_until_seconds",
+			Help: "Restarts waiting for their workload's restart window (kubectl-cmsync.io/restart-window): when the window opens, in seconds since the epoch, by workload."},
+			[]string{"namespace", "workload"}),
 		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_ignored_total",
 			Help: "Changes that no selected consumer reads (no action)."}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_retries_total",
@@ -50,9 +56,12 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300, 600}}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cmsync_leader",
 			Help: "1 while this replica holds the lease and acts, else 0."}),
+		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cmsync_alerts_total",
+			Help: "Alerts (one per round that acted or failed), by format and result: sent, failed (refused, or failing after the last attempt), dropped (a full queue, or shutting down)."},
+			[]string{"format", "result"}),
 		queue: newQueueMetrics(),
 	}
-	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.ignored, m.retries, m.errors, m.latency, m.leader,
+	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.windowed, m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Registry.MustRegister(m.queue.collectors()...)
 	return m
@@ -63,6 +72,7 @@ func (m *Metrics) Queue() workqueue.MetricsProvider { return m.queue }
 
 // Handle counts one event of the loop.
 func (m *Metrics) Handle(e reconcile.Event) {
+	m.windowEnded(e)
 	switch e.Kind {
 	case reconcile.EventChange:
 		if e.Object != nil {
@@ -77,6 +87,9 @@ func (m *Metrics) Handle(e reconcile.Event) {
 		}
 	case reconcile.EventDeferred:
 		m.deferred.Inc()
+		if e.Window != "" && e.Until != nil && e.Action != nil {
+			m.windowed.WithLabelValues(e.Action.Target.Namespace, e.Action.Target.String()).Set(float64(e.Until.Unix()))
+		}
 	case reconcile.EventIgnored:
 		m.ignored.Inc()
 	case reconcile.EventRetry:
@@ -86,11 +99,33 @@ func (m *Metrics) Handle(e reconcile.Event) {
 	}
 }
 
+// windowEnded forgets a workload's deferral once its restart is sent,
+// ended, or given up (an error, a skip), and when another deferral of it
+// replaces the window's.
+func (m *Metrics) windowEnded(e reconcile.Event) {
+	t := e.Target
+	if e.Action != nil {
+		t = &e.Action.Target
+	}
+	switch {
+	case t == nil, e.Kind == reconcile.EventDeferred && e.Window != "":
+		return
+	case e.Kind == reconcile.EventAction, e.Kind == reconcile.EventResult, e.Kind == reconcile.EventError, e.Kind == reconcile.EventSkip,
+		e.Kind == reconcile.EventDeferred:
+		m.windowed.DeleteLabelValues(t.Namespace, t.String())
+	}
+}
+
 func actionLabel(e reconcile.Event) string {
 	if e.Action == nil {
 		return ""
 	}
 	return string(e.Action.Action)
+}
+
+// AlertResult counts how one alert ended.
+func (m *Metrics) AlertResult(format string, r alert.Result) {
+	m.alerts.WithLabelValues(format, string(r)).Inc()
 }
 
 // SetLeader sets cmsync_leader.

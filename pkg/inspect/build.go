@@ -172,6 +172,11 @@ func (b *Builder) Add(pod *corev1.Pod) {
 		}
 		it.Workload = *owner
 		Predict(it, pod, b.snap.Object(k), b.snap)
+		if it.Verdict == VerdictRestartNeeded {
+			if v := restartWindowOf(pod, b.snap); v != "" {
+				it.RestartWindow = &RestartWindow{Value: v}
+			}
+		}
 		// the reasons repeat (one per object, mode and timing): keep
 		// one copy of each
 		if r, ok := b.reasons[it.Reason]; ok {

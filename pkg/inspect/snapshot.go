@@ -559,7 +559,7 @@ func listOwnerMeta(mc metadata.Interface, gvr schema.GroupVersionResource, ns st
 	}, func(obj runtime.Object) error {
 		m := obj.(*metav1.PartialObjectMetadata)
 		each(metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp, Labels: m.Labels})
+			OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp, Labels: m.Labels, Annotations: keptOwnerAnnotations(m.Annotations)})
 		return nil
 	})
 }

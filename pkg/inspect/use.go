@@ -241,6 +241,9 @@ type Use struct {
 	Verdict     Verdict `json:"verdict"`
 	Reason      string  `json:"reason"`
 	Delay       *Delay  `json:"delay,omitempty"`
+	// RestartWindow is the restart window of the workload of a use that
+	// needs a restart (NoteRestartWindows says when it opens).
+	RestartWindow *RestartWindow `json:"restartWindow,omitempty"`
 
 	// Filled by --verify.
 	State       State  `json:"state,omitempty"`

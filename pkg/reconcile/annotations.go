@@ -39,6 +39,7 @@ const (
 	ReloaderSearch           = "reloader.stakater.com/search"
 	ReloaderMatch            = "reloader.stakater.com/match"
 	ReloaderIgnore           = "reloader.stakater.com/ignore"
+	ReloaderPausePeriod      = "deployment.reloader.stakater.com/pause-period"
 )
 
 // The values of AnnotationOnChange.

@@ -63,5 +63,33 @@ type Event struct {
 	Outcome      refresh.Outcome `json:"outcome,omitempty"`
 	CurrentAfter *time.Duration  `json:"currentAfterNs,omitempty"`
 	SinceChange  *time.Duration  `json:"sinceChangeNs,omitempty"`
-	Message      string          `json:"message,omitempty"`
+	// Until is when a deferred restart is tried again, where that is
+	// known (a restart window, the pace); Window is the restart window
+	// that defers it.
+	Until   *time.Time `json:"until,omitempty"`
+	Window  string     `json:"window,omitempty"`
+	Message string     `json:"message,omitempty"`
+}
+
+// Round is what one round did: the events it emitted, in order, about its
+// namespace's objects and workloads (an event of no object, such as a
+// failed watch, is in none). Loop.Round receives it at the round's end.
+type Round struct {
+	Namespace string
+	// Started and Ended are on the loop's Clock.
+	Started, Ended time.Time
+	Events         []Event
+}
+
+// namespace is the namespace an event is about ("" for none).
+func (e Event) namespace() string {
+	switch {
+	case e.Object != nil:
+		return e.Object.Namespace
+	case e.Action != nil:
+		return e.Action.Target.Namespace
+	case e.Target != nil:
+		return e.Target.Namespace
+	}
+	return ""
 }

@@ -25,6 +25,9 @@ type Hold struct {
 	// until Until.
 	Paced bool
 	Until time.Time
+	// Window is the restart window (its annotation) that holds the
+	// restart until Until: the event carries it.
+	Window string
 }
 
 // Gate decides, action by action, which restarts and evictions go ahead:
@@ -74,7 +77,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		if h := rollouts[t]; h.Reason != "" {
 			return h
 		}
-		return l.paceHold(ctx, t, meta)
+		return l.scheduleHold(ctx, t, meta)
 	})
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}
@@ -82,8 +85,11 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	var out []refresh.Action
 	for _, i := range slices.Sorted(maps.Keys(held)) {
 		a, h := plan.Actions[i], held[i]
-		if h.Paced { // Until is on the API server's clock; the debounce runs on Clock
-			h.Until = l.Clock().Add(max(h.Until.Sub(now), time.Second))
+		var at *time.Time // as the event says it: on the API server's clock
+		if h.Paced {
+			u := h.Until
+			at = &u
+			h.Until = l.Clock().Add(max(h.Until.Sub(now), time.Second)) // the debounce runs on Clock
 		}
 		out = append(out, a)
 		objs := consumedObjects(a, changes)
@@ -112,7 +118,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 			until[k] = laterRetry(until[k], h, len(retry[k]) == 1)
 		}
 		if tell { // said once per edit and reason, not at every retry
-			l.emit(Event{Kind: EventDeferred, Action: &a, Message: h.Reason + "; " + retryWhen(h)})
+			l.emit(Event{Kind: EventDeferred, Action: &a, Until: at, Window: h.Window, Message: h.Reason + "; " + retryWhen(h)})
 		}
 	}
 	for k, only := range retry {
@@ -165,6 +171,9 @@ func (l *Loop) recheckAfter(p *pending, now time.Time) time.Duration {
 
 // retryWhen says when a held restart is tried again.
 func retryWhen(h Hold) string {
+	if h.Window != "" {
+		return "restarted then (with the values of that time)"
+	}
 	if h.Paced {
 		return "tried again at " + h.Until.UTC().Format(time.RFC3339)
 	}

@@ -94,6 +94,10 @@ type Loop struct {
 	Named NamedWorkloads
 	// Emit receives every event, one at a time.
 	Emit func(Event)
+	// Round, when set, receives each round's events at its end (see
+	// Round): one call per round, for a summary such as an alert. It is
+	// called on the round's worker and must not block.
+	Round func(Round)
 	// Acted, when set, is told after each step the time up to which every
 	// change was acted on (actedUntil), for the next loop's Watermark.
 	Acted func(until time.Time)
@@ -105,7 +109,10 @@ type Loop struct {
 	// what the cluster wrote (an event's SinceChange).
 	Clock func() time.Time
 
-	emitMu  sync.Mutex
+	emitMu sync.Mutex // guards rounds too
+	// rounds are the events of the rounds under way, by namespace (for
+	// Round; nil without it)
+	rounds  map[string][]Event
 	mu      sync.Mutex // guards pending, bounce, taken, steps, resumeIncomplete
 	pending map[inspect.ObjectKey]*pending
 	bounce  Debouncer[string] // by namespace
@@ -603,4 +610,9 @@ func (l *Loop) emit(e Event) {
 	l.emitMu.Lock()
 	defer l.emitMu.Unlock()
 	l.Emit(e)
+	if ns := e.namespace(); l.rounds != nil && ns != "" {
+		if evs, ok := l.rounds[ns]; ok {
+			l.rounds[ns] = append(evs, e)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -34,10 +35,12 @@ func newPacer(interval time.Duration, perSecond float64, burst int) *pacer {
 	return p
 }
 
-// hold says why the restart of t waits, and until when; restartedAt is the
-// time its template says it was last restarted (zero: never). A restart
-// that is not held takes a token and is remembered as sent at now.
-func (p *pacer) hold(t refresh.Target, restartedAt, now time.Time) Hold {
+// hold says why the restart of t waits, and until when; interval is the
+// workload's (the longer of --min-restart-interval and its pause period),
+// restartedAt the time its template says it was last restarted (zero:
+// never). A restart that is not held takes a token and is remembered as
+// sent at now.
+func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now time.Time) Hold {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	last := p.last[t]
@@ -47,9 +50,9 @@ func (p *pacer) hold(t refresh.Target, restartedAt, now time.Time) Hold {
 	if restartedAt.After(last) {
 		last = restartedAt
 	}
-	if p.interval > 0 && !last.IsZero() && now.Sub(last) < p.interval {
-		return Hold{Reason: fmt.Sprintf("%s was restarted %s ago, less than --min-restart-interval %s", t, max(now.Sub(last), 0).Round(time.Second), p.interval),
-			Paced: true, Until: last.Add(p.interval)}
+	if interval > 0 && !last.IsZero() && now.Sub(last) < interval {
+		return Hold{Reason: fmt.Sprintf("%s was restarted %s ago, less than %s", t, max(now.Sub(last), 0).Round(time.Second), intervalName(interval, p.interval)),
+			Paced: true, Until: last.Add(interval)}
 	}
 	if p.bucket != nil {
 		r := p.bucket.ReserveN(now, 1)
@@ -63,20 +66,63 @@ func (p *pacer) hold(t refresh.Target, restartedAt, now time.Time) Hold {
 	return Hold{}
 }
 
-// paceHold is the pacer's hold of the restart of t, its restartedAt read
-// from the workload's template (only with an interval): from the
-// annotations the round read already (meta), else with one GET (a
-// workload named in Reloader's reload list, whose uses the round did not
-// read).
-func (l *Loop) paceHold(ctx context.Context, t refresh.Target, meta map[inspect.WorkloadRef]subjectMeta) Hold {
-	var restartedAt time.Time
-	if l.pace.interval > 0 && t.Kind != "Pod" {
-		tmpl, ok := meta[inspect.WorkloadRef{Kind: t.Kind, Name: t.Name}]
-		if (!ok || tmpl.err != nil) && l.Annotations != nil {
-			tmpl = subjectMeta{}
-			_, tmpl.template, tmpl.err = l.Annotations.Annotations(ctx, t.Kind, t.Namespace, t.Name)
-		}
-		restartedAt, _ = time.Parse(time.RFC3339, tmpl.template[refresh.RestartedAtAnnotation])
+// intervalName names where a workload's interval comes from.
+func intervalName(interval, flag time.Duration) string {
+	if interval == flag {
+		return fmt.Sprintf("--min-restart-interval %s", flag)
 	}
-	return l.pace.hold(t, restartedAt, l.Now())
+	return fmt.Sprintf("its %s %s", ReloaderPausePeriod, interval)
+}
+
+// scheduleHold is why the restart of t waits for its schedule: outside
+// its restart window (until it opens), or paced (see pacer), its
+// annotations and restartedAt read from those the round read already
+// (meta), else with one GET (a workload named in Reloader's reload list,
+// whose uses the round did not read). A schedule that cannot be read
+// (an invalid annotation) holds the restart for good: it is reported,
+// never sent at a time the workload did not ask for.
+func (l *Loop) scheduleHold(ctx context.Context, t refresh.Target, meta map[inspect.WorkloadRef]subjectMeta) Hold {
+	m := l.metaOf(ctx, t, meta)
+	now := l.Now()
+	if h := windowHold(t, m, now); h.Reason != "" {
+		return h
+	}
+	interval, err := pausePeriod(m)
+	if err != nil {
+		return Hold{Reason: fmt.Sprintf("%s: %v", t, err), Stuck: true}
+	}
+	interval = max(interval, l.pace.interval)
+	var restartedAt time.Time
+	if interval > 0 {
+		restartedAt, _ = time.Parse(time.RFC3339, m.template[refresh.RestartedAtAnnotation])
+	}
+	return l.pace.hold(t, interval, restartedAt, now)
+}
+
+// metaOf are the annotations of t's workload and template: the round's,
+// else read (none for a pod, or without a reader).
+func (l *Loop) metaOf(ctx context.Context, t refresh.Target, meta map[inspect.WorkloadRef]subjectMeta) subjectMeta {
+	m, ok := meta[inspect.WorkloadRef{Kind: t.Kind, Name: t.Name}]
+	if (!ok || m.err != nil) && l.Annotations != nil && t.Kind != "Pod" {
+		m = subjectMeta{}
+		m.workload, m.template, m.err = l.Annotations.Annotations(ctx, t.Kind, t.Namespace, t.Name)
+	}
+	return m
+}
+
+// pausePeriod is the workload's Reloader pause period (zero: none): with
+// Reloader, a Deployment restarted is paused that long, so that the
+// changes meanwhile make one rollout at its end. cmsync spaces the
+// workload's restarts as far apart instead, which rolls the same way and
+// leaves spec.paused alone.
+func pausePeriod(m subjectMeta) (time.Duration, error) {
+	v := cmp.Or(m.workload[ReloaderPausePeriod], m.template[ReloaderPausePeriod])
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s %q is not a duration such as 5m", ReloaderPausePeriod, v)
+	}
+	return d, nil
 }

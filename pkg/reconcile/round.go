@@ -21,6 +21,7 @@ import (
 // current.
 func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending) {
 	defer l.endStep(ns)
+	defer l.closeRound(ns, l.openRound(ns))
 	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
 	if l.ignoreOutOfScope(ns, changes, keys) {
 		return
@@ -417,4 +418,32 @@ func firstEdit(cs []refresh.Consumer, changes map[inspect.ObjectKey]*pending) ti
 		}
 	}
 	return first
+}
+
+// openRound starts collecting the events of the round in ns, for Round,
+// and returns when it started. One namespace is never in two rounds at
+// once (queue.go), so its events are this round's.
+func (l *Loop) openRound(ns string) time.Time {
+	if l.Round == nil {
+		return time.Time{}
+	}
+	l.emitMu.Lock()
+	if l.rounds == nil {
+		l.rounds = map[string][]Event{}
+	}
+	l.rounds[ns] = []Event{}
+	l.emitMu.Unlock()
+	return l.Clock()
+}
+
+// closeRound hands the round's events to Round.
+func (l *Loop) closeRound(ns string, started time.Time) {
+	if l.Round == nil {
+		return
+	}
+	l.emitMu.Lock()
+	evs := l.rounds[ns]
+	delete(l.rounds, ns)
+	l.emitMu.Unlock()
+	l.Round(Round{Namespace: ns, Started: started, Ended: l.Clock(), Events: evs})
 }

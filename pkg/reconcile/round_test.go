@@ -330,22 +330,22 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	web, db := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "db"}
 	p := newPacer(time.Minute, 0, 0)
-	if h := p.hold(web, t0.Add(-30*time.Second), t0); !h.Paced || !h.Until.Equal(t0.Add(30*time.Second)) {
+	if h := p.hold(web, time.Minute, t0.Add(-30*time.Second), t0); !h.Paced || !h.Until.Equal(t0.Add(30*time.Second)) {
 		t.Errorf("restarted 30 s ago: %+v, want held until 30 s from now", h)
 	}
-	if h := p.hold(web, t0.Add(-2*time.Minute), t0); h.Reason != "" {
+	if h := p.hold(web, time.Minute, t0.Add(-2*time.Minute), t0); h.Reason != "" {
 		t.Errorf("restarted 2 min ago: %+v, want it sent", h)
 	}
-	if h := p.hold(web, time.Time{}, t0.Add(time.Second)); !h.Paced {
+	if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); !h.Paced {
 		t.Errorf("sent a second ago by this loop: %+v, want held", h)
 	}
 	p = newPacer(0, 0.5, 2) // one restart every 2 s, two at once
 	for i, want := range []bool{false, false, true} {
-		if h := p.hold(db, time.Time{}, t0); h.Paced != want {
+		if h := p.hold(db, 0, time.Time{}, t0); h.Paced != want {
 			t.Errorf("restart %d at once: held %v, want %v (%s)", i+1, h.Paced, want, h.Reason)
 		}
 	}
-	if h := p.hold(db, time.Time{}, t0.Add(2*time.Second)); h.Reason != "" {
+	if h := p.hold(db, 0, time.Time{}, t0.Add(2*time.Second)); h.Reason != "" {
 		t.Errorf("2 s later: %+v, want a token", h)
 	}
 }
@@ -606,5 +606,34 @@ func TestTransientReadOfTheWorkloadsIsRetried(t *testing.T) {
 				t.Fatalf("once the API server answers: actions %q, want one restart of deployment/web", got)
 			}
 		})
+	}
+}
+
+// TestRoundHandsItsEvents: Round receives each round's events once, at
+// its end, in order: the change, the action and its result; an edit of a
+// key no use reads is a round of its ignored change alone.
+func TestRoundHandsItsEvents(t *testing.T) {
+	f := newRoundFixture(t)
+	var rounds []Round
+	f.loop.Round = func(r Round) { rounds = append(rounds, r) }
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(5 * time.Second)
+	if len(rounds) != 1 {
+		t.Fatalf("%d rounds, want 1", len(rounds))
+	}
+	var kinds []string
+	for _, e := range rounds[0].Events {
+		kinds = append(kinds, string(e.Kind))
+	}
+	if got := strings.Join(kinds, " "); rounds[0].Namespace != "ns" || got != "change action result" {
+		t.Errorf("round of namespace %q with events %q, want ns with \"change action result\"", rounds[0].Namespace, got)
+	}
+	if got := len(f.events); got != len(rounds[0].Events) {
+		t.Errorf("%d events emitted, %d in the round: Emit must still get every one", got, len(rounds[0].Events))
+	}
+	f.edit("a", map[string]string{"K": "2", "X": "y"})
+	f.step(5 * time.Second)
+	if len(rounds) != 2 || len(rounds[1].Events) != 2 || rounds[1].Events[1].Kind != EventIgnored {
+		t.Errorf("rounds %+v, want a second round of a change and its ignored event", rounds)
 	}
 }

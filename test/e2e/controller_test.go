@@ -44,9 +44,9 @@ func (f *fx) deployController(args ...string) {
 }
 
 // deployControllerFrom applies a kustomization of deploy/ with the test's
-// image (pulled never) in place of the published one, and the arguments
-// args makes of the kustomization's.
-func (f *fx) deployControllerFrom(kustomization string, args func([]string) []string) {
+// image (pulled never) in place of the published one, the arguments args
+// makes of the kustomization's, and each edit made to its container.
+func (f *fx) deployControllerFrom(kustomization string, args func([]string) []string, edits ...func(container map[string]any)) {
 	f.t.Helper()
 	dir, err := kubectlBinDir()
 	if err != nil {
@@ -76,6 +76,9 @@ func (f *fx) deployControllerFrom(kustomization string, args func([]string) []st
 			}
 			c["image"], c["imagePullPolicy"] = cmsyncImage, "Never"
 			c["args"] = args(base)
+			for _, edit := range edits {
+				edit(c)
+			}
 		}
 		b, _ := yaml.Marshal(u.Object)
 		docs = append(docs, string(b))

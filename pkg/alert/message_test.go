@@ -1,0 +1,202 @@
+package alert
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// sampleRound is a round of namespace shop: ConfigMap app and Secret db
+// changed, deployment/web restarted and current, pod api-1 annotated and
+// failed, ConfigMap other ignored.
+func sampleRound() reconcile.Round {
+	obj := func(kind, name string) *inspect.ObjectKey {
+		return &inspect.ObjectKey{Kind: kind, Namespace: "shop", Name: name}
+	}
+	restart := refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Reason: "env consumer is stale", Pods: []string{"web-1", "web-2"},
+		Consumers: []refresh.Consumer{{Object: inspect.ObjectRef{Kind: "Secret", Name: "db"}, Pod: "web-1", Container: "app", Env: "PASSWORD"}}}
+	annotate := refresh.Action{Action: refresh.ActionAnnotate, Target: refresh.Target{Kind: "Pod", Namespace: "shop", Name: "api-1"},
+		Reason: "hot-updating mount", Pods: []string{"api-1"}}
+	after := 4200 * time.Millisecond
+	return reconcile.Round{Namespace: "shop", Started: t0, Ended: t0.Add(5 * time.Second), Events: []reconcile.Event{
+		{Time: t0, Kind: reconcile.EventChange, Object: obj("ConfigMap", "app"), Keys: []string{"a"}, Edits: 1, Message: "keys changed: a"},
+		{Time: t0, Kind: reconcile.EventChange, Object: obj("Secret", "db"), Keys: []string{"password"}, Edits: 2, Message: "keys changed: password"},
+		{Time: t0, Kind: reconcile.EventIgnored, Object: obj("ConfigMap", "other"), Message: "no pod consumes it"},
+		{Time: t0, Kind: reconcile.EventAction, Action: &restart, Message: restart.Reason},
+		{Time: t0, Kind: reconcile.EventAction, Action: &annotate, Message: annotate.Reason},
+		{Time: t0, Kind: reconcile.EventResult, Action: &restart, Outcome: refresh.OutcomeCurrent, CurrentAfter: &after},
+		{Time: t0, Kind: reconcile.EventResult, Action: &annotate, Outcome: refresh.OutcomeFailed, Message: "pods \"api-1\" is forbidden <x>"},
+	}}
+}
+
+const sampleTitle = "[prod-eu] kubectl-cmsync: namespace shop; changed configmap/app, secret/db; 1 annotate, 1 restart; results: 1 current, 1 failed"
+
+const sampleLines = `change configmap/app -n shop: keys changed: a
+change secret/db -n shop: keys changed: password (2 edits)
+ignored configmap/other -n shop: no pod consumes it
+action restart deployment/web -n shop: env consumer is stale
+action annotate pod/api-1 -n shop: hot-updating mount
+result restart deployment/web -n shop: current after 4.2s
+result annotate pod/api-1 -n shop: failed: pods "api-1" is forbidden <x>`
+
+func TestPayloadChatFormats(t *testing.T) {
+	for _, tc := range []struct {
+		format Format
+		want   string
+	}{
+		{FormatSlack, "*" + sampleTitle + "*\n" + strings.ReplaceAll(strings.ReplaceAll(sampleLines, "<", "&lt;"), ">", "&gt;")},
+		{FormatGChat, "*" + sampleTitle + "*\n" + sampleLines},
+	} {
+		t.Run(string(tc.format), func(t *testing.T) {
+			b, err := Payload(tc.format, sampleRound(), "prod-eu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]string
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatalf("not JSON: %v: %s", err, b)
+			}
+			if len(got) != 1 || got["text"] != tc.want {
+				t.Errorf("payload %s\nwant text:\n%s", b, tc.want)
+			}
+		})
+	}
+}
+
+func TestPayloadTeamsIsAnAdaptiveCard(t *testing.T) {
+	b, err := Payload(FormatTeams, sampleRound(), "prod-eu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Type        string `json:"type"`
+		Attachments []struct {
+			ContentType string `json:"contentType"`
+			Content     struct {
+				Type    string `json:"type"`
+				Version string `json:"version"`
+				Body    []struct {
+					Type   string `json:"type"`
+					Text   string `json:"text"`
+					Weight string `json:"weight"`
+					Wrap   bool   `json:"wrap"`
+				} `json:"body"`
+			} `json:"content"`
+		} `json:"attachments"`
+	}
+	if err := json.Unmarshal(b, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if msg.Type != "message" || len(msg.Attachments) != 1 || msg.Attachments[0].ContentType != "application/vnd.microsoft.card.adaptive" {
+		t.Fatalf("not a message with one Adaptive Card: %s", b)
+	}
+	c := msg.Attachments[0].Content
+	if c.Type != "AdaptiveCard" || c.Version != "1.4" {
+		t.Errorf("content %s %s, want AdaptiveCard 1.4", c.Type, c.Version)
+	}
+	var texts []string
+	for _, el := range c.Body {
+		if el.Type != "TextBlock" || !el.Wrap {
+			t.Errorf("element %+v is not a wrapping TextBlock", el)
+		}
+		texts = append(texts, el.Text)
+	}
+	if want := sampleTitle + "\n" + sampleLines; strings.Join(texts, "\n") != want || c.Body[0].Weight != "Bolder" {
+		t.Errorf("blocks:\n%s\nwant (the first Bolder):\n%s", strings.Join(texts, "\n"), want)
+	}
+}
+
+func TestPayloadRawIsTheRound(t *testing.T) {
+	b, err := Payload(FormatRaw, sampleRound(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := doc["events"].([]any)
+	if doc["apiVersion"] != DocumentVersion || doc["kind"] != "Round" || doc["namespace"] != "shop" || doc["info"] != nil ||
+		doc["started"] != "2026-01-02T03:04:05Z" || doc["ended"] != "2026-01-02T03:04:10Z" || len(evs) != 7 {
+		t.Fatalf("document %s", b)
+	}
+	if !strings.HasPrefix(fmt.Sprint(doc["summary"]), "namespace shop; changed configmap/app, secret/db") {
+		t.Errorf("summary %q", doc["summary"])
+	}
+	restart := evs[3].(map[string]any)["action"].(map[string]any)
+	if restart["consumers"] != nil || fmt.Sprint(restart["pods"]) != "[web-1 web-2]" || restart["action"] != "restart" {
+		t.Errorf("action %v: want its pods, not its consumers", restart)
+	}
+	if res := evs[5].(map[string]any); res["event"] != "result" || res["outcome"] != "current" || res["currentAfterNs"] != float64(4200*time.Millisecond) {
+		t.Errorf("result %v", res)
+	}
+	if r := sampleRound(); len(r.Events[3].Action.Consumers) != 1 {
+		t.Error("the document changed the round's own action")
+	}
+}
+
+func TestWorth(t *testing.T) {
+	ev := func(k reconcile.EventKind) reconcile.Event { return reconcile.Event{Kind: k} }
+	for _, tc := range []struct {
+		kinds []reconcile.EventKind
+		want  bool
+	}{
+		{nil, false},
+		{[]reconcile.EventKind{reconcile.EventChange, reconcile.EventIgnored}, false},
+		{[]reconcile.EventKind{reconcile.EventChange, reconcile.EventSkip}, false},
+		{[]reconcile.EventKind{reconcile.EventChange, reconcile.EventAction}, true},
+		{[]reconcile.EventKind{reconcile.EventChange, reconcile.EventDeferred}, true},
+		{[]reconcile.EventKind{reconcile.EventRetry}, true},
+		{[]reconcile.EventKind{reconcile.EventChange, reconcile.EventError}, true},
+	} {
+		var r reconcile.Round
+		for _, k := range tc.kinds {
+			r.Events = append(r.Events, ev(k))
+		}
+		if got := Worth(r); got != tc.want {
+			t.Errorf("Worth(%v) = %v, want %v", tc.kinds, got, tc.want)
+		}
+	}
+}
+
+// TestLinesAreBounded: a round of many events is at most maxLines lines,
+// the last saying how many were left out, each line at most maxLineBytes.
+func TestLinesAreBounded(t *testing.T) {
+	var r reconcile.Round
+	for i := range 100 {
+		r.Events = append(r.Events, reconcile.Event{Kind: reconcile.EventError,
+			Object: &inspect.ObjectKey{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%d", i)}, Message: strings.Repeat("x", 1000)})
+	}
+	lines := Lines(r)
+	if len(lines) != maxLines || lines[maxLines-1] != "... and 61 more events (the log has them all)" {
+		t.Fatalf("%d lines, the last %q", len(lines), lines[len(lines)-1])
+	}
+	for _, l := range lines {
+		if len(l) > maxLineBytes {
+			t.Fatalf("line of %d bytes", len(l))
+		}
+	}
+	r.Events = r.Events[:maxLines]
+	if lines := Lines(r); len(lines) != maxLines || strings.HasPrefix(lines[maxLines-1], "...") {
+		t.Errorf("exactly maxLines events: %d lines, the last %q", len(lines), lines[len(lines)-1])
+	}
+}
+
+func TestAlerterSendsRoundsWorthIt(t *testing.T) {
+	var sent [][]byte
+	a := &Alerter{Format: FormatGChat, Send: func(b []byte) { sent = append(sent, b) }}
+	a.Round(reconcile.Round{Namespace: "ns", Events: []reconcile.Event{{Kind: reconcile.EventIgnored}}})
+	a.Round(sampleRound())
+	if len(sent) != 1 || !strings.Contains(string(sent[0]), "namespace shop") {
+		t.Errorf("sent %q, want the one round that acted", sent)
+	}
+}

@@ -1,0 +1,139 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
+)
+
+// annotateWeb sets annotations on the Deployment web of the fixture.
+func (f *roundFixture) annotateWeb(ann map[string]string) {
+	f.t.Helper()
+	deps := f.client.AppsV1().Deployments("ns")
+	d, err := deps.Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	d.Annotations = ann
+	if _, err := deps.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestRestartWindowDefersUntilItOpens: outside its window a restart is
+// deferred (said once per edit, with when the window opens), a remount of
+// another workload with the same window is not, and the edits made while
+// it waits make one restart when the window opens.
+func TestRestartWindowDefersUntilItOpens(t *testing.T) {
+	f := newRoundFixture(t) // 2026-01-02 03:00 UTC, a Friday
+	f.annotateWeb(map[string]string{restartwindow.Annotation: "Fri 03:10-04:00"})
+	f.addVolumeWorkload("vol", map[string]string{restartwindow.Annotation: "Fri 03:10-04:00"})
+	f.edit("a", map[string]string{"K": "2", "X": "changed"})
+	f.step(3 * time.Second)
+	var deferred []Event
+	for _, e := range f.events {
+		if e.Kind == EventDeferred {
+			deferred = append(deferred, e)
+		}
+	}
+	if got := f.took(EventResult); strings.Join(got, "; ") != "annotate pod/vol-1-a" { // annotated early: a result, no action line
+		t.Errorf("results outside the window %q, want the remount only", got)
+	}
+	if len(deferred) != 1 || !strings.Contains(deferred[0].Message, `restarts only in its kubectl-cmsync.io/restart-window "Fri 03:10-04:00", which opens at 2026-01-02T03:10:00Z`) ||
+		deferred[0].Until == nil || !deferred[0].Until.Equal(time.Date(2026, 1, 2, 3, 10, 0, 0, time.UTC)) || deferred[0].Window != "Fri 03:10-04:00" {
+		t.Fatalf("deferred events %+v, want one saying the window and when it opens", deferred)
+	}
+	for range 4 { // edited again while it waits, a minute apart
+		f.step(time.Minute)
+		f.edit("a", map[string]string{"K": "3", "X": "changed"})
+		f.step(3 * time.Second)
+		if got := f.took(EventAction); len(got) != 0 {
+			t.Fatalf("actions at %s, before the window opens: %q", f.now.Format(time.TimeOnly), got)
+		}
+	}
+	restarts := 0
+	for f.now.Before(time.Date(2026, 1, 2, 3, 30, 0, 0, time.UTC)) {
+		f.step(10 * time.Second)
+		for _, a := range f.took(EventAction) {
+			if a != "restart deployment/web" {
+				t.Errorf("action %q at %s", a, f.now.Format(time.TimeOnly))
+			}
+			if f.now.Before(time.Date(2026, 1, 2, 3, 10, 0, 0, time.UTC)) {
+				t.Errorf("restarted at %s, before the window opens", f.now.Format(time.TimeOnly))
+			}
+			restarts++
+		}
+	}
+	if restarts != 1 {
+		t.Errorf("%d restarts once the window opened, want 1 for the five edits", restarts)
+	}
+}
+
+// TestInvalidRestartWindowRestartsNothing: a window that cannot be read
+// holds the restart for good, with an error that says what to write.
+func TestInvalidRestartWindowRestartsNothing(t *testing.T) {
+	f := newRoundFixture(t)
+	f.annotateWeb(map[string]string{restartwindow.Annotation: "weekdays 2-5"})
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	errs := strings.Join(f.messages(EventError), "\n")
+	if !strings.Contains(errs, `unknown day "weekdays"`) || !strings.Contains(errs, `write it as "Mon-Fri 02:00-05:00 Europe/Berlin"`) || !strings.Contains(errs, "not restarted") {
+		t.Errorf("errors %q, want the annotation's error and that it was not restarted", errs)
+	}
+	f.step(time.Hour)
+	if f.restartedAt() != "" {
+		t.Error("restarted with a restart window that cannot be read")
+	}
+}
+
+// TestPausePeriodSpacesRestarts: Reloader's pause period on a Deployment
+// holds its next restart until the period since the last one ends, and
+// the edits meanwhile make one restart then.
+func TestPausePeriodSpacesRestarts(t *testing.T) {
+	f := newRoundFixture(t)
+	f.annotateWeb(map[string]string{ReloaderPausePeriod: "10m"})
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" {
+		t.Fatalf("first change: %q, want a restart", got)
+	}
+	first := f.now
+	f.step(time.Minute)
+	f.edit("a", map[string]string{"K": "3", "X": "x"})
+	f.step(3 * time.Second)
+	deferred := strings.Join(f.messages(EventDeferred), "\n")
+	if !strings.Contains(deferred, "less than its deployment.reloader.stakater.com/pause-period 10m0s") {
+		t.Errorf("deferred %q, want the pause period named", deferred)
+	}
+	restarts := 0
+	for f.now.Before(first.Add(15 * time.Minute)) {
+		f.step(10 * time.Second)
+		for range f.took(EventAction) {
+			if f.now.Before(first.Add(10 * time.Minute)) {
+				t.Errorf("restarted again at +%s, within the pause period", f.now.Sub(first))
+			}
+			restarts++
+		}
+	}
+	if restarts != 1 {
+		t.Errorf("%d restarts after the period, want 1", restarts)
+	}
+}
+
+// messages are the messages of the events of kind since the last call,
+// which forgets every event.
+func (f *roundFixture) messages(kind EventKind) []string {
+	var out []string
+	for _, e := range f.events {
+		if e.Kind == kind {
+			out = append(out, e.Message)
+		}
+	}
+	f.events = nil
+	return out
+}
