@@ -14,13 +14,15 @@ E2E_FLAGS ?=
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build helm unit fuzz e2e release-check release-fast image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
+.PHONY: help build helm argo-rollouts unit fuzz e2e release-check release-fast image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
 	@echo "unit            gofmt check, go vet, go test -race ./... (the fuzz targets' seed corpora included, the chart's"
 	@echo "                lint and goldens with helm; no cluster)"
 	@echo "helm            build helm from the module proxy once into ~/.cache/kubectl-cmsync/tools (hack/tools/helm.sh)"
+	@echo "argo-rollouts   build the Argo Rollouts controller (and keep its CRDs) from the module proxy once into"
+	@echo "                ~/.cache/kubectl-cmsync/tools, for the e2e suite's Rollout test (hack/tools/argo-rollouts.sh)"
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s, on Go FUZZ_TOOLCHAIN; FUZZTIME=5m make fuzz)"
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install, of all"
 	@echo "                five platforms (RELEASE_PLATFORMS=host: this machine's platform only)"
@@ -46,6 +48,11 @@ build:
 # helm for the chart's tests (charts/, test/e2e): built once from the module proxy, cached by version
 helm:
 	@hack/tools/helm.sh >/dev/null
+
+# the Argo Rollouts controller and its CRDs for the e2e suite's Rollout test: built once from the module proxy,
+# cached by version
+argo-rollouts:
+	@hack/tools/argo-rollouts.sh >/dev/null
 
 unit: helm
 	@files=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*' -not -path './bin/*' -not -path './dist/*')); \
@@ -96,12 +103,13 @@ image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o dist/image/kubectl-cmsync ./cmd/kubectl-cmsync
 	$(GO) run ./hack/image -binary dist/image/kubectl-cmsync -tag $(IMAGE_TAG) -o dist/image/kubectl-cmsync.tar
 
-# The unit suite and the Kubernetes build (the first time) run side by side: the build's module downloads and
-# links overlap the tests' compiles. The e2e suite runs alone afterwards: beside a compiler, execs into
-# containers took over their 10 s timeout on 2 cores. release-fast checks the packaging beside them;
-# release-check (goreleaser built from source, a snapshot release) is the release step, `make release-check`.
+# The unit suite and the Kubernetes build (the first time) run side by side, then the Argo Rollouts controller's
+# build (the first time) in the first free slot: the builds' module downloads and links overlap the tests'
+# compiles. The e2e suite runs alone afterwards: beside a compiler, execs into containers took over their 10 s
+# timeout on 2 cores. release-fast checks the packaging beside them; release-check (goreleaser built from
+# source, a snapshot release) is the release step, `make release-check`.
 test:
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit release-fast cluster-build
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit release-fast cluster-build argo-rollouts
 	$(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
 
 test-oldest:

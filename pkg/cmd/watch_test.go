@@ -44,8 +44,8 @@ func TestWatchValidate(t *testing.T) {
 			`invalid --resource-label-selector "cmsync==on==": found '==', expected: ',' or 'end of string'`},
 		{"bad namespace name to ignore", func(o *WatchOptions) { o.IgnoreNamespaces = []string{"kube-system", "Team_A"} },
 			`invalid --ignore-namespaces "Team_A": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
-		{"unknown workload kind", func(o *WatchOptions) { o.IgnoreWorkloadKinds = []string{"CronJobs", "rollouts"} },
-			`invalid --ignore-workload-kinds: unknown workload kind "rollouts"; valid kinds are cronjobs, daemonsets, deployments, jobs, pods, replicasets, statefulsets`},
+		{"unknown workload kind", func(o *WatchOptions) { o.IgnoreWorkloadKinds = []string{"CronJobs", "widgets"} },
+			`invalid --ignore-workload-kinds: unknown workload kind "widgets"; valid kinds are cronjobs, daemonsets, deployments, jobs, pods, replicasets, rollouts, statefulsets`},
 		{"the one namespace watched is ignored", func(o *WatchOptions) { o.Namespace, o.IgnoreNamespaces = "shop", []string{"shop"} },
 			`namespace "shop" is both watched (-n) and ignored (--ignore-namespaces): nothing would be handled; drop it from --ignore-namespaces or use -A`},
 	}

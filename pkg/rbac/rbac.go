@@ -67,7 +67,8 @@ var Roles = []Role{
 		Rule{"", []string{"pods/eviction"}, []string{"create"}},
 		// reload hooks sent from the operator's machine, through the API
 		// server's pod proxy: create for POST and PUT, get for GET
-		Rule{"", []string{"pods/proxy"}, []string{"get", "create"}})},
+		Rule{"", []string{"pods/proxy"}, []string{"get", "create"}},
+		Rule{"argoproj.io", []string{"rollouts"}, []string{"get", "list", "patch"}})},
 	{Name: RoleSecrets, For: "--secrets, secret/NAME (with any of the above)", Rules: []Rule{{"", []string{"secrets"}, []string{"list", "watch"}}}},
 	{Name: RoleNodes, For: "the kubelet sync delay (optional, cluster-scoped)", Rules: []Rule{
 		{"", []string{"nodes"}, []string{"get", "list"}},

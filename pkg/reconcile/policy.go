@@ -45,17 +45,24 @@ func onChange(workload, template map[string]string, kind string) (policy, why st
 	return OnChangeRemount, "volumes are remounted without a restart; " + AnnotationOnChange + "=" + OnChangeRestart + " restarts instead"
 }
 
+// restartsOnRollout tells whether a rollout restart applies to w: a built-in
+// Deployment, StatefulSet or DaemonSet, or an Argo Rollout (by group and
+// kind, as GroupKind names it).
+func restartsOnRollout(w inspect.WorkloadRef) bool {
+	return refresh.Restartable[w.GroupKind()] && (w.Builtin() || refresh.IsRollout(w.GroupKind()))
+}
+
 // restartsOnChange are the workloads among meta whose policy is
 // OnChangeRestart for some kind of object, with why, by kind.
 func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[refresh.WorkloadKey]map[string]string {
 	out := map[refresh.WorkloadKey]map[string]string{}
 	for w, m := range meta {
-		if !w.Builtin() || !refresh.Restartable[w.Kind] {
+		if !restartsOnRollout(w) {
 			continue
 		}
 		for _, kind := range []string{inspect.KindConfigMap, inspect.KindSecret} {
 			if p, why := onChange(m.workload, m.template, kind); p == OnChangeRestart {
-				wk := refresh.WorkloadKey{Kind: w.Kind, Namespace: ns, Name: w.Name}
+				wk := refresh.WorkloadKey{Kind: w.GroupKind(), Namespace: ns, Name: w.Name}
 				if out[wk] == nil {
 					out[wk] = map[string]string{}
 				}

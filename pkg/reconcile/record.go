@@ -19,8 +19,8 @@ import (
 // records with the objects and acts only where they differ: a restarted
 // controller, or a new leader, restarts nothing that is current.
 
-// subject is the object a record is kept on: a Deployment, StatefulSet or
-// DaemonSet (its metadata: the pod template never changes, so recording
+// subject is the object a record is kept on: a Deployment, StatefulSet,
+// DaemonSet or Argo Rollout (its metadata: the pod template never changes, so recording
 // rolls nothing out), or the pod itself for any other owner (a bare pod, a
 // Job's, a custom controller's).
 type subject struct {
@@ -32,12 +32,15 @@ type subject struct {
 
 func subjectOf(it inspect.Use) subject {
 	if recordedOnWorkload(it.Workload) {
-		return subject{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name, workload: it.Workload}
+		return subject{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name, workload: it.Workload}
 	}
 	return subject{Kind: "Pod", Namespace: it.Object.Namespace, Name: it.Pod.Name, workload: it.Workload}
 }
 
 func recordedOnWorkload(w inspect.WorkloadRef) bool {
+	if refresh.IsRollout(w.GroupKind()) {
+		return true // an Argo Rollout, recorded as a Deployment is
+	}
 	gk, ok := refresh.BuiltinKind(w.Kind)
 	return ok && w.Builtin() && gk.Group == "apps" && gk.Kind != "ReplicaSet"
 }

@@ -329,12 +329,12 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Use, changes m
 		}
 		h, seen := holds[it.Workload]
 		if !seen {
-			h = l.rolloutHold(ctx, refresh.Target{Kind: it.Workload.Kind, Namespace: it.Object.Namespace, Name: it.Workload.Name})
+			h = l.rolloutHold(ctx, refresh.Target{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name})
 			h.Stuck = h.Stuck || l.waitedOn(p, h, l.Now())
 			holds[it.Workload] = h
 			if h.Rollout && !h.Stuck && p.firstDeferral(onlyKey(it.Workload), h) { // said once, not at every retry
 				k := it.Key()
-				l.emit(Event{Kind: EventDeferred, Object: &k, Target: &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name},
+				l.emit(Event{Kind: EventDeferred, Object: &k, Target: &refresh.Target{Kind: it.Workload.GroupKind(), Namespace: k.Namespace, Name: it.Workload.Name},
 					Message: h.Reason + "; checked once it completes"})
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // Scope is what the loop handles at all, beyond the namespace it watches
@@ -60,7 +61,14 @@ func (s Scope) ObjectOutOfScope(kind string, objLabels map[string]string) string
 // restarted nor annotated ("" when they may be). Only the built-in kinds
 // are matched: a controller of another group is never taken for one.
 func (s Scope) WorkloadOutOfScope(w inspect.WorkloadRef) string {
-	if w.APIVersion != "" || !slices.Contains(s.IgnoreKinds, w.Kind) {
+	kind := w.Kind
+	switch {
+	case refresh.IsRollout(w.GroupKind()):
+		kind = refresh.RolloutKind // matched by group and kind
+	case w.APIVersion != "":
+		return ""
+	}
+	if !slices.Contains(s.IgnoreKinds, kind) {
 		return ""
 	}
 	return "out of scope: its kind is ignored (--ignore-workload-kinds " + strings.ToLower(w.Kind) + "s)"
@@ -77,6 +85,14 @@ var workloadKinds = map[string]string{
 	"jobs": "Job", "job": "Job",
 	"cronjobs": "CronJob", "cronjob": "CronJob", "cj": "CronJob",
 	"pods": "Pod", "pod": "Pod", "po": "Pod",
+	"rollouts": refresh.RolloutKind, "rollout": refresh.RolloutKind, "ro": refresh.RolloutKind,
+}
+
+// plural is the resource of a workload kind: "deployments", "rollouts" for
+// an Argo Rollout.
+func plural(kind string) string {
+	k, _, _ := strings.Cut(kind, ".")
+	return strings.ToLower(k) + "s"
 }
 
 // WorkloadKindNames are the kinds --ignore-workload-kinds accepts, as
@@ -84,7 +100,7 @@ var workloadKinds = map[string]string{
 func WorkloadKindNames() []string {
 	var out []string
 	for k, kind := range workloadKinds {
-		if strings.ToLower(kind)+"s" == k {
+		if plural(kind) == k {
 			out = append(out, k)
 		}
 	}

@@ -65,7 +65,7 @@ func TestObjectOutOfScope(t *testing.T) {
 }
 
 func TestWorkloadOutOfScope(t *testing.T) {
-	s := Scope{IgnoreKinds: []string{"CronJob", "Job"}}
+	s := Scope{IgnoreKinds: []string{"CronJob", "Job", "Rollout.argoproj.io"}}
 	for _, c := range []struct {
 		w    inspect.WorkloadRef
 		want string
@@ -75,6 +75,10 @@ func TestWorkloadOutOfScope(t *testing.T) {
 		{inspect.WorkloadRef{Kind: "Deployment", Name: "web"}, ""},
 		// a controller of another group is never taken for a built-in kind
 		{inspect.WorkloadRef{Kind: "Job", Name: "x", APIVersion: "example.com/v1"}, ""},
+		// an Argo Rollout by group and kind; another group's Rollout is not one
+		{inspect.WorkloadRef{Kind: "Rollout", Name: "web", APIVersion: "argoproj.io/v1alpha1"}, "out of scope: its kind is ignored (--ignore-workload-kinds rollouts)"},
+		{inspect.WorkloadRef{Kind: "Rollout", Name: "web", APIVersion: "example.com/v1"}, ""},
+		{inspect.WorkloadRef{Kind: "Rollout", Name: "web"}, ""},
 	} {
 		if got := s.WorkloadOutOfScope(c.w); got != c.want {
 			t.Errorf("%+v: got %q, want %q", c.w, got, c.want)
@@ -90,8 +94,12 @@ func TestWorkloadKinds(t *testing.T) {
 	if want := "CronJob,DaemonSet,Deployment,Job,Pod,ReplicaSet,StatefulSet"; strings.Join(got, ",") != want {
 		t.Errorf("got %v, want %s", got, want)
 	}
-	_, err = WorkloadKinds([]string{"jobs", "rollouts"})
-	want := `unknown workload kind "rollouts"; valid kinds are cronjobs, daemonsets, deployments, jobs, pods, replicasets, statefulsets`
+	got, err = WorkloadKinds([]string{"Rollouts", "ro", "rollout"})
+	if err != nil || strings.Join(got, ",") != "Rollout.argoproj.io" {
+		t.Errorf("rollouts: got %v, %v; want %s", got, err, "Rollout.argoproj.io")
+	}
+	_, err = WorkloadKinds([]string{"jobs", "rollouts.example.com"})
+	want := `unknown workload kind "rollouts.example.com"; valid kinds are cronjobs, daemonsets, deployments, jobs, pods, replicasets, rollouts, statefulsets`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
 	}

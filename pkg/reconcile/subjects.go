@@ -76,7 +76,7 @@ type subjectMeta struct {
 // a skip.
 func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (Decision, *Event) {
 	k := it.Key()
-	target := &refresh.Target{Kind: it.Workload.Kind, Namespace: k.Namespace, Name: it.Workload.Name}
+	target := &refresh.Target{Kind: it.Workload.GroupKind(), Namespace: k.Namespace, Name: it.Workload.Name}
 	if m.err != nil && refresh.Transient(m.err) {
 		return Decision{Selection: Skip}, nil // the round is tried again (transientMeta)
 	}
@@ -97,12 +97,12 @@ func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (De
 }
 
 // subjectAnnotations are the annotations of the item's workload and its
-// pod template: a built-in workload's own (Deployment, StatefulSet,
-// DaemonSet), read once a round; for a bare pod, or an owner whose
+// pod template: a workload's own (Deployment, StatefulSet, DaemonSet, Argo
+// Rollout), read once a round; for a bare pod, or an owner whose
 // template cmsync does not read (a Job, a custom controller), the pod's.
 func (l *Loop) subjectAnnotations(ctx context.Context, snap *inspect.Snapshot, it inspect.Use) subjectMeta {
-	if gk, ok := refresh.BuiltinKind(it.Workload.Kind); ok && gk.Group == "apps" && gk.Kind != "ReplicaSet" && it.Workload.APIVersion == "" && l.Annotations != nil {
-		w, t, err := l.Annotations.Annotations(ctx, it.Workload.Kind, it.Object.Namespace, it.Workload.Name)
+	if recordedOnWorkload(it.Workload) && l.Annotations != nil {
+		w, t, err := l.Annotations.Annotations(ctx, it.Workload.GroupKind(), it.Object.Namespace, it.Workload.Name)
 		return subjectMeta{workload: w, template: t, err: err}
 	}
 	for i := range snap.Pods {

@@ -48,6 +48,15 @@ func RestartPatch(now time.Time) []byte {
 	return b
 }
 
+// RestartAtPatch is the merge patch that restarts an Argo Rollout's pods:
+// its controller evicts every pod created before spec.restartAt, then
+// sets status.restartedAt to it. The time is in whole seconds (RFC3339),
+// so a pod created within the second of the patch counts as restarted.
+func RestartAtPatch(now time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}})
+	return b
+}
+
 // Outcome of one action.
 type Outcome string
 
@@ -173,9 +182,14 @@ func applyOne(ctx context.Context, p Patcher, r *Result, dry DryRun, now func() 
 	t := now()
 	var patch []byte
 	pt := types.MergePatchType
-	if r.Action.Action == ActionAnnotate {
+	switch {
+	case r.Action.Action == ActionAnnotate:
 		patch = AnnotatePatch(t)
-	} else {
+	case r.Action.RestartAt:
+		patch = RestartAtPatch(t)
+	case IsRollout(r.Target.Kind):
+		patch = RestartPatch(t) // a custom resource takes no strategic merge patch; this one merges the same
+	default:
 		patch, pt = RestartPatch(t), types.StrategicMergePatchType
 	}
 	err := retry.OnError(Backoff, Retriable, func() error {

@@ -24,6 +24,10 @@ func (p ClientPatcher) Patch(ctx context.Context, t Target, pt types.PatchType, 
 	if dryRun {
 		o.DryRun = []string{metav1.DryRunAll}
 	}
+	if IsRollout(t.Kind) {
+		_, err := rollouts(p.Client, t.Namespace).Patch(ctx, t.Name, pt, patch, o)
+		return err
+	}
 	gk, ok := BuiltinKind(t.Kind)
 	if !ok {
 		return fmt.Errorf("cannot patch a %s: not a built-in kind", gk)

@@ -13,11 +13,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ClusterRollout checks rollouts with kubectl's own status viewers.
+// ClusterRollout checks rollouts with kubectl's own status viewers, and an
+// Argo Rollout's from its status (RolloutStatus).
 type ClusterRollout struct{ Client kubernetes.Interface }
 
 // RolloutDone implements RolloutChecker.
 func (c ClusterRollout) RolloutDone(ctx context.Context, kind, namespace, name string) (bool, string, error) {
+	if IsRollout(kind) {
+		r, err := getRollout(ctx, c.Client, namespace, name)
+		if err != nil {
+			return false, "", err
+		}
+		done, msg := RolloutStatus(r)
+		return done, msg, nil
+	}
 	var obj runtime.Object
 	var err error
 	gk, _ := BuiltinKind(kind) // by group and kind: another group's StatefulSet has no status here

@@ -54,11 +54,18 @@ type workload struct {
 	annotations, template map[string]string
 }
 
-// get reads one workload of kind (Deployment, StatefulSet, DaemonSet or
-// ReplicaSet).
+// get reads one workload of kind (Deployment, StatefulSet, DaemonSet,
+// ReplicaSet or Argo Rollout).
 func (c ClientWorkloads) get(ctx context.Context, kind, namespace, name string) (workload, error) {
 	var w workload
 	var err error
+	if IsRollout(kind) {
+		r, err := getRollout(ctx, c.Client, namespace, name)
+		if err != nil {
+			return w, &CallError{Verb: "get", Resource: "rollouts", Namespace: namespace, Name: name, Err: err}
+		}
+		return workload{WorkloadInfo{Exists: true, Rollout: r.info()}, r.UID, r.Spec.Selector, r.Annotations, r.Spec.Template.Metadata.Annotations}, nil
+	}
 	apps := c.Client.AppsV1()
 	gk, ok := BuiltinKind(kind) // by group and kind: another group's StatefulSet is not read as apps/v1's
 	if !ok || gk.Group != "apps" {
@@ -148,7 +155,7 @@ func (c ClientWorkloads) pods(ctx context.Context, kind, namespace, name string,
 		return nil, fmt.Errorf("%s/%s has an invalid selector: %w", strings.ToLower(kind), name, err)
 	}
 	owners := map[types.UID]bool{w.uid: true}
-	if kind == "Deployment" {
+	if kind == "Deployment" || IsRollout(kind) { // a Rollout's pods belong to its ReplicaSets too
 		rss, err := c.Client.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 		if err != nil {
 			return nil, &CallError{Verb: "list", Resource: "replicasets", Namespace: namespace, Err: err}

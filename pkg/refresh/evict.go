@@ -37,13 +37,13 @@ const ActionEvict ActionKind = "evict"
 
 // Evictable are the workload kinds whose evicted pods are re-created by
 // their controller.
-var Evictable = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true}
+var Evictable = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true, RolloutKind: true}
 
 // notEvictable says why evicting the pod of this use would not refresh it,
 // or "" when it would.
 func notEvictable(it inspect.Use, in PlanInput) string {
 	w := it.Workload
-	if !w.Builtin() {
+	if !w.Builtin() && !IsRollout(w.GroupKind()) { // a Rollout's ReplicaSets re-create its evicted pods
 		return foreignOwnerReason(it)
 	}
 	switch w.Kind {
@@ -52,7 +52,7 @@ func notEvictable(it inspect.Use, in PlanInput) string {
 	case "CronJob", "Job":
 		return jobReason(it)
 	}
-	if !Evictable[w.Kind] {
+	if !Evictable[w.GroupKind()] {
 		return fmt.Sprintf("%s %q is not a Deployment, StatefulSet, DaemonSet or ReplicaSet: restart it with its own controller's tooling", w.Kind, w.Name)
 	}
 	info, ok := in.Workload[workloadKey(it)]

@@ -28,6 +28,7 @@ var resourceOf = map[string]string{
 	"Deployment":  "deployments",
 	"StatefulSet": "statefulsets",
 	"DaemonSet":   "daemonsets",
+	RolloutKind:   "rollouts",
 }
 
 // evictionResource is the Eviction API: create on the pods' eviction

@@ -140,6 +140,9 @@ type Action struct {
 	// Hook is an annotated pod's reload hook (ReloadHookAnnotation),
 	// sent once its remount is verified current.
 	Hook *Hook `json:"reloadHook,omitempty"`
+	// RestartAt: a restart of an Argo Rollout sets spec.restartAt (its
+	// controller evicts the pods) instead of changing its pod template.
+	RestartAt bool `json:"restartAt,omitempty"`
 	// podUIDs are the UIDs of Pods when the plan was made: a pod of the same
 	// name with another UID has been replaced.
 	podUIDs map[string]string
@@ -172,6 +175,18 @@ type WorkloadInfo struct {
 	// OrdinalsStart is a StatefulSet's spec.ordinals.start (its first
 	// ordinal; the partition counts from it).
 	OrdinalsStart int32
+	// Rollout is what an Argo Rollout adds; nil for any other kind.
+	Rollout *RolloutInfo
+}
+
+// RolloutInfo is what the planner reads of an Argo Rollout.
+type RolloutInfo struct {
+	// Strategy is the value of reloader.stakater.com/rollout-strategy on
+	// the Rollout, RolloutStrategyRestart when it has none.
+	Strategy string
+	// Paused: spec.paused or a pause condition (a canary step, a
+	// blue-green pre-promotion pause). Aborted: status.abort.
+	Paused, Aborted bool
 }
 
 // WorkloadKey names a workload.
@@ -210,7 +225,7 @@ func (in PlanInput) verified(it inspect.Use) bool {
 func PodKey(namespace, name string) string { return namespace + "/" + name }
 
 // Restartable are the workload kinds a rollout restart applies to.
-var Restartable = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true}
+var Restartable = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, RolloutKind: true}
 
 type need int
 
@@ -439,6 +454,9 @@ func PlanActions(in PlanInput) []Action {
 			a, ok := restarts[wk]
 			if !ok {
 				a = &Action{Action: kind, Target: wt, Reason: d.reason}
+				if r := in.Workload[wk].Rollout; kind == ActionRestart && r != nil {
+					a.RestartAt = r.Strategy == RolloutStrategyRestart
+				}
 				restarts[wk] = a
 			}
 			a.Consumers = append(a.Consumers, consumerOf(it))
@@ -615,6 +633,9 @@ func listPods(names []string) string {
 func notRestartable(it inspect.Use, in PlanInput) string {
 	w := it.Workload
 	ns := it.Object.Namespace
+	if IsRollout(w.GroupKind()) {
+		return rolloutReason(it, in)
+	}
 	if !w.Builtin() {
 		return foreignOwnerReason(it)
 	}
@@ -646,6 +667,34 @@ func notRestartable(it inspect.Use, in PlanInput) string {
 				w.Name, info.Partition, info.OrdinalsStart, it.Pod.Name, ord, ord-int(info.OrdinalsStart))
 		}
 		return fmt.Sprintf("StatefulSet %q has partition %d: a restart spares pod %s (ordinal %d); delete it to replace it", w.Name, info.Partition, it.Pod.Name, ord)
+	}
+	return ""
+}
+
+// rolloutReason says why a restart of an Argo Rollout would not refresh the
+// pod of this use, or "" when it would. spec.restartAt makes the Argo
+// Rollouts controller evict the pods older than it whatever the Rollout's
+// pause or abort (its pod restarter runs before the steps), so only a
+// restart through the pod template is refused there: its new revision
+// would stop at the pause, or stay scaled down after the abort.
+func rolloutReason(it inspect.Use, in PlanInput) string {
+	w, ns := it.Workload, it.Object.Namespace
+	info, ok := in.Workload[workloadKey(it)]
+	r := info.Rollout
+	switch {
+	case !ok || !info.Exists || r == nil:
+		return fmt.Sprintf("Rollout %q was not found; restart it with kubectl argo rollouts restart %s -n %s", w.Name, w.Name, ns)
+	case r.Strategy != RolloutStrategyRestart && r.Strategy != RolloutStrategyRollout:
+		return fmt.Sprintf("Rollout %q has %s=%q: neither %q nor %q; fix the annotation, then run this again",
+			w.Name, RolloutStrategyAnnotation, r.Strategy, RolloutStrategyRestart, RolloutStrategyRollout)
+	case r.Strategy == RolloutStrategyRestart:
+		return ""
+	case r.Aborted:
+		return fmt.Sprintf("Rollout %q is aborted: a new revision would not be promoted; retry it (kubectl argo rollouts retry rollout %s -n %s), or set %s=%s to restart its pods in place",
+			w.Name, w.Name, ns, RolloutStrategyAnnotation, RolloutStrategyRestart)
+	case r.Paused:
+		return fmt.Sprintf("Rollout %q is paused: a new revision would stop at the pause; promote it (kubectl argo rollouts promote %s -n %s), or set %s=%s to restart its pods in place",
+			w.Name, w.Name, ns, RolloutStrategyAnnotation, RolloutStrategyRestart)
 	}
 	return ""
 }

@@ -55,6 +55,39 @@ func workloadTarget(it inspect.Use) Target {
 // kind and name.
 func foreignOwnerReason(it inspect.Use) string {
 	w := it.Workload
-	return fmt.Sprintf("owner %s %s %q is not a built-in workload (only apps/v1 Deployments, StatefulSets, DaemonSets and ReplicaSets are restarted or evicted): cmsync does not change it; restart its pods with its own controller's tooling",
+	return fmt.Sprintf("owner %s %s %q is not a built-in workload (only apps/v1 Deployments, StatefulSets, DaemonSets and ReplicaSets, and argoproj.io Rollouts, are restarted or evicted): cmsync does not change it; restart its pods with its own controller's tooling",
 		w.APIVersion, w.Kind, w.Name)
 }
+
+// RolloutKind is the key of an Argo Rollout (argoproj.io/v1alpha1
+// Rollout): its kind qualified by its group, as inspect.WorkloadRef's
+// GroupKind names it. It is the one workload of another group that refresh
+// restarts; it is matched by group and kind, never by kind alone.
+const RolloutKind = "Rollout.argoproj.io"
+
+// RolloutGroupKind is RolloutKind parsed.
+var RolloutGroupKind = schema.GroupKind{Group: "argoproj.io", Kind: "Rollout"}
+
+// RolloutResource is the resource of Argo Rollouts, in the version
+// its CRD serves.
+var RolloutResource = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+
+// IsRollout tells whether kind names an Argo Rollout by group and kind.
+func IsRollout(kind string) bool {
+	return strings.Contains(kind, ".") && schema.ParseGroupKind(kind) == RolloutGroupKind
+}
+
+// Rollout strategies: how a Rollout is restarted, from Reloader's
+// reloader.stakater.com/rollout-strategy annotation on the Rollout.
+const (
+	// RolloutStrategyRestart sets spec.restartAt: the Argo Rollouts
+	// controller evicts the pods older than it (honouring
+	// PodDisruptionBudgets), no new revision, no canary or blue-green steps.
+	RolloutStrategyRestart = "restart"
+	// RolloutStrategyRollout changes the pod template (the restartedAt
+	// annotation, as for a Deployment): a new revision that goes through
+	// the Rollout's canary or blue-green steps.
+	RolloutStrategyRollout = "rollout"
+	// RolloutStrategyAnnotation is Reloader's annotation that chooses one.
+	RolloutStrategyAnnotation = "reloader.stakater.com/rollout-strategy"
+)
