@@ -102,7 +102,14 @@ func (l *Loop) scheduleHold(ctx context.Context, t refresh.Target, meta map[insp
 // metaOf are the annotations of t's workload and template: the round's,
 // else read (none for a pod, or without a reader).
 func (l *Loop) metaOf(ctx context.Context, t refresh.Target, meta map[inspect.WorkloadRef]subjectMeta) subjectMeta {
-	m, ok := meta[inspect.WorkloadRef{Kind: t.Kind, Name: t.Name}]
+	var m subjectMeta
+	ok := false
+	for w, wm := range meta { // a target's kind is group-qualified where the workload is not built in
+		if w.GroupKind() == t.Kind && w.Name == t.Name {
+			m, ok = wm, true
+			break
+		}
+	}
 	if (!ok || m.err != nil) && l.Annotations != nil && t.Kind != "Pod" {
 		m = subjectMeta{}
 		m.workload, m.template, m.err = l.Annotations.Annotations(ctx, t.Kind, t.Namespace, t.Name)
