@@ -23,24 +23,21 @@ type RestartWindow struct {
 	Error string `json:"error,omitempty"`
 }
 
-// restartWindowOf is the restart window of the pod's workload: on the pod
-// (its template's annotations), else on the ReplicaSet that owns it (a
-// Deployment's annotations are copied to its ReplicaSets by the
-// Deployment controller). A StatefulSet's or DaemonSet's own annotation is
-// not in the snapshot: only its template's shows here.
+// restartWindowOf is the restart window of the pod's workload, as watch
+// and the controller read it: the workload's own annotation first (a
+// Deployment's, copied to its ReplicaSets by the Deployment controller),
+// else the pod's (its template's). A StatefulSet's or DaemonSet's own
+// annotation is not in the snapshot: only its template's shows here.
 func restartWindowOf(pod *corev1.Pod, snap *Snapshot) string {
-	if v := pod.Annotations[restartwindow.Annotation]; v != "" {
-		return v
-	}
 	for i := range pod.OwnerReferences {
 		ref := &pod.OwnerReferences[i]
 		if ref.Kind == "ReplicaSet" && ref.Controller != nil && *ref.Controller {
-			if rs := snap.ReplicaSets[NamespacedName{pod.Namespace, ref.Name}]; rs != nil {
+			if rs := snap.ReplicaSets[NamespacedName{pod.Namespace, ref.Name}]; rs != nil && rs.Annotations[restartwindow.Annotation] != "" {
 				return rs.Annotations[restartwindow.Annotation]
 			}
 		}
 	}
-	return ""
+	return pod.Annotations[restartwindow.Annotation]
 }
 
 // NoteRestartWindows says, on each use with a restart window, whether the

@@ -66,9 +66,9 @@ var Roles = []Role{
 		Rule{"apps", []string{"deployments", "statefulsets", "daemonsets"}, []string{"patch"}},
 		Rule{"", []string{"pods/eviction"}, []string{"create"}},
 		// reload hooks sent from the operator's machine, through the API
-		// server's pod proxy: create for POST and PUT, get for GET
-		Rule{"", []string{"pods/proxy"}, []string{"get", "create"}},
-		Rule{"argoproj.io", []string{"rollouts"}, []string{"get", "list", "patch"}})},
+		// server's pod proxy: create for POST, update for PUT, get for GET
+		Rule{"", []string{"pods/proxy"}, []string{"get", "create", "update"}},
+		Rule{"argoproj.io", []string{"rollouts"}, []string{"get", "patch"}})},
 	{Name: RoleSecrets, For: "--secrets, secret/NAME (with any of the above)", Rules: []Rule{{"", []string{"secrets"}, []string{"list", "watch"}}}},
 	{Name: RoleNodes, For: "the kubelet sync delay (optional, cluster-scoped)", Rules: []Rule{
 		{"", []string{"nodes"}, []string{"get", "list"}},

@@ -68,16 +68,18 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		return nil
 	}
 	rollouts := map[refresh.Target]Hold{} // read before the limit's lock is taken
+	schedules := map[refresh.Target]subjectMeta{}
 	for _, a := range plan.Actions {
 		if isRestart(a) {
 			rollouts[a.Target] = l.rolloutHold(ctx, a.Target)
+			schedules[a.Target] = l.metaOf(ctx, a.Target, meta)
 		}
 	}
 	send, held := l.restarts.gate(ctx, l, plan.Actions, func(t refresh.Target) Hold {
 		if h := rollouts[t]; h.Reason != "" {
 			return h
 		}
-		return l.scheduleHold(ctx, t, meta)
+		return l.scheduleHold(t, schedules[t])
 	})
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}
@@ -187,6 +189,9 @@ func (p *pending) firstDeferral(workload string, h Hold) bool {
 	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
 	if h.Paced {
 		key += " paced"
+	}
+	if h.Window != "" {
+		key += " window"
 	}
 	if p.told[key] {
 		return false
@@ -310,8 +315,8 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 		}
 		f.mu.Unlock()
 		if expired && !done {
-			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s restarted more than %s ago is not complete (--rollout-wait); no longer counted against --max-concurrent-restarts: see `kubectl rollout status %s -n %s`",
-				t, l.RolloutWait, t, t.Namespace)})
+			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s restarted more than %s ago is not complete (--rollout-wait); no longer counted against --max-concurrent-restarts: see `%s`",
+				t, l.RolloutWait, rolloutStatusCommand(t))})
 		}
 	}
 }
@@ -333,4 +338,13 @@ func (f *inFlight) sent(results []refresh.Result) {
 			delete(f.targets, r.Target)
 		}
 	}
+}
+
+// rolloutStatusCommand is the command that shows how the rollout of t is
+// going: kubectl's, or the Argo Rollouts plugin's for a Rollout.
+func rolloutStatusCommand(t refresh.Target) string {
+	if refresh.IsRollout(t.Kind) {
+		return fmt.Sprintf("kubectl argo rollouts status %s -n %s", t.Name, t.Namespace)
+	}
+	return fmt.Sprintf("kubectl rollout status %s -n %s", t, t.Namespace)
 }

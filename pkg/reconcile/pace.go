@@ -75,14 +75,11 @@ func intervalName(interval, flag time.Duration) string {
 }
 
 // scheduleHold is why the restart of t waits for its schedule: outside
-// its restart window (until it opens), or paced (see pacer), its
-// annotations and restartedAt read from those the round read already
-// (meta), else with one GET (a workload named in Reloader's reload list,
-// whose uses the round did not read). A schedule that cannot be read
-// (an invalid annotation) holds the restart for good: it is reported,
-// never sent at a time the workload did not ask for.
-func (l *Loop) scheduleHold(ctx context.Context, t refresh.Target, meta map[inspect.WorkloadRef]subjectMeta) Hold {
-	m := l.metaOf(ctx, t, meta)
+// its restart window (until it opens), or paced (see pacer), from its
+// annotations m (metaOf). A schedule that cannot be read (an invalid
+// annotation) holds the restart for good: it is reported, never sent at
+// a time the workload did not ask for.
+func (l *Loop) scheduleHold(t refresh.Target, m subjectMeta) Hold {
 	now := l.Now()
 	if h := windowHold(t, m, now); h.Reason != "" {
 		return h
@@ -99,17 +96,12 @@ func (l *Loop) scheduleHold(ctx context.Context, t refresh.Target, meta map[insp
 	return l.pace.hold(t, interval, restartedAt, now)
 }
 
-// metaOf are the annotations of t's workload and template: the round's,
-// else read (none for a pod, or without a reader).
+// metaOf are the annotations of t's workload and template: those the
+// round read already (meta), else with one GET (a workload named in
+// Reloader's reload list, whose uses the round did not read); none for a
+// pod, or without a reader.
 func (l *Loop) metaOf(ctx context.Context, t refresh.Target, meta map[inspect.WorkloadRef]subjectMeta) subjectMeta {
-	var m subjectMeta
-	ok := false
-	for w, wm := range meta { // a target's kind is group-qualified where the workload is not built in
-		if w.GroupKind() == t.Kind && w.Name == t.Name {
-			m, ok = wm, true
-			break
-		}
-	}
+	m, ok := metaFor(meta, t.Kind, t.Name)
 	if (!ok || m.err != nil) && l.Annotations != nil && t.Kind != "Pod" {
 		m = subjectMeta{}
 		m.workload, m.template, m.err = l.Annotations.Annotations(ctx, t.Kind, t.Namespace, t.Name)

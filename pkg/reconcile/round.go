@@ -98,9 +98,9 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	for wk := range onRestart {
 		spared[wk] = true
 	}
-	cluster := l.Cluster
-	// mutated
-	r := &refresh.Refresher{Config: l.Refresh, Cluster: cluster, Restarting: spared, ChangedAgain: l.changedAgain}
+	cluster := l.Cluster // the hooks' workload reads answered from the round's
+	cluster.Annotations = readAnnotations{meta: rd.meta, next: cluster.Annotations}
+	r := &refresh.Refresher{Config: l.Refresh, Cluster: cluster, Restarting: spared, ChangedAgain: l.changedAgain, HookInSync: true}
 	plan, err := r.Plan(ctx, rd.snap, rd.kept)
 	if err != nil {
 		l.results(plan.Abandon(), rd.changes)
@@ -308,8 +308,8 @@ func noRestartAgain(actions []refresh.Action, changes map[inspect.ObjectKey]*pen
 		for _, k := range consumedObjects(a, changes) {
 			if changes[k].recheck[a.Target.Kind+"/"+a.Target.Name] {
 				actions[i].Action = refresh.ActionManual
-				actions[i].Reason = fmt.Sprintf("the %s of %s for this change was sent and it is still not current: not sent again; see `kubectl rollout status %s -n %s` and its pods' events",
-					a.Action, a.Target, a.Target, a.Target.Namespace)
+				actions[i].Reason = fmt.Sprintf("the %s of %s for this change was sent and it is still not current: not sent again; see `%s` and its pods' events",
+					a.Action, a.Target, rolloutStatusCommand(a.Target))
 				break
 			}
 		}

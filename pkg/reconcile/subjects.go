@@ -133,11 +133,23 @@ type readAnnotations struct {
 
 // Annotations implements refresh.AnnotationReader.
 func (r readAnnotations) Annotations(ctx context.Context, kind, namespace, name string) (map[string]string, map[string]string, error) {
-	if m, ok := r.meta[inspect.WorkloadRef{Kind: kind, Name: name}]; ok {
+	if m, ok := metaFor(r.meta, kind, name); ok {
 		return m.workload, m.template, m.err
 	}
 	if r.next == nil {
 		return nil, nil, nil
 	}
 	return r.next.Annotations(ctx, kind, namespace, name)
+}
+
+// metaFor is the annotations the round read of the workload of kind (as
+// an action's target names it: group-qualified where it is not built in)
+// and name.
+func metaFor(meta map[inspect.WorkloadRef]subjectMeta, kind, name string) (subjectMeta, bool) {
+	for w, m := range meta {
+		if w.GroupKind() == kind && w.Name == name {
+			return m, true
+		}
+	}
+	return subjectMeta{}, false
 }

@@ -92,6 +92,7 @@ func (d DirectHookSender) Send(ctx context.Context, _, pod string, h *Hook) (Hoo
 	if c == nil {
 		c = &http.Client{Timeout: HookTimeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	}
+	c = noRedirects(c)
 	b := HookRetry
 	if d.Backoff != nil {
 		b = *d.Backoff
@@ -147,11 +148,21 @@ func (p ProxyHookSender) Send(ctx context.Context, namespace, pod string, h *Hoo
 	if err != nil {
 		return HookResponse{}, err
 	}
-	resp, err := rc.Client.Do(req)
+	resp, err := noRedirects(rc.Client).Do(req)
 	if err != nil {
 		return HookResponse{}, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, hookBodyLimit))
 	return HookResponse{Status: resp.StatusCode, Body: body}, nil
+}
+
+// noRedirects is c answering a redirect with the redirect itself, judged
+// a failure (judgeHook): a pod must not send the sender elsewhere, with
+// the operator's credentials (the proxy's client adds them at every hop)
+// or from the controller's network position.
+func noRedirects(c *http.Client) *http.Client {
+	cp := *c
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
 }

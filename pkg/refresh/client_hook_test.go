@@ -165,3 +165,37 @@ func TestHookPermissions(t *testing.T) {
 		}
 	}
 }
+
+// A pod that answers its hook with a redirect is not followed, by either
+// sender: the proxy's client would add the operator's credentials at the
+// next hop, and the controller would reach what the pod names.
+func TestHookSendersFollowNoRedirect(t *testing.T) {
+	var elsewhere []string
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere = append(elsewhere, r.Method+" "+r.Header.Get("Authorization"))
+	}))
+	defer target.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/steal", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	ip, port := hostPort(t, redirect)
+	resp, err := DirectHookSender{}.Send(context.Background(), "ns", "web-1", &Hook{Method: "POST", Port: port, Path: "/-/reload", podIP: ip})
+	if err != nil || resp.Status != http.StatusTemporaryRedirect {
+		t.Errorf("direct: %+v, %v; want the 307 itself", resp, err)
+	}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: redirect.URL, BearerToken: "operator-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = ProxyHookSender{Client: cs}.Send(context.Background(), "ns", "web-1", &Hook{Method: "POST", Port: 9090, Path: "/-/reload"})
+	if err != nil || resp.Status != http.StatusTemporaryRedirect {
+		t.Errorf("proxy: %+v, %v; want the 307 itself", resp, err)
+	}
+	if len(elsewhere) != 0 {
+		t.Errorf("the redirect was followed: %q", elsewhere)
+	}
+	if r := judgeHook(&Hook{Method: "POST", Port: 9090, Path: "/-/reload"}, HookViaDirect, resp, nil); r.Outcome != HookFailed {
+		t.Errorf("a redirect judged %s, want failed", r.Outcome)
+	}
+}

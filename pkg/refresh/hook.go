@@ -303,8 +303,9 @@ func finishHooks(results []Result) []Result {
 	return results
 }
 
-// hookPermissions is what sending the actions' hooks through the pod proxy needs: create on
-// pods/proxy for POST and PUT, get for GET.
+// hookPermissions is what sending the actions' hooks through the pod proxy needs: the
+// verb the API server maps the method to, on pods/proxy (create for POST, update for
+// PUT, get for GET).
 func hookPermissions(actions []Action) []Permission {
 	byKey := map[[2]string]int{}
 	var out []Permission
@@ -312,9 +313,9 @@ func hookPermissions(actions []Action) []Permission {
 		if a.Action != ActionAnnotate || !a.Hook.sendable() {
 			continue
 		}
-		verb := "create"
-		if a.Hook.Method == http.MethodGet {
-			verb = "get"
+		verb := map[string]string{http.MethodGet: "get", http.MethodPut: "update"}[a.Hook.Method]
+		if verb == "" {
+			verb = "create"
 		}
 		k := [2]string{a.Target.Namespace, verb}
 		if i, ok := byKey[k]; ok {
@@ -354,6 +355,21 @@ func (s hookSet) attach(actions []Action) {
 		if w := s.warnings[k]; w != "" && !contains(a.Warnings, w) {
 			a.Warnings = append(a.Warnings, w)
 		}
+	}
+}
+
+// inSync turns the `none` of a pod with a reload hook, its mounts already
+// in sync, into an annotation of it: the kubelet wrote the change before
+// the plan (its own resync, or an earlier round that timed out), and the
+// application is told all the same, once the annotated pod is verified.
+func (s hookSet) inSync(actions []Action) {
+	for i := range actions {
+		a := &actions[i]
+		if a.Action != ActionNone || a.Target.Kind != "Pod" || !s.hooks[PodKey(a.Target.Namespace, a.Target.Name)].sendable() {
+			continue
+		}
+		a.Action, a.Pods = ActionAnnotate, []string{a.Target.Name}
+		a.Reason = "mounts already in sync: annotated, so that its reload hook follows a verified remount"
 	}
 }
 

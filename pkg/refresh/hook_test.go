@@ -1,6 +1,7 @@
 package refresh
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,5 +82,34 @@ func TestResolveHook(t *testing.T) {
 	pod.Annotations[ReloadHookAnnotation] = "PATCH :9090"
 	if h := ResolveHook(nil, pod); h == nil || h.Error == "" || h.Request != "PATCH :9090" || h.String() != "PATCH :9090" {
 		t.Errorf("invalid: %+v", h)
+	}
+}
+
+// TestHookInSync: the loop's plan annotates a pod with a reload hook whose
+// mounts are in sync already (the kubelet wrote the change first), so that
+// its application is told; a pod without a hook, or whose hook cannot be
+// read, stays `none`, and so does every pod without HookInSync.
+func TestHookInSync(t *testing.T) {
+	hook := &Hook{Request: "POST :9090/-/reload", Method: "POST", Port: 9090, Path: "/-/reload"}
+	s := hookSet{hooks: map[string]*Hook{"ns/hooked": hook, "ns/invalid": {Error: "bad"}}}
+	none := func(pod string) Action {
+		return Action{Action: ActionNone, Target: Target{Kind: "Pod", Namespace: "ns", Name: pod}, Reason: "already in-sync"}
+	}
+	actions := []Action{none("hooked"), none("plain"), none("invalid"),
+		{Action: ActionNone, Target: Target{Kind: "ConfigMap", Namespace: "ns", Name: "hooked"}, Reason: "nothing consumes it"}}
+	s.inSync(actions)
+	s.attach(actions)
+	got := map[string]string{}
+	for _, a := range actions {
+		got[a.Target.String()] = string(a.Action)
+	}
+	want := map[string]string{"pod/hooked": "annotate", "pod/plain": "none", "pod/invalid": "none", "configmap/hooked": "none"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s, want %s", k, got[k], v)
+		}
+	}
+	if a := actions[0]; a.Hook != hook || len(a.Pods) != 1 || a.Pods[0] != "hooked" || !strings.Contains(a.Reason, "reload hook") {
+		t.Errorf("the hooked pod's action %+v: want an annotation of it carrying its hook", a)
 	}
 }

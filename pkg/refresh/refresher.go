@@ -95,6 +95,12 @@ type Refresher struct {
 	// again after the plan (the continuous refresh saw an edit of it):
 	// see WaitOptions.ChangedAgain. nil: the wait is for the newest data.
 	ChangedAgain func(inspect.ObjectKey) bool
+	// HookInSync: a pod with a reload hook whose mounts are already in
+	// sync is annotated and hooked all the same (the loop: each of its
+	// rounds answers a change, which the kubelet may have written before
+	// the plan). Without it (refresh, run by hand) such a pod is left
+	// alone: nothing changed that its application should reload.
+	HookInSync bool
 }
 
 // Plan is a plan with what its Apply needs.
@@ -196,6 +202,10 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 	}
 	p.Actions = PlanActions(PlanInput{Items: p.Uses, Pods: pods, Workload: workloads, Strategy: r.Strategy, Verified: obs.observed, NotVerified: obs.notVerified,
 		Selector: sel, RestartVia: r.RestartVia, MaxUnavailable: r.MaxUnavailable})
+	if r.HookInSync {
+		p.hooks.inSync(p.Actions)
+		sort.SliceStable(p.Actions, func(i, j int) bool { return Precedes(p.Actions[i], p.Actions[j]) })
+	}
 	p.hooks.attach(p.Actions)
 	counts := Counts(p.Actions)
 	p.Restarts = counts[ActionRestart] + counts[ActionEvict] // an eviction restarts a workload's pods too

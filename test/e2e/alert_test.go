@@ -144,6 +144,7 @@ func checkMessage(t *testing.T, text string, wants, values []string) {
 // refreshes a Deployment's 2 pods is one Google Chat message from the
 // leader, counted in its metrics.
 func TestControllerAlerts(t *testing.T) {
+	parallelController(t)
 	f := newFx(t)
 	loadImage(t)
 	webhook := f.startReceiver()

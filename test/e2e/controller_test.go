@@ -35,6 +35,21 @@ const (
 	ctlPods = "app.kubernetes.io/name=kubectl-cmsync,app.kubernetes.io/component=controller"
 )
 
+// controllerSlot is held by a test that installs the controller in
+// cmsync-system beside the parallel tests (parallelController): one at a
+// time. The other controller tests run in the sequential phase, before
+// any parallel test resumes.
+var controllerSlot sync.Mutex
+
+// parallelController runs the test beside the parallel tests, holding
+// controllerSlot for its whole run (released after its other cleanups,
+// the controller's removal included).
+func parallelController(t *testing.T) {
+	t.Parallel()
+	controllerSlot.Lock()
+	t.Cleanup(controllerSlot.Unlock)
+}
+
 // deployController applies deploy/controller, rendered by the cluster's
 // kubectl kustomize, with the e2e image and args, and removes it all at
 // the end of the test.
