@@ -25,30 +25,12 @@ ROOT=$PWD
 . hack/cluster/lib.sh   # CMSYNC_CACHE, BIN (the cached kubectl)
 export PATH=$PATH:/usr/local/go/bin
 GORELEASER_VERSION=${GORELEASER_VERSION:-v2.16.0}
-TOOLS=$CMSYNC_CACHE/tools
+. hack/release/lib.sh    # TOOLS, install_tool, krew_tool
 start=$(date +%s)
 step() { echo "release-check: $*"; }
 fail() { echo "release-check: FAILED: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-# install_tool DIR NAME COMMAND...: run COMMAND with $out set to a fresh directory, then move its NAME
-# into DIR (so that an interrupted build leaves nothing half-written in the cache). One at a time.
-install_tool() {
-  local dir=$1 name=$2; shift 2
-  [ -x "$dir/$name" ] && return 0
-  mkdir -p "$TOOLS"
-  exec 8> "$TOOLS/.lock"
-  flock 8
-  if [ ! -x "$dir/$name" ]; then
-    out=$(mktemp -d "$TOOLS/.build.XXXXXX")
-    out="$out" "$@"
-    mkdir -p "$dir"
-    mv "$out/$name" "$dir/$name"
-    rm -rf "$out"
-  fi
-  flock -u 8
-}
 
 # 1. tools
 GORELEASER=$TOOLS/goreleaser-$GORELEASER_VERSION/goreleaser
@@ -57,11 +39,8 @@ if [ ! -x "$GORELEASER" ]; then
 fi
 install_tool "$(dirname "$GORELEASER")" goreleaser \
   sh -c 'GOBIN="$out" go install "github.com/goreleaser/goreleaser/v2@$0"' "$GORELEASER_VERSION"
-KREW_VERSION=$(go -C tools list -m -f '{{.Version}}' sigs.k8s.io/krew)
-KREW_TOOLS=$TOOLS/krew-$KREW_VERSION
-for t in kubectl-krew:krew validate-krew-manifest:validate-krew-manifest; do
-  install_tool "$KREW_TOOLS" "${t%%:*}" sh -c 'go -C tools build -o "$out/$0" "sigs.k8s.io/krew/cmd/$1"' "${t%%:*}" "${t#*:}"
-done
+krew_tool kubectl-krew
+krew_tool validate-krew-manifest
 step "tools: goreleaser $("$GORELEASER" --version 2>/dev/null | awk '/^GitVersion:/ {print $2}'), krew $KREW_VERSION"
 
 # 2. goreleaser

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . hack/cluster/lib.sh   # CMSYNC_CACHE
 export PATH=$PATH:/usr/local/go/bin
-TOOLS=$CMSYNC_CACHE/tools
+. hack/release/lib.sh    # install_tool, krew_tool
 start=$(date +%s)
 step() { echo "release-fast: $*"; }
 fail() { echo "release-fast: FAILED: $*" >&2; exit 1; }
@@ -20,19 +20,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # 1. krew
-KREW_VERSION=$(go -C tools list -m -f '{{.Version}}' sigs.k8s.io/krew)
-VKM=$TOOLS/krew-$KREW_VERSION/validate-krew-manifest
-if [ ! -x "$VKM" ]; then
-  mkdir -p "$TOOLS"
-  exec 8> "$TOOLS/.lock"
-  flock 8
-  if [ ! -x "$VKM" ]; then
-    out=$(mktemp -d "$TOOLS/.build.XXXXXX")
-    go -C tools build -o "$out/validate-krew-manifest" sigs.k8s.io/krew/cmd/validate-krew-manifest
-    mkdir -p "$(dirname "$VKM")" && mv "$out/validate-krew-manifest" "$VKM" && rm -rf "$out"
-  fi
-  flock -u 8
-fi
+krew_tool validate-krew-manifest
+VKM=$KREW_TOOLS/validate-krew-manifest
 mkdir -p "$tmp/m" && cp plugins/krew.yaml "$tmp/m/cmsync.yaml"
 "$VKM" -manifest "$tmp/m/cmsync.yaml" -skip-install >"$tmp/vkm.log" 2>&1 || { cat "$tmp/vkm.log"; fail "validate-krew-manifest rejected plugins/krew.yaml"; }
 step "validate-krew-manifest $KREW_VERSION accepts plugins/krew.yaml"

@@ -44,12 +44,22 @@ func restartWindowOf(pod *corev1.Pod, snap *Snapshot) string {
 // window is open at now and else when it opens: the controller and watch
 // hold the use's restart until then. Pure: now is the caller's clock.
 func NoteRestartWindows(items []Use, now time.Time) {
+	type parsed struct {
+		s   restartwindow.Schedule
+		err error
+	}
+	seen := map[string]parsed{} // every pod of a workload has the same value: parsed (its zone loaded) once
 	for i := range items {
 		w := items[i].RestartWindow
 		if w == nil {
 			continue
 		}
-		s, err := restartwindow.Parse(w.Value)
+		p, ok := seen[w.Value]
+		if !ok {
+			p.s, p.err = restartwindow.Parse(w.Value)
+			seen[w.Value] = p
+		}
+		s, err := p.s, p.err
 		switch open, next := s.Open(now); {
 		case err != nil:
 			w.Error = err.Error()
