@@ -20,11 +20,8 @@ if [ "${1:-}" = --path ]; then echo "$BIN"; [ -x "$BIN" ]; exit; fi
 if [ "${1:-}" = --crds ]; then echo "$DIR/crds"; [ -f "$DIR/crds/rollout-crd.yaml" ]; exit; fi
 have() { [ -x "$BIN" ] && [ -f "$DIR/crds/rollout-crd.yaml" ]; }
 if ! have; then
-  mkdir -p "$TOOLS"
-  exec 9> "$TOOLS/.argo-rollouts.lock"
-  if command -v flock >/dev/null; then # util-linux; without it (macOS) builds are not serialized
-    flock -n 9 || { echo "argo-rollouts.sh: another build holds $TOOLS/.argo-rollouts.lock, waiting" >&2; flock 9; }
-  fi
+  . "$(dirname "$0")/lib.sh"
+  tool_lock argo-rollouts
   if ! have; then
     s=$(date +%s)
     echo "argo-rollouts.sh: building rollouts-controller $ARGO_ROLLOUTS_VERSION once into $DIR" >&2

@@ -13,11 +13,8 @@ export PATH=$PATH:/usr/local/go/bin
 if [ "${1:-}" = --path ]; then echo "$HELM"; [ -x "$HELM" ]; exit; fi
 have() { local v; [ -x "$HELM" ] && v=$("$HELM" version --template '{{.Version}}' 2>/dev/null) && [ "$v" = "$HELM_VERSION" ]; }
 if ! have; then
-  mkdir -p "$TOOLS"
-  exec 9> "$TOOLS/.helm.lock"
-  if command -v flock >/dev/null; then # util-linux; without it (macOS) builds are not serialized
-    flock -n 9 || { echo "helm.sh: another build holds $TOOLS/.helm.lock, waiting" >&2; flock 9; }
-  fi
+  . "$(dirname "$0")/lib.sh"
+  tool_lock helm
   if ! have; then
     s=$(date +%s)
     echo "helm.sh: building helm $HELM_VERSION once into $(dirname "$HELM")" >&2
