@@ -153,7 +153,7 @@ func useDelay(it Use) Delay {
 	if it.Delay != nil {
 		return *it.Delay
 	}
-	return Delay{Min: durationOf(0), Max: durationOf(time.Duration(float64(DefaultSyncFrequency) * (1 + syncJitter))), Basis: BasisDefault}
+	return Delay{Min: durationOf(0), Max: durationOf(maxResync(DefaultSyncFrequency)), Basis: BasisDefault}
 }
 
 // useLastChange is when the use's object last changed, zero when unknown.

@@ -111,10 +111,7 @@ func PodTerminated(pod *corev1.Pod) bool {
 // object's (any key), to the second.
 func initContainerByTime(it Use, obj Object, t *corev1.ContainerStateTerminated) Comparison {
 	kind := strings.ToLower(it.Object.Kind)
-	last := obj.LastChange
-	if last.IsZero() && it.Object.LastChange != nil {
-		last = it.Object.LastChange.Time
-	}
+	last := useLastChange(it, obj)
 	started, finished := t.StartedAt.Time, t.FinishedAt.Time
 	stamp := func(x time.Time) string { return x.UTC().Format(time.RFC3339) }
 	switch {

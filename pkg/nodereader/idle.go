@@ -77,13 +77,3 @@ func (r *Reader) takeIdle(now time.Time) []string {
 	}
 	return names
 }
-
-// isReady tells whether rp's start is over, run or failed.
-func isReady(rp *readerPod) bool {
-	select {
-	case <-rp.ready:
-		return true
-	default:
-		return false
-	}
-}

@@ -166,15 +166,19 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 	r.mu.Unlock()
 }
 
-// failed tells whether rp's start is over and failed.
-func failed(rp *readerPod) bool {
+// isReady tells whether rp's start is over, run or failed.
+func isReady(rp *readerPod) bool {
 	select {
 	case <-rp.ready:
-		return rp.err != nil
+		return true
 	default:
 		return false
 	}
 }
+
+// failed tells whether rp's start is over and failed (err is set before
+// ready is closed).
+func failed(rp *readerPod) bool { return isReady(rp) && rp.err != nil }
 
 // forget drops a node's pod that stopped running, and deletes it.
 func (r *Reader) forget(node, name string) {
@@ -193,9 +197,7 @@ func (r *Reader) Close() error {
 	r.closed = true
 	var names []string
 	for _, rp := range r.pods {
-		select {
-		case <-rp.ready:
-		default:
+		if !isReady(rp) {
 			continue // its creator deletes it when it gives up
 		}
 		if rp.name != "" {

@@ -3,8 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,14 +92,16 @@ func (l *Loop) objectsInScope(snap *inspect.Snapshot, changes map[inspect.Object
 		return changes, keys
 	}
 	kept := map[inspect.ObjectKey]*pending{}
+	var keptKeys []inspect.ObjectKey // in the order of keys, which are sorted
 	for _, k := range keys {
 		if why := l.objectOutOfScope(snap, k); why != "" {
 			l.ignored(k, changes[k], why)
 			continue
 		}
 		kept[k] = changes[k]
+		keptKeys = append(keptKeys, k)
 	}
-	return kept, slices.SortedFunc(maps.Keys(kept), compareKeys)
+	return kept, keptKeys
 }
 
 // objectOutOfScope says why the snapshot's object k is not handled ("" when
