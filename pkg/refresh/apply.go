@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 )
@@ -104,18 +103,43 @@ type Result struct {
 // Backoff for retried patches: 429, 5xx and timeouts.
 var Backoff = wait.Backoff{Steps: 5, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
 
-// Transient reports whether a failed call may pass by itself: what
-// Retriable retries at once, and a connection refused, reset or cut short
-// (an API server restarting). A caller that runs again later (the
-// continuous refresh) tries such a change again with a backoff; any other
-// failure (forbidden, not found, invalid) stays until something changes.
+// Transient reports whether a failed call may pass by itself, so that a
+// caller that runs again later (the continuous refresh) tries it again
+// with a backoff. Every failure is taken to be transient but those known
+// to be permanent (Permanent) and the caller's own cancellation: a
+// connection refused, reset, cut mid-write (broken pipe) or found dead by
+// HTTP/2's health check, a timeout, 429 and 5xx may all pass, and a
+// failure nobody classified is tried again rather than dropped.
 func Transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	return err != nil && !errors.Is(err, context.Canceled) && !Permanent(err)
+}
+
+// Permanent reports whether a failure stays until something changes: the
+// API server's answer that the request cannot succeed as sent (a 4xx
+// status other than 408 Request Timeout, 409 Conflict and 429 Too Many
+// Requests: forbidden, not found, invalid, unauthorized, ...), or a
+// refusal of cmsync's own (an error with a Permanent method, such as
+// TooManyRestartsError, PermissionError and BeyondSelectorError).
+func Permanent(err error) bool {
+	var own interface{ Permanent() bool }
+	if errors.As(err, &own) && own.Permanent() {
+		return true
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || Retriable(err) || apierrors.IsConflict(err) {
 		return false
 	}
-	return Retriable(err) || errors.Is(err, context.DeadlineExceeded) ||
-		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+	code := st.Status().Code
+	return code >= 400 && code < 500 && code != 408
 }
+
+// PermanentError marks a failure that sending again cannot mend (a
+// configuration that is wrong as given).
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string   { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error   { return e.Err }
+func (e *PermanentError) Permanent() bool { return true }
 
 // Retriable reports whether a failed patch may be sent again.
 func Retriable(err error) bool {

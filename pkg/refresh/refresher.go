@@ -127,6 +127,9 @@ type Plan struct {
 // TooManyRestartsError refuses a plan over MaxRestarts.
 type TooManyRestartsError struct{ Restarts, Max int }
 
+// Permanent: the same plan is refused again (Transient).
+func (e *TooManyRestartsError) Permanent() bool { return true }
+
 func (e *TooManyRestartsError) Error() string {
 	return fmt.Sprintf("refused: the plan restarts %d workloads, more than --max-restarts=%d; nothing was changed. Raise --max-restarts, narrow the selection (NAME, -l), or --strategy annotate to restart nothing", e.Restarts, e.Max)
 }
@@ -137,6 +140,9 @@ type BeyondSelectorError struct {
 	Selector string
 	Beyond   []string
 }
+
+// Permanent: the same selection is refused again (Transient).
+func (e *BeyondSelectorError) Permanent() bool { return true }
 
 func (e *BeyondSelectorError) Error() string {
 	return fmt.Sprintf("refused: -l %s selects only some pods of the workloads to restart, and a restart replaces them all: %s; nothing was changed",
@@ -150,6 +156,9 @@ type PermissionError struct {
 	// Items are the plan's uses (those that exec was forbidden for say so).
 	Items []inspect.Use
 }
+
+// Permanent: the same credentials are refused again (Transient).
+func (e *PermissionError) Permanent() bool { return true }
 
 func (e *PermissionError) Error() string {
 	var ps []string
@@ -185,7 +194,7 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 	r.defaults()
 	sel, err := labels.Parse(r.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("invalid -l %q: %v", r.Selector, err)
+		return nil, &PermanentError{fmt.Errorf("invalid -l %q: %v", r.Selector, err)}
 	}
 	// The output edge: reasons derived from Secret data are redacted
 	// before they reach the plan, and again in the results.
