@@ -163,6 +163,11 @@ type pending struct {
 	told map[string]bool
 	// existing: every use is concerned (--sync-existing)
 	existing bool
+	// recordEdits are the workloads (by Kind/Name) whose record of the
+	// object differs from what they read now (resume): an edit made while
+	// no leader acted on it, to which their on-change policy applies as to
+	// a live edit (editedFor)
+	recordEdits map[string]bool
 	// only limits a retry to the workloads whose restart was held back
 	// (by Kind/Name); nil: every use. retry: the change was reported.
 	only  map[string]bool
@@ -537,6 +542,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p.retry, p.told, p.only, p.recheck = true, maps.Clone(p.told), maps.Clone(p.only), maps.Clone(p.recheck) // a copy shares no map with the round's
+	p.recordEdits = maps.Clone(p.recordEdits)
 	if q := l.pending[p.change.Object]; q != nil {
 		if q.retry && q.only != nil {
 			if p.only == nil { // a retry of every use widens it
@@ -554,6 +560,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 		q.change = merge(p.change, q.change)
 		q.edits += p.edits
 		q.first, q.existing = p.first, q.existing || p.existing
+		q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
 	} else {
 		l.pending[p.change.Object] = &p
 	}

@@ -105,6 +105,14 @@ func edited(p *pending) bool {
 	return len(p.change.Keys) > 0 && !p.change.Created && !p.change.Deleted
 }
 
+// editedFor: the change is an edit (edited), or workload w (by Kind/Name)
+// found its record of the object different from what it reads now: an
+// edit it has not been acted on for, made while no leader acted (a leader
+// change, a restart deferred to a window by the leader before).
+func editedFor(p *pending, w string) bool {
+	return edited(p) || p.recordEdits[w]
+}
+
 func anyEdited(changes map[inspect.ObjectKey]*pending) bool {
 	for _, p := range changes {
 		if edited(p) {

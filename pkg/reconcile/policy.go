@@ -77,8 +77,8 @@ func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[r
 // policy is OnChangeRestart into one restart of it (merged into the
 // restart the plan already makes of it, if any), where an annotation is
 // for an edit of an object (not its creation, its deletion, or a check of
-// the state found at start, which would restart every such workload at
-// once). A workload a restart would not roll (paused, OnDelete, a
+// the state found at start with no record, which would restart every such
+// workload at once; a record that differs is an edit, editedFor). A workload a restart would not roll (paused, OnDelete, a
 // partition) or whose pods the plan evicts keeps its annotations: a
 // remount is what can be done.
 func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, restart map[refresh.WorkloadKey]map[string]string, items []inspect.Use, changes map[inspect.ObjectKey]*pending) []refresh.Action {
@@ -90,7 +90,7 @@ func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, res
 		var why string
 		for _, a := range actions {
 			if annotates(a, t.Namespace, pods) {
-				why = cmp.Or(why, forEdit(a, changes, restart[wk]))
+				why = cmp.Or(why, forEdit(a, changes, wk.Kind+"/"+wk.Name, restart[wk]))
 			}
 		}
 		if why == "" {
@@ -124,12 +124,13 @@ func annotates(a refresh.Action, ns string, pods map[string]bool) bool {
 	return a.Action == refresh.ActionAnnotate && a.Target.Kind == "Pod" && a.Target.Namespace == ns && pods[a.Target.Name]
 }
 
-// forEdit is why a's consumers restart their workload: the policy of the
-// kind of an edited object one of them reads (kinds), or "".
-func forEdit(a refresh.Action, changes map[inspect.ObjectKey]*pending, kinds map[string]string) string {
+// forEdit is why a's consumers restart their workload w (by Kind/Name):
+// the policy of the kind of an object edited for w one of them reads
+// (kinds), or "".
+func forEdit(a refresh.Action, changes map[inspect.ObjectKey]*pending, w string, kinds map[string]string) string {
 	for _, c := range a.Consumers {
 		p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]
-		if why := kinds[c.Object.Kind]; p != nil && edited(p) && why != "" {
+		if why := kinds[c.Object.Kind]; p != nil && editedFor(p, w) && why != "" {
 			return why
 		}
 	}

@@ -49,6 +49,7 @@ func (l *Loop) putDue(changes map[inspect.ObjectKey]*pending) {
 	for k, p := range changes {
 		if q := l.pending[k]; q != nil {
 			q.change, q.existing, q.only = merge(p.change, q.change), true, nil
+			q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
 		} else {
 			l.pending[k] = p
 		}

@@ -190,6 +190,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 	for _, s := range slices.SortedFunc(maps.Keys(now), compareSubjects) {
 		old := ParseRecord(l.recordOf(s, meta, snap))
 		differ, unknown := compare(old, now[s])
+		edits := slices.Clone(differ) // recorded, and different now: an edit no leader acted on
 		if l.SyncExisting {
 			differ, unknown = append(differ, unknown...), nil
 		}
@@ -207,7 +208,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 		}
 		for _, k := range differ {
 			o := recordObject(ns, k)
-			l.checkAgain(out, s, o, snap.Object(o).LastChange)
+			l.checkAgain(out, s, o, snap.Object(o).LastChange, slices.Contains(edits, k))
 		}
 	}
 }
@@ -270,8 +271,10 @@ func recordObject(ns, recordKey string) inspect.ObjectKey {
 	return inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: ns, Name: name}
 }
 
-// checkAgain adds s's consumers of k to the changes to check.
-func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspect.ObjectKey, changed time.Time) {
+// checkAgain adds s's consumers of k to the changes to check; edit: s's
+// record of k differs from what it reads now, an edit its on-change policy
+// applies to (editedFor).
+func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspect.ObjectKey, changed time.Time, edit bool) {
 	p := out[k]
 	if p == nil {
 		// first is when the object changed: until it is checked, no
@@ -284,6 +287,12 @@ func (l *Loop) checkAgain(out map[inspect.ObjectKey]*pending, s subject, k inspe
 		out[k] = p
 	}
 	p.only[onlyKey(s.workload)] = true
+	if edit {
+		if p.recordEdits == nil {
+			p.recordEdits = map[string]bool{}
+		}
+		p.recordEdits[onlyKey(s.workload)] = true
+	}
 }
 
 // changedSinceWatermark moves to differ the objects with no record that

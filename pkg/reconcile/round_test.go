@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -642,5 +644,64 @@ func TestRoundHandsItsEvents(t *testing.T) {
 	f.step(5 * time.Second)
 	if len(rounds) != 2 || len(rounds[1].Events) != 2 || rounds[1].Events[1].Kind != EventIgnored {
 		t.Errorf("rounds %+v, want a second round of a change and its ignored event", rounds)
+	}
+}
+
+// TestRecordThatDiffersIsAnEdit: an edit made while no leader acted on it
+// (a leader handover, or a restart a leader deferred to its window before
+// it went) is found by the next leader as a record that differs from what
+// the consumer reads; the on-change policy applies to it as to a live
+// edit: a Reloader-annotated volume consumer is restarted (within its
+// window), not only remounted. A consumer with no record is still only
+// remounted (TestOnChangeRestartIsForEditsOnly).
+func TestRecordThatDiffersIsAnEdit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window string
+		want   string
+	}{
+		{"no window", "", "restart deployment/vol"},
+		{"outside its window", "04:00-05:00", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRoundFixture(t)
+			ann := map[string]string{ReloaderAuto: "true"}
+			if tc.window != "" {
+				ann[restartwindow.Annotation] = tc.window
+			}
+			f.addVolumeWorkload("vol", ann)
+			f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
+			resume := func() {
+				out := map[inspect.ObjectKey]*pending{}
+				var n resumeCounts
+				f.loop.resumeIn(context.Background(), "ns", out, &n)
+				f.loop.putDue(out)
+				f.loop.settle(context.Background())
+			}
+			resume() // the first leader records what vol reads
+			if got := f.took(EventAction); len(got) != 0 {
+				t.Fatalf("first sight: actions %q, want none", got)
+			}
+			// edited while no leader acts on it: no informer event reaches the loop
+			if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), configMap("a", map[string]string{"K": "1", "X": "changed"}), metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.now = f.now.Add(time.Minute)
+			resume() // the next leader
+			var got []string
+			for _, e := range f.events {
+				if e.Kind == EventAction && e.Action.Target.Name == "vol" {
+					got = append(got, string(e.Action.Action)+" "+e.Action.Target.String())
+				}
+			}
+			if strings.Join(got, "; ") != tc.want {
+				t.Errorf("actions of vol %q, want %q", got, tc.want)
+			}
+			if tc.window != "" && !slices.ContainsFunc(f.events, func(e Event) bool {
+				return e.Kind == EventDeferred && e.Window == tc.window
+			}) {
+				t.Errorf("no deferral to the window %q: %v", tc.window, f.took(EventDeferred))
+			}
+		})
 	}
 }
