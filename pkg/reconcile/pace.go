@@ -78,9 +78,18 @@ func intervalName(interval, flag time.Duration) string {
 // its restart window (until it opens), or paced (see pacer), from its
 // annotations m (metaOf). A schedule that cannot be read (an invalid
 // annotation) holds the restart for good: it is reported, never sent at
-// a time the workload did not ask for.
+// a time the workload did not ask for. Nor is one whose annotations could
+// not be read: held and checked again with a backoff while the failure may
+// pass, else for good.
 func (l *Loop) scheduleHold(t refresh.Target, m subjectMeta) Hold {
 	now := l.Now()
+	if m.err != nil {
+		why := fmt.Sprintf("the restart window and pause period of %s cannot be read (%v)", t, m.err)
+		if refresh.Transient(m.err) {
+			return Hold{Reason: why + ": held until they can be"}
+		}
+		return Hold{Reason: why, Stuck: true}
+	}
 	if h := windowHold(t, m, now); h.Reason != "" {
 		return h
 	}

@@ -2,13 +2,20 @@ package reconcile
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // annotateWeb sets annotations on the Deployment web of the fixture.
@@ -136,4 +143,48 @@ func (f *roundFixture) messages(kind EventKind) []string {
 	}
 	f.events = nil
 	return out
+}
+
+// TestUnreadScheduleHoldsTheRestart: a workload named in Reloader's reload
+// list (its annotations read with one more GET, for the gate) whose
+// schedule cannot be read is not restarted at once: the restart is held
+// and checked again with a backoff, and once its annotations are read it
+// waits for the restart window they set.
+func TestUnreadScheduleHoldsTheRestart(t *testing.T) {
+	f := newRoundFixture(t) // 2026-01-02 03:00 UTC, a Friday
+	for _, o := range deploymentObjects("named", map[string]string{ReloaderConfigMapReload: "a", restartwindow.Annotation: "Fri 03:10-04:00"}, corev1.Container{}) {
+		if err := f.client.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fails := 2
+	f.client.PrependReactor("get", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() != "named" || fails == 0 {
+			return false, nil, nil
+		}
+		fails--
+		return true, nil, &url.Error{Op: "Get", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}}
+	})
+	f.edit("a", map[string]string{"K": "1", "X": "changed"}) // X: nobody reads it; named names a
+	f.step(3 * time.Second)
+	for range 4 {
+		f.step(RetryBase * 4)
+	}
+	if fails != 0 {
+		t.Fatalf("the gate read named's annotations %d times fewer than the test staged", fails)
+	}
+	d, err := f.client.AppsV1().Deployments("ns").Get(context.Background(), "named", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := d.Spec.Template.Annotations[refresh.RestartedAtAnnotation]; v != "" {
+		t.Fatalf("named restarted at %s, before its restart window opens (03:10)", v)
+	}
+	var window bool
+	for _, e := range f.events {
+		window = window || (e.Kind == EventDeferred && e.Window == "Fri 03:10-04:00")
+	}
+	if !window {
+		t.Errorf("no deferral to the window once its annotations were read: %q", f.took(EventDeferred))
+	}
 }
