@@ -25,10 +25,14 @@ type pacer struct {
 	interval time.Duration
 	bucket   *rate.Limiter // nil: no rate limit
 	last     map[refresh.Target]time.Time
+	// reserved are the restarts let through whose patch is not answered
+	// yet, with their token (nil without a rate limit): only a restart
+	// the API server accepts counts (sent)
+	reserved map[refresh.Target]*rate.Reservation
 }
 
 func newPacer(interval time.Duration, perSecond float64, burst int) *pacer {
-	p := &pacer{interval: interval, last: map[refresh.Target]time.Time{}}
+	p := &pacer{interval: interval, last: map[refresh.Target]time.Time{}, reserved: map[refresh.Target]*rate.Reservation{}}
 	if perSecond > 0 {
 		p.bucket = rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))
 	}
@@ -38,8 +42,8 @@ func newPacer(interval time.Duration, perSecond float64, burst int) *pacer {
 // hold says why the restart of t waits, and until when; interval is the
 // workload's (the longer of --min-restart-interval and its pause period),
 // restartedAt the time its template says it was last restarted (zero:
-// never). A restart that is not held takes a token and is remembered as
-// sent at now.
+// never). A restart that is not held takes a token, kept only if the API
+// server accepts it (sent).
 func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now time.Time) Hold {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -54,16 +58,40 @@ func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now 
 		return Hold{Reason: fmt.Sprintf("%s was restarted %s ago, less than %s", t, max(now.Sub(last), 0).Round(time.Second), intervalName(interval, p.interval)),
 			Paced: true, Until: last.Add(interval)}
 	}
+	var token *rate.Reservation
 	if p.bucket != nil {
-		r := p.bucket.ReserveN(now, 1)
-		if d := r.DelayFrom(now); d > 0 {
-			r.CancelAt(now)
+		token = p.bucket.ReserveN(now, 1)
+		if d := token.DelayFrom(now); d > 0 {
+			token.CancelAt(now)
 			return Hold{Reason: fmt.Sprintf("the restart rate limit is reached (--restart-rate %g/s, --restart-burst %d)", float64(p.bucket.Limit()), p.bucket.Burst()),
 				Paced: true, Until: now.Add(d)}
 		}
 	}
-	p.last[t] = now
+	p.reserved[t] = token
 	return Hold{}
+}
+
+// sent ends the restarts hold let through with their results: one the API
+// server accepted counts from now for the interval and keeps its token;
+// one that failed or was not sent counts for nothing, so that a restart
+// refused for a moment is sent again at its retry, not an interval (or a
+// restart window) later.
+func (p *pacer) sent(results []refresh.Result, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range results {
+		token, ok := p.reserved[r.Target]
+		if !isRestart(r.Action) || !ok {
+			continue
+		}
+		delete(p.reserved, r.Target)
+		switch {
+		case r.AppliedAt != nil:
+			p.last[r.Target] = now
+		case token != nil:
+			token.CancelAt(now)
+		}
+	}
 }
 
 // intervalName names where a workload's interval comes from.

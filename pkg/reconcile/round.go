@@ -118,6 +118,7 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	}
 	results := r.Apply(ctx, plan, nil)
 	l.restarts.sent(results)
+	l.pace.sent(results, l.Now())
 	l.results(results, rd.changes)
 	l.retryFailed(rd.ns, rd.changes, rd.kept, results)
 	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results)

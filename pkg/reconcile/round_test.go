@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,6 +341,7 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 	if h := p.hold(web, time.Minute, t0.Add(-2*time.Minute), t0); h.Reason != "" {
 		t.Errorf("restarted 2 min ago: %+v, want it sent", h)
 	}
+	p.sent([]refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, AppliedAt: &metav1.Time{Time: t0}}}, t0)
 	if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); !h.Paced {
 		t.Errorf("sent a second ago by this loop: %+v, want held", h)
 	}
@@ -703,5 +707,43 @@ func TestRecordThatDiffersIsAnEdit(t *testing.T) {
 				t.Errorf("no deferral to the window %q: %v", tc.window, f.took(EventDeferred))
 			}
 		})
+	}
+}
+
+// failRestarts makes the next n PATCHes of Deployment name fail with a
+// cut connection.
+func (f *roundFixture) failRestarts(name string, n int) {
+	f.client.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.PatchAction).GetName() != name || n == 0 {
+			return false, nil, nil
+		}
+		n--
+		return true, nil, &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}}
+	})
+}
+
+// TestFailedRestartCountsForNothing: a restart whose PATCH failed on a
+// cut connection is sent again at its retry, a second or two later: it
+// did not restart the workload, so it spends no --min-restart-interval
+// (no "was restarted 2s ago") and no token of the restart rate.
+func TestFailedRestartCountsForNothing(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MinRestartInterval, f.loop.RestartRate, f.loop.RestartBurst = time.Hour, 1.0/3600, 1
+	f.loop.defaults()
+	f.failRestarts("web", 1)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if f.restartedAt() != "" {
+		t.Fatal("the failed PATCH restarted web")
+	}
+	f.step(2 * RetryBase)
+	f.step(2 * RetryBase)
+	if f.restartedAt() == "" {
+		t.Errorf("not restarted after its retry; deferred: %q", f.took(EventDeferred))
+	}
+	for _, e := range f.events {
+		if e.Kind == EventDeferred {
+			t.Errorf("deferred after a restart that failed: %s", e.Message)
+		}
 	}
 }
