@@ -121,6 +121,10 @@ type Loop struct {
 	// resumeIncomplete: the resume could not check some consumers (a
 	// namespace or workload not read); the watermark stays at Watermark
 	resumeIncomplete bool
+	// watches are the informers' states, by what they watch: the
+	// watermark never passes the moment one whose watch failed was last
+	// known in sync, until it has listed again (actedUntil)
+	watches map[string]*watchState
 	// retries times the retries of a namespace's transient failures
 	// (exponential per namespace, forgotten once a round completes)
 	retries workqueue.TypedRateLimiter[string]
@@ -269,6 +273,9 @@ func (l *Loop) actedUntil() time.Time {
 	w := l.Now().Add(-watermarkMargin)
 	if l.resumeIncomplete && !l.Watermark.IsZero() && l.Watermark.Before(w) {
 		w = l.Watermark
+	}
+	if at := l.lastInSync(); !at.IsZero() && at.Add(-watermarkMargin).Before(w) {
+		w = at.Add(-watermarkMargin)
 	}
 	oldest := func(ps map[inspect.ObjectKey]*pending) {
 		for _, p := range ps {
@@ -445,7 +452,9 @@ func newestChange(fields []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntr
 // watchKind registers the change handlers on one informer, and reports
 // its watch failing (client-go retries it meanwhile).
 func (l *Loop) watchKind(what string, inf cache.SharedIndexInformer) cache.InformerSynced {
+	st := l.watchOf(what, inf)
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		l.watchFailed(st)
 		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("watching %s: %v (retried; changes meanwhile are seen once it is back)", what, err)})
 	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{

@@ -1,0 +1,67 @@
+package reconcile
+
+import "time"
+
+// syncedVersion is what the watermark asks of an informer: the resource
+// version it last listed or watched up to (cache.SharedIndexInformer).
+type syncedVersion interface {
+	LastSyncResourceVersion() string
+}
+
+// watchState is what the loop knows of one informer's watch: the last
+// resource version seen and when it was first seen (the informer was in
+// sync up to then), and, once its watch failed, the version it had then.
+type watchState struct {
+	inf    syncedVersion
+	rv     string
+	seen   time.Time
+	broken bool
+	// brokenAt is the version the informer had when its watch failed:
+	// another one means it listed or watched again since
+	brokenAt string
+}
+
+// watchOf registers the informer of what.
+func (l *Loop) watchOf(what string, inf syncedVersion) *watchState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watches == nil {
+		l.watches = map[string]*watchState{}
+	}
+	st := &watchState{inf: inf}
+	l.watches[what] = st
+	return st
+}
+
+// watchFailed marks st's watch as failed: the edits made since st was
+// last known in sync may not have been seen.
+func (l *Loop) watchFailed(st *watchState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !st.broken {
+		st.broken, st.brokenAt = true, st.inf.LastSyncResourceVersion()
+	}
+}
+
+// lastInSync is the earliest moment an informer whose watch failed was
+// last known in sync (zero: every watch is well), with l.mu held. An
+// informer is known in sync when its resource version moves (an event, a
+// bookmark, a list); one whose version moved since its watch failed has
+// listed or watched again, and every edit since is delivered to it.
+func (l *Loop) lastInSync() time.Time {
+	now := l.Now()
+	var at time.Time
+	for _, st := range l.watches {
+		rv := st.inf.LastSyncResourceVersion()
+		if st.broken && rv != st.brokenAt {
+			st.broken = false
+		}
+		if !st.broken && (rv != st.rv || st.seen.IsZero()) {
+			st.rv, st.seen = rv, now
+		}
+		if st.broken && (at.IsZero() || st.seen.Before(at)) {
+			at = st.seen
+		}
+	}
+	return at
+}

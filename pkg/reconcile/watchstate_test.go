@@ -1,0 +1,42 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+)
+
+type versionStub struct{ rv string }
+
+func (v *versionStub) LastSyncResourceVersion() string { return v.rv }
+
+// TestWatermarkWaitsForAWatchToListAgain: while the watch of ConfigMaps is
+// cut (edits are neither pending nor seen), the watermark stays at the
+// moment the informer was last known in sync, however long the cut lasts;
+// once the informer has listed again it follows the clock again.
+func TestWatermarkWaitsForAWatchToListAgain(t *testing.T) {
+	f := newRoundFixture(t)
+	cms := &versionStub{rv: "10"}
+	st := f.loop.watchOf("ConfigMaps", cms)
+	f.loop.watchOf("Secrets", &versionStub{rv: "7"})
+	if got, want := f.loop.actedUntil(), f.now.Add(-watermarkMargin); !got.Equal(want) {
+		t.Fatalf("every watch well: %s, want now less the margin %s", got, want)
+	}
+	f.now = f.now.Add(time.Minute)
+	cms.rv = "11" // an event or a bookmark: in sync a minute later
+	f.loop.actedUntil()
+	inSync := f.now
+	f.now = f.now.Add(20 * time.Second)
+	f.loop.watchFailed(st)
+	f.now = f.now.Add(5 * time.Minute)
+	if got, want := f.loop.actedUntil(), inSync.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("5 min into a cut watch: %s, want the moment it was last in sync less the margin %s", got, want)
+	}
+	f.loop.watchFailed(st) // the retries fail too: the first failure holds
+	if got, want := f.loop.actedUntil(), inSync.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("after a second failure: %s, want %s", got, want)
+	}
+	cms.rv = "42" // listed again
+	if got, want := f.loop.actedUntil(), f.now.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("listed again: %s, want now less the margin %s", got, want)
+	}
+}
