@@ -172,6 +172,8 @@ func TestEventMessageIsCappedAtACharacter(t *testing.T) {
 func TestRestartWindowMetric(t *testing.T) {
 	m := NewMetrics()
 	opens := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	now := opens.Add(-time.Hour)
+	m.windowed.now = func() time.Time { return now }
 	web := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}
 	db := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "StatefulSet", Namespace: "ns", Name: "db"}}
 	for _, a := range []*refresh.Action{web, db} {
@@ -190,6 +192,13 @@ func TestRestartWindowMetric(t *testing.T) {
 	_, body = get(t, Handler(m, &Probes{}), "/metrics")
 	if strings.Contains(body, `workload="deployment/web"`) || !strings.Contains(body, `workload="statefulset/db"`) {
 		t.Errorf("after web's restart was sent, /metrics has:\n%s", grepLines(body, "restart_window"))
+	}
+	// db's pods were replaced meanwhile: when its window opens nothing is
+	// sent and no event ends the deferral, which is over all the same
+	now = opens
+	_, body = get(t, Handler(m, &Probes{}), "/metrics")
+	if strings.Contains(body, "cmsync_restart_window_deferred_until_seconds{") {
+		t.Errorf("once the window opened, /metrics still has:\n%s", grepLines(body, "restart_window"))
 	}
 }
 

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/util/workqueue"
@@ -18,7 +20,7 @@ type Metrics struct {
 	actions  *prometheus.CounterVec
 	results  *prometheus.CounterVec
 	deferred prometheus.Counter
-	windowed *prometheus.GaugeVec
+	windowed *deferrals
 	ignored  prometheus.Counter
 	retries  prometheus.Counter
 	errors   prometheus.Counter
@@ -42,9 +44,7 @@ func NewMetrics() *Metrics {
 			[]string{"action", "outcome"}),
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_deferred_total",
 			Help: "Restarts held back (a rollout under way, or --max-concurrent-restarts reached) and tried again; counted once per edit and reason, not at every retry."}),
-		windowed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cmsync_restart_window_deferred_until_seconds",
-			Help: "Restarts waiting for their workload's restart window (kubectl-cmsync.io/restart-window): when the window opens, in seconds since the epoch, by workload."},
-			[]string{"namespace", "workload"}),
+		windowed: newDeferrals(time.Now),
 		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_ignored_total",
 			Help: "Changes that no selected consumer reads (no action)."}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_retries_total",
@@ -88,7 +88,7 @@ func (m *Metrics) Handle(e reconcile.Event) {
 	case reconcile.EventDeferred:
 		m.deferred.Inc()
 		if e.Window != "" && e.Until != nil && e.Action != nil {
-			m.windowed.WithLabelValues(e.Action.Target.Namespace, e.Action.Target.String()).Set(float64(e.Until.Unix()))
+			m.windowed.set(e.Action.Target.Namespace, e.Action.Target.String(), *e.Until)
 		}
 	case reconcile.EventIgnored:
 		m.ignored.Inc()
@@ -101,7 +101,8 @@ func (m *Metrics) Handle(e reconcile.Event) {
 
 // windowEnded forgets a workload's deferral once its restart is sent,
 // ended, or given up (an error, a skip), and when another deferral of it
-// replaces the window's.
+// replaces the window's; one that ends with nothing said (moot when the
+// window opens) is gone once the window opens (deferrals.Collect).
 func (m *Metrics) windowEnded(e reconcile.Event) {
 	t := e.Target
 	if e.Action != nil {
@@ -112,7 +113,7 @@ func (m *Metrics) windowEnded(e reconcile.Event) {
 		return
 	case e.Kind == reconcile.EventAction, e.Kind == reconcile.EventResult, e.Kind == reconcile.EventError, e.Kind == reconcile.EventSkip,
 		e.Kind == reconcile.EventDeferred:
-		m.windowed.DeleteLabelValues(t.Namespace, t.String())
+		m.windowed.forget(t.Namespace, t.String())
 	}
 }
 
