@@ -110,7 +110,8 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	plan.Actions = withNamed(plan.Actions, rd.named, rd.items)
 	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, rd.items, rd.changes)
 	plan.Actions = noRestartAgain(plan.Actions, rd.changes)
-	held := l.gate(ctx, plan, rd.changes, rd.meta)
+	unread := l.retryUnread(rd, plan)
+	held := append(l.gate(ctx, plan, rd.changes, rd.meta), unread...)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {
 			l.emit(Event{Kind: EventAction, Action: &a, Message: a.Reason})
