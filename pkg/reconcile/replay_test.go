@@ -143,3 +143,43 @@ func TestJobsOwnAnnotationsAreRead(t *testing.T) {
 		t.Errorf("the plain Job's skip %q, want not opted in with a hint to annotate the Job", plainSkip)
 	}
 }
+
+// TestChangeWithCurrentConsumersEndsInALine: a change whose consumers are
+// already current (their pods were created after the edit: a rollout for
+// an earlier edit made them read it) ends in a result line, current, that
+// says why; it is not left without an outcome.
+func TestChangeWithCurrentConsumersEndsInALine(t *testing.T) {
+	f := newRoundFixture(t)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	// the pod is replaced after the edit and reads the new value
+	pods := f.client.CoreV1().Pods("ns")
+	p, err := pods.Get(context.Background(), "web-1-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.CreationTimestamp = metav1.NewTime(f.now.Add(time.Second))
+	if _, err := pods.Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.ex.Containers["ns/web-1-a/app"].Env["K"] = "2"
+	f.step(3 * time.Second)
+	var results []Event
+	for _, e := range f.events {
+		if e.Kind == EventResult {
+			results = append(results, e)
+		}
+		if e.Kind == EventAction && e.Action.Action != refresh.ActionNone {
+			t.Errorf("action %s %s for a current consumer", e.Action.Action, e.Action.Target)
+		}
+	}
+	if len(results) != 1 {
+		t.Fatalf("results %+v, want one for the change", results)
+	}
+	r := results[0]
+	if r.Outcome != refresh.OutcomeCurrent || r.Action == nil || r.Action.Target.Name != "web-1-a" {
+		t.Errorf("result %+v, want current for pod web-1-a", r)
+	}
+	if !strings.Contains(r.Message, "created") || !strings.Contains(r.Message, "after") {
+		t.Errorf("result message %q does not say why (the pod was created after the edit)", r.Message)
+	}
+}
