@@ -372,3 +372,30 @@ func (f *fx) waitWorkloadSettled(kind, name string) {
 		return false, fmt.Errorf("unknown kind %s", kind)
 	})
 }
+
+// TestReloaderOptInRestartsUnreadable: with --exec-timeout 1ms no
+// container can be read; a Deployment opted in through Reloader's
+// annotation is restarted for an edit of the ConfigMap it reads as an
+// environment variable all the same (Reloader does not read containers),
+// not reported manual and dropped.
+func TestReloaderOptInRestartsUnreadable(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("cfg", map[string]string{"K": "v0"}))
+	f.createAnnotatedDeployment("web", 1, podSpec(withEnv(busybox("app"), cmEnv("K", "cfg", "K", nil))), map[string]string{reconcile.ReloaderAuto: "true"})
+	f.waitDeploymentSettled("web")
+	before := f.podsOf("web")
+	w := f.startWatch("--require-opt-in", "--exec-timeout", "1ms", "--debounce", "1s")
+	f.patchConfigMapData("cfg", map[string]string{"K": "v1"})
+	w.waitFor("restart of deployment/web", isAction(refresh.ActionRestart, "deployment/web"))
+	if n := w.count(isAction(refresh.ActionManual, "deployment/web")); n != 0 {
+		t.Errorf("%d manual actions for deployment/web, want none", n)
+	}
+	f.waitDeploymentSettled("web")
+	for name := range f.podsOf("web") {
+		if _, old := before[name]; old {
+			t.Errorf("pod %s of deployment/web was not replaced", name)
+		}
+	}
+	w.stop()
+}
