@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/text"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
 )
 
@@ -69,7 +70,9 @@ type Document struct {
 func Worth(r reconcile.Round) bool {
 	return slices.ContainsFunc(r.Events, func(e reconcile.Event) bool {
 		switch e.Kind {
-		case reconcile.EventAction, reconcile.EventDeferred, reconcile.EventResult, reconcile.EventRetry, reconcile.EventError:
+		case reconcile.EventResult:
+			return e.Action == nil || e.Action.Action != refresh.ActionNone // a consumer already current: nothing was done
+		case reconcile.EventAction, reconcile.EventDeferred, reconcile.EventRetry, reconcile.EventError:
 			return true
 		}
 		return false

@@ -166,6 +166,13 @@ func TestWorth(t *testing.T) {
 			t.Errorf("Worth(%v) = %v, want %v", tc.kinds, got, tc.want)
 		}
 	}
+	// a change whose consumers were already current: its result says so,
+	// and nothing was done that a message should tell
+	current := reconcile.Round{Events: []reconcile.Event{ev(reconcile.EventChange),
+		{Kind: reconcile.EventResult, Action: &refresh.Action{Action: refresh.ActionNone}, Outcome: refresh.OutcomeCurrent}}}
+	if Worth(current) {
+		t.Error("Worth of a round whose only result is for consumers already current = true, want false")
+	}
 }
 
 // TestLinesAreBounded: a round of many events is at most maxLines lines,

@@ -106,6 +106,7 @@ func TestKubeEventsNameTheObjectActedOn(t *testing.T) {
 	annotate := &refresh.Action{Action: refresh.ActionAnnotate, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "p"}}
 	restart := &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "StatefulSet", Namespace: "ns", Name: "db"}}
 	manual := &refresh.Action{Action: refresh.ActionManual, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}
+	none := &refresh.Action{Action: refresh.ActionNone, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "p"}}
 	foreign := &refresh.Action{Action: refresh.ActionManual, Target: refresh.Target{Kind: "statefulset.apps.kruise.io", Namespace: "ns", Name: "x"}}
 	cases := []struct {
 		e    reconcile.Event
@@ -117,6 +118,8 @@ func TestKubeEventsNameTheObjectActedOn(t *testing.T) {
 		{reconcile.Event{Kind: reconcile.EventDeferred, Action: restart}, "apps/v1/StatefulSet ns/db Normal RestartDeferred"},
 		{reconcile.Event{Kind: reconcile.EventError, Action: restart}, "apps/v1/StatefulSet ns/db Warning RefreshError"},
 		{reconcile.Event{Kind: reconcile.EventAction, Action: manual}, "none"},
+		{reconcile.Event{Kind: reconcile.EventResult, Action: none, Outcome: refresh.OutcomeCurrent}, "none"},
+		{reconcile.Event{Kind: reconcile.EventResult, Action: none, Outcome: refresh.OutcomeNotApplied}, "none"},
 		{reconcile.Event{Kind: reconcile.EventAction, Action: foreign}, "none"},
 		{reconcile.Event{Kind: reconcile.EventChange}, "none"},
 	}

@@ -78,6 +78,9 @@ func kubeEvent(e reconcile.Event) (*corev1.ObjectReference, string, string, bool
 		}
 		return ref, corev1.EventTypeNormal, ReasonRefreshing, true
 	case reconcile.EventResult:
+		if e.Action != nil && e.Action.Action == refresh.ActionNone {
+			return nil, "", "", false // nothing was done to the object
+		}
 		switch e.Outcome {
 		case refresh.OutcomeCurrent, refresh.OutcomeApplied, refresh.OutcomeUnverifiable:
 			return ref, corev1.EventTypeNormal, ReasonRefreshed, true

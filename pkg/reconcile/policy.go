@@ -74,13 +74,15 @@ func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[r
 }
 
 // policyRestarts turns the annotations of the pods of a workload whose
-// policy is OnChangeRestart into one restart of it (merged into the
+// policy is OnChangeRestart, and its manual steps for consumers whose
+// state could not be read, into one restart of it (merged into the
 // restart the plan already makes of it, if any), where an annotation is
 // for an edit of an object (not its creation, its deletion, or a check of
 // the state found at start with no record, which would restart every such
-// workload at once; a record that differs is an edit, editedFor). A workload a restart would not roll (paused, OnDelete, a
-// partition) or whose pods the plan evicts keeps its annotations: a
-// remount is what can be done.
+// workload at once; a record that differs is an edit, editedFor). A
+// workload a restart would not roll (paused, OnDelete, a partition) or
+// whose pods the plan evicts keeps its annotations: a remount is what can
+// be done.
 func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, restart map[refresh.WorkloadKey]map[string]string, items []inspect.Use, changes map[inspect.ObjectKey]*pending) []refresh.Action {
 	for _, wk := range slices.SortedFunc(maps.Keys(restart), func(a, b refresh.WorkloadKey) int {
 		return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
@@ -89,7 +91,7 @@ func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, res
 		pods := podsOf(items, t)
 		var why string
 		for _, a := range actions {
-			if annotates(a, t.Namespace, pods) {
+			if annotates(a, t.Namespace, pods) || unknownState(a, t) {
 				why = cmp.Or(why, forEdit(a, changes, wk.Kind+"/"+wk.Name, restart[wk]))
 			}
 		}
@@ -103,7 +105,7 @@ func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, res
 		case i >= 0 && actions[i].Action == refresh.ActionRestart:
 			r := actions[i]
 			actions = slices.Delete(actions, i, i+1)
-			r.Consumers = foldAnnotations(&actions, r, pods)
+			r.Consumers = append(foldAnnotations(&actions, r, pods), foldUnknown(&actions, t)...)
 			actions = append(actions, r)
 		case i >= 0:
 			// evicting its stale pods: the others are remounted
@@ -112,11 +114,41 @@ func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, res
 			if !ok {
 				continue
 			}
-			r.Consumers = foldAnnotations(&actions, r, pods)
+			r.Consumers = append(foldAnnotations(&actions, r, pods), foldUnknown(&actions, t)...)
 			actions = append(actions, r)
 		}
 	}
 	return actions
+}
+
+// unknownState tells whether a is the manual step of workload t for
+// consumers whose state could not be read (an exec timed out, a pod not
+// running yet): a workload that restarts on every change is restarted
+// without knowing it, as Reloader does.
+func unknownState(a refresh.Action, t refresh.Target) bool {
+	if a.Action != refresh.ActionManual || a.Target != t || len(a.Consumers) == 0 {
+		return false
+	}
+	for _, c := range a.Consumers {
+		if c.State != inspect.StateUnverifiable {
+			return false
+		}
+	}
+	return true
+}
+
+// foldUnknown removes the manual steps of t for consumers of unknown state
+// (unknownState) and returns their consumers, for t's restart.
+func foldUnknown(actions *[]refresh.Action, t refresh.Target) []refresh.Consumer {
+	var cs []refresh.Consumer
+	*actions = slices.DeleteFunc(*actions, func(a refresh.Action) bool {
+		fold := unknownState(a, t)
+		if fold {
+			cs = append(cs, a.Consumers...)
+		}
+		return fold
+	})
+	return cs
 }
 
 // annotates tells whether a is the annotation of one of pods.

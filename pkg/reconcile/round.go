@@ -103,14 +103,15 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	r := &refresh.Refresher{Config: l.Refresh, Cluster: cluster, Restarting: spared, ChangedAgain: l.changedAgain, HookInSync: true}
 	plan, err := r.Plan(ctx, rd.snap, rd.kept)
 	if err != nil {
-		l.results(plan.Abandon(), rd.changes)
+		l.results(plan.Abandon(), rd.changes, rd.snap)
 		l.failed(rd.changes, rd.keys, err)
 		return
 	}
 	plan.Actions = withNamed(plan.Actions, rd.named, rd.items)
 	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, rd.items, rd.changes)
 	plan.Actions = noRestartAgain(plan.Actions, rd.changes)
-	held := l.gate(ctx, plan, rd.changes, rd.meta)
+	unread := l.retryUnread(rd, plan)
+	held := append(l.gate(ctx, plan, rd.changes, rd.meta), unread...)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {
 			l.emit(Event{Kind: EventAction, Action: &a, Message: a.Reason})
@@ -119,7 +120,7 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	results := r.Apply(ctx, plan, nil)
 	l.restarts.sent(results)
 	l.pace.sent(results, l.Now())
-	l.results(results, rd.changes)
+	l.results(results, rd.changes, rd.snap)
 	l.retryFailed(rd.ns, rd.changes, rd.kept, results)
 	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results)
 	l.record(ctx, rd.snap, rd.kept, rd.meta, append(results, heldResults(held)...))
@@ -378,16 +379,20 @@ func finishHint(k inspect.ObjectKey) string {
 }
 
 // results reports how each action ended and, once verified, the time from
-// the first edit it answers to.
-func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*pending) {
+// the first edit it answers to; an edit whose consumers needed nothing
+// (already current) ends in a result too, which says why.
+func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*pending, snap *inspect.Snapshot) {
 	for i := range results {
 		res := results[i]
 		if res.Action.Action == refresh.ActionNone {
-			if rechecked(res.Action, changes) { // the timed-out action made it current after all
+			switch {
+			case rechecked(res.Action, changes): // the timed-out action made it current after all
 				l.emit(Event{Kind: EventResult, Action: &res.Action, Outcome: refresh.OutcomeCurrent,
 					Message: "verified current after its action for this change timed out"})
+			case !firstEdit(res.Consumers, changes).IsZero(): // nothing was done for a change seen: say why
+				l.emit(noneResult(res.Action, firstEdit(res.Consumers, changes), snap))
 			}
-			continue // already current: nothing was done
+			continue
 		}
 		e := Event{Kind: EventResult, Action: &res.Action, Outcome: res.Outcome, Message: resultMessage(res), ReloadHook: res.Hook}
 		if res.CurrentAfter != nil {
@@ -400,6 +405,33 @@ func (l *Loop) results(results []refresh.Result, changes map[inspect.ObjectKey]*
 		}
 		l.emit(e)
 	}
+}
+
+// noneResult is the result of an action none for a change first edited
+// at first: current when every consumer is (and, when its pod was
+// created after that edit, that is why), else not-applied with the
+// plan's reason (nothing consumes it, optional and absent, ...).
+func noneResult(a refresh.Action, first time.Time, snap *inspect.Snapshot) Event {
+	e := Event{Kind: EventResult, Action: &a, Outcome: refresh.OutcomeNotApplied, Message: a.Reason}
+	for _, c := range a.Consumers {
+		if c.State != inspect.StateCurrent && c.State != inspect.StateInSync && c.State != inspect.StateNA {
+			return e
+		}
+	}
+	e.Outcome = refresh.OutcomeCurrent
+	if a.Target.Kind != "Pod" {
+		return e
+	}
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		if p.Name == a.Target.Name && p.Namespace == a.Target.Namespace && p.CreationTimestamp.After(first) {
+			e.Message = fmt.Sprintf("%s: pod %s was created at %s, after the edit at %s, and read the new data when it started; nothing to do",
+				a.Reason, p.Name, p.CreationTimestamp.UTC().Format(time.RFC3339), first.UTC().Format(time.RFC3339))
+			return e
+		}
+	}
+	e.Message = a.Reason + ": verified, it reads the data of now; nothing to do"
+	return e
 }
 
 // resultMessage is what the wait saw (or the error); the reason was the

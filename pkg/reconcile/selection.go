@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strings"
@@ -32,6 +33,9 @@ type Subject struct {
 	Annotations, TemplateAnnotations map[string]string
 	// Consumes tells whether the pod spec reads the object at all.
 	Consumes bool
+	// OptIn says how to opt the workload in, for the reason of a skip
+	// under --require-opt-in ("" names the workload).
+	OptIn string
 }
 
 // Changed is the object that changed, as the selection sees it.
@@ -124,7 +128,7 @@ func autoSelect(requireOptIn bool, ann map[string]string, s Subject, o Changed) 
 	case ann[ReloaderSearch] == "true":
 		return Decision{Skip, ReloaderSearch + "=true and the " + o.Kind + " lacks " + ReloaderMatch + "=true"}
 	case requireOptIn:
-		return Decision{Skip, fmt.Sprintf("not opted in: --require-opt-in is set; annotate the workload with %s=true", AnnotationWatch)}
+		return Decision{Skip, "not opted in: --require-opt-in is set; " + cmp.Or(s.OptIn, fmt.Sprintf("annotate the workload with %s=true", AnnotationWatch))}
 	}
 	return Decision{Consumers, "selected"}
 }

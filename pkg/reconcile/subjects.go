@@ -88,7 +88,7 @@ func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (De
 	if why := l.Scope.WorkloadOutOfScope(it.Workload); why != "" {
 		return Decision{Skip, why}, &Event{Kind: EventSkip, Object: &k, Target: target, Message: why}
 	}
-	d := Select(l.RequireOptIn, Subject{Annotations: m.workload, TemplateAnnotations: m.template, Consumes: true},
+	d := Select(l.RequireOptIn, Subject{Annotations: m.workload, TemplateAnnotations: m.template, Consumes: true, OptIn: optInHint(it.Workload)},
 		Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)})
 	if d.Selection == Skip {
 		return d, &Event{Kind: EventSkip, Object: &k, Target: target, Message: d.Reason}
@@ -98,12 +98,19 @@ func (l *Loop) decide(m subjectMeta, it inspect.Use, snap *inspect.Snapshot) (De
 
 // subjectAnnotations are the annotations of the item's workload and its
 // pod template: a workload's own (Deployment, StatefulSet, DaemonSet, Argo
-// Rollout), read once a round; for a bare pod, or an owner whose
-// template cmsync does not read (a Job, a custom controller), the pod's.
+// Rollout), read once a round; a Job's from the snapshot, which lists the
+// Jobs that own its pods (Reloader reads its annotations on the Job's own
+// metadata); for a bare pod, or an owner whose annotations cmsync does
+// not read (a CronJob, a custom controller), the pod's.
 func (l *Loop) subjectAnnotations(ctx context.Context, snap *inspect.Snapshot, it inspect.Use) subjectMeta {
 	if recordedOnWorkload(it.Workload) && l.Annotations != nil {
 		w, t, err := l.Annotations.Annotations(ctx, it.Workload.GroupKind(), it.Object.Namespace, it.Workload.Name)
 		return subjectMeta{workload: w, template: t, err: err}
+	}
+	if it.Workload.Builtin() && it.Workload.Kind == "Job" {
+		if j := snap.Jobs[inspect.NamespacedName{Namespace: it.Object.Namespace, Name: it.Workload.Name}]; j != nil {
+			return subjectMeta{workload: j.Annotations, template: j.Spec.Template.Annotations}
+		}
 	}
 	for i := range snap.Pods {
 		if p := &snap.Pods[i]; p.Name == it.Pod.Name && p.Namespace == it.Object.Namespace {
@@ -152,4 +159,15 @@ func metaFor(meta map[inspect.WorkloadRef]subjectMeta, kind, name string) (subje
 		}
 	}
 	return subjectMeta{}, false
+}
+
+// optInHint is where an annotation opts the workload in, as the skip of
+// one that is not opted in says it: on its own metadata where cmsync reads
+// it there, else on the pod (its owner's template only reaches the pods
+// it creates next).
+func optInHint(w inspect.WorkloadRef) string {
+	if recordedOnWorkload(w) || (w.Builtin() && w.Kind == "Job") {
+		return fmt.Sprintf("annotate the %s with %s=true", w.Kind, AnnotationWatch)
+	}
+	return fmt.Sprintf("annotate the pod with %s=true (its owner's pod template, for the pods it creates next)", AnnotationWatch)
 }

@@ -320,7 +320,7 @@ func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision
 			return decision{need: needManual, reason: fmt.Sprintf("%s use is %s%s and stays so with --strategy annotate: restart the workload (--strategy auto or restart)", it.Mode, it.State, removed(it))}
 		}
 		if !observed {
-			return decision{need: needManual, reason: "cannot tell whether stale without exec; use --strategy restart"}
+			return cannotTell(it, " without exec")
 		}
 		return decision{need: needManual, reason: fmt.Sprintf("%s use is %s; an annotation cannot refresh it", it.Mode, it.State)}
 	}
@@ -329,7 +329,7 @@ func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision
 		if hot {
 			return decision{need: needAnnotate, reason: notVerifiedReason}
 		}
-		return decision{need: needManual, reason: "cannot tell whether stale; use --strategy restart"}
+		return cannotTell(it, "")
 	}
 	switch it.State {
 	case inspect.StatePending:
@@ -338,11 +338,22 @@ func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision
 		if hot {
 			return decision{need: needAnnotate, reason: "mount is unverifiable (" + it.StateReason + "): annotating is harmless and makes the kubelet rewrite it now"}
 		}
-		return decision{need: needManual, reason: "cannot tell whether stale (" + it.StateReason + "); use --strategy restart"}
+		return cannotTell(it, " ("+it.StateReason+")")
 	case inspect.StateStale, inspect.StateBroken:
 		return decision{need: needRestart, reason: fmt.Sprintf("%s use is %s%s: only new containers read it again", it.Mode, it.State, removed(it))}
 	}
 	return decision{need: needNothing, reason: "state " + string(it.State)}
+}
+
+// cannotTell is the manual step of a use read at start whose state is
+// unknown (detail says why). For a Job's or CronJob's pod, what cmsync
+// does is the same whatever its state (jobReason): no restart applies,
+// so --strategy restart is no hint there.
+func cannotTell(it inspect.Use, detail string) decision {
+	if k := it.Workload.Kind; it.Workload.Builtin() && (k == "Job" || k == "CronJob") {
+		return decision{need: needManual, reason: jobReason(it)}
+	}
+	return decision{need: needManual, reason: "cannot tell whether stale" + detail + "; use --strategy restart"}
 }
 
 // readAtStart tells whether the use is read once, when its container

@@ -404,3 +404,30 @@ func TestNeedsVerifyAndPlanWithoutVerifying(t *testing.T) {
 		}
 	}
 }
+
+// A Job's or CronJob's use whose state cannot be read is told what cmsync
+// does for it whatever its state, not to use --strategy restart (which
+// restarts no Job); a Deployment's keeps the hint, which works there.
+func TestPlanUnreadableJobUseSaysWhatHappens(t *testing.T) {
+	for _, tt := range []struct {
+		kind, want, not string
+		verified        bool
+	}{
+		{"Job", "the change reaches new Jobs only", "--strategy restart", true},
+		{"Job", "the change reaches new Jobs only", "--strategy restart", false},
+		{"CronJob", "the next scheduled run reads the new data", "--strategy restart", true},
+		{"Deployment", "use --strategy restart", "Jobs", true},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			it := use("p-1", tt.kind, "w", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateUnverifiable)
+			it.StateReason = "timeout: the exec did not finish in time"
+			got := PlanActions(PlanInput{Items: []inspect.Use{it}, Strategy: StrategyAuto, Verified: tt.verified})
+			if len(got) != 1 || got[0].Action != ActionManual {
+				t.Fatalf("plan %q, want one manual action", summary(got))
+			}
+			if r := got[0].Reason; !strings.Contains(r, tt.want) || strings.Contains(r, tt.not) {
+				t.Errorf("reason %q: want %q, not %q", r, tt.want, tt.not)
+			}
+		})
+	}
+}

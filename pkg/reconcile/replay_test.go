@@ -1,0 +1,185 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// The tests of this file hold the loop to what Reloader's own scenarios
+// expect of it where cmsync does not differ on purpose.
+
+// execTimesOut makes every read of web's container end as an exec that did
+// not finish within --exec-timeout.
+func (f *roundFixture) execTimesOut() {
+	f.ex.Containers["ns/web-1-a/app"].Err = context.DeadlineExceeded
+}
+
+// TestReloaderOptInRestartsWhenTheConsumerCannotBeRead: a workload opted
+// in through Reloader's annotation (on-change: restart) is restarted for
+// an edit of an object its pod spec reads even when its env consumer
+// cannot be read (the exec timed out), as Reloader does, instead of a
+// manual action that nothing retries.
+func TestReloaderOptInRestartsWhenTheConsumerCannotBeRead(t *testing.T) {
+	f := newRoundFixture(t)
+	f.annotateWeb(map[string]string{ReloaderAuto: "true"})
+	f.execTimesOut()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" {
+		t.Fatalf("actions %q, want one restart of deployment/web", got)
+	}
+	if f.restartedAt() == "" {
+		t.Error("deployment/web has no restartedAt: the restart was not sent")
+	}
+}
+
+// TestUnreadableConsumerIsRetried: without Reloader's opt-in, a consumer
+// whose read failed for a cause that may pass (an exec timeout) is tried
+// again after the namespace's backoff, not reported manual and dropped;
+// once it can be read, the stale consumer is restarted.
+func TestUnreadableConsumerIsRetried(t *testing.T) {
+	f := newRoundFixture(t)
+	f.execTimesOut()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	var retries, manual []string
+	for _, e := range f.events {
+		switch {
+		case e.Kind == EventRetry:
+			retries = append(retries, e.Message)
+		case e.Kind == EventAction && e.Action.Action == refresh.ActionManual:
+			manual = append(manual, e.Message)
+		}
+	}
+	f.events = nil
+	if len(manual) != 0 || len(retries) != 1 || !strings.Contains(retries[0], "timeout") || !strings.Contains(retries[0], "(attempt 1)") {
+		t.Fatalf("manual %q, retries %q: want no manual action and one retry for the timeout", manual, retries)
+	}
+	f.ex.Containers["ns/web-1-a/app"].Err = nil // it answers now, with the old K: stale
+	f.step(2 * RetryBase)
+	if got := f.took(EventAction); strings.Join(got, "; ") != "restart deployment/web" {
+		t.Fatalf("once the consumer can be read: actions %q, want one restart of deployment/web", got)
+	}
+}
+
+// jobObjects are Job name (with annotations ann on its own metadata, none
+// on its pod template) and its running pod name-x, whose container reads
+// key K of ConfigMap a as an environment variable.
+func jobObjects(name string, ann map[string]string) []runtime.Object {
+	ctrl := true
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), Annotations: ann}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-x", Namespace: "ns", UID: types.UID("u-" + name + "-x"),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID(name), Controller: &ctrl}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
+			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}, Key: "K"}}}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	return []runtime.Object{job, pod}
+}
+
+func (f *roundFixture) addJob(name string, ann map[string]string) {
+	f.t.Helper()
+	for _, o := range jobObjects(name, ann) {
+		if err := f.client.Tracker().Add(o); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.ex.Containers["ns/"+name+"-x/app"] = &readtest.Container{Env: map[string]string{"K": "1"}}
+}
+
+// TestJobsOwnAnnotationsAreRead: Reloader's annotations on a Job's own
+// metadata (where Reloader reads them, and where its fixtures put them)
+// opt it in under --require-opt-in; the line says what cmsync does for a
+// Job. A Job not opted in is told a hint that works: annotate the Job.
+func TestJobsOwnAnnotationsAreRead(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.RequireOptIn = true
+	f.addJob("opted", map[string]string{ReloaderAuto: "true"})
+	f.addJob("plain", nil)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	var skips, actions []string
+	for _, e := range f.events {
+		switch {
+		case e.Kind == EventSkip && e.Target != nil:
+			skips = append(skips, e.Target.String()+": "+e.Message)
+		case e.Kind == EventAction:
+			actions = append(actions, string(e.Action.Action)+" "+e.Action.Target.String()+": "+e.Action.Reason)
+		}
+	}
+	var optedSkip, plainSkip string
+	for _, s := range skips {
+		switch {
+		case strings.HasPrefix(s, "job/opted:"):
+			optedSkip = s
+		case strings.HasPrefix(s, "job/plain:"):
+			plainSkip = s
+		}
+	}
+	if optedSkip != "" {
+		t.Errorf("the Job opted in on its metadata was skipped: %q", optedSkip)
+	}
+	var optedAction string
+	for _, a := range actions {
+		if strings.Contains(a, "job/opted") {
+			optedAction = a
+		}
+	}
+	if !strings.HasPrefix(optedAction, "manual job/opted") || !strings.Contains(optedAction, "the change reaches new Jobs only") {
+		t.Errorf("the opted-in Job's action %q, want manual saying the change reaches new Jobs only (actions %q)", optedAction, actions)
+	}
+	if !strings.Contains(plainSkip, "not opted in") || !strings.Contains(plainSkip, "annotate the Job") {
+		t.Errorf("the plain Job's skip %q, want not opted in with a hint to annotate the Job", plainSkip)
+	}
+}
+
+// TestChangeWithCurrentConsumersEndsInALine: a change whose consumers are
+// already current (their pods were created after the edit: a rollout for
+// an earlier edit made them read it) ends in a result line, current, that
+// says why; it is not left without an outcome.
+func TestChangeWithCurrentConsumersEndsInALine(t *testing.T) {
+	f := newRoundFixture(t)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	// the pod is replaced after the edit and reads the new value
+	pods := f.client.CoreV1().Pods("ns")
+	p, err := pods.Get(context.Background(), "web-1-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.CreationTimestamp = metav1.NewTime(f.now.Add(time.Second))
+	if _, err := pods.Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.ex.Containers["ns/web-1-a/app"].Env["K"] = "2"
+	f.step(3 * time.Second)
+	var results []Event
+	for _, e := range f.events {
+		if e.Kind == EventResult {
+			results = append(results, e)
+		}
+		if e.Kind == EventAction && e.Action.Action != refresh.ActionNone {
+			t.Errorf("action %s %s for a current consumer", e.Action.Action, e.Action.Target)
+		}
+	}
+	if len(results) != 1 {
+		t.Fatalf("results %+v, want one for the change", results)
+	}
+	r := results[0]
+	if r.Outcome != refresh.OutcomeCurrent || r.Action == nil || r.Action.Target.Name != "web-1-a" {
+		t.Errorf("result %+v, want current for pod web-1-a", r)
+	}
+	if !strings.Contains(r.Message, "created") || !strings.Contains(r.Message, "after") {
+		t.Errorf("result message %q does not say why (the pod was created after the edit)", r.Message)
+	}
+}
