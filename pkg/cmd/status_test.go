@@ -122,7 +122,7 @@ func runStatusRoot(t *testing.T, args ...string) (stdout, stderr string, err err
 // flags and arguments: exact messages, exit code 2, and no cluster needed.
 func TestStatusUsageErrors(t *testing.T) {
 	writeStatusKubeconfig(t, "https://127.0.0.1:1", "shop")
-	const names = "use NAME, configmap/NAME or secret/NAME"
+	const names = "use NAME (a ConfigMap) or TYPE/NAME, TYPE one of configmap (cm), secret, deployment (deploy), statefulset (sts), daemonset (ds), replicaset (rs), job, cronjob (cj), pod (po), rollout (ro), or their plurals"
 	cases := []struct {
 		name string
 		args []string
@@ -137,10 +137,14 @@ func TestStatusUsageErrors(t *testing.T) {
 			"a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE", ExitUsage},
 		{"--all-namespaces with a secret", []string{"status", "secret/web-secrets", "--all-namespaces"},
 			"a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE", ExitUsage},
-		{"bad resource type", []string{"status", "deployment/x"},
-			`unsupported resource type "deployment" in "deployment/x": ` + names, ExitUsage},
-		{"bad resource type after a good name", []string{"status", "web-config", "pods/x"},
-			`unsupported resource type "pods" in "pods/x": ` + names, ExitUsage},
+		{"bad resource type", []string{"status", "service/x"},
+			`unsupported resource type "service" in "service/x": ` + names, ExitUsage},
+		{"bad resource type after a good name and a workload", []string{"status", "web-config", "deploy/web", "svc/x"},
+			`unsupported resource type "svc" in "svc/x": ` + names, ExitUsage},
+		{"a kind of another group", []string{"status", "deployment.extensions/x"},
+			`unsupported resource type "deployment.extensions" in "deployment.extensions/x": ` + names, ExitUsage},
+		{"-A with a workload", []string{"status", "-A", "deploy/web"},
+			"a workload cannot be named across all namespaces; drop -A and use -n NAMESPACE", ExitUsage},
 		{"empty name", []string{"status", ""}, `invalid name "": ` + names, ExitUsage},
 		{"empty name after a type", []string{"status", "configmap/"}, `invalid name "configmap/": ` + names, ExitUsage},
 		{"name with a slash", []string{"status", "cm/a/b"}, `invalid name "cm/a/b": ` + names, ExitUsage},
