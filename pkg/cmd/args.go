@@ -206,3 +206,11 @@ func noteIdle(w io.Writer, idle []inspect.SelectedWorkload, items []inspect.Use)
 		fmt.Fprintf(w, "%s runs no pod now%s: its pod template %s.\n", s.Key, state, reads)
 	}
 }
+
+// printWarnings prints each warning once, kubectl style, on stderr: the
+// rows of its uses say "see warning N".
+func printWarnings(w io.Writer, warnings []inspect.Warning) {
+	for i, wa := range warnings {
+		fmt.Fprintf(w, "Warning: %s\n", wa.String(i+1))
+	}
+}

@@ -235,6 +235,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	inspect.NoteRestartWindows(items, o.Now())
 	// The output edge: no text derived from Secret data goes further.
 	redactor.Redact(items)
+	printWarnings(o.ErrOut, inspect.GroupWarnings(items))
 	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: wantSecrets, Now: o.Now(), GroupBy: o.GroupBy}); err != nil {
 		return err
 	}
