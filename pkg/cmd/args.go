@@ -214,3 +214,22 @@ func printWarnings(w io.Writer, warnings []inspect.Warning) {
 		fmt.Fprintf(w, "Warning: %s\n", wa.String(i+1))
 	}
 }
+
+// groupResultWarnings is inspect.GroupWarnings over diff's results: each
+// result of a grouped use gets its warning's number; the causes are
+// redacted as diff's lines are.
+func groupResultWarnings(results []inspect.VerifiedUse, redact *inspect.Redactor) []inspect.Warning {
+	items := make([]inspect.Use, len(results))
+	for i, r := range results {
+		items[i] = r.Use
+		items[i].State, items[i].StateReason, items[i].StateCause, items[i].StateFix = r.Comparison.State, r.Comparison.Reason, r.Comparison.Cause, r.Comparison.Fix
+	}
+	warnings := inspect.GroupWarnings(items)
+	for i := range results {
+		results[i].Use.Warning = items[i].Warning
+	}
+	for i := range warnings {
+		warnings[i].Cause = redact.String(warnings[i].Cause)
+	}
+	return warnings
+}

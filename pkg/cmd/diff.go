@@ -191,6 +191,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		progress = o.ErrOut
 	}
 	results := inspect.VerifyUses(ctx, selected, snap, ex, o.Verify.Options(progress))
+	printWarnings(o.ErrOut, groupResultWarnings(results, inspect.NewRedactor(snap)))
 	r := diffRenderer{Out: o.Out, ErrOut: o.ErrOut, Color: o.Color, HMACKey: o.HMACKey, ShowSecretValues: o.ShowSecretValues, Redact: inspect.NewRedactor(snap)}
 	sum, err := r.render(results, o.ExternalDiff)
 	if err != nil {

@@ -26,7 +26,7 @@ func TestGroupWarnings(t *testing.T) {
 		u("d", CauseExecForbidden, "forbidden: exec into d", execFix),
 		u("e", CauseExecFailed, "error: namespace cmsync-readers, where the node reader pods run, does not exist", nsFix),
 		u("f", CauseExecTimeout, "timeout: the exec did not finish in time", "raise --exec-timeout"), // one use only
-		u("g", CauseExecFailed, "error: exit code 2", ""),                                             // no fix known
+		u("g", CauseExecFailed, "error: exit code 2", ""),                                            // no fix known
 		u("h", CauseExecFailed, "error: exit code 2", ""),
 	}
 	got := GroupWarnings(items)
