@@ -158,7 +158,8 @@ func resolveWorkloads(ctx context.Context, r inspect.TemplateReader, keys []insp
 func workloadError(k inspect.WorkloadKey, err error, server string) error {
 	gr := resourceOf(k.Workload)
 	if apierrors.IsNotFound(err) {
-		if apiMessage(err) == "the server could not find the requested resource" {
+		// a custom kind's API may be missing; the built-in ones are served
+		if !k.Workload.Builtin() && apiMessage(err) == "the server could not find the requested resource" {
 			return fmt.Errorf("the server doesn't have a resource type %q (%s): is its CRD installed? Check with 'kubectl api-resources --api-group=%s'", gr.Resource, gr, gr.Group)
 		}
 		return fmt.Errorf("%s %q not found in namespace %q: check the name and the namespace (-n), or list them with 'kubectl get %s -n %s'", gr, k.Workload.Name, k.Namespace, gr.Resource, k.Namespace)
