@@ -118,7 +118,7 @@ func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFla
 		case "lint":
 			fixed["output"] = []string{"table", "wide", "json", "yaml", "github"}
 		case "diff":
-			c.ValidArgsFunction = objectNameCompletion(f, false)
+			c.ValidArgsFunction = objectNameCompletion(f, true)
 			_ = c.RegisterFlagCompletionFunc("pod", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 				return completion.CompGetResource(f, "pod", toComplete), noFiles
 			})
@@ -139,8 +139,10 @@ func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFla
 }
 
 // objectNameCompletion completes the NAME arguments: ConfigMap names, and
-// configmap/NAME, cm/NAME or secret/NAME once a prefix is typed; with
-// --secrets also secret/NAME. Names already on the line are left out; multi
+// TYPE/NAME once a TYPE is typed (configmap/, cm/, secret/, deploy/,
+// sts/, ...: every kind parseTargets takes); with --secrets also
+// secret/NAME; a prefix of a workload kind offers that kind ("dep":
+// deployment/). Names already on the line are left out; multi
 // says whether the command takes more than one.
 func objectNameCompletion(f cmdutil.Factory, multi bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -157,11 +159,9 @@ func objectNameCompletion(f cmdutil.Factory, multi bool) cobra.CompletionFunc {
 		var comps []string
 		if i := strings.IndexByte(toComplete, '/'); i >= 0 {
 			prefix, name := toComplete[:i+1], toComplete[i+1:]
-			switch strings.ToLower(toComplete[:i]) {
-			case "configmap", "configmaps", "cm":
-				comps = list("configmap", prefix, name)
-			case "secret", "secrets":
-				comps = list("secret", prefix, name)
+			if k, ok := lookupKind(toComplete[:i]); ok {
+				// configmap, secret, or a workload: deployment/NAME...
+				comps = list(strings.TrimSuffix(k.resource, "s"), prefix, name)
 			}
 		} else {
 			comps = list("configmap", "", toComplete)
@@ -169,6 +169,7 @@ func objectNameCompletion(f cmdutil.Factory, multi bool) cobra.CompletionFunc {
 			if secrets && strings.HasPrefix("secret/", toComplete) {
 				comps = append(comps, list("secret", "secret/", "")...)
 			}
+			comps = append(comps, kindCompletions(toComplete)...)
 		}
 		if system, _ := cmd.Flags().GetBool("include-system"); !system {
 			// hidden by the commands too, unless --include-system
@@ -176,6 +177,21 @@ func objectNameCompletion(f cmdutil.Factory, multi bool) cobra.CompletionFunc {
 		}
 		return withoutArgs(comps, args), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// kindCompletions are the workload kinds whose name starts with what is
+// typed, as TYPE/ ("dep": deployment/); nothing before a first letter.
+func kindCompletions(toComplete string) []string {
+	if toComplete == "" {
+		return nil
+	}
+	var out []string
+	for _, k := range argKinds {
+		if k.object == "" && strings.HasPrefix(k.names[0], strings.ToLower(toComplete)) {
+			out = append(out, k.names[0]+"/")
+		}
+	}
+	return out
 }
 
 // withoutArgs drops the completions already given as arguments.

@@ -109,3 +109,25 @@ func TestWithoutArgs(t *testing.T) {
 		t.Errorf("withoutArgs = %q, want %q", got, want)
 	}
 }
+
+// TestKindCompletions: a typed prefix offers the workload kinds it starts,
+// as TYPE/; ConfigMap and Secret are not offered as kinds (NAME is a
+// ConfigMap's).
+func TestKindCompletions(t *testing.T) {
+	cases := map[string][]string{
+		"":     nil,
+		"d":    {"deployment/", "daemonset/"},
+		"S":    {"statefulset/"},
+		"r":    {"replicaset/", "rollout/"},
+		"job":  {"job/"},
+		"c":    {"cronjob/"},
+		"p":    {"pod/"},
+		"conf": nil,
+		"x":    nil,
+	}
+	for typed, want := range cases {
+		if got := kindCompletions(typed); !slices.Equal(got, want) {
+			t.Errorf("kindCompletions(%q) = %v, want %v", typed, got, want)
+		}
+	}
+}

@@ -50,6 +50,9 @@ var (
 		# A Secret: keys that differ, with HMACs of each side
 		kubectl cmsync diff secret/db-credentials
 
+		# Every ConfigMap and Secret the pods of a StatefulSet read
+		kubectl cmsync diff sts/db
+
 		# With your own diff program
 		KUBECTL_EXTERNAL_DIFF="meld" kubectl cmsync diff app-config`)
 )
@@ -66,14 +69,17 @@ type DiffOptions struct {
 	ShowSecretValues bool
 	Verify           VerifyFlags
 
-	// Set by Complete.
-	Key          inspect.ObjectKey
+	// Set by Complete: the objects and workloads the arguments name.
+	Names        []inspect.ObjectKey
+	Workloads    []inspect.WorkloadKey
 	Color        bool
 	ExternalDiff string
 	// HMACKey is the per-run key of secret fingerprints (random).
 	HMACKey []byte
 	// LoadSnapshot reads the cluster (nil: the client); tests set it.
 	LoadSnapshot func(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error)
+	// Templates reads the named workloads (nil: the client); tests set it.
+	Templates inspect.TemplateReader
 }
 
 // NewDiffOptions returns options with defaults.
@@ -85,7 +91,7 @@ func NewDiffOptions(flags *genericclioptions.ConfigFlags, streams genericiooptio
 func NewCmdDiff(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewDiffOptions(flags, streams)
 	cmd := &cobra.Command{
-		Use:                   "diff NAME | configmap/NAME | secret/NAME [--pod POD] [--container CONTAINER] [flags]",
+		Use:                   "diff (NAME | configmap/NAME | secret/NAME | WORKLOAD/NAME)... [--pod POD] [--container CONTAINER] [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Show how what each consuming container has differs from the API",
 		Long:                  diffLong,
@@ -105,14 +111,14 @@ func NewCmdDiff(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 // Complete resolves the namespace, the object, the client, colour and the
 // external diff program.
 func (o *DiffOptions) Complete(args []string) error {
-	if len(args) != 1 {
-		return usageError("diff needs exactly one NAME (configmap/NAME or secret/NAME), got %d\nSee 'kubectl cmsync diff --help' for usage.", len(args))
+	if len(args) == 0 {
+		return usageError("diff needs a NAME (configmap/NAME, secret/NAME or a workload such as deploy/NAME)\nSee 'kubectl cmsync diff --help' for usage.")
 	}
-	keys, err := o.complete(false, args, o.LoadSnapshot == nil)
+	t, err := o.completeTargets(false, args, o.LoadSnapshot == nil)
 	if err != nil {
 		return err
 	}
-	o.Key = keys[0]
+	o.Names, o.Workloads = t.Objects, t.Workloads
 	o.Color = isTerminal(o.Out) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	o.ExternalDiff = os.Getenv("KUBECTL_EXTERNAL_DIFF")
 	if o.HMACKey == nil {
@@ -134,16 +140,24 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	secret := o.Key.Kind == inspect.KindSecret
-	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret || o.Secrets, Nodes: true}
+	workloads, err := o.workloads(ctx, o.Templates, o.Workloads)
+	if err != nil {
+		return err
+	}
+	secret := inspect.NamesSecret(o.Names)
+	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secret || o.Secrets || len(workloads) > 0, Nodes: true}
 	snap, err := o.loadSnapshot(ctx, o.LoadSnapshot, lo, secret, o.ErrOut)
 	if err != nil {
 		return err
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: []inspect.ObjectKey{o.Key}, Secrets: secret, IncludeSystem: true})
+	// a workload's every object but the system ones (kube-root-ca.crt),
+	// a named object whatever it is
+	bo := inspect.BuildOptions{Names: o.Names, Secrets: secret || (len(workloads) > 0 && snap.SecretsListed), IncludeSystem: len(o.Names) > 0, Workloads: workloads}
+	items, idle, err := inspect.BuildSelected(snap, bo)
 	if err != nil {
 		return explainNotFound(err)
 	}
+	noteIdle(o.ErrOut, idle, items)
 	var selected []inspect.Use
 	for _, it := range items {
 		if it.Pod.Name == "" || it.Container == nil {
@@ -157,7 +171,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		}
 		selected = append(selected, it)
 	}
-	what := fmt.Sprintf("%s/%s", strings.ToLower(o.Key.Kind), o.Key.Name)
+	what := o.targets()
 	if len(selected) == 0 {
 		switch {
 		case o.Pod != "" || o.Container != "":
@@ -177,6 +191,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		progress = o.ErrOut
 	}
 	results := inspect.VerifyUses(ctx, selected, snap, ex, o.Verify.Options(progress))
+	printWarnings(o.ErrOut, groupResultWarnings(results, inspect.NewRedactor(snap)))
 	r := diffRenderer{Out: o.Out, ErrOut: o.ErrOut, Color: o.Color, HMACKey: o.HMACKey, ShowSecretValues: o.ShowSecretValues, Redact: inspect.NewRedactor(snap)}
 	sum, err := r.render(results, o.ExternalDiff)
 	if err != nil {
@@ -191,6 +206,24 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "No consumer of %s could be compared (none is running).\n", what)
 	}
 	return nil
+}
+
+// targets names what the arguments selected, for messages: the objects,
+// then the workloads' pods ("configmap/app-config", "the pods of
+// deployment/web").
+func (o *DiffOptions) targets() string {
+	var parts []string
+	for _, k := range o.Names {
+		parts = append(parts, strings.ToLower(k.Kind)+"/"+k.Name)
+	}
+	what := strings.Join(parts, ", ")
+	if len(o.Workloads) > 0 {
+		if what == "" {
+			what = "anything"
+		}
+		return what + " read by the pods of " + workloadList(o.Workloads)
+	}
+	return what
 }
 
 // diffRenderer prints comparisons as render.Diff does; render runs the

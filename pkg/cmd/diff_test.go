@@ -71,7 +71,7 @@ func runDiff(t *testing.T, key inspect.ObjectKey, mutate func(*DiffOptions)) (st
 	snap, ex := diffFixture()
 	var out, errOut bytes.Buffer
 	o := NewDiffOptions(nil, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
-	o.Namespace, o.Key = "ns", key
+	o.Namespace, o.Names = "ns", []inspect.ObjectKey{key}
 	o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) { return snap, nil }
 	o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Executor: ex}
 	o.HMACKey = []byte("fixed key for tests")
@@ -252,7 +252,7 @@ func TestDiffConfigMapNeverShowsSecretOverrides(t *testing.T) {
 	for _, external := range []string{"", prog} {
 		var out, errOut bytes.Buffer
 		o := NewDiffOptions(nil, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
-		o.Namespace, o.Key, o.ExternalDiff, o.HMACKey = "ns", cfgKey, external, []byte("k")
+		o.Namespace, o.Names, o.ExternalDiff, o.HMACKey = "ns", []inspect.ObjectKey{cfgKey}, external, []byte("k")
 		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) { return snap, nil }
 		o.Verify = VerifyFlags{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second, Executor: ex}
 		err := o.Run(context.Background())
@@ -325,7 +325,7 @@ func TestDiffSecretsFlag(t *testing.T) {
 	for _, secrets := range []bool{false, true} {
 		var out, errOut bytes.Buffer
 		o := NewDiffOptions(nil, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
-		o.Namespace, o.Key, o.HMACKey, o.Secrets = "ns", cfgKey, []byte("k"), secrets
+		o.Namespace, o.Names, o.HMACKey, o.Secrets = "ns", []inspect.ObjectKey{cfgKey}, []byte("k"), secrets
 		var asked inspect.LoadOptions
 		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
 			asked = lo
@@ -373,7 +373,7 @@ func TestDiffInitContainerStale(t *testing.T) {
 		Reason: "Completed", StartedAt: metav1.NewTime(finished.Add(-time.Second)), FinishedAt: metav1.NewTime(finished)}}}}
 	var out, errOut bytes.Buffer
 	o := NewDiffOptions(nil, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
-	o.Namespace, o.Key, o.HMACKey = "ns", cfgKey, []byte("k")
+	o.Namespace, o.Names, o.HMACKey = "ns", []inspect.ObjectKey{cfgKey}, []byte("k")
 	o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
 		return &inspect.Snapshot{Pods: []corev1.Pod{p}, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{cfgKey: cm}}, nil
 	}

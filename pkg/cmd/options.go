@@ -52,6 +52,14 @@ func (s *Selection) validateNames(names []inspect.ObjectKey) error {
 	return nil
 }
 
+// validateTargets is validateNames for objects and workloads.
+func (s *Selection) validateTargets(t Targets) error {
+	if s.AllNamespaces && len(t.Workloads) > 0 {
+		return usageError("a workload cannot be named across all namespaces; drop -A and use -n NAMESPACE")
+	}
+	return s.validateNames(t.Objects)
+}
+
 // RestartFlags are how refresh, watch and the dashboard restart a workload
 // with a stale env or subPath consumer.
 type RestartFlags struct {
@@ -143,23 +151,48 @@ func newConnection(flags *genericclioptions.ConfigFlags) Connection {
 // complete is the start of every Complete that reads the cluster: the
 // namespace from -n or the kubeconfig context ("" with all namespaces),
 // the objects args name in it and, when connect, the client and its REST
-// config.
+// config. A workload among args is a usage error: see completeTargets.
 func (c *Connection) complete(all bool, args []string, connect bool) ([]inspect.ObjectKey, error) {
-	ns, err := resolveNamespace(c.ConfigFlags, all)
+	t, err := c.completeTargets(all, args, connect)
 	if err != nil {
 		return nil, err
 	}
-	c.Namespace = ns
-	names, err := parseNames(args, ns)
+	if len(t.Workloads) > 0 {
+		return nil, usageError("%q names a workload, and this command takes ConfigMaps and Secrets only: use NAME, configmap/NAME or secret/NAME", t.Workloads[0].String())
+	}
+	return t.Objects, nil
+}
+
+// completeTargets is complete for the commands that take workloads too
+// (status, refresh, diff, dashboard): the objects and workloads args name.
+func (c *Connection) completeTargets(all bool, args []string, connect bool) (Targets, error) {
+	ns, err := resolveNamespace(c.ConfigFlags, all)
 	if err != nil {
-		return nil, err
+		return Targets{}, err
+	}
+	c.Namespace = ns
+	t, err := parseTargets(args, ns)
+	if err != nil {
+		return Targets{}, err
 	}
 	if connect {
 		if c.RESTConfig, c.Client, err = newClient(c.ConfigFlags); err != nil {
-			return nil, err
+			return Targets{}, err
 		}
 	}
-	return names, nil
+	return t, nil
+}
+
+// workloads reads the workloads t names (resolveWorkloads) through
+// reader, nil: the client's.
+func (c *Connection) workloads(ctx context.Context, reader inspect.TemplateReader, keys []inspect.WorkloadKey) ([]inspect.SelectedWorkload, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if reader == nil {
+		reader = inspect.ClientTemplates{Client: c.Client}
+	}
+	return resolveWorkloads(ctx, reader, keys, c.server())
 }
 
 // loadSnapshot reads the cluster with load (nil: inspect.Load over the

@@ -82,7 +82,7 @@ func TestNoSecretDataInAnyOutput(t *testing.T) {
 	for _, secrets := range []bool{false, true} {
 		var out, errOut bytes.Buffer
 		o := NewDiffOptions(nil, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
-		o.Namespace, o.Key, o.HMACKey, o.Secrets = "ns", cfgKey, []byte("k"), secrets
+		o.Namespace, o.Names, o.HMACKey, o.Secrets = "ns", []inspect.ObjectKey{cfgKey}, []byte("k"), secrets
 		o.LoadSnapshot = func(ctx context.Context, lo inspect.LoadOptions) (*inspect.Snapshot, error) {
 			return inspect.Load(ctx, fake.NewClientset(objs...), lo)
 		}

@@ -81,8 +81,12 @@ type RefreshOptions struct {
 	Output        string
 	Verify        VerifyFlags
 
-	// Set by Complete.
-	Names []inspect.ObjectKey
+	// Set by Complete: the objects and workloads the arguments name.
+	Names     []inspect.ObjectKey
+	Workloads []inspect.WorkloadKey
+	// Templates reads the named workloads (nil: the client); tests
+	// replace it.
+	Templates inspect.TemplateReader
 	// Cluster is how the refresh reaches the cluster: Complete sets each
 	// edge a test left nil to the client's adapter.
 	Cluster refresh.Cluster
@@ -105,7 +109,7 @@ func NewRefreshOptions(flags *genericclioptions.ConfigFlags, streams genericioop
 func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewRefreshOptions(flags, streams)
 	cmd := &cobra.Command{
-		Use:                   "refresh [NAME | configmap/NAME | secret/NAME ...] [flags]",
+		Use:                   "refresh [NAME | configmap/NAME | secret/NAME | WORKLOAD/NAME ...] [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Make every consumer of a ConfigMap or Secret current, with the least disruption",
 		Long:                  refreshLong,
@@ -138,16 +142,17 @@ func validateDryRun(v string) error {
 
 // Complete resolves namespace, names and the cluster edges.
 func (o *RefreshOptions) Complete(args []string) error {
-	var err error
-	if o.Names, err = o.complete(o.AllNamespaces, args, o.Client == nil); err != nil {
+	t, err := o.completeTargets(o.AllNamespaces, args, o.Client == nil)
+	if err != nil {
 		return err
 	}
+	o.Names, o.Workloads = t.Objects, t.Workloads
 	if o.Cluster.Executor == nil {
 		if o.Cluster.Executor, err = o.Verify.executor(o.RESTConfig); err != nil {
 			return err
 		}
 	}
-	cc := refresh.ClientCluster(o.Client, o.Cluster.Executor, o.verifyOptions(), o.Secrets, o.Selector)
+	cc := refresh.ClientCluster(o.Client, o.Cluster.Executor, o.verifyOptions(), o.Secrets || len(o.Workloads) > 0, o.Selector)
 	cc.Hooks = refresh.NewHookSender(o.ReloadHookVia, o.Client)
 	o.Cluster = orClient(o.Cluster, cc)
 	o.StdinTerminal = isTerminal(o.In)
@@ -178,7 +183,7 @@ func (o *RefreshOptions) Validate() error {
 	if err := validateOutput(o.Output, refreshFormats); err != nil {
 		return err
 	}
-	if err := o.validateNames(o.Names); err != nil {
+	if err := o.validateTargets(Targets{Objects: o.Names, Workloads: o.Workloads}); err != nil {
 		return err
 	}
 	if o.Timeout <= 0 {
@@ -227,17 +232,27 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 
 // selection reads the snapshot and builds the uses of the selected
 // objects, printing a note per kind RBAC kept from being read.
+// With workloads named, only their pods' uses are selected (of the named
+// objects, when there are some too); a workload that runs no pod now is
+// noted, and its template's rows of objects that do not exist are left
+// to that note (there is no pod to act on).
 func (o *RefreshOptions) selection(ctx context.Context) (*inspect.Snapshot, []inspect.Use, error) {
-	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
-	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets}
+	selected, err := o.workloads(ctx, o.Templates, o.Workloads)
+	if err != nil {
+		return nil, nil, err
+	}
+	secrets := o.Secrets || len(selected) > 0
+	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secrets || inspect.NamesSecret(o.Names)}
 	snap, err := o.loadSnapshot(ctx, nil, lo, inspect.NamesSecret(o.Names), o.ErrOut)
 	if err != nil {
 		return nil, nil, err
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem})
+	items, idle, err := inspect.BuildSelected(snap, inspect.BuildOptions{Names: o.Names, Secrets: secrets && snap.SecretsListed, IncludeSystem: o.IncludeSystem, Workloads: selected})
 	if err != nil {
 		return nil, nil, explainNotFound(err)
 	}
+	noteIdle(o.ErrOut, idle, items)
+	items = slices.DeleteFunc(items, func(it inspect.Use) bool { return it.Pod.Name == "" && it.Verdict == inspect.VerdictMissing })
 	return snap, items, nil
 }
 

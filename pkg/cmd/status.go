@@ -67,11 +67,15 @@ type StatusOptions struct {
 
 	Args []string
 
-	// Set by Complete.
-	Names []inspect.ObjectKey
+	// Set by Complete: the objects and workloads the arguments name.
+	Names     []inspect.ObjectKey
+	Workloads []inspect.WorkloadKey
 
 	// LoadSnapshot reads the cluster; tests replace it.
 	LoadSnapshot func(ctx context.Context, o inspect.LoadOptions) (*inspect.Snapshot, error)
+	// Templates reads the named workloads (nil: the client); tests
+	// replace it.
+	Templates inspect.TemplateReader
 }
 
 // NewStatusOptions returns options with defaults.
@@ -86,7 +90,7 @@ func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericioopt
 func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewStatusOptions(flags, streams)
 	cmd := &cobra.Command{
-		Use:                   "status [NAME | configmap/NAME | secret/NAME ...] [flags]",
+		Use:                   "status [NAME | configmap/NAME | secret/NAME | WORKLOAD/NAME ...] [flags]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Show who consumes each ConfigMap and Secret, how, and whether it will hot-update",
 		Long:                  statusLong,
@@ -108,10 +112,11 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 // Complete resolves the namespace, the names and the client.
 func (o *StatusOptions) Complete(args []string) error {
 	o.Args = args
-	var err error
-	if o.Names, err = o.complete(o.AllNamespaces, args, o.LoadSnapshot == nil); err != nil {
+	t, err := o.completeTargets(o.AllNamespaces, args, o.LoadSnapshot == nil)
+	if err != nil {
 		return err
 	}
+	o.Names, o.Workloads = t.Objects, t.Workloads
 	if o.LoadSnapshot == nil {
 		mc, err := metadata.NewForConfig(o.RESTConfig)
 		if err != nil {
@@ -143,7 +148,7 @@ func (o *StatusOptions) Validate() error {
 	default:
 		return usageError("invalid --group-by %q: use pod or workload", o.GroupBy)
 	}
-	if err := o.validateNames(o.Names); err != nil {
+	if err := o.validateTargets(Targets{Objects: o.Names, Workloads: o.Workloads}); err != nil {
 		return err
 	}
 	return o.Verify.Validate()
@@ -174,10 +179,16 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 		debug.SetMemoryLimit(limit)
 	}
-	wantSecrets := o.Secrets || inspect.NamesSecret(o.Names)
+	selected, err := o.workloads(ctx, o.Templates, o.Workloads)
+	if err != nil {
+		return err
+	}
+	// a workload's uses are of ConfigMaps and Secrets alike
+	secrets := o.Secrets || len(selected) > 0
+	wantSecrets := secrets || inspect.NamesSecret(o.Names)
 	lo := inspect.LoadOptions{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: wantSecrets, Nodes: true,
-		Workloads: o.Unused || len(o.Names) > 0}
-	bo := inspect.BuildOptions{Names: o.Names, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem, Unused: o.Unused}
+		Workloads: len(selected) == 0 && (o.Unused || len(o.Names) > 0)}
+	bo := inspect.BuildOptions{Names: o.Names, Secrets: secrets, IncludeSystem: o.IncludeSystem, Unused: o.Unused, Workloads: selected}
 	var builder *inspect.Builder
 	if stream {
 		// Nothing after the report reads the pods (--verify execs into
@@ -185,7 +196,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		// the report as it streams in and is dropped, so that the pods are
 		// never all in memory (docs/performance.md).
 		lo.PodSink = func(s *inspect.Snapshot) func(*corev1.Pod) error {
-			bo.Secrets = o.Secrets && s.SecretsListed
+			bo.Secrets = secrets && s.SecretsListed
 			builder = inspect.NewBuilder(s, bo)
 			return func(p *corev1.Pod) error {
 				builder.Add(p)
@@ -202,13 +213,15 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
 	}
 	var items []inspect.Use
+	var idle []inspect.SelectedWorkload
 	var redactor *inspect.Redactor
 	if builder != nil {
 		items, err = builder.Items()
+		idle = builder.Idle()
 		redactor = builder.Redactor()
 	} else { // the pods are in the snapshot
-		bo.Secrets = o.Secrets && snap.SecretsListed
-		items, err = inspect.Build(snap, bo)
+		bo.Secrets = secrets && snap.SecretsListed
+		items, idle, err = inspect.BuildSelected(snap, bo)
 		redactor = inspect.NewRedactor(snap)
 	}
 	if err != nil {
@@ -222,11 +235,13 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	inspect.NoteRestartWindows(items, o.Now())
 	// The output edge: no text derived from Secret data goes further.
 	redactor.Redact(items)
-	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: o.Secrets || inspect.NamesSecret(o.Names), Now: o.Now(), GroupBy: o.GroupBy}); err != nil {
+	printWarnings(o.ErrOut, inspect.GroupWarnings(items))
+	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: wantSecrets, Now: o.Now(), GroupBy: o.GroupBy}); err != nil {
 		return err
 	}
-	if len(items) == 0 && (o.Output == "" || o.Output == "wide") {
-		fmt.Fprintln(o.ErrOut, noConsumersMessage(o.Namespace, o.Secrets))
+	noteIdle(o.ErrOut, idle, items)
+	if len(items) == 0 && len(idle) == 0 && (o.Output == "" || o.Output == "wide") {
+		fmt.Fprintln(o.ErrOut, noConsumersMessage(o.Namespace, o.Secrets, o.Workloads))
 	}
 	if o.Check {
 		if failed := CheckFailures(items, o.Verify.Enabled); len(failed) > 0 {
@@ -240,7 +255,10 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func noConsumersMessage(ns string, secrets bool) string {
+func noConsumersMessage(ns string, secrets bool, workloads []inspect.WorkloadKey) string {
+	if len(workloads) > 0 {
+		return fmt.Sprintf("The pods of %s read none of the selected ConfigMaps or Secrets in namespace %q.", workloadList(workloads), ns)
+	}
 	what := "ConfigMaps"
 	if secrets {
 		what = "ConfigMaps or Secrets"
@@ -274,35 +292,6 @@ func CheckFailures(items []inspect.Use, verified bool) []string {
 		out = append(out, fmt.Sprintf("%s/%s pod/%s %s %s (namespace %s): %s: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Pod.Name, it.ContainerName(), it.Mode, it.Object.Namespace, why, render.Reason(it)))
 	}
 	return out
-}
-
-// parseNames turns NAME, configmap/NAME, cm/NAME and secret/NAME into keys.
-func parseNames(args []string, ns string) ([]inspect.ObjectKey, error) {
-	var out []inspect.ObjectKey
-	seen := map[inspect.ObjectKey]bool{}
-	for _, a := range args {
-		kind, name := inspect.KindConfigMap, a
-		if i := strings.IndexByte(a, '/'); i >= 0 {
-			switch strings.ToLower(a[:i]) {
-			case "configmap", "configmaps", "cm":
-				kind = inspect.KindConfigMap
-			case "secret", "secrets":
-				kind = inspect.KindSecret
-			default:
-				return nil, usageError("unsupported resource type %q in %q: use NAME, configmap/NAME or secret/NAME", a[:i], a)
-			}
-			name = a[i+1:]
-		}
-		if name == "" || strings.ContainsAny(name, "/ ") {
-			return nil, usageError("invalid name %q: use NAME, configmap/NAME or secret/NAME", a)
-		}
-		k := inspect.ObjectKey{Kind: kind, Namespace: ns, Name: name}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out, nil
 }
 
 func validateOutput(format string, allowed []string) error {

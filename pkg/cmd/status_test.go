@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -122,7 +124,7 @@ func runStatusRoot(t *testing.T, args ...string) (stdout, stderr string, err err
 // flags and arguments: exact messages, exit code 2, and no cluster needed.
 func TestStatusUsageErrors(t *testing.T) {
 	writeStatusKubeconfig(t, "https://127.0.0.1:1", "shop")
-	const names = "use NAME, configmap/NAME or secret/NAME"
+	const names = "use NAME (a ConfigMap) or TYPE/NAME, TYPE one of configmap (cm), secret, deployment (deploy), statefulset (sts), daemonset (ds), replicaset (rs), job, cronjob (cj), pod (po), rollout (ro), or their plurals"
 	cases := []struct {
 		name string
 		args []string
@@ -137,10 +139,14 @@ func TestStatusUsageErrors(t *testing.T) {
 			"a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE", ExitUsage},
 		{"--all-namespaces with a secret", []string{"status", "secret/web-secrets", "--all-namespaces"},
 			"a ConfigMap or Secret cannot be named across all namespaces; drop -A and use -n NAMESPACE", ExitUsage},
-		{"bad resource type", []string{"status", "deployment/x"},
-			`unsupported resource type "deployment" in "deployment/x": ` + names, ExitUsage},
-		{"bad resource type after a good name", []string{"status", "web-config", "pods/x"},
-			`unsupported resource type "pods" in "pods/x": ` + names, ExitUsage},
+		{"bad resource type", []string{"status", "service/x"},
+			`unsupported resource type "service" in "service/x": ` + names, ExitUsage},
+		{"bad resource type after a good name and a workload", []string{"status", "web-config", "deploy/web", "svc/x"},
+			`unsupported resource type "svc" in "svc/x": ` + names, ExitUsage},
+		{"a kind of another group", []string{"status", "deployment.extensions/x"},
+			`unsupported resource type "deployment.extensions" in "deployment.extensions/x": ` + names, ExitUsage},
+		{"-A with a workload", []string{"status", "-A", "deploy/web"},
+			"a workload cannot be named across all namespaces; drop -A and use -n NAMESPACE", ExitUsage},
 		{"empty name", []string{"status", ""}, `invalid name "": ` + names, ExitUsage},
 		{"empty name after a type", []string{"status", "configmap/"}, `invalid name "configmap/": ` + names, ExitUsage},
 		{"name with a slash", []string{"status", "cm/a/b"}, `invalid name "cm/a/b": ` + names, ExitUsage},
@@ -164,6 +170,21 @@ func TestStatusUsageErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withTemplates reads workloads from a fake clientset: StatefulSet db,
+// and Deployment idle scaled to zero, whose template reads release and
+// not-there.
+func withTemplates(o *StatusOptions) {
+	zero := int32(0)
+	env := func(name string) corev1.EnvFromSource {
+		return corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
+	}
+	o.Templates = inspect.ClientTemplates{Client: fake.NewClientset(
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "idle"}, Spec: appsv1.DeploymentSpec{Replicas: &zero,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", EnvFrom: []corev1.EnvFromSource{env("release"), env("not-there")}}}}}}},
+	)}
 }
 
 // TestStatusOptions runs the options with an injected snapshot: the load
@@ -238,6 +259,18 @@ func TestStatusOptions(t *testing.T) {
 			stdout: []string{`"verdict": "breaks-on-change",`},
 			stderr: "check failed: 1 of 2 uses need attention:\n" +
 				`  configmap/web-files pod/db-0 db subPath (namespace shop): breaks-on-change: subPath "conf.d" is a directory of the volume: after the first change the kubelet deletes it and the container sees an empty directory until it restarts` + "\n"},
+		{name: "a workload: its pods' uses, Secrets read too", args: []string{"sts/db"}, set: withTemplates,
+			load:   &inspect.LoadOptions{Namespace: "shop", Secrets: true, Nodes: true},
+			stdout: []string{"web-config   db-0   db          env       $TUNING <- tuning", "release      db-0", "3 uses by 1 pod:"}},
+		{name: "a workload and an object: its uses of that object", args: []string{"statefulsets.apps/db", "release"}, set: withTemplates,
+			load:   &inspect.LoadOptions{Namespace: "shop", Secrets: true, Nodes: true},
+			stdout: []string{"release   db-0   db          volume   /etc/release   never-changes   statefulset/db", "1 use by 1 pod: 1 never-changes"}},
+		{name: "a workload scaled to zero: its template's objects", args: []string{"deploy/idle"}, set: withTemplates,
+			load:   &inspect.LoadOptions{Namespace: "shop", Secrets: true, Nodes: true},
+			stdout: []string{"release", "no-pods"},
+			stderr: "deployment/idle runs no pod now (scaled to 0 replicas): its pod template would read configmap/not-there (missing), configmap/release.\n"},
+		{name: "a workload that does not exist", args: []string{"deploy/nope"}, set: withTemplates,
+			err: `deployments.apps "nope" not found in namespace "shop": check the name and the namespace (-n), or list them with 'kubectl get deployments -n shop'`, code: ExitFailure},
 		{name: "bad -o fails before any load", set: func(o *StatusOptions) { o.Output = "xml" },
 			err: `unable to match a printer suitable for the output format "xml", allowed formats are: wide,json,yaml`, code: ExitUsage},
 	}

@@ -36,6 +36,10 @@ type BuildOptions struct {
 	IncludeSystem bool
 	// Unused adds one row for every selected object no pod consumes.
 	Unused bool
+	// Workloads narrows the report to the pods these workloads run (with
+	// Names: to their uses of those objects); a workload that runs no pod
+	// now has rows from its pod template instead (see Builder.Idle).
+	Workloads []SelectedWorkload
 }
 
 // NotFoundError is a named object that neither exists nor has consumers.
@@ -50,6 +54,13 @@ func (e *NotFoundError) Error() string {
 // container, mode). A named object that does not exist and has no consumers
 // is a *NotFoundError.
 func Build(snap *Snapshot, o BuildOptions) ([]Use, error) {
+	items, _, err := BuildSelected(snap, o)
+	return items, err
+}
+
+// BuildSelected is Build, and the workloads of o.Workloads that run no pod
+// now (Builder.Idle).
+func BuildSelected(snap *Snapshot, o BuildOptions) ([]Use, []SelectedWorkload, error) {
 	b := newBuilder(snap, o)
 	// One allocation for the items of every running pod: at 10,000 pods
 	// (70,000 uses) growing the slice by doubling cost more than building
@@ -67,7 +78,8 @@ func Build(snap *Snapshot, o BuildOptions) ([]Use, error) {
 	for i := range snap.Pods {
 		b.Add(&snap.Pods[i])
 	}
-	return b.Items()
+	items, err := b.Items()
+	return items, b.Idle(), err
 }
 
 // Builder builds the report one pod at a time, for pods that are not kept
@@ -82,6 +94,8 @@ type Builder struct {
 	used      map[ObjectKey]bool
 	reasons   map[string]string
 	completed map[ObjectKey][]string
+	// running: which of o.Workloads run a pod that is not done
+	running []bool
 	// stream: made by NewBuilder (the pods are not in the snapshot)
 	stream bool
 	// names: the pods' names, namespaces, nodes, containers and volumes,
@@ -130,7 +144,8 @@ func newBuilder(snap *Snapshot, o BuildOptions) *Builder {
 		}
 		return true
 	}
-	return &Builder{snap: snap, o: o, keep: keep, used: map[ObjectKey]bool{}, reasons: map[string]string{}, completed: map[ObjectKey][]string{}}
+	return &Builder{snap: snap, o: o, keep: keep, used: map[ObjectKey]bool{}, reasons: map[string]string{}, completed: map[ObjectKey][]string{},
+		running: make([]bool, len(o.Workloads))}
 }
 
 // Add adds the uses of one pod. The items keep its strings and a few small
@@ -138,6 +153,9 @@ func newBuilder(snap *Snapshot, o BuildOptions) *Builder {
 // pod given to Add and then dropped is garbage. The pod must not be
 // modified afterwards.
 func (b *Builder) Add(pod *corev1.Pod) {
+	if !b.selectPod(pod) {
+		return
+	}
 	if b.names != nil {
 		podNames(b.names, pod)
 	}
@@ -207,7 +225,11 @@ func (b *Builder) Items() ([]Use, error) {
 			return nil, &NotFoundError{Key: k}
 		}
 	}
-	if o.Unused || len(o.Names) > 0 {
+	if len(o.Workloads) > 0 {
+		// only the selected workloads' rows: their templates where they
+		// run no pod
+		items = b.idleRows(items)
+	} else if o.Unused || len(o.Names) > 0 {
 		templates := templateUses(snap)
 		for _, k := range unusedKeys(snap, o, b.used, b.keep) {
 			obj := snap.Object(k)

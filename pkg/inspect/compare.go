@@ -85,8 +85,10 @@ type EnvComparison struct {
 type Comparison struct {
 	State  State
 	Reason string
-	// Cause classifies an unverifiable state (see StateCause).
+	// Cause classifies an unverifiable state (see StateCause); Fix is
+	// what fixes it, when known (the read's hint).
 	Cause    StateCause
+	Fix      string
 	SyncedAt *time.Time
 	Files    []FileComparison
 	Env      []EnvComparison
@@ -152,7 +154,7 @@ func compareUse(it Use, pod *corev1.Pod, in useInputs, obs *containerread.Verifi
 		return Comparison{State: StateUnverifiable, Reason: "the container was not observed"}
 	}
 	if obs.Err != nil {
-		return Comparison{State: StateUnverifiable, Reason: obs.Err.ReasonFor(it.Object.Kind == KindSecret), Cause: causeOfVerifyError(obs.Err.Reason)}
+		return Comparison{State: StateUnverifiable, Reason: obs.Err.ReasonFor(it.Object.Kind == KindSecret), Cause: causeOfVerifyError(obs.Err.Reason), Fix: obs.Err.Hint}
 	}
 	if obj.Unread {
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("%s %q was not read (add --secrets)", it.Object.Kind, it.Object.Name), Cause: CauseSecretsNotRead}

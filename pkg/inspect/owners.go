@@ -41,13 +41,31 @@ func builtin(apiVersion, kind string) bool {
 // come from the snapshot; an owner missing from it (deleted, not listed, or
 // another object of the same name) ends the walk at the last known step.
 func Owner(pod *corev1.Pod, snap *Snapshot) WorkloadRef {
+	chain, n := ownerChain(pod, snap)
+	return chain[n-1]
+}
+
+// OwnerChain is every step of Owner's walk, from the pod up: the Pod, its
+// controller (a ReplicaSet, a Job, a StatefulSet...) and that one's
+// controller (a Deployment, a CronJob, an Argo Rollout), as far as Owner
+// walks; the last is Owner's answer.
+func OwnerChain(pod *corev1.Pod, snap *Snapshot) []WorkloadRef {
+	chain, n := ownerChain(pod, snap)
+	return chain[:n]
+}
+
+// ownerChain is OwnerChain in an array: Owner runs once per pod of a
+// report and allocates nothing.
+func ownerChain(pod *corev1.Pod, snap *Snapshot) ([3]WorkloadRef, int) {
+	chain := [3]WorkloadRef{{Kind: "Pod", Name: pod.Name}}
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil {
-		return WorkloadRef{Kind: "Pod", Name: pod.Name}
+		return chain, 1
 	}
 	w := refOf(ref)
+	chain[1] = w
 	if w.APIVersion != "" {
-		return w // not a built-in controller: cmsync does not walk it
+		return chain, 2 // not a built-in controller: cmsync does not walk it
 	}
 	var owner metav1.Object
 	switch ref.Kind {
@@ -61,12 +79,13 @@ func Owner(pod *corev1.Pod, snap *Snapshot) WorkloadRef {
 		}
 	}
 	if owner == nil || (ref.UID != "" && owner.GetUID() != "" && owner.GetUID() != ref.UID) {
-		return w // a same-named object that is not this owner is not walked
+		return chain, 2 // a same-named object that is not this owner is not walked
 	}
 	if up := metav1.GetControllerOf(owner); up != nil {
-		return refOf(up)
+		chain[2] = refOf(up)
+		return chain, 3
 	}
-	return w
+	return chain, 2
 }
 
 func refOf(ref *metav1.OwnerReference) WorkloadRef {

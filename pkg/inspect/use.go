@@ -257,6 +257,13 @@ type Use struct {
 	// is not running, a pod that is terminating): only such a state proves
 	// what the container sees now. Not part of the output.
 	Verified bool `json:"-"`
+	// StateFix is what fixes an unverifiable read (the read's hint: create
+	// the reader namespace, grant exec...), "" when none is known; Warning
+	// is the number of the warning that groups it with the other uses of
+	// that one cause (GroupWarnings), 0 for none. Not part of the output:
+	// the reason says both.
+	StateFix string `json:"-"`
+	Warning  int    `json:"-"`
 }
 
 // ObjectKey identifies a ConfigMap or Secret.

@@ -225,6 +225,7 @@ func withComparison(it Use, c Comparison) Use {
 	it.State = c.State
 	it.StateReason = c.Reason
 	it.StateCause = c.Cause
+	it.StateFix = c.Fix
 	it.Verified = c.Verified
 	if c.SyncedAt != nil {
 		t := metav1.NewTime(c.SyncedAt.UTC())

@@ -69,8 +69,8 @@ const RolloutKind = "Rollout.argoproj.io"
 var RolloutGroupKind = schema.GroupKind{Group: "argoproj.io", Kind: "Rollout"}
 
 // RolloutResource is the resource of Argo Rollouts, in the version
-// its CRD serves.
-var RolloutResource = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+// its CRD serves (the one inspect reads templates from).
+var RolloutResource = inspect.RolloutResource
 
 // IsRollout tells whether kind names an Argo Rollout by group and kind.
 func IsRollout(kind string) bool {

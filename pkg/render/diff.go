@@ -136,6 +136,10 @@ func (r *Diff) Render(results []inspect.VerifiedUse) DiffSummary {
 		switch c.State {
 		case inspect.StateUnverifiable:
 			sum.Unverifiable++
+			if it.Warning > 0 { // its cause and fix are said once
+				fmt.Fprintf(r.ErrOut, "%s: unverifiable: see warning %d\n", label, it.Warning)
+				continue
+			}
 			fmt.Fprintf(r.ErrOut, "%s: unverifiable: %s\n", label, text.Printable(r.Redact.String(c.Reason)))
 			continue
 		case inspect.StateNA:

@@ -102,6 +102,8 @@ func State(it inspect.Use) string {
 		return None
 	case Terminating(it):
 		return StateTerminating
+	case it.State == inspect.StateUnverifiable && it.Warning > 0:
+		return fmt.Sprintf("unverifiable: see warning %d", it.Warning)
 	case it.State == inspect.StateUnverifiable && it.StateReason != "":
 		return "unverifiable: " + inspect.ShortReason(it.StateReason)
 	}

@@ -101,3 +101,15 @@ func TestUseCellsAreTheStatusColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestStateWarning: an unverifiable use grouped in a warning points to it.
+func TestStateWarning(t *testing.T) {
+	it := inspect.Use{State: inspect.StateUnverifiable, StateReason: "error: namespace x does not exist (create it)", Warning: 2}
+	if got := State(it); got != "unverifiable: see warning 2" {
+		t.Errorf("State = %q", got)
+	}
+	it.Warning = 0
+	if got := State(it); got != "unverifiable: error" {
+		t.Errorf("State = %q", got)
+	}
+}
