@@ -234,7 +234,7 @@ func TestControllerNodeReaderOverlay(t *testing.T) {
 	}
 	base := strict[rbacv1.ClusterRole](t, controllerDocs(t), "ClusterRole/kubectl-cmsync-controller")
 	if len(ops) != 2 || ops[0].Op != "test" || ops[1].Op != "remove" || ops[0].Path != ops[1].Path+"/resources" ||
-		fmt.Sprint(ops[0].Value) != "[pods/exec]" || ops[1].Path != "/rules/5" || fmt.Sprint(base.Rules[5].Resources) != "[pods/exec]" {
+		fmt.Sprint(ops[0].Value) != "[pods/exec]" || ops[1].Path != "/rules/6" || fmt.Sprint(base.Rules[6].Resources) != "[pods/exec]" {
 		t.Errorf("the ClusterRole patch %+v does not remove the base's pods/exec rule (%+v)", ops, base.Rules)
 	}
 	docs := map[string][]byte{}
