@@ -64,7 +64,8 @@ unit: helm
 # the fuzz targets, FUZZTIME each (10 s; FUZZTIME=5m make fuzz for longer). Not part of make test: their seed
 # corpora run in every go test, and the fuzzing itself costs a second toolchain and a build of every package
 # with coverage instrumentation (14 of the cold CI's minutes): the exec-output parser, payload
-# building, the pod spec walker (uses), the refresh planner and the manifest reader of lint.
+# building, the pod spec walker (uses), the refresh planner, the manifest reader of lint, and the parsers of
+# text a namespace's user writes: the reload hook, the restart window and Reloader's reload lists.
 # They run on Go 1.27 (FUZZ_TOOLCHAIN, fetched once through the module proxy): with a duration, Go 1.26's fuzzing
 # coordinator can fail a run with a bare "context deadline exceeded" and no crasher when its -fuzztime deadline
 # fires (go.dev/issue/75804: the parent context is done before its child; fixed in Go 1.27, not in any 1.26.x).
@@ -82,6 +83,9 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzUses$$' ./pkg/inspect
 	$(FUZZ) -fuzz='^FuzzPlan$$' ./pkg/refresh
 	$(FUZZ) -fuzz='^FuzzRead$$' ./pkg/lint
+	$(FUZZ) -fuzz='^FuzzParseHook$$' ./pkg/refresh
+	$(FUZZ) -fuzz='^FuzzParse$$' ./internal/restartwindow
+	$(FUZZ) -fuzz='^FuzzReloadLists$$' ./pkg/reconcile
 
 e2e:
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) test -tags e2e ./test/e2e/... -count=1 -timeout 30m $(E2E_FLAGS)

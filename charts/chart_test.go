@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,5 +309,188 @@ func TestInvalidValues(t *testing.T) {
 	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--namespace=cmsync-system") ||
 		slices.Contains(args, "--all-namespaces") || !slices.Contains(args, "--leader-elect=false") {
 		t.Errorf("watchGlobally=false, one replica without election: args %v", args)
+	}
+}
+
+// rbacDocs are the RBAC objects rendered, by kind/namespace/name.
+func rbacDocs(t *testing.T, docs map[string][]byte) (roles map[string][]rbacv1.PolicyRule, bindings map[string]rbacv1.RoleBinding) {
+	t.Helper()
+	roles, bindings = map[string][]rbacv1.PolicyRule{}, map[string]rbacv1.RoleBinding{}
+	for k := range docs {
+		switch strings.SplitN(k, "/", 2)[0] {
+		case "ClusterRole", "Role":
+			roles[k] = get[rbacv1.ClusterRole](t, docs, k).Rules
+		case "ClusterRoleBinding", "RoleBinding":
+			bindings[k] = get[rbacv1.RoleBinding](t, docs, k)
+		}
+	}
+	return roles, bindings
+}
+
+// grants is whether rules grant verb on resource in group, and to which
+// names (nil: every name).
+func grants(rules []rbacv1.PolicyRule, group, resource, verb string) (bool, []string) {
+	var names []string
+	for _, r := range rules {
+		if (slices.Contains(r.APIGroups, group) || slices.Contains(r.APIGroups, "*")) &&
+			(slices.Contains(r.Resources, resource) || slices.Contains(r.Resources, "*")) &&
+			(slices.Contains(r.Verbs, verb) || slices.Contains(r.Verbs, "*")) {
+			if len(r.ResourceNames) == 0 {
+				return true, nil
+			}
+			names = append(names, r.ResourceNames...)
+		}
+	}
+	return len(names) > 0, names
+}
+
+// With watchGlobally=false the controller is granted nothing beyond its
+// namespace: no ClusterRole and no ClusterRoleBinding, a Role and its
+// RoleBinding in the namespace watched (what it reads, patches, execs
+// into, evicts, and its Events), and a Role in the release's namespace for
+// its Lease and key Secret only. Only namespaceSelector, which watches the
+// namespace's labels (cluster-scoped), adds a ClusterRole: list and watch
+// of that one namespace by name.
+func TestNamespacedRBAC(t *testing.T) {
+	const name = "kubectl-cmsync-controller"
+	for _, tc := range []struct {
+		set     string
+		watched string
+	}{
+		{"watchGlobally=false,namespaces={shop}", "shop"},
+		{"watchGlobally=false", "cmsync-system"},
+		{"watchGlobally=false,namespaces={shop},reader.mode=node", "shop"},
+		{"watchGlobally=false,namespaces={shop},secrets=false", "shop"},
+	} {
+		_, docs := render(t, "--set", tc.set)
+		roles, bindings := rbacDocs(t, docs)
+		for k := range roles {
+			if strings.HasPrefix(k, "ClusterRole/") {
+				t.Errorf("%s: %s rendered", tc.set, k)
+			}
+		}
+		for k, b := range bindings {
+			if strings.HasPrefix(k, "ClusterRoleBinding/") {
+				t.Errorf("%s: %s rendered", tc.set, k)
+			}
+			if len(b.Subjects) != 1 || b.Subjects[0].Name != name || b.Subjects[0].Namespace != "cmsync-system" || b.RoleRef.Kind != "Role" {
+				t.Errorf("%s: %s binds %+v to %+v", tc.set, k, b.Subjects, b.RoleRef)
+			}
+		}
+		watched := roles["Role/"+tc.watched+"/"+name+"-watched"]
+		if watched == nil {
+			t.Fatalf("%s: no Role %s-watched in %s: %v", tc.set, name, tc.watched, slices.Sorted(maps.Keys(roles)))
+		}
+		if _, ok := bindings["RoleBinding/"+tc.watched+"/"+name+"-watched"]; !ok {
+			t.Errorf("%s: no RoleBinding for the watched namespace", tc.set)
+		}
+		for _, need := range [][3]string{{"", "pods", "list"}, {"", "configmaps", "watch"}, {"", "pods", "patch"}, {"apps", "deployments", "patch"},
+			{"", "pods/eviction", "create"}, {"", "events", "create"}, {"argoproj.io", "rollouts", "patch"}} {
+			if ok, names := grants(watched, need[0], need[1], need[2]); !ok || names != nil {
+				t.Errorf("%s: the watched namespace's Role lacks %s %s: %v", tc.set, need[2], need[1], watched)
+			}
+		}
+		if ok, _ := grants(watched, "", "pods/exec", "create"); ok == strings.Contains(tc.set, "reader.mode=node") {
+			t.Errorf("%s: pods/exec in the watched namespace: %v", tc.set, ok)
+		}
+		if ok, _ := grants(watched, "", "secrets", "list"); ok == strings.Contains(tc.set, "secrets=false") {
+			t.Errorf("%s: list secrets in the watched namespace: %v", tc.set, ok)
+		}
+		own := roles["Role/cmsync-system/"+name]
+		for _, need := range [][3]string{{"coordination.k8s.io", "leases", "update"}, {"", "secrets", "get"}, {"", "secrets", "patch"}} {
+			if ok, names := grants(own, need[0], need[1], need[2]); !ok || (need[1] == "secrets" && fmt.Sprint(names) != "["+name+"-key]") {
+				t.Errorf("%s: the release namespace's Role: %s %s to %v: %v", tc.set, need[2], need[1], names, own)
+			}
+		}
+		if tc.watched != "cmsync-system" {
+			for k := range roles {
+				if ns := strings.Split(k, "/")[1]; ns != tc.watched && ns != "cmsync-system" && ns != "cmsync-readers" {
+					t.Errorf("%s: %s is in neither namespace", tc.set, k)
+				}
+			}
+		}
+	}
+	_, docs := render(t, "--set", "watchGlobally=false,namespaces={shop},namespaceSelector=team=a")
+	roles, _ := rbacDocs(t, docs)
+	var cluster []string
+	for k, rules := range roles {
+		if !strings.HasPrefix(k, "ClusterRole/") {
+			continue
+		}
+		cluster = append(cluster, k)
+		if len(rules) != 1 || fmt.Sprint(rules[0].Resources, rules[0].Verbs, rules[0].ResourceNames) != "[namespaces] [list watch] [shop]" {
+			t.Errorf("namespaceSelector: %s grants %v, want list and watch of namespace shop only", k, rules)
+		}
+	}
+	if len(cluster) != 1 {
+		t.Errorf("namespaceSelector: ClusterRoles %v, want the one reading namespace shop", cluster)
+	}
+}
+
+// With secrets=false no rule grants list or watch of Secrets anywhere, nor
+// get of any Secret but the controller's key (by name): whatever the scope
+// and the reader.
+func TestNoSecretsRBAC(t *testing.T) {
+	const key = "kubectl-cmsync-controller-key"
+	for _, set := range []string{"secrets=false", "secrets=false,watchGlobally=false,namespaces={shop}", "secrets=false,reader.mode=node",
+		"secrets=false,namespaceSelector=team=a"} {
+		_, docs := render(t, "--set", set)
+		roles, _ := rbacDocs(t, docs)
+		for k, rules := range roles {
+			for _, verb := range []string{"list", "watch"} {
+				if ok, _ := grants(rules, "", "secrets", verb); ok {
+					t.Errorf("%s: %s grants %s secrets", set, k, verb)
+				}
+			}
+			for _, verb := range []string{"get", "patch", "update", "delete"} {
+				if ok, names := grants(rules, "", "secrets", verb); ok && fmt.Sprint(names) != "["+key+"]" {
+					t.Errorf("%s: %s grants %s secrets to %v, want the key only", set, k, verb, names)
+				}
+			}
+		}
+	}
+	_, docs := render(t)
+	roles, _ := rbacDocs(t, docs)
+	if ok, names := grants(roles["ClusterRole//kubectl-cmsync-controller"], "", "secrets", "watch"); !ok || names != nil {
+		t.Errorf("secrets=true (the default): the ClusterRole does not watch Secrets")
+	}
+}
+
+// The proxy of the alerts may hold a password: it comes from a Secret
+// into $CMSYNC_ALERT_PROXY, never into the arguments; the old plain value
+// fails the install, saying what to set instead.
+func TestAlertProxyFromSecret(t *testing.T) {
+	_, docs := render(t, "--set", "alerts.webhook.existingSecret=hook,alerts.proxy.existingSecret=proxy,alerts.proxy.key=u")
+	d := get[appsv1.Deployment](t, docs, "Deployment/cmsync-system/kubectl-cmsync-controller")
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, a := range c.Args {
+		if strings.Contains(a, "proxy") {
+			t.Errorf("an argument names the proxy: %q", a)
+		}
+	}
+	var found bool
+	for _, e := range c.Env {
+		if e.Name == "CMSYNC_ALERT_PROXY" {
+			found = e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == "proxy" && e.ValueFrom.SecretKeyRef.Key == "u"
+		}
+	}
+	if !found {
+		t.Errorf("no CMSYNC_ALERT_PROXY from Secret proxy, key u: %+v", c.Env)
+	}
+	_, err := run(t, "template", "x", chart, "--set", "alerts.webhook.existingSecret=hook,alerts.proxy=http://user:pw@proxy:3128")
+	_, helmSaid, _ := strings.Cut(fmt.Sprint(err), "Error:")
+	if want := "alerts.proxy is no longer a URL"; err == nil || !strings.Contains(helmSaid, want) || strings.Contains(helmSaid, "user:pw") {
+		t.Errorf("the old plain alerts.proxy: %v, want an error saying %q that does not quote it", err, want)
+	}
+}
+
+// reloadHooks.hostNetwork is --reload-hook-host-network.
+func TestReloadHookHostNetworkValue(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		_, docs := render(t, "--set", fmt.Sprintf("reloadHooks.hostNetwork=%v", on))
+		d := get[appsv1.Deployment](t, docs, "Deployment/cmsync-system/kubectl-cmsync-controller")
+		if got := slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--reload-hook-host-network"); got != on {
+			t.Errorf("reloadHooks.hostNetwork=%v: the flag given: %v", on, got)
+		}
 	}
 }

@@ -234,7 +234,7 @@ func TestControllerNodeReaderOverlay(t *testing.T) {
 	}
 	base := strict[rbacv1.ClusterRole](t, controllerDocs(t), "ClusterRole/kubectl-cmsync-controller")
 	if len(ops) != 2 || ops[0].Op != "test" || ops[1].Op != "remove" || ops[0].Path != ops[1].Path+"/resources" ||
-		fmt.Sprint(ops[0].Value) != "[pods/exec]" || ops[1].Path != "/rules/5" || fmt.Sprint(base.Rules[5].Resources) != "[pods/exec]" {
+		fmt.Sprint(ops[0].Value) != "[pods/exec]" || ops[1].Path != "/rules/6" || fmt.Sprint(base.Rules[6].Resources) != "[pods/exec]" {
 		t.Errorf("the ClusterRole patch %+v does not remove the base's pods/exec rule (%+v)", ops, base.Rules)
 	}
 	docs := map[string][]byte{}
@@ -322,5 +322,78 @@ func TestControllerImage(t *testing.T) {
 	d := strict[appsv1.Deployment](t, controllerDocs(t), "Deployment/kubectl-cmsync-controller")
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "kubectl-cmsync" {
 		t.Errorf("the Deployment's image is %q, want kubectl-cmsync (the name the kustomization's images replace)", img)
+	}
+}
+
+// deploy/controller-namespaced runs the base watching one namespace with no
+// cluster-wide permission: its ClusterRole and ClusterRoleBinding deleted,
+// --all-namespaces replaced by --namespace of that namespace, and a Role
+// there holding the base ClusterRole's rules but for namespaces (which only
+// --namespace-selector reads), bound to the controller's ServiceAccount.
+func TestControllerNamespacedOverlay(t *testing.T) {
+	dir := "controller-namespaced"
+	var k struct {
+		Resources []string `json:"resources"`
+		Patches   []struct {
+			Patch string `json:"patch"`
+		} `json:"patches"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(b, &k)
+	}
+	if err != nil || strings.Join(k.Resources, " ") != "../controller rbac.yaml" || len(k.Patches) != 3 {
+		t.Fatalf("kustomization.yaml: %v, resources %v, %d patches", err, k.Resources, len(k.Patches))
+	}
+	deleted := map[string]bool{}
+	for _, p := range k.Patches[1:] {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(p.Patch), &u.Object); err != nil || u.Object["$patch"] != "delete" {
+			t.Fatalf("patch %q: %v, want a $patch: delete", p.Patch, err)
+		}
+		deleted[u.GetKind()+"/"+u.GetName()] = true
+	}
+	base := controllerDocs(t)
+	for key := range base {
+		if strings.HasPrefix(key, "Cluster") && !deleted[key] {
+			t.Errorf("the base's %s is not deleted", key)
+		}
+	}
+	docs := map[string][]byte{}
+	b, err = os.ReadFile(filepath.Join(dir, "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || u.Object == nil {
+			t.Fatalf("rbac.yaml: %v", err)
+		}
+		docs[u.GetKind()+"/"+u.GetName()] = []byte(doc)
+	}
+	const name = "kubectl-cmsync-controller"
+	role := strict[rbacv1.Role](t, docs, "Role/"+name+"-watched")
+	cr := strict[rbacv1.ClusterRole](t, base, "ClusterRole/"+name)
+	want := slices.DeleteFunc(slices.Clone(cr.Rules), func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "namespaces") })
+	if len(want) != len(cr.Rules)-1 || fmt.Sprint(role.Rules) != fmt.Sprint(want) {
+		t.Errorf("the Role's rules\n  %v\nwant the base ClusterRole's but for namespaces\n  %v", role.Rules, want)
+	}
+	rb := strict[rbacv1.RoleBinding](t, docs, "RoleBinding/"+name+"-watched")
+	if role.Namespace == "" || rb.Namespace != role.Namespace || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name ||
+		len(rb.Subjects) != 1 || rb.Subjects[0].Name != name || rb.Subjects[0].Namespace != "cmsync-system" {
+		t.Errorf("RoleBinding in %q binds %+v to %+v (the Role in %q)", rb.Namespace, rb.Subjects, rb.RoleRef, role.Namespace)
+	}
+	var ops []struct{ Op, Path, Value string }
+	if err := yaml.Unmarshal([]byte(k.Patches[0].Patch), &ops); err != nil {
+		t.Fatal(err)
+	}
+	d := strict[appsv1.Deployment](t, base, "Deployment/"+name)
+	const arg = "/spec/template/spec/containers/0/args/"
+	if len(ops) != 2 || ops[0].Op != "test" || ops[1].Op != "replace" || ops[0].Path != ops[1].Path || !strings.HasPrefix(ops[0].Path, arg) {
+		t.Fatalf("the Deployment's patch %+v", ops)
+	}
+	i := slices.Index(d.Spec.Template.Spec.Containers[0].Args, ops[0].Value)
+	if ops[0].Value != "--all-namespaces" || fmt.Sprint(arg, i) != ops[0].Path || ops[1].Value != "--namespace="+role.Namespace {
+		t.Errorf("the Deployment's patch %+v does not replace the base's --all-namespaces (%v) with --namespace=%s", ops, d.Spec.Template.Spec.Containers[0].Args, role.Namespace)
 	}
 }

@@ -11,6 +11,11 @@ import (
 // Secret, never from its arguments).
 const EnvWebhook = "CMSYNC_ALERT_WEBHOOK"
 
+// EnvProxy is the environment variable the webhook's proxy URL is read
+// from when --alert-proxy is not given: it may hold a password, so a
+// Deployment takes it from a Secret too.
+const EnvProxy = "CMSYNC_ALERT_PROXY"
+
 // Alerter turns the loop's rounds into messages: its Round is the Loop's.
 type Alerter struct {
 	Format Format

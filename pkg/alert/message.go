@@ -139,17 +139,23 @@ func Lines(r reconcile.Round) []string {
 }
 
 // Payload is the body to POST for a round in format f, info the fixed
-// text to add ("" for none).
+// text to add ("" for none). Every text of the message (the summary, the
+// lines, info) quotes the cluster: names, annotation values, containers'
+// and hooks' answers. Each is escaped for f's markup here, by escape, and
+// only then given the format's own markup (the bold title).
 func Payload(f Format, r reconcile.Round, info string) ([]byte, error) {
 	title := "kubectl-cmsync: " + Summary(r)
 	if info != "" {
 		title = "[" + text.Printable(info) + "] " + title
 	}
 	lines := Lines(r)
+	esc := func(s string) string { return escape(f, s) }
+	title = esc(title)
+	for i, l := range lines {
+		lines[i] = esc(l)
+	}
 	switch f {
-	case FormatSlack:
-		return json.Marshal(map[string]string{"text": slackEscape("*" + title + "*\n" + strings.Join(lines, "\n"))})
-	case FormatGChat:
+	case FormatSlack, FormatGChat:
 		return json.Marshal(map[string]string{"text": "*" + title + "*\n" + strings.Join(lines, "\n")})
 	case FormatTeams:
 		return json.Marshal(teamsCard(title, lines))
@@ -159,10 +165,31 @@ func Payload(f Format, r reconcile.Round, info string) ([]byte, error) {
 	return nil, fmt.Errorf("unknown alert format %q", f)
 }
 
-// slackEscape escapes the three characters Slack's mrkdwn reads as markup
-// (a name between < and > would become a link or a mention).
-func slackEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+// escapers make a text plain in each chat's markup:
+//   - Slack's mrkdwn and Google Chat's text read "<...>" as a link
+//     (<https://x|text>, a disguised one) or a mention (<!channel>,
+//     <users/all>): "&", "<" and ">" become entities, which both show as
+//     the characters. Their emphasis marks (* _ ~ `) have no escape and
+//     only style text.
+//   - Teams' Adaptive Card TextBlocks read a CommonMark subset
+//     ([text](url) links, <url> autolinks, emphasis, &entities;): the
+//     marks that open them get CommonMark's backslash escape (a link needs
+//     its "[", so parentheses stay as they are).
+//
+// The raw format is JSON, with no markup: nothing to escape.
+var escapers = map[Format]*strings.Replacer{
+	FormatSlack: strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;"),
+	FormatGChat: strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;"),
+	FormatTeams: strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "&", `\&`, "*", `\*`, "_", `\_`, "`", "\\`", "~", `\~`),
+}
+
+// escape is s as plain text in format f's markup: the one place any text
+// of a message is escaped.
+func escape(f Format, s string) string {
+	if e := escapers[f]; e != nil {
+		return e.Replace(s)
+	}
+	return s
 }
 
 // teamsCard is an Adaptive Card (1.4) in a message with one attachment:

@@ -21,9 +21,9 @@ type AlertFlags struct {
 	Format  string
 	Proxy   string
 	Info    string
-	// webhookFrom names where Webhook came from in errors: the flag, or
-	// the environment variable (set by complete)
-	webhookFrom string
+	// webhookFrom and proxyFrom name where Webhook and Proxy came from in
+	// errors: the flag, or the environment variable (set by complete)
+	webhookFrom, proxyFrom string
 }
 
 // alertFlushTimeout bounds how long a stopping command waits for the
@@ -39,18 +39,26 @@ func (f *AlertFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Webhook, "alert-webhook", f.Webhook, "Post one message per round that acted or failed to this webhook URL (default $"+alert.EnvWebhook+
 		"). The URL is a credential: only its host is ever printed.")
 	fs.StringVar(&f.Format, "alert-format", f.Format, "The message format of --alert-webhook: slack, teams (an Adaptive Card), gchat, or raw (the round as JSON).")
-	fs.StringVar(&f.Proxy, "alert-proxy", f.Proxy, "The HTTP proxy of --alert-webhook's requests only (default: HTTPS_PROXY, HTTP_PROXY and NO_PROXY).")
+	fs.StringVar(&f.Proxy, "alert-proxy", f.Proxy, "The HTTP proxy of --alert-webhook's requests only (default $"+alert.EnvProxy+", else HTTPS_PROXY, HTTP_PROXY and NO_PROXY). It may hold a password: it is never printed.")
 	fs.StringVar(&f.Info, "alert-info", f.Info, "A fixed text added to every alert, such as the cluster's name.")
 }
 
-// complete takes the webhook from the environment when the flag is unset.
+// complete takes the webhook and the proxy from the environment when
+// their flags are unset.
 func (f *AlertFlags) complete() {
-	f.webhookFrom = "--alert-webhook"
-	if f.Webhook == "" {
-		if v := os.Getenv(alert.EnvWebhook); v != "" {
-			f.Webhook, f.webhookFrom = v, "$"+alert.EnvWebhook
+	f.webhookFrom, f.proxyFrom = fromEnv(&f.Webhook, "--alert-webhook", alert.EnvWebhook), fromEnv(&f.Proxy, "--alert-proxy", alert.EnvProxy)
+}
+
+// fromEnv sets *v from the environment variable env when it is empty, and
+// names where it came from: flag, or $env.
+func fromEnv(v *string, flag, env string) string {
+	if *v == "" {
+		if e := os.Getenv(env); e != "" {
+			*v = e
+			return "$" + env
 		}
 	}
+	return flag
 }
 
 // validate checks the alert flags. Neither URL is ever quoted back: the
@@ -63,8 +71,12 @@ func (f *AlertFlags) validate() error {
 	if !slices.Contains(formats, f.Format) {
 		return usageError("invalid --alert-format %q: must be one of %s", f.Format, strings.Join(formats, ", "))
 	}
+	proxyFrom := f.proxyFrom
+	if proxyFrom == "" {
+		proxyFrom = "--alert-proxy"
+	}
 	if f.Webhook == "" {
-		for _, v := range []struct{ flag, value, unset string }{{"--alert-proxy", f.Proxy, ""}, {"--alert-info", f.Info, ""}, {"--alert-format", f.Format, string(alert.FormatRaw)}} {
+		for _, v := range []struct{ flag, value, unset string }{{proxyFrom, f.Proxy, ""}, {"--alert-info", f.Info, ""}, {"--alert-format", f.Format, string(alert.FormatRaw)}} {
 			if v.value != v.unset {
 				return usageError("%s needs --alert-webhook (or $%s)", v.flag, alert.EnvWebhook)
 			}
@@ -79,7 +91,7 @@ func (f *AlertFlags) validate() error {
 		return usageError("invalid %s: must be an absolute http or https URL with a host (the value is not shown: it may hold a token)", from)
 	}
 	if f.Proxy != "" && !webURL(f.Proxy, "http", "https", "socks5") {
-		return usageError("invalid --alert-proxy: must be an absolute http, https or socks5 URL with a host (the value is not shown: it may hold a password)")
+		return usageError("invalid %s: must be an absolute http, https or socks5 URL with a host (the value is not shown: it may hold a password)", proxyFrom)
 	}
 	if len(f.Info) > maxAlertInfo {
 		return usageError("--alert-info must be at most %d bytes, got %d", maxAlertInfo, len(f.Info))

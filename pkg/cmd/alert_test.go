@@ -105,3 +105,33 @@ func TestWebhookFromTheEnvironment(t *testing.T) {
 		t.Errorf("webhook %q, want the flag's", f.Webhook)
 	}
 }
+
+// TestProxyFromTheEnvironment: the proxy URL (which may hold a password)
+// comes from $CMSYNC_ALERT_PROXY when --alert-proxy is unset, so that a
+// Deployment takes it from a Secret; the flag wins; a bad one from the
+// environment is named as such and not quoted.
+func TestProxyFromTheEnvironment(t *testing.T) {
+	t.Setenv(alert.EnvWebhook, testWebhook)
+	t.Setenv(alert.EnvProxy, "http://user:XXXXSECRET@proxy:3128")
+	f := defaultAlertFlags()
+	f.complete()
+	if f.Proxy != "http://user:XXXXSECRET@proxy:3128" || f.validate() != nil {
+		t.Errorf("proxy %q (%v), want the environment's", f.Proxy, f.validate())
+	}
+	f = AlertFlags{Proxy: "http://other:3128", Format: "raw"}
+	f.complete()
+	if f.Proxy != "http://other:3128" {
+		t.Errorf("proxy %q, want the flag's", f.Proxy)
+	}
+	t.Setenv(alert.EnvProxy, "user:XXXXSECRET@proxy:3128")
+	want := `invalid $CMSYNC_ALERT_PROXY: must be an absolute http, https or socks5 URL with a host (the value is not shown: it may hold a password)`
+	if err := parseAlertFlags(t, nil); err == nil || err.Error() != want {
+		t.Errorf("bad proxy from the environment: %v, want %q", err, want)
+	}
+	t.Setenv(alert.EnvWebhook, "")
+	t.Setenv(alert.EnvProxy, "http://proxy:3128")
+	want = `$CMSYNC_ALERT_PROXY needs --alert-webhook (or $CMSYNC_ALERT_WEBHOOK)`
+	if err := parseAlertFlags(t, nil); err == nil || err.Error() != want {
+		t.Errorf("proxy without webhook: %v, want %q", err, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -72,10 +73,12 @@ type RestartFlags struct {
 	MaxRestarts int
 }
 
-// addHookFlag registers --reload-hook-via with its default, via.
-func addHookFlag(fs *pflag.FlagSet, p *string, via string) {
+// addHookFlag registers --reload-hook-via with its default, via, and
+// --reload-hook-host-network.
+func addHookFlag(fs *pflag.FlagSet, p *string, hostNetwork *bool, via string) {
 	*p = via
 	fs.StringVar(p, "reload-hook-via", via, "How the reload hook of a pod ("+refresh.ReloadHookAnnotation+") is sent once its remount is verified current. direct: to the pod's IP address (from inside the cluster's network); proxy: through the API server's pod proxy (needs pods/proxy).")
+	fs.BoolVar(hostNetwork, strings.TrimPrefix(refresh.HookHostNetworkFlag, "--"), *hostNetwork, "Send reload hooks to pods with hostNetwork too. Their address is the node's: the request reaches whatever listens on that port of the node, not only the pod (refused by default, the hook's outcome invalid).")
 }
 
 // validateHookVia checks --reload-hook-via.

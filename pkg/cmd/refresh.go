@@ -78,8 +78,10 @@ type RefreshOptions struct {
 	Timeout  time.Duration
 	// ReloadHookVia is --reload-hook-via (refresh.HookVias).
 	ReloadHookVia string
-	Output        string
-	Verify        VerifyFlags
+	// ReloadHookHostNetwork is --reload-hook-host-network.
+	ReloadHookHostNetwork bool
+	Output                string
+	Verify                VerifyFlags
 
 	// Set by Complete: the objects and workloads the arguments name.
 	Names     []inspect.ObjectKey
@@ -126,7 +128,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: one of (wide, json, yaml); wide names every consumer pod.")
 	o.RestartFlags.addFlags(fs, true)
-	addHookFlag(fs, &o.ReloadHookVia, refresh.HookViaProxy)
+	addHookFlag(fs, &o.ReloadHookVia, &o.ReloadHookHostNetwork, refresh.HookViaProxy)
 	o.Verify.AddFlags(fs, false)
 	return cmd
 }
@@ -269,7 +271,7 @@ func (o *RefreshOptions) refresher() *refresh.Refresher {
 	return &refresh.Refresher{
 		Config: refresh.Config{Strategy: refresh.Strategy(o.Strategy), RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: o.MaxRestarts,
 			MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: o.Yes, Wait: o.Wait,
-			Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now},
+			Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now, HookHostNetwork: o.ReloadHookHostNetwork},
 		Cluster: cluster,
 	}
 }

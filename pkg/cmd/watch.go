@@ -99,8 +99,10 @@ type WatchOptions struct {
 	Timeout            time.Duration
 	// ReloadHookVia is --reload-hook-via (refresh.HookVias).
 	ReloadHookVia string
-	Output        string
-	Verify        VerifyFlags
+	// ReloadHookHostNetwork is --reload-hook-host-network.
+	ReloadHookHostNetwork bool
+	Output                string
+	Verify                VerifyFlags
 
 	// Set by Complete.
 	Names    []inspect.ObjectKey
@@ -159,9 +161,9 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
 	o.RestartFlags.addFlags(fs, false)
 	if controller {
-		addHookFlag(fs, &o.ReloadHookVia, refresh.HookViaDirect) // in the cluster's network
+		addHookFlag(fs, &o.ReloadHookVia, &o.ReloadHookHostNetwork, refresh.HookViaDirect) // in the cluster's network
 	} else {
-		addHookFlag(fs, &o.ReloadHookVia, refresh.HookViaProxy)
+		addHookFlag(fs, &o.ReloadHookVia, &o.ReloadHookHostNetwork, refresh.HookViaProxy)
 	}
 	o.Verify.AddFlags(fs, false)
 	o.Verify.AddIdleFlag(fs)
@@ -261,7 +263,7 @@ func (o *WatchOptions) newLoop() *reconcile.Loop {
 	scope, _ := o.ScopeFlags.scope() // checked by Validate
 	rc := refresh.Config{Strategy: refresh.StrategyAuto, RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: -1,
 		MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: true, Wait: true,
-		Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now}
+		Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now, HookHostNetwork: o.ReloadHookHostNetwork}
 	cluster := refresh.ClientCluster(o.Client, o.Executor, vo, o.Secrets, o.Selector)
 	cluster.Hooks = refresh.NewHookSender(o.ReloadHookVia, o.Client)
 	return &reconcile.Loop{

@@ -115,3 +115,30 @@ func TestWatchScopeFlagsReachTheLoop(t *testing.T) {
 		t.Errorf("scope %s, want %s", got, want)
 	}
 }
+
+// TestReloadHookHostNetworkFlag: refresh, watch and controller have
+// --reload-hook-host-network, off by default; set, it reaches the loop's
+// refresh, which then sends hooks to pods on the node's network.
+func TestReloadHookHostNetworkFlag(t *testing.T) {
+	root := NewCmdRoot(genericiooptions.NewTestIOStreamsDiscard())
+	for _, name := range []string{"refresh", "watch", "controller"} {
+		c, _, err := root.Find([]string{name})
+		if err != nil || c.Name() != name {
+			t.Fatalf("command %s: %v", name, err)
+		}
+		if f := c.Flags().Lookup("reload-hook-host-network"); f == nil || f.DefValue != "false" {
+			t.Errorf("%s --reload-hook-host-network: %+v, want the flag, default false", name, f)
+		}
+	}
+	for _, args := range [][]string{nil, {"--reload-hook-host-network"}} {
+		o := NewWatchOptions(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+		cmd := &cobra.Command{}
+		o.addFlags(cmd, true)
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.newLoop().Refresh.HookHostNetwork; got != (len(args) > 0) {
+			t.Errorf("%v: the loop's HookHostNetwork %v", args, got)
+		}
+	}
+}

@@ -113,7 +113,8 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 // trimPodSpec keeps what the uses, the owner walk, exec and the comparison
 // read: the containers' names, env, envFrom, volume mounts, restart
 // policy (sidecars) and named ports (reload hooks), the volumes, the node,
-// the fsGroup, the service links and the service account.
+// hostNetwork (no reload hook to the node's address), the fsGroup, the
+// service links and the service account.
 func trimPodSpec(in corev1.PodSpec) corev1.PodSpec {
 	out := corev1.PodSpec{
 		Volumes:            in.Volumes,
@@ -121,6 +122,7 @@ func trimPodSpec(in corev1.PodSpec) corev1.PodSpec {
 		Containers:         trimContainers(in.Containers),
 		RestartPolicy:      in.RestartPolicy,
 		NodeName:           in.NodeName,
+		HostNetwork:        in.HostNetwork,
 		ServiceAccountName: in.ServiceAccountName,
 		EnableServiceLinks: in.EnableServiceLinks,
 	}

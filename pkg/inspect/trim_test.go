@@ -34,3 +34,12 @@ func TestTrimKeepsDeletionTimestamp(t *testing.T) {
 		t.Errorf("Trim(ReplicaSet) = %+v: want the deletionTimestamp kept and the labels dropped", got.ObjectMeta)
 	}
 }
+
+// TestTrimKeepsHostNetwork: a reload hook is refused to a pod on the
+// node's network, so the trimmed pod still says whether it is.
+func TestTrimKeepsHostNetwork(t *testing.T) {
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent-1"}, Spec: corev1.PodSpec{HostNetwork: true}}
+	if got := TrimPod(pod); !got.Spec.HostNetwork {
+		t.Errorf("TrimPod dropped hostNetwork: %+v", got.Spec)
+	}
+}

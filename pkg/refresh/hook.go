@@ -127,8 +127,11 @@ func badHookPath(p string) string {
 // workload (workload, nil for a bare pod), else on the pod (which carries
 // its template's annotations), parsed, a port name resolved on the pod's
 // containers. nil when neither sets the annotation; a Hook with Error when
-// the value is invalid or names no port of the pod.
-func ResolveHook(workload map[string]string, pod *corev1.Pod) *Hook {
+// the value is invalid, names no port of the pod, or the pod is on the
+// node's network and allowHostNetwork (--reload-hook-host-network) is not
+// set: its address is the node's, so the request would reach whatever
+// listens on that port of the node, not the pod.
+func ResolveHook(workload map[string]string, pod *corev1.Pod, allowHostNetwork bool) *Hook {
 	value, ok := workload[ReloadHookAnnotation]
 	if !ok && pod != nil {
 		value, ok = pod.Annotations[ReloadHookAnnotation]
@@ -148,11 +151,20 @@ func ResolveHook(workload map[string]string, pod *corev1.Pod) *Hook {
 		if s.PortName != "" {
 			if h.Port = namedPort(pod, s.PortName); h.Port == 0 {
 				h.Error = fmt.Sprintf("%s %q: pod %s has no container port named %q; name one of its ports, or write the number", ReloadHookAnnotation, value, pod.Name, s.PortName)
+				return h
 			}
+		}
+		if pod.Spec.HostNetwork && !allowHostNetwork {
+			h.Error = fmt.Sprintf("%s %q: pod %s uses hostNetwork, so its address is the node's and the request would reach whatever listens on port %d of the node; not sent (%s allows it)",
+				ReloadHookAnnotation, value, pod.Name, h.Port, HookHostNetworkFlag)
 		}
 	}
 	return h
 }
+
+// HookHostNetworkFlag is the flag that lets reload hooks go to pods with
+// hostNetwork (Config.HookHostNetwork).
+const HookHostNetworkFlag = "--reload-hook-host-network"
 
 // namedPort is the number of the container port of pod named name, 0 when
 // none is.
@@ -403,7 +415,7 @@ func (r *Refresher) resolveHooks(ctx context.Context, items []inspect.Use, pods 
 			}
 			ann = got.ann
 		}
-		if h := ResolveHook(ann, pods[k]); h != nil {
+		if h := ResolveHook(ann, pods[k], r.HookHostNetwork); h != nil {
 			s.hooks[k] = h
 		}
 	}

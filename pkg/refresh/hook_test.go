@@ -60,7 +60,7 @@ func TestResolveHook(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Annotations: map[string]string{ReloadHookAnnotation: "GET :admin/reload"}},
 		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: []corev1.ContainerPort{{Name: "admin", ContainerPort: 9901}}}}},
 		Status: corev1.PodStatus{PodIP: "10.244.0.9"}}
-	h := ResolveHook(nil, pod)
+	h := ResolveHook(nil, pod, false)
 	if h == nil || h.Error != "" || h.Method != "GET" || h.Port != 9901 || h.PortName != "admin" || h.Path != "/reload" || h.podIP != "10.244.0.9" {
 		t.Fatalf("from the pod: %+v", h)
 	}
@@ -68,19 +68,19 @@ func TestResolveHook(t *testing.T) {
 		t.Errorf("String() = %q", s)
 	}
 	// the workload's own annotation wins over its template's (on the pod)
-	if h := ResolveHook(map[string]string{ReloadHookAnnotation: "POST :9090/-/reload"}, pod); h.String() != "POST :9090/-/reload" || h.Error != "" {
+	if h := ResolveHook(map[string]string{ReloadHookAnnotation: "POST :9090/-/reload"}, pod, false); h.String() != "POST :9090/-/reload" || h.Error != "" {
 		t.Errorf("the workload's: %+v", h)
 	}
-	if h := ResolveHook(map[string]string{}, &corev1.Pod{}); h != nil {
+	if h := ResolveHook(map[string]string{}, &corev1.Pod{}, false); h != nil {
 		t.Errorf("no annotation: %+v", h)
 	}
 	pod.Annotations[ReloadHookAnnotation] = "POST :metrics"
 	want := `kubectl-cmsync.io/reload-hook "POST :metrics": pod web-1 has no container port named "metrics"; name one of its ports, or write the number`
-	if h := ResolveHook(nil, pod); h == nil || h.Error != want {
+	if h := ResolveHook(nil, pod, false); h == nil || h.Error != want {
 		t.Errorf("unknown port name: %+v\nwant %s", h, want)
 	}
 	pod.Annotations[ReloadHookAnnotation] = "PATCH :9090"
-	if h := ResolveHook(nil, pod); h == nil || h.Error == "" || h.Request != "PATCH :9090" || h.String() != "PATCH :9090" {
+	if h := ResolveHook(nil, pod, false); h == nil || h.Error == "" || h.Request != "PATCH :9090" || h.String() != "PATCH :9090" {
 		t.Errorf("invalid: %+v", h)
 	}
 }
@@ -111,5 +111,32 @@ func TestHookInSync(t *testing.T) {
 	}
 	if a := actions[0]; a.Hook != hook || len(a.Pods) != 1 || a.Pods[0] != "hooked" || !strings.Contains(a.Reason, "reload hook") {
 		t.Errorf("the hooked pod's action %+v: want an annotation of it carrying its hook", a)
+	}
+}
+
+// TestResolveHookHostNetwork: a pod on the node's network has the node's
+// address, so a hook "to the pod" reaches whatever listens on the node: it
+// is refused, the message naming the flag that allows it, and ends
+// invalid; with the flag it is sent as any other.
+func TestResolveHookHostNetwork(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent-1", Annotations: map[string]string{ReloadHookAnnotation: "POST :9090/-/reload"}},
+		Spec: corev1.PodSpec{HostNetwork: true}, Status: corev1.PodStatus{PodIP: "192.168.1.7"}}
+	h := ResolveHook(nil, pod, false)
+	want := `kubectl-cmsync.io/reload-hook "POST :9090/-/reload": pod agent-1 uses hostNetwork, so its address is the node's and the request would reach whatever listens on port 9090 of the node; not sent (--reload-hook-host-network allows it)`
+	if h == nil || h.Error != want || h.sendable() {
+		t.Fatalf("hostNetwork pod: %+v\nwant error %s", h, want)
+	}
+	a := hookedAnnotation("agent-1")
+	a.Hook = h
+	got := finishHooks([]Result{{Action: a, Outcome: OutcomeCurrent}})
+	if r := got[0].Hook; r.Outcome != HookInvalid || !strings.Contains(r.Message, "--reload-hook-host-network") || !strings.Contains(r.Message, "hostNetwork") {
+		t.Errorf("result %s", r)
+	}
+	if h := ResolveHook(nil, pod, true); h == nil || h.Error != "" || !h.sendable() || h.String() != "POST :9090/-/reload" {
+		t.Errorf("allowed: %+v", h)
+	}
+	pod.Spec.HostNetwork = false
+	if h := ResolveHook(nil, pod, false); h == nil || h.Error != "" {
+		t.Errorf("pod network: %+v", h)
 	}
 }

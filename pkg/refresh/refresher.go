@@ -42,6 +42,9 @@ type Config struct {
 	// Verify are the options of the observation before the plan.
 	Verify inspect.VerifyOptions
 	Now    func() time.Time
+	// HookHostNetwork lets reload hooks go to pods with hostNetwork, whose
+	// address is their node's (HookHostNetworkFlag); refused otherwise.
+	HookHostNetwork bool
 }
 
 // Cluster is the refresh's view of the cluster: one small interface per

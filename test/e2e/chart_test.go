@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -30,8 +31,11 @@ func helmBin(t *testing.T) string {
 // charts/kubectl-cmsync installed with helm (the suite's image, never
 // pulled; the test's namespace only): the controller becomes ready, a
 // ConfigMap edit reaches a Deployment's pods through their volume and they
-// are annotated refreshed without a restart; helm uninstall then leaves
-// none of the release's objects, cluster-scoped ones included.
+// are annotated refreshed without a restart; watching one namespace
+// (watchGlobally=false), its ServiceAccount may do nothing outside it and
+// the release's namespace, and the release has no ClusterRole; helm
+// uninstall then leaves none of the release's objects, cluster-scoped ones
+// included.
 func TestChart(t *testing.T) {
 	t.Parallel() // its own namespace and release: nothing shared with the other tests
 	f := newFx(t)
@@ -42,7 +46,7 @@ func TestChart(t *testing.T) {
 		cmItemsVolume("v", "app", corev1.KeyToPath{Key: "greeting", Path: "greeting"})), map[string]string{reconcile.AnnotationWatch: "true"})
 	f.waitDeploymentSettled("vol")
 
-	release := "chart-" + f.ns // unique: its ClusterRole and ClusterRoleBinding are cluster-wide
+	release := "chart-" + f.ns // unique: a ClusterRole it rendered would be cluster-wide
 	repo, tag, _ := strings.Cut(cmsyncImage, ":")
 	h := func(args ...string) string {
 		t.Helper()
@@ -75,6 +79,7 @@ func TestChart(t *testing.T) {
 			t.Errorf("pod %s runs %s (%s), want %s, never pulled", p.Name, c.Image, c.ImagePullPolicy, cmsyncImage)
 		}
 	}
+	checkNamespacedAccess(t, f, release, pods.Items[0].Spec.ServiceAccountName)
 	// a ready controller has resumed: it recorded vol (its record annotation), so the edit below is a change
 	f.poll("vol recorded by the controller", podReadyTimeout, func() (bool, error) {
 		d, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "vol", metav1.GetOptions{})
@@ -129,4 +134,53 @@ func kubectlPath(t *testing.T) string {
 		t.Fatalf("the cluster's kubectl: %v", err)
 	}
 	return filepath.Join(dir, "kubectl")
+}
+
+// checkNamespacedAccess asks the API server (SubjectAccessReviews, as the
+// authorizer answers the controller) what the ServiceAccount sa of f.ns may
+// do: its work in f.ns, nothing in another namespace nor cluster-wide; and
+// that the release installed no ClusterRole or ClusterRoleBinding.
+func checkNamespacedAccess(t *testing.T, f *fx, release, sa string) {
+	t.Helper()
+	user := "system:serviceaccount:" + f.ns + ":" + sa
+	can := func(verb, resource, sub, ns string) bool {
+		t.Helper()
+		r, err := f.cs.AuthorizationV1().SubjectAccessReviews().Create(f.ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + f.ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: resource, Subresource: sub}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SubjectAccessReview %s %s/%s in %q: %v", verb, resource, sub, ns, err)
+		}
+		return r.Status.Allowed
+	}
+	for _, a := range []struct {
+		verb, resource, sub, ns string
+		want                    bool
+	}{
+		{"list", "configmaps", "", f.ns, true},
+		{"watch", "secrets", "", f.ns, true},
+		{"patch", "pods", "", f.ns, true},
+		{"create", "pods", "exec", f.ns, true},
+		{"get", "secrets", "", "kube-system", false},
+		{"list", "secrets", "", "default", false},
+		{"list", "configmaps", "", "default", false},
+		{"create", "pods", "exec", "kube-system", false},
+		{"patch", "pods", "", "default", false},
+		{"list", "pods", "", "", false},
+		{"list", "secrets", "", "", false},
+		{"list", "nodes", "", "", false},
+	} {
+		if got := can(a.verb, a.resource, a.sub, a.ns); got != a.want {
+			t.Errorf("can %s %s %s/%s in %q: %v, want %v", user, a.verb, a.resource, a.sub, a.ns, got, a.want)
+		}
+	}
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}
+	crs, err := f.cs.RbacV1().ClusterRoles().List(f.ctx, sel)
+	if err != nil || len(crs.Items) != 0 {
+		t.Errorf("the release's ClusterRoles: %v (%v), want none", crs, err)
+	}
+	crbs, err := f.cs.RbacV1().ClusterRoleBindings().List(f.ctx, sel)
+	if err != nil || len(crbs.Items) != 0 {
+		t.Errorf("the release's ClusterRoleBindings: %v (%v), want none", crbs, err)
+	}
 }

@@ -30,3 +30,39 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- fail (printf "reader.mode %q: exec or node" .Values.reader.mode) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* the rules on the consumers, in every namespace watched (a ClusterRole) or in the one (a Role) */}}
+{{- define "cmsync.rules" }}
+- apiGroups: [""]
+  resources: ["pods", "configmaps"]
+  verbs: ["get", "list", "watch"]
+{{- if .Values.secrets }}
+# secrets (--secrets): their values are compared, digested under the key and never logged
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+- apiGroups: ["apps"]
+  resources: ["replicasets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets", "daemonsets"]
+  verbs: ["get", "list", "patch"]
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["get", "list"]
+{{- if not (include "cmsync.nodeReader" .) }}
+- apiGroups: [""]
+  resources: ["pods/exec"]
+  verbs: ["get", "create"]
+{{- end }}
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["patch"]
+- apiGroups: [""]
+  resources: ["pods/eviction"]
+  verbs: ["create"]
+{{- end }}
