@@ -3,7 +3,9 @@ package refresh
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -78,6 +80,28 @@ func rolloutOf(u *unstructured.Unstructured) (argoRollout, error) {
 }
 
 // info is the planner's view of the Rollout.
+// templateAnnotations are the annotations of the Rollout's pod template,
+// with its last restart (spec.restartAt, which is how a Rollout is
+// restarted) as RestartedAtAnnotation when it is later than the
+// template's own: whoever paces its restarts reads the one annotation, as
+// for a Deployment.
+func (r argoRollout) templateAnnotations() map[string]string {
+	ann := r.Spec.Template.Metadata.Annotations
+	if r.Spec.RestartAt == nil {
+		return ann
+	}
+	at := r.Spec.RestartAt.UTC()
+	if t, err := time.Parse(time.RFC3339, ann[RestartedAtAnnotation]); err == nil && !t.Before(at) {
+		return ann
+	}
+	out := maps.Clone(ann)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[RestartedAtAnnotation] = at.Format(time.RFC3339)
+	return out
+}
+
 func (r argoRollout) info() *RolloutInfo {
 	s := r.Annotations[RolloutStrategyAnnotation]
 	if s == "" {

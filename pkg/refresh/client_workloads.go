@@ -64,7 +64,7 @@ func (c ClientWorkloads) get(ctx context.Context, kind, namespace, name string) 
 		if err != nil {
 			return w, &CallError{Verb: "get", Resource: "rollouts", Namespace: namespace, Name: name, Err: err}
 		}
-		return workload{WorkloadInfo{Exists: true, Rollout: r.info()}, r.UID, r.Spec.Selector, r.Annotations, r.Spec.Template.Metadata.Annotations}, nil
+		return workload{WorkloadInfo{Exists: true, Rollout: r.info()}, r.UID, r.Spec.Selector, r.Annotations, r.templateAnnotations()}, nil
 	}
 	apps := c.Client.AppsV1()
 	gk, ok := BuiltinKind(kind) // by group and kind: another group's StatefulSet is not read as apps/v1's
