@@ -624,11 +624,14 @@ func (l *Loop) emit(e Event) {
 		e.Time = l.Clock() // in order: the server clock's estimate may step back
 	}
 	l.emitMu.Lock()
-	defer l.emitMu.Unlock()
 	l.Emit(e)
-	if ns := e.namespace(); l.rounds != nil && ns != "" {
-		if evs, ok := l.rounds[ns]; ok {
-			l.rounds[ns] = append(evs, e)
-		}
+	ns := e.namespace()
+	lone := l.Round != nil && ns != ""
+	if evs, ok := l.rounds[ns]; ok && lone {
+		l.rounds[ns], lone = append(evs, e), false
+	}
+	l.emitMu.Unlock()
+	if lone { // outside any round of its namespace (a rollout given up by another's gate, a resume): a round of its own
+		l.Round(Round{Namespace: ns, Started: e.Time, Ended: e.Time, Events: []Event{e}})
 	}
 }

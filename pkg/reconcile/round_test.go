@@ -747,3 +747,36 @@ func TestFailedRestartCountsForNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestEventOutsideARoundIsARoundOfItsOwn: an event about a namespace in
+// which no round is under way (here a rollout of another namespace given
+// up by this round's gate after --rollout-wait) still reaches Round, the
+// alerts' feed, as a round of its own; Emit gets it once.
+func TestEventOutsideARoundIsARoundOfItsOwn(t *testing.T) {
+	f := newRoundFixture(t)
+	var rounds []Round
+	f.loop.Round = func(r Round) { rounds = append(rounds, r) }
+	f.loop.MaxConcurrentRestarts, f.loop.RolloutWait = 2, time.Minute
+	stuck := refresh.Target{Kind: "Deployment", Namespace: "other", Name: "stuck"}
+	f.loop.restarts.targets = map[refresh.Target]*flight{stuck: {since: f.now.Add(-time.Hour)}}
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(5 * time.Second)
+	var lone []Round
+	for _, r := range rounds {
+		if r.Namespace == "other" {
+			lone = append(lone, r)
+		}
+	}
+	if len(lone) != 1 || len(lone[0].Events) != 1 || lone[0].Events[0].Kind != EventError || lone[0].Events[0].Target == nil || *lone[0].Events[0].Target != stuck {
+		t.Fatalf("rounds of namespace other %+v, want one holding the error that gives up %s", lone, stuck)
+	}
+	n := 0
+	for _, e := range f.events {
+		if e.Target != nil && *e.Target == stuck {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("Emit got the event %d times, want once", n)
+	}
+}
