@@ -7,13 +7,15 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/controller"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 const uninstallLong = `Remove what the controller keeps in the cluster besides its manifests:
 the records (kubectl-cmsync.io/applied-digest) on the Deployments,
-StatefulSets, DaemonSets and pods of -n (or -A), the refresh annotation on
+StatefulSets, DaemonSets, Argo Rollouts and pods of -n (or -A), the refresh annotation on
 pods (removing it restarts nothing), and, with -A, the key Secret with its
 watermark and the Lease. kubectl.kubernetes.io/restartedAt stays on the templates: it is
 kubectl's, and removing it would roll every workload once more.
@@ -85,7 +87,8 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if o.DryRun {
 		suffix = " (server dry run)"
 	}
-	u := &controller.Uninstall{Client: o.Client, Namespace: o.Namespace, KeyNamespace: o.KeyNamespace, KeySecret: o.KeySecret,
+	rollouts := func(ns string) dynamic.ResourceInterface { return refresh.RolloutsOf(o.Client, ns) }
+	u := &controller.Uninstall{Client: o.Client, Rollouts: rollouts, Namespace: o.Namespace, KeyNamespace: o.KeyNamespace, KeySecret: o.KeySecret,
 		LeaseName: o.LeaseName, DryRun: o.DryRun, Done: func(what string) { fmt.Fprintln(o.Out, what+suffix) }}
 	n, err := u.Run(ctx)
 	if err != nil {

@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
@@ -17,14 +19,18 @@ import (
 
 // Uninstall removes what the controller keeps in the cluster besides its
 // own manifests: the records (reconcile.AnnotationApplied) on the
-// Deployments, StatefulSets, DaemonSets and pods of Namespace ("" for
+// Deployments, StatefulSets, DaemonSets, Argo Rollouts and pods of Namespace ("" for
 // all), the refresh annotation on pods (refresh.RefreshedAtAnnotation:
 // removing it restarts nothing), and, for all namespaces, the key Secret
 // with its watermark and the Lease. It leaves
 // kubectl.kubernetes.io/restartedAt on the templates: it is kubectl's, and
 // removing it would roll every workload once more.
 type Uninstall struct {
-	Client                             kubernetes.Interface
+	Client kubernetes.Interface
+	// Rollouts, when set, is the Argo Rollouts resource of a namespace
+	// (refresh.RolloutsOf): their records go too. A cluster without the
+	// Rollout CRD has none.
+	Rollouts                           func(namespace string) dynamic.ResourceInterface
 	Namespace                          string
 	KeyNamespace, KeySecret, LeaseName string
 	DryRun                             bool
@@ -47,7 +53,7 @@ func (e *UninstallError) Unwrap() error { return e.Err }
 
 // Run removes them, each object once, and returns how many it changed.
 func (u *Uninstall) Run(ctx context.Context) (int, error) {
-	steps := []func(context.Context) error{u.workloads, u.pods, u.objects}
+	steps := []func(context.Context) error{u.workloads, u.rollouts, u.pods, u.objects}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return u.changed, &UninstallError{Changed: u.changed, Err: err}
@@ -91,6 +97,35 @@ func (u *Uninstall) workloads(ctx context.Context) error {
 			return fmt.Errorf("removing the record of %s/%s -n %s: %w", strings.ToLower(o.kind), o.meta.Name, o.meta.Namespace, err)
 		}
 		u.tell(fmt.Sprintf("%s/%s -n %s: record removed", strings.ToLower(o.kind), o.meta.Name, o.meta.Namespace))
+	}
+	return nil
+}
+
+// rollouts removes the records of Argo Rollouts, where their CRD is
+// installed.
+func (u *Uninstall) rollouts(ctx context.Context) error {
+	if u.Rollouts == nil {
+		return nil
+	}
+	l, err := u.Rollouts(u.Namespace).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil // no Rollout CRD: no Rollout
+	}
+	if err != nil {
+		return fmt.Errorf("listing rollouts: %w", err)
+	}
+	for _, r := range l.Items {
+		if _, ok := r.GetAnnotations()[reconcile.AnnotationApplied]; !ok {
+			continue
+		}
+		_, err := u.Rollouts(r.GetNamespace()).Patch(ctx, r.GetName(), types.MergePatchType, removal(reconcile.AnnotationApplied), u.patchOptions())
+		if apierrors.IsNotFound(err) {
+			continue // gone meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("removing the record of rollout/%s -n %s: %w", r.GetName(), r.GetNamespace(), err)
+		}
+		u.tell(fmt.Sprintf("rollout/%s -n %s: record removed", r.GetName(), r.GetNamespace()))
 	}
 	return nil
 }

@@ -12,8 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -106,5 +109,43 @@ func TestReadWatermark(t *testing.T) {
 		if !got.Equal(tc.want) || (err != nil) != tc.wantErr {
 			t.Errorf("%s: %s, %v; want %s (error %v)", tc.name, got, err, tc.want, tc.wantErr)
 		}
+	}
+}
+
+// TestUninstallRemovesTheRecordsOfRollouts: a Rollout's record goes, its
+// other annotations and spec.restartAt stay; a cluster without the Rollout
+// CRD (not found) has nothing to remove.
+func TestUninstallRemovesTheRecordsOfRollouts(t *testing.T) {
+	rollout := func(name string, ann map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+			"metadata": map[string]any{"name": name, "namespace": "shop", "annotations": ann},
+			"spec":     map[string]any{"restartAt": "2026-01-01T00:00:00Z"}}}
+	}
+	gvr := refresh.RolloutResource
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "RolloutList"},
+		rollout("web", map[string]any{reconcile.AnnotationApplied: `{"configmap/a":"x"}`, "team": "web"}), rollout("db", map[string]any{"team": "db"}))
+	var told []string
+	u := &Uninstall{Client: fake.NewClientset(), Namespace: "shop", Rollouts: func(ns string) dynamic.ResourceInterface { return dyn.Resource(gvr).Namespace(ns) },
+		Done: func(s string) { told = append(told, s) }}
+	if n, err := u.Run(context.Background()); err != nil || n != 1 || strings.Join(told, "; ") != "rollout/web -n shop: record removed" {
+		t.Fatalf("Run: %d changes, %v, told %q; want the record of rollout/web removed", n, err, told)
+	}
+	web, err := dyn.Resource(gvr).Namespace("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ann := web.GetAnnotations(); ann[reconcile.AnnotationApplied] != "" || ann["team"] != "web" {
+		t.Errorf("web's annotations after: %v, want the record gone and team kept", ann)
+	}
+	if at, _, _ := unstructured.NestedString(web.Object, "spec", "restartAt"); at != "2026-01-01T00:00:00Z" {
+		t.Errorf("spec.restartAt after: %q, want it kept", at)
+	}
+	none := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "RolloutList"})
+	none.PrependReactor("list", "rollouts", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+	})
+	u = &Uninstall{Client: fake.NewClientset(), Namespace: "shop", Rollouts: func(ns string) dynamic.ResourceInterface { return none.Resource(gvr).Namespace(ns) }}
+	if n, err := u.Run(context.Background()); err != nil || n != 0 {
+		t.Errorf("without the CRD: %d changes, %v; want none and no error", n, err)
 	}
 }

@@ -22,6 +22,12 @@ func rollouts(c kubernetes.Interface, namespace string) dynamic.ResourceInterfac
 	return dynamic.New(c.Discovery().RESTClient()).Resource(RolloutResource).Namespace(namespace)
 }
 
+// RolloutsOf is the Argo Rollouts resource of namespace ("" for all), for
+// the callers outside this package that read or patch Rollouts by name.
+func RolloutsOf(c kubernetes.Interface, namespace string) dynamic.ResourceInterface {
+	return rollouts(c, namespace)
+}
+
 // argoRollout is what cmsync reads of a Rollout.
 type argoRollout struct {
 	UID         types.UID         `json:"-"`
