@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
 )
 
@@ -213,7 +214,7 @@ func (c *Controller) lead(ctx context.Context) error {
 	l.Emit = c.handle
 	l.QueueMetrics = c.Metrics.Queue()
 	if !c.DryRun {
-		c.moveFieldManagers(ctx, l.Namespace)
+		l.UnderWay = c.moveFieldManagers(ctx, l.Namespace)
 		var err error
 		if l.Watermark, err = readWatermark(ctx, c.Client, c.Namespace, c.KeySecret); err != nil && ctx.Err() == nil {
 			c.handle(reconcile.Event{Kind: reconcile.EventError, Message: fmt.Sprintf("reading the watermark on Secret %s/%s: %v; every consumer with no record whose objects changed is checked",
@@ -230,9 +231,10 @@ func (c *Controller) lead(ctx context.Context) error {
 
 // moveFieldManagers gives version.FieldManager what other builds of cmsync
 // own on the workloads (MoveFieldManagers), before the loop acts; a failure
-// is reported and leaves them for the next start.
-func (c *Controller) moveFieldManagers(ctx context.Context, namespace string) {
-	n, err := MoveFieldManagers(ctx, c.Client, namespace)
+// is reported and leaves them for the next start. It returns the restarts
+// cmsync sent whose rollouts may be under way, for the loop's count.
+func (c *Controller) moveFieldManagers(ctx context.Context, namespace string) map[refresh.Target]time.Time {
+	n, underWay, err := MoveFieldManagers(ctx, c.Client, namespace)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		c.handle(reconcile.Event{Kind: reconcile.EventError, Message: fmt.Sprintf("moving the fields other builds of cmsync own to field manager %s: %v "+
@@ -240,6 +242,7 @@ func (c *Controller) moveFieldManagers(ctx context.Context, namespace string) {
 	case n > 0:
 		c.log(reconcile.Event{Kind: EventLeader, Message: fmt.Sprintf("moved the fields of %d workloads to field manager %s", n, version.FieldManager)})
 	}
+	return underWay
 }
 
 // handle logs, counts and posts one event of the loop.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
 )
 
@@ -100,14 +102,24 @@ func managedFieldsPatch(resourceVersion string, entries []metav1.ManagedFieldsEn
 // takes those fields over and drops them on its next apply. It returns how
 // many workloads it changed and the ones it could not (each named in the
 // error); an object that changed meanwhile is left for the next start.
-func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace string) (int, error) {
+//
+// It also returns the restarts under way that cmsync sent (a template
+// restartedAt that version.FieldManager or another build of cmsync owns,
+// on a workload whose rollout may not be complete), with when they were
+// sent: a new leader counts them against --max-concurrent-restarts until
+// it sees their rollouts complete.
+func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace string) (int, map[refresh.Target]time.Time, error) {
 	objs, err := listWorkloads(ctx, c, namespace)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	n := 0
 	var errs []error
+	underWay := map[refresh.Target]time.Time{}
 	for _, o := range objs {
+		if at, ok := restartUnderWay(o); ok {
+			underWay[refresh.Target{Kind: o.kind, Namespace: o.meta.Namespace, Name: o.meta.Name}] = at
+		}
 		changed, err := moveManagersOf(ctx, c, o)
 		if err != nil { // one refusal (a webhook, a policy) does not keep the others
 			errs = append(errs, fmt.Errorf("%s %s/%s: %w", o.kind, o.meta.Namespace, o.meta.Name, err))
@@ -116,13 +128,40 @@ func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace st
 			n++
 		}
 	}
-	return n, errors.Join(errs...)
+	return n, underWay, errors.Join(errs...)
 }
 
-// workloadMeta is the metadata of one Deployment, StatefulSet or DaemonSet.
+// restartedAtPath is the template's restart annotation in managedFields.
+var restartedAtPath = fieldpath.MakePathOrDie("spec", "template", "metadata", "annotations", refresh.RestartedAtAnnotation)
+
+// restartUnderWay tells whether o's rollout may be under way after a
+// restart cmsync sent, and when that restart was sent.
+func restartUnderWay(o workloadMeta) (time.Time, bool) {
+	at, err := time.Parse(time.RFC3339, o.restartedAt)
+	if !o.rolling || err != nil {
+		return time.Time{}, false
+	}
+	for _, e := range o.meta.ManagedFields {
+		if e.Manager != version.FieldManager && !slices.Contains(version.OtherFieldManagers, e.Manager) || e.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)) == nil && set.Has(restartedAtPath) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// workloadMeta is the metadata of one Deployment, StatefulSet or DaemonSet,
+// with its template's restartedAt and whether a rollout of it may be under
+// way (rolling: its status does not show every replica updated and
+// available).
 type workloadMeta struct {
-	kind string
-	meta metav1.ObjectMeta
+	kind        string
+	meta        metav1.ObjectMeta
+	restartedAt string
+	rolling     bool
 }
 
 // listWorkloads lists the Deployments, StatefulSets and DaemonSets of
@@ -134,21 +173,28 @@ func listWorkloads(ctx context.Context, c kubernetes.Interface, namespace string
 		return nil, fmt.Errorf("listing deployments: %w", err)
 	}
 	for _, d := range deps.Items {
-		objs = append(objs, workloadMeta{"Deployment", d.ObjectMeta})
+		st := d.Status
+		rolling := st.ObservedGeneration < d.Generation || st.UpdatedReplicas < st.Replicas || st.AvailableReplicas < st.UpdatedReplicas ||
+			(d.Spec.Replicas != nil && st.UpdatedReplicas < *d.Spec.Replicas)
+		objs = append(objs, workloadMeta{"Deployment", d.ObjectMeta, d.Spec.Template.Annotations[refresh.RestartedAtAnnotation], rolling})
 	}
 	sts, err := c.AppsV1().StatefulSets(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing statefulsets: %w", err)
 	}
 	for _, s := range sts.Items {
-		objs = append(objs, workloadMeta{"StatefulSet", s.ObjectMeta})
+		st := s.Status
+		rolling := st.ObservedGeneration < s.Generation || st.UpdateRevision != st.CurrentRevision || st.ReadyReplicas < st.Replicas
+		objs = append(objs, workloadMeta{"StatefulSet", s.ObjectMeta, s.Spec.Template.Annotations[refresh.RestartedAtAnnotation], rolling})
 	}
 	dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing daemonsets: %w", err)
 	}
 	for _, d := range dss.Items {
-		objs = append(objs, workloadMeta{"DaemonSet", d.ObjectMeta})
+		st := d.Status
+		rolling := st.ObservedGeneration < d.Generation || st.UpdatedNumberScheduled < st.DesiredNumberScheduled || st.NumberAvailable < st.DesiredNumberScheduled
+		objs = append(objs, workloadMeta{"DaemonSet", d.ObjectMeta, d.Spec.Template.Annotations[refresh.RestartedAtAnnotation], rolling})
 	}
 	return objs, nil
 }

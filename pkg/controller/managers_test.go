@@ -68,3 +68,32 @@ func TestMovedManagersGiveCmsyncTheFieldsOfOtherBuilds(t *testing.T) {
 		t.Error("moved entries where no other build of cmsync owns any")
 	}
 }
+
+// TestRestartUnderWay: a workload whose template restart cmsync (or
+// another build of it) wrote and whose rollout may not be complete is a
+// restart under way since that time; one restarted by kubectl, one whose
+// rollout is complete, and one with no restart are not.
+func TestRestartUnderWay(t *testing.T) {
+	at := "2026-01-02T03:00:00Z"
+	for _, tc := range []struct {
+		name    string
+		manager string
+		rolling bool
+		at      string
+		want    bool
+	}{
+		{"cmsync, rolling", version.FieldManager, true, at, true},
+		{"another build of cmsync, rolling", version.OtherFieldManagers[0], true, at, true},
+		{"kubectl, rolling", "kubectl-rollout", true, at, false},
+		{"cmsync, complete", version.FieldManager, false, at, false},
+		{"no restart", version.FieldManager, true, "", false},
+	} {
+		o := workloadMeta{kind: "Deployment", restartedAt: tc.at, rolling: tc.rolling,
+			meta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{entry("kubectl-client-side-apply", metav1.ManagedFieldsOperationUpdate, recordField),
+				entry(tc.manager, metav1.ManagedFieldsOperationUpdate, restartField)}}}
+		got, ok := restartUnderWay(o)
+		if ok != tc.want || (ok && got.Format(time.RFC3339) != at) {
+			t.Errorf("%s: %s %v, want under way %v since %s", tc.name, got, ok, tc.want, at)
+		}
+	}
+}

@@ -62,6 +62,10 @@ type Config struct {
 	MinRestartInterval time.Duration
 	RestartRate        float64
 	RestartBurst       int
+	// UnderWay are restarts an earlier leader sent, with when, whose
+	// rollouts may not be complete: the gate counts them against
+	// MaxConcurrentRestarts until it sees them complete, as its own.
+	UnderWay map[refresh.Target]time.Time
 	// RolloutWait is how long a change waits for a workload's rollout in
 	// progress before it is reported stuck and dropped.
 	RolloutWait time.Duration
@@ -352,6 +356,9 @@ func (l *Loop) defaults() {
 	l.queue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "namespaces", MetricsProvider: l.QueueMetrics})
 	l.taken = map[string]map[inspect.ObjectKey]*pending{}
 	l.restarts = inFlight{targets: map[refresh.Target]*flight{}}
+	for t, at := range l.UnderWay {
+		l.restarts.targets[t] = &flight{since: at}
+	}
 }
 
 // cachedConfigMaps serves a round's ConfigMaps from the informer's cache

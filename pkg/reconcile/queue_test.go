@@ -237,3 +237,26 @@ func TestEditDuringResumeIsKept(t *testing.T) {
 		t.Errorf("actions %q, want the restart of web for the edit", got)
 	}
 }
+
+// TestRestartsOfAnEarlierLeaderAreCounted: a new leader counts the
+// restarts its predecessor sent whose rollouts are still under way
+// (UnderWay) against --max-concurrent-restarts from its first round, not
+// only once its own gate has read them; it restarts once they complete.
+func TestRestartsOfAnEarlierLeaderAreCounted(t *testing.T) {
+	f := newRoundFixture(t)
+	f.envWorkload("ns", "api", "b") // restarted by the leader before, still rolling
+	f.setGeneration("api", true)
+	f.loop.MaxConcurrentRestarts = 1
+	f.loop.UnderWay = map[refresh.Target]time.Time{{Kind: "Deployment", Namespace: "ns", Name: "api"}: f.now.Add(-time.Minute)}
+	f.loop.defaults()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventAction); len(got) != 0 {
+		t.Fatalf("while the earlier leader's restart of api rolls: %q, want web held (1 restart under way)", got)
+	}
+	f.setGeneration("api", false)
+	f.step(MaxRecheck)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		t.Fatalf("once api's rollout completed: %q, want the restart of web", got)
+	}
+}
