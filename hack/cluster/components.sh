@@ -23,6 +23,7 @@ start_component() { # name
   kubelet-tunnel)
     start kubelet-tunnel "$HACK_CLUSTER/kubelet-tunnel.sh" listen "$RUN/kubelet-tunnel.sock" "$(node_ip)" "$POD_SUBNET" ;;
   kube-apiserver)
+    write_audit_policy
     # --advertise-address fills the endpoints of the `kubernetes` Service: the bridge's address, where
     # apiserver-relay.sh listens. The kubelet is dialled as <InternalIP>:10250 through the egress selector.
     start kube-apiserver kube-apiserver \
@@ -42,6 +43,8 @@ start_component() { # name
       --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
       --requestheader-extra-headers-prefix=X-Remote-Extra- \
       --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+      --audit-policy-file="$ETC/audit-policy.yaml" --audit-log-path="$LOG/audit/audit.log" \
+      --audit-log-maxsize=50 --audit-log-maxbackup=2 --audit-log-maxage=0 --audit-log-format=json \
       --allow-privileged=true --profiling=false ;;
   apiserver-relay)
     start apiserver-relay "$HACK_CLUSTER/apiserver-relay.sh" "$KUBE_SVC_IP" "$BRIDGE_IP" ;;
@@ -68,6 +71,29 @@ start_component() { # name
       --hostname-override="$NODE_NAME" --node-ip="$(node_ip)" --root-dir="$VAR/kubelet" "${pause[@]}" ;;
   *) die "unknown component $1 (one of: $DAEMONS)" ;;
   esac
+}
+
+# The API server's audit log, $LOG/audit/audit.log (JSON lines, audit.k8s.io/v1 Events; rotated at 50 MB,
+# 2 kept; down.sh moves it to last-logs/ with the other logs): what ServiceAccounts did, at the Metadata level
+# (who, verb, object, response code; no bodies), read by the e2e suite's least-privilege test. The system
+# components and the kube-system ServiceAccounts (the controller-manager's controllers) are left out, so
+# that the log stays small; requests matching no rule are not logged. Written at each start of the API
+# server, so that a restart (component.sh) of a cluster started before it had the policy finds it too.
+write_audit_policy() {
+  mkdir -p "$LOG/audit"
+  cat > "$ETC/audit-policy.yaml.tmp" <<AP
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  users: ["system:apiserver", "system:kube-controller-manager", "system:kube-scheduler", "system:kube-proxy"]
+- level: None
+  userGroups: ["system:nodes", "system:serviceaccounts:kube-system"]
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+AP
+  mv "$ETC/audit-policy.yaml.tmp" "$ETC/audit-policy.yaml"
 }
 
 # kernel tunables the kubelet rewrote at start: put the machine's values back

@@ -1,0 +1,500 @@
+// Package rbacaudit compares what a ServiceAccount was granted (the RBAC
+// rules of the Roles and ClusterRoles bound to it) with what it did (the
+// API server's audit log): every request must have been allowed, and every
+// permission granted must have been used, or be excused by an allow-list
+// that says which scenario needs it and why the tests do not reach it.
+//
+// The audit Events are decoded into a struct of this package holding only
+// the fields the comparison reads (k8s.io/apiserver, which has the full
+// type, is not a dependency of this module). Matching is exact: verb, API
+// group, resource with its subresource (pods/exec), namespace, and the
+// object's name where a rule has resourceNames. A rule with a wildcard or
+// nonResourceURLs cannot be shown used request by request, and is reported
+// as such.
+package rbacaudit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Event is the part of an audit.k8s.io/v1 Event the comparison reads.
+type Event struct {
+	AuditID                  string            `json:"auditID"`
+	Stage                    string            `json:"stage"`
+	RequestURI               string            `json:"requestURI"`
+	Verb                     string            `json:"verb"`
+	User                     User              `json:"user"`
+	ObjectRef                *ObjectRef        `json:"objectRef,omitempty"`
+	ResponseStatus           *Status           `json:"responseStatus,omitempty"`
+	RequestReceivedTimestamp time.Time         `json:"requestReceivedTimestamp"`
+	Annotations              map[string]string `json:"annotations,omitempty"`
+}
+
+// User is the authenticated user of a request.
+type User struct {
+	Username string `json:"username"`
+}
+
+// ObjectRef is the object a request is about.
+type ObjectRef struct {
+	Resource    string `json:"resource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
+	APIGroup    string `json:"apiGroup,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+}
+
+// Status is the response's status: its code, and for a failure its reason.
+type Status struct {
+	Code    int32  `json:"code"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// decisionAnnotation is the authorizer's decision the API server records
+// on each audited request ("allow" or "forbid").
+const decisionAnnotation = "authorization.k8s.io/decision"
+
+// Forbidden reports whether the request was refused: the authorizer's
+// decision was forbid, or it was answered 403 (admission refusals too).
+func (e Event) Forbidden() bool {
+	if e.Annotations[decisionAnnotation] == "forbid" {
+		return true
+	}
+	return e.ResponseStatus != nil && e.ResponseStatus.Code == 403
+}
+
+// Resource is the event's resource with its subresource, "pods/exec".
+func (e Event) Resource() string {
+	if e.ObjectRef == nil {
+		return ""
+	}
+	if e.ObjectRef.Subresource != "" {
+		return e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
+	}
+	return e.ObjectRef.Resource
+}
+
+func (e Event) String() string {
+	code := int32(0)
+	if e.ResponseStatus != nil {
+		code = e.ResponseStatus.Code
+	}
+	if e.ObjectRef == nil {
+		return fmt.Sprintf("%s %s -> %d", e.Verb, e.RequestURI, code)
+	}
+	o := e.ObjectRef
+	return fmt.Sprintf("%s %s (group %q) %s/%s -> %d %s", e.Verb, e.Resource(), o.APIGroup, o.Namespace, o.Name, code, e.RequestURI)
+}
+
+// ReadEvents reads an audit log (JSON lines) and returns the events of
+// user received at or after since (zero: all), one per request (a watch
+// is logged when its response starts and when it ends: the last stage is
+// kept). A last line without its newline is one the API server is still
+// writing, and is left out; any other line that is not an Event is an
+// error.
+func ReadEvents(r io.Reader, user string, since time.Time) ([]Event, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var out []Event
+	index := map[string]int{}
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return out, nil // a partial last line, or none
+		}
+		if err != nil {
+			return nil, err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, fmt.Errorf("audit log line %d: %w", n, err)
+		}
+		if e.User.Username != user || (!since.IsZero() && e.RequestReceivedTimestamp.Before(since)) {
+			continue
+		}
+		if i, ok := index[e.AuditID]; ok && e.AuditID != "" {
+			out[i] = e
+			continue
+		}
+		index[e.AuditID] = len(out)
+		out = append(out, e)
+	}
+}
+
+// Objects are the RBAC objects of an install.
+type Objects struct {
+	Roles               []rbacv1.Role
+	ClusterRoles        []rbacv1.ClusterRole
+	RoleBindings        []rbacv1.RoleBinding
+	ClusterRoleBindings []rbacv1.ClusterRoleBinding
+}
+
+var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
+
+// ParseManifests reads the RBAC objects of a multi-document YAML stream
+// (helm template, kubectl kustomize); other kinds are skipped. A Role or
+// RoleBinding without a namespace takes defaultNamespace.
+func ParseManifests(b []byte, defaultNamespace string) (Objects, error) {
+	var o Objects
+	for _, doc := range docSeparator.Split(string(b), -1) {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			return o, fmt.Errorf("manifest: %w\n%s", err, doc)
+		}
+		if head.APIVersion != rbacv1.SchemeGroupVersion.String() {
+			continue
+		}
+		var err error
+		switch head.Kind {
+		case "Role":
+			var r rbacv1.Role
+			if err = yaml.Unmarshal([]byte(doc), &r); r.Namespace == "" {
+				r.Namespace = defaultNamespace
+			}
+			o.Roles = append(o.Roles, r)
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			err = yaml.Unmarshal([]byte(doc), &r)
+			o.ClusterRoles = append(o.ClusterRoles, r)
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			if err = yaml.Unmarshal([]byte(doc), &b); b.Namespace == "" {
+				b.Namespace = defaultNamespace
+			}
+			o.RoleBindings = append(o.RoleBindings, b)
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			err = yaml.Unmarshal([]byte(doc), &b)
+			o.ClusterRoleBindings = append(o.ClusterRoleBindings, b)
+		}
+		if err != nil {
+			return o, fmt.Errorf("%s: %w", head.Kind, err)
+		}
+	}
+	return o, nil
+}
+
+// Grant is one rule granted, and where: Namespace "" for a ClusterRole
+// bound by a ClusterRoleBinding (every namespace, and cluster-scoped
+// resources), else the one namespace of the RoleBinding.
+type Grant struct {
+	Namespace string
+	From      string // "ClusterRole/NAME via RoleBinding/NS/NAME"
+	Rule      rbacv1.PolicyRule
+}
+
+// Username is the name the API server authenticates a ServiceAccount as.
+func Username(namespace, serviceAccount string) string {
+	return "system:serviceaccount:" + namespace + ":" + serviceAccount
+}
+
+func boundTo(subjects []rbacv1.Subject, namespace, serviceAccount string) bool {
+	for _, s := range subjects {
+		switch {
+		case s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount && s.Namespace == namespace:
+			return true
+		case s.Kind == rbacv1.UserKind && s.Name == Username(namespace, serviceAccount):
+			return true
+		}
+	}
+	return false
+}
+
+// GrantsTo returns the rules bound to the ServiceAccount namespace/name by
+// these objects (its groups' bindings are not followed). A binding whose
+// role is not among the objects is an error: what it grants is unknown.
+func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
+	clusterRole := func(name string) (*rbacv1.ClusterRole, error) {
+		for i := range o.ClusterRoles {
+			if o.ClusterRoles[i].Name == name {
+				return &o.ClusterRoles[i], nil
+			}
+		}
+		return nil, fmt.Errorf("ClusterRole %s is bound but not among the objects", name)
+	}
+	var out []Grant
+	add := func(ns, from string, rules []rbacv1.PolicyRule) {
+		for _, r := range rules {
+			out = append(out, Grant{Namespace: ns, From: from, Rule: r})
+		}
+	}
+	for _, b := range o.ClusterRoleBindings {
+		if !boundTo(b.Subjects, namespace, serviceAccount) {
+			continue
+		}
+		if b.RoleRef.Kind != "ClusterRole" {
+			return nil, fmt.Errorf("ClusterRoleBinding %s refers to a %s", b.Name, b.RoleRef.Kind)
+		}
+		cr, err := clusterRole(b.RoleRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		add("", "ClusterRole/"+cr.Name+" via ClusterRoleBinding/"+b.Name, cr.Rules)
+	}
+	for _, b := range o.RoleBindings {
+		if !boundTo(b.Subjects, namespace, serviceAccount) {
+			continue
+		}
+		via := " via RoleBinding/" + b.Namespace + "/" + b.Name
+		switch b.RoleRef.Kind {
+		case "ClusterRole":
+			cr, err := clusterRole(b.RoleRef.Name)
+			if err != nil {
+				return nil, err
+			}
+			add(b.Namespace, "ClusterRole/"+cr.Name+via, cr.Rules)
+		case "Role":
+			i := slices.IndexFunc(o.Roles, func(r rbacv1.Role) bool { return r.Name == b.RoleRef.Name && r.Namespace == b.Namespace })
+			if i < 0 {
+				return nil, fmt.Errorf("Role %s/%s is bound but not among the objects", b.Namespace, b.RoleRef.Name)
+			}
+			add(b.Namespace, "Role/"+b.Namespace+"/"+b.RoleRef.Name+via, o.Roles[i].Rules)
+		default:
+			return nil, fmt.Errorf("RoleBinding %s/%s refers to a %s", b.Namespace, b.Name, b.RoleRef.Kind)
+		}
+	}
+	return out, nil
+}
+
+// Permission is one verb on one resource (with its subresource) of one API
+// group, in one namespace ("" everywhere), on one object by name ("" any).
+type Permission struct {
+	Namespace, APIGroup, Resource, Verb, Name string
+}
+
+func (p Permission) String() string {
+	s := fmt.Sprintf("%s %s (group %q)", p.Verb, p.Resource, p.APIGroup)
+	if p.Name != "" {
+		s += " named " + p.Name
+	}
+	if p.Namespace != "" {
+		return s + " in " + p.Namespace
+	}
+	return s + " cluster-wide"
+}
+
+// Permissions expands a grant into its permissions, or says why it cannot
+// (a wildcard or nonResourceURLs).
+func (g Grant) Permissions() ([]Permission, error) {
+	r := g.Rule
+	if len(r.NonResourceURLs) > 0 {
+		return nil, fmt.Errorf("%s: nonResourceURLs %v are not resources", g.From, r.NonResourceURLs)
+	}
+	for _, l := range [][]string{r.Verbs, r.APIGroups, r.Resources, r.ResourceNames} {
+		if slices.Contains(l, "*") || slices.ContainsFunc(l, func(s string) bool { return strings.Contains(s, "*") }) {
+			return nil, fmt.Errorf("%s: a wildcard in %v cannot be shown used", g.From, r)
+		}
+	}
+	names := r.ResourceNames
+	if len(names) == 0 {
+		names = []string{""}
+	}
+	var out []Permission
+	for _, v := range r.Verbs {
+		for _, grp := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, n := range names {
+					out = append(out, Permission{Namespace: g.Namespace, APIGroup: grp, Resource: res, Verb: v, Name: n})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// UsedBy reports whether the event is a request this permission allowed.
+func (p Permission) UsedBy(e Event) bool {
+	if e.ObjectRef == nil || e.Forbidden() || e.Verb != p.Verb || e.ObjectRef.APIGroup != p.APIGroup || e.Resource() != p.Resource {
+		return false
+	}
+	if p.Namespace != "" && e.ObjectRef.Namespace != p.Namespace {
+		return false
+	}
+	return p.Name == "" || e.ObjectRef.Name == p.Name
+}
+
+// AllowListHeading is the heading of docs/rbac.md's allow-list.
+const AllowListHeading = "### Granted, not reached by the tests"
+
+// Allowance excuses a permission the tests do not use: Verb on Resource
+// of APIGroup, in any namespace and by any name; Scenario is what needs
+// it, Why why the tests do not reach it.
+type Allowance struct {
+	APIGroup, Resource, Verb string
+	Scenario, Why            string
+}
+
+func (a Allowance) covers(p Permission) bool {
+	return a.APIGroup == p.APIGroup && a.Resource == p.Resource && a.Verb == p.Verb
+}
+
+// ParseAllowList reads the allow-list: the first table after the heading
+// line heading (a Markdown heading, "## ..."), whose columns are apiGroup
+// (`""` for the core group), resources, verbs (both comma-separated),
+// the scenario that needs them and why the tests do not reach it. Every
+// row must say both.
+func ParseAllowList(markdown []byte, heading string) ([]Allowance, error) {
+	lines := strings.Split(string(markdown), "\n")
+	start := slices.Index(lines, heading)
+	if start < 0 {
+		return nil, fmt.Errorf("no heading %q", heading)
+	}
+	var out []Allowance
+	inTable := false
+	for _, l := range lines[start+1:] {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "#") {
+			break
+		}
+		if !strings.HasPrefix(l, "|") {
+			if inTable {
+				break
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(l, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if !inTable { // the header row
+			inTable = true
+			if len(cells) != 5 || !strings.EqualFold(cells[0], "apiGroup") {
+				return nil, fmt.Errorf("allow-list header %q: want | apiGroup | resources | verbs | scenario | why not reached |", l)
+			}
+			continue
+		}
+		if strings.Trim(cells[0], "-: ") == "" {
+			continue // the separator row
+		}
+		if len(cells) != 5 || cells[3] == "" || cells[4] == "" {
+			return nil, fmt.Errorf("allow-list row %q: want 5 cells, the scenario and why it is not reached included", l)
+		}
+		group := strings.Trim(cells[0], "`")
+		if group == `""` {
+			group = ""
+		}
+		for _, res := range splitList(cells[1]) {
+			for _, v := range splitList(cells[2]) {
+				out = append(out, Allowance{APIGroup: group, Resource: res, Verb: v, Scenario: cells[3], Why: cells[4]})
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no allow-list table after %q", heading)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.Trim(strings.TrimSpace(f), "`"); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Report is the comparison's outcome.
+type Report struct {
+	// Forbidden: requests refused (one event per request)
+	Forbidden []Event
+	// Unused: permissions granted, not used and not excused
+	Unused []Permission
+	// Excused: permissions granted, not used, excused by the allow-list
+	Excused []Permission
+	// Used: each permission used, and how many requests used it
+	Used map[Permission]int
+	// Unverifiable: rules that cannot be expanded into permissions
+	Unverifiable []string
+}
+
+// OK: nothing refused, nothing granted but unused and unexcused.
+func (r Report) OK() bool {
+	return len(r.Forbidden) == 0 && len(r.Unused) == 0 && len(r.Unverifiable) == 0
+}
+
+func (r Report) String() string {
+	var b strings.Builder
+	for _, e := range r.Forbidden {
+		fmt.Fprintf(&b, "forbidden: %s\n", e)
+	}
+	for _, p := range r.Unused {
+		fmt.Fprintf(&b, "granted, never used and not in the allow-list: %s\n", p)
+	}
+	for _, s := range r.Unverifiable {
+		fmt.Fprintf(&b, "cannot be checked: %s\n", s)
+	}
+	for _, p := range r.Excused {
+		fmt.Fprintf(&b, "granted, not used, allow-listed: %s\n", p)
+	}
+	used := make([]string, 0, len(r.Used))
+	for p, n := range r.Used {
+		used = append(used, fmt.Sprintf("used %d times: %s", n, p))
+	}
+	sort.Strings(used)
+	for _, s := range used {
+		b.WriteString(s + "\n")
+	}
+	return b.String()
+}
+
+// Compare checks the events of one user (ReadEvents) against the grants
+// made to it (GrantsTo) and the allow-list.
+func Compare(grants []Grant, events []Event, allow []Allowance) Report {
+	rep := Report{Used: map[Permission]int{}}
+	for _, e := range events {
+		if e.Forbidden() {
+			rep.Forbidden = append(rep.Forbidden, e)
+		}
+	}
+	seen := map[Permission]bool{}
+	for _, g := range grants {
+		perms, err := g.Permissions()
+		if err != nil {
+			rep.Unverifiable = append(rep.Unverifiable, err.Error())
+			continue
+		}
+		for _, p := range perms {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			n := 0
+			for _, e := range events {
+				if p.UsedBy(e) {
+					n++
+				}
+			}
+			switch {
+			case n > 0:
+				rep.Used[p] = n
+			case slices.ContainsFunc(allow, func(a Allowance) bool { return a.covers(p) }):
+				rep.Excused = append(rep.Excused, p)
+			default:
+				rep.Unused = append(rep.Unused, p)
+			}
+		}
+	}
+	return rep
+}
