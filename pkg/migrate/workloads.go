@@ -135,10 +135,10 @@ func lines(w Workload, requireOptIn bool) []Line {
 		out = append(out, Line{true, "SecretProviderClass not watched: sync the driver's secrets into Kubernetes Secrets (secretObjects), which cmsync handles like any Secret"})
 	}
 	if has(w, pausedAt) {
-		out = append(out, Line{true, "carries "+pausedAt+": Reloader may have left it paused, which cmsync never resumes: kubectl rollout resume it"})
+		out = append(out, Line{true, "carries " + pausedAt + ": Reloader may have left it paused, which cmsync never resumes: kubectl rollout resume it"})
 	}
 	if w.Kind == "Rollout" && strings.HasPrefix(w.APIVersion, "argoproj.io/") && !has(w, argoFormat) {
-		out = append(out, Line{true, "restarted through spec.restartAt (no new revision); Reloader changes the pod template: set "+argoFormat+": rollout to keep that"})
+		out = append(out, Line{true, "restarted through spec.restartAt (no new revision); Reloader changes the pod template: set " + argoFormat + ": rollout to keep that"})
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name}, Spec: w.Spec}
 	uses := map[inspect.ObjectKey][]inspect.Use{}
