@@ -69,11 +69,11 @@ func (o *MigrateReloaderOptions) Complete(_ []string) error {
 	if o.Cluster != nil {
 		return nil
 	}
-	_, client, err := newClient(o.ConfigFlags)
+	cfg, client, err := newClient(o.ConfigFlags)
 	if err != nil {
 		return err
 	}
-	o.Client, o.Cluster = client, migrate.ClientCluster{Client: client}
+	o.RESTConfig, o.Client, o.Cluster = cfg, client, migrate.ClientCluster{Client: client}
 	return nil
 }
 
