@@ -16,7 +16,7 @@ const (
 	// AnnotationOnChange on a workload (or its pod template) says what a
 	// change of an object it consumes does: OnChangeRestart restarts it,
 	// OnChangeRemount remounts its volumes and restarts it only for env
-	// and subPath uses (see onChange for the default).
+	// and subPath uses (see OnChange for the default).
 	AnnotationOnChange = "kubectl-cmsync.io/on-change"
 	// AnnotationApplied is where the controller records, on a workload (or a
 	// pod of another owner) it made current, per object the Digest of what its
@@ -27,7 +27,7 @@ const (
 	// AnnotationReloadHook on a workload, its pod template or a bare pod:
 	// the HTTP request each pod is sent once its volumes are remounted
 	// and verified current ("POST :9090/-/reload"); such a workload is
-	// never restarted for a volume use (see onChange).
+	// never restarted for a volume use (see OnChange).
 	AnnotationReloadHook = refresh.ReloadHookAnnotation
 )
 

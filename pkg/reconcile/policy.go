@@ -11,7 +11,7 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// onChange is what a change of an object of kind (ConfigMap or Secret)
+// OnChange is what a change of an object of kind (ConfigMap or Secret)
 // that the workload consumes does to it, and why: OnChangeRemount for a
 // workload with a reload hook (refresh.ReloadHookAnnotation, valid or
 // not), whatever its other annotations: its volumes are remounted and the
@@ -21,7 +21,7 @@ import (
 // restart on every change (many applications read their configuration
 // only at startup); OnChangeRemount otherwise, the least disruptive
 // action: volumes remounted, env and subPath uses restarted.
-func onChange(workload, template map[string]string, kind string) (policy, why string) {
+func OnChange(workload, template map[string]string, kind string) (policy, why string) {
 	for _, ann := range []map[string]string{workload, template} {
 		if _, ok := ann[refresh.ReloadHookAnnotation]; ok {
 			return OnChangeRemount, refresh.ReloadHookAnnotation + " is set: volumes are remounted and the application told, never restarted for them (" +
@@ -45,10 +45,10 @@ func onChange(workload, template map[string]string, kind string) (policy, why st
 	return OnChangeRemount, "volumes are remounted without a restart; " + AnnotationOnChange + "=" + OnChangeRestart + " restarts instead"
 }
 
-// restartsOnRollout tells whether a rollout restart applies to w: a built-in
+// RestartsOnRollout tells whether a rollout restart applies to w: a built-in
 // Deployment, StatefulSet or DaemonSet, or an Argo Rollout (by group and
 // kind, as GroupKind names it).
-func restartsOnRollout(w inspect.WorkloadRef) bool {
+func RestartsOnRollout(w inspect.WorkloadRef) bool {
 	return refresh.Restartable[w.GroupKind()] && (w.Builtin() || refresh.IsRollout(w.GroupKind()))
 }
 
@@ -57,11 +57,11 @@ func restartsOnRollout(w inspect.WorkloadRef) bool {
 func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[refresh.WorkloadKey]map[string]string {
 	out := map[refresh.WorkloadKey]map[string]string{}
 	for w, m := range meta {
-		if !restartsOnRollout(w) {
+		if !RestartsOnRollout(w) {
 			continue
 		}
 		for _, kind := range []string{inspect.KindConfigMap, inspect.KindSecret} {
-			if p, why := onChange(m.workload, m.template, kind); p == OnChangeRestart {
+			if p, why := OnChange(m.workload, m.template, kind); p == OnChangeRestart {
 				wk := refresh.WorkloadKey{Kind: w.GroupKind(), Namespace: ns, Name: w.Name}
 				if out[wk] == nil {
 					out[wk] = map[string]string{}
