@@ -238,7 +238,8 @@ func objectHeader(items []inspect.Use, secrets bool) string {
 
 // ContextSummaries is the summary line of each context of names that was
 // read, in that order ("NAME: U uses by P pods: ..."), then of them all
-// ("all N contexts: ..."). A context with no use has a line too.
+// ("all N contexts: ..."). A context with no use has a line too: "NAME: no
+// uses".
 func ContextSummaries(names []string, items []inspect.Use, verified bool) []string {
 	byContext := map[string][]inspect.Use{}
 	for _, it := range items {
@@ -246,7 +247,11 @@ func ContextSummaries(names []string, items []inspect.Use, verified bool) []stri
 	}
 	lines := make([]string, 0, len(names)+1)
 	for _, n := range names {
-		lines = append(lines, n+": "+Summary(byContext[n], verified))
+		line := "no uses"
+		if len(byContext[n]) > 0 {
+			line = Summary(byContext[n], verified)
+		}
+		lines = append(lines, n+": "+line)
 	}
 	return append(lines, fmt.Sprintf("all %s: %s", Plural(len(names), "context"), Summary(items, verified)))
 }
