@@ -146,8 +146,8 @@ func TestStatusAcrossContexts(t *testing.T) {
 	seen := map[string]bool{}
 	for _, it := range rep.Items {
 		seen[it.Context] = true
-		if it.Context == contextCP2 {
-			if it.Pod.Name != "pending" || it.Pod.Phase != string(corev1.PodPending) || it.State == inspect.StateCurrent || it.State == inspect.StateInSync {
+		if it.Context == contextCP2 { // never current nor in-sync: unverifiable, not running
+			if it.Pod.Name != "pending" || it.Pod.Phase != string(corev1.PodPending) || it.State != inspect.StateUnverifiable || it.StateCause != inspect.CauseNotRunning {
 				t.Errorf("the Pending pod of %s: pod %q phase %q state %q (%s)", contextCP2, it.Pod.Name, it.Pod.Phase, it.State, it.StateReason)
 			}
 		}
