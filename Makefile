@@ -14,7 +14,7 @@ E2E_FLAGS ?=
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build helm argo-rollouts unit fuzz e2e release-check release-fast image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status clean
+.PHONY: help build helm argo-rollouts unit fuzz e2e release-check release-fast image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
@@ -41,6 +41,9 @@ help:
 	@echo "                the module proxy; default from 1.35) or debian (Debian's containerd 1.6; default up to 1.34)"
 	@echo "cluster-down    stop it and clean the machine (whatever version runs)"
 	@echo "cluster-status  is it up, and which version?"
+	@echo "cluster2-up     a second control plane (etcd + kube-apiserver on 127.0.0.1:6543, no node) and"
+	@echo "                a kubeconfig of three contexts (hack/cluster/cluster2-status.sh prints it)"
+	@echo "cluster2-down   stop the second control plane"
 
 build:
 	$(GO) build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync
@@ -138,6 +141,13 @@ cluster-down:
 
 cluster-status:
 	$(CLUSTER)/status.sh
+
+# a second control plane (etcd + kube-apiserver, no node) beside the cluster, for the tests across contexts
+cluster2-up:
+	$(CLUSTER)/cluster2-up.sh
+
+cluster2-down:
+	$(CLUSTER)/cluster2-down.sh
 
 clean:
 	rm -rf bin dist coverage.out coverage.html

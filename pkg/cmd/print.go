@@ -27,6 +27,9 @@ type printOptions struct {
 	// object, workload, container, mode, path, verdict and state, with
 	// how many of the workload's pods it covers).
 	GroupBy string
+	// Contexts are the kubeconfig contexts read, when more than one: a
+	// CONTEXT column first, and a summary line per context and for all.
+	Contexts []string
 }
 
 // Values of --group-by.
@@ -163,15 +166,26 @@ func printDocument(out io.Writer, doc any, format string) error {
 // printStatusTable prints the uses as the table of status, then the
 // summary line.
 func printStatusTable(out io.Writer, items []inspect.Use, o printOptions) error {
-	if len(items) == 0 {
+	if len(items) == 0 && (len(o.Contexts) == 0 || o.NoHeaders) {
 		return nil
 	}
 	uses := render.Uses{Items: items, Wide: o.Format == "wide", AllNamespaces: o.AllNamespaces,
-		Verify: o.Verify, Secrets: o.Secrets, Now: o.Now, ByWorkload: o.GroupBy == groupByWorkload}
-	if err := render.PrintTable(out, uses, o.NoHeaders); err != nil || o.NoHeaders {
-		return err
+		Verify: o.Verify, Secrets: o.Secrets, Now: o.Now, ByWorkload: o.GroupBy == groupByWorkload, Contexts: o.Contexts != nil}
+	if len(items) > 0 {
+		if err := render.PrintTable(out, uses, o.NoHeaders); err != nil || o.NoHeaders {
+			return err
+		}
+		fmt.Fprintln(out)
 	}
 	// the summary comes last, where a long table ends on the screen
-	_, err := fmt.Fprintf(out, "\n%s\n", render.Summary(items, o.Verify))
-	return err
+	lines := []string{render.Summary(items, o.Verify)}
+	if o.Contexts != nil {
+		lines = render.ContextSummaries(o.Contexts, items, o.Verify)
+	}
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(out, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }

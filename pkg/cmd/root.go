@@ -105,6 +105,7 @@ the least disruptive action.`,
 		return usageError("%v\nSee '%s --help' for usage.", err, c.CommandPath())
 	})
 	flags.AddFlags(root.PersistentFlags())
+	useContextList(root, flags)
 	root.AddCommand(NewCmdStatus(flags, streams))
 	root.AddCommand(NewCmdRefresh(flags, streams))
 	root.AddCommand(NewCmdWatch(flags, streams))

@@ -64,8 +64,12 @@ type StatusOptions struct {
 	Check         bool
 	KubeletConfig bool
 	Verify        VerifyFlags
+	Contexts      ContextFlags
 
 	Args []string
+
+	// Set by Complete: the contexts read, when more than one.
+	contextNames []string
 
 	// Set by Complete: the objects and workloads the arguments name.
 	Names     []inspect.ObjectKey
@@ -106,12 +110,23 @@ func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions
 	fs.BoolVar(&o.Check, "check", false, "Exit 3 when a required object or key is missing or a subPath breaks on change (with --verify also when a consumer is pending, stale, broken or unverifiable).")
 	fs.BoolVar(&o.KubeletConfig, "kubelet-config", false, "Read each node's kubelet configuration (/configz) for the real sync period and strategy; needs get on nodes/proxy.")
 	o.Verify.AddFlags(fs, true)
+	o.Contexts.addFlags(cmd)
 	return cmd
 }
 
-// Complete resolves the namespace, the names and the client.
+// Complete resolves the namespace, the names and the client; with several
+// contexts only their names, each context being completed when it is read.
 func (o *StatusOptions) Complete(args []string) error {
 	o.Args = args
+	names, err := o.Contexts.contexts(o.ConfigFlags)
+	if err != nil {
+		return err
+	}
+	if o.contextNames = names; len(names) > 0 {
+		t, err := parseTargets(args, "")
+		o.Names, o.Workloads = t.Objects, t.Workloads
+		return err
+	}
 	t, err := o.completeTargets(o.AllNamespaces, args, o.LoadSnapshot == nil)
 	if err != nil {
 		return err
@@ -166,22 +181,86 @@ const (
 	statusStreamMemoryLimit = 90 << 20
 )
 
-// Run loads the snapshot, builds the report, prints it and applies --check.
+// statusResult is what status found in one context, before it is printed.
+type statusResult struct {
+	Items []inspect.Use
+	Idle  []inspect.SelectedWorkload
+	// WantSecrets: Secrets were asked for (the object column is OBJECT).
+	WantSecrets bool
+}
+
+// Run reads the cluster (each context, with several), prints the report
+// and applies --check.
 func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	stream := !o.Verify.Enabled && !o.KubeletConfig
-	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := int64(statusMemoryLimit)
-		if stream {
-			limit = statusStreamMemoryLimit
-		}
-		debug.SetMemoryLimit(limit)
+	setStatusMemoryLimit(!o.Verify.Enabled && !o.KubeletConfig, max(1, min(len(o.contextNames), o.Contexts.Concurrency)))
+	if len(o.contextNames) > 0 {
+		return o.runContexts(ctx)
 	}
-	selected, err := o.workloads(ctx, o.Templates, o.Workloads)
+	r, err := o.collect(ctx)
 	if err != nil {
 		return err
+	}
+	printWarnings(o.ErrOut, inspect.GroupWarnings(r.Items))
+	if err := printReport(o.Out, r.Items, o.printOptions(r.WantSecrets, nil)); err != nil {
+		return err
+	}
+	o.noteEmpty(r)
+	return o.check(r.Items)
+}
+
+// setStatusMemoryLimit sets the Go runtime's soft memory limit of status
+// (GOMEMLIMIT overrides), for n contexts read at once.
+func setStatusMemoryLimit(stream bool, n int) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := int64(statusMemoryLimit)
+	if stream {
+		limit = statusStreamMemoryLimit
+	}
+	debug.SetMemoryLimit(limit * int64(n))
+}
+
+func (o *StatusOptions) printOptions(wantSecrets bool, contexts []string) printOptions {
+	return printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled,
+		Secrets: wantSecrets, Now: o.Now(), GroupBy: o.GroupBy, Contexts: contexts}
+}
+
+// noteEmpty says which selected workloads run no pod, and that nothing
+// consumes what was asked for.
+func (o *StatusOptions) noteEmpty(r statusResult) {
+	noteIdle(o.ErrOut, r.Idle, r.Items)
+	if len(r.Items) == 0 && len(r.Idle) == 0 && (o.Output == "" || o.Output == "wide") {
+		fmt.Fprintln(o.ErrOut, noConsumersMessage(o.Namespace, o.Secrets, o.Workloads))
+	}
+}
+
+// check is --check: the failures on stderr, and exit 3.
+func (o *StatusOptions) check(items []inspect.Use) error {
+	if !o.Check {
+		return nil
+	}
+	failed := CheckFailures(items, o.Verify.Enabled)
+	if len(failed) == 0 {
+		return nil
+	}
+	fmt.Fprintf(o.ErrOut, "check failed: %d of %d uses need attention:\n", len(failed), len(items))
+	for _, f := range failed {
+		fmt.Fprintf(o.ErrOut, "  %s\n", f)
+	}
+	return &ExitError{Code: ExitCheck}
+}
+
+// collect loads the snapshot and builds the report's uses, verified with
+// --verify and redacted.
+func (o *StatusOptions) collect(ctx context.Context) (statusResult, error) {
+	stream := !o.Verify.Enabled && !o.KubeletConfig
+	selected, err := o.workloads(ctx, o.Templates, o.Workloads)
+	if err != nil {
+		return statusResult{}, err
 	}
 	// a workload's uses are of ConfigMaps and Secrets alike
 	secrets := o.Secrets || len(selected) > 0
@@ -206,53 +285,35 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	snap, err := o.loadSnapshot(ctx, o.LoadSnapshot, lo, inspect.NamesSecret(o.Names), o.ErrOut)
 	if err != nil {
-		return err
+		return statusResult{}, err
 	}
 	warnServerVersion(ctx, o.Client, o.ErrOut)
 	if o.KubeletConfig && o.Client != nil {
 		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
 	}
-	var items []inspect.Use
-	var idle []inspect.SelectedWorkload
+	r := statusResult{WantSecrets: wantSecrets}
 	var redactor *inspect.Redactor
 	if builder != nil {
-		items, err = builder.Items()
-		idle = builder.Idle()
+		r.Items, err = builder.Items()
+		r.Idle = builder.Idle()
 		redactor = builder.Redactor()
 	} else { // the pods are in the snapshot
 		bo.Secrets = secrets && snap.SecretsListed
-		items, idle, err = inspect.BuildSelected(snap, bo)
+		r.Items, r.Idle, err = inspect.BuildSelected(snap, bo)
 		redactor = inspect.NewRedactor(snap)
 	}
 	if err != nil {
-		return explainNotFound(err)
+		return statusResult{}, explainNotFound(err)
 	}
 	if o.Verify.Enabled {
-		if items, err = o.Verify.Run(ctx, o.RESTConfig, snap, items, o.ErrOut); err != nil {
-			return err
+		if r.Items, err = o.Verify.Run(ctx, o.RESTConfig, snap, r.Items, o.ErrOut); err != nil {
+			return statusResult{}, err
 		}
 	}
-	inspect.NoteRestartWindows(items, o.Now())
+	inspect.NoteRestartWindows(r.Items, o.Now())
 	// The output edge: no text derived from Secret data goes further.
-	redactor.Redact(items)
-	printWarnings(o.ErrOut, inspect.GroupWarnings(items))
-	if err := printReport(o.Out, items, printOptions{Format: o.Output, AllNamespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, Verify: o.Verify.Enabled, Secrets: wantSecrets, Now: o.Now(), GroupBy: o.GroupBy}); err != nil {
-		return err
-	}
-	noteIdle(o.ErrOut, idle, items)
-	if len(items) == 0 && len(idle) == 0 && (o.Output == "" || o.Output == "wide") {
-		fmt.Fprintln(o.ErrOut, noConsumersMessage(o.Namespace, o.Secrets, o.Workloads))
-	}
-	if o.Check {
-		if failed := CheckFailures(items, o.Verify.Enabled); len(failed) > 0 {
-			fmt.Fprintf(o.ErrOut, "check failed: %d of %d uses need attention:\n", len(failed), len(items))
-			for _, f := range failed {
-				fmt.Fprintf(o.ErrOut, "  %s\n", f)
-			}
-			return &ExitError{Code: ExitCheck}
-		}
-	}
-	return nil
+	redactor.Redact(r.Items)
+	return r, nil
 }
 
 func noConsumersMessage(ns string, secrets bool, workloads []inspect.WorkloadKey) string {

@@ -220,6 +220,9 @@ type Delay struct {
 // mode unmounted, one volume no container mounts). It is the row that the
 // printers, the dashboard and the refresh planner all read.
 type Use struct {
+	// Context is the kubeconfig context the use was read in, set only when
+	// a command reads more than one (--context a,b, --all-contexts).
+	Context   string        `json:"context,omitempty"`
 	Object    ObjectRef     `json:"object"`
 	Pod       PodRef        `json:"pod,omitzero"`
 	Container *ContainerRef `json:"container,omitempty"`

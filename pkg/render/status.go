@@ -27,6 +27,9 @@ type Uses struct {
 	// OneObject: the uses are of one object, named elsewhere (the
 	// dashboard's consumers screen), so there is no object column.
 	OneObject bool
+	// Contexts: the uses come from several kubeconfig contexts, so the
+	// first column is CONTEXT (Use.Context).
+	Contexts bool
 }
 
 // terminatingNote says, in the summary, how terminating pods count.
@@ -38,7 +41,7 @@ const terminatingNote = " (not counted by --check)"
 func Summary(items []inspect.Use, verified bool) string {
 	verdicts := map[string]int{}
 	states := map[string]int{}
-	pods := map[[2]string]bool{}
+	pods := map[[3]string]bool{}
 	for _, it := range items {
 		verdicts[Verdict(it)]++
 		switch {
@@ -48,7 +51,7 @@ func Summary(items []inspect.Use, verified bool) string {
 			states[string(it.State)]++
 		}
 		if it.Pod.Name != "" {
-			pods[[2]string{it.Object.Namespace, it.Pod.Name}] = true
+			pods[[3]string{it.Context, it.Object.Namespace, it.Pod.Name}] = true
 		}
 	}
 	line := fmt.Sprintf("%s by %s: %s", Plural(len(items), "use"), Plural(len(pods), "pod"),
@@ -97,19 +100,20 @@ type workloadGroup struct {
 // container, mode, path/keys, verdict and state, in the order of their
 // first use; total is how many pods of the workload the report has.
 func workloadGroups(items []inspect.Use) []workloadGroup {
-	type wl struct{ ns, kind, name string }
+	type wl struct{ context, ns, kind, name string }
 	podsOf := map[wl]map[string]bool{}
 	for _, it := range items {
 		if it.Pod.Name == "" {
 			continue
 		}
-		w := wl{it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}
+		w := wl{it.Context, it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}
 		if podsOf[w] == nil {
 			podsOf[w] = map[string]bool{}
 		}
 		podsOf[w][it.Pod.Name] = true
 	}
 	type key struct {
+		context                                 string
 		obj                                     inspect.ObjectKey
 		wkind, wname, container, mode, path, vd string
 		state                                   string
@@ -117,12 +121,12 @@ func workloadGroups(items []inspect.Use) []workloadGroup {
 	index := map[key]int{}
 	var rows []workloadGroup
 	for _, it := range items {
-		k := key{it.Key(), it.Workload.GroupKind(), it.Workload.Name, Container(it), Mode(it), PathKeys(it), Verdict(it), State(it)}
+		k := key{it.Context, it.Key(), it.Workload.GroupKind(), it.Workload.Name, Container(it), Mode(it), PathKeys(it), Verdict(it), State(it)}
 		i, ok := index[k]
 		if !ok {
 			i = len(rows)
 			index[k] = i
-			rows = append(rows, workloadGroup{first: it, total: len(podsOf[wl{it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}])})
+			rows = append(rows, workloadGroup{first: it, total: len(podsOf[wl{it.Context, it.Object.Namespace, it.Workload.GroupKind(), it.Workload.Name}])})
 		}
 		if it.Pod.Name != "" {
 			rows[i].pods++
@@ -143,7 +147,7 @@ func (u Uses) Header() []string {
 		verified = []string{"STATE"}
 		wide = []string{"DELAY", "IMMUTABLE", "OPTIONAL", "REASON"}
 	}
-	head := u.lead("NAMESPACE", objectHeader(u.Items, u.Secrets))
+	head := u.lead("CONTEXT", "NAMESPACE", objectHeader(u.Items, u.Secrets))
 	head = append(head, middle...)
 	if u.Verify {
 		head = append(head, verified...)
@@ -171,10 +175,13 @@ func (u Uses) Rows() [][]string {
 	return rows
 }
 
-// lead is the row's first cells: the namespace with AllNamespaces, the
-// object unless OneObject.
-func (u Uses) lead(namespace, object string) []string {
+// lead is the row's first cells: the context with Contexts, the namespace
+// with AllNamespaces, the object unless OneObject.
+func (u Uses) lead(context, namespace, object string) []string {
 	var cells []string
+	if u.Contexts {
+		cells = append(cells, context)
+	}
 	if u.AllNamespaces {
 		cells = append(cells, namespace)
 	}
@@ -186,7 +193,7 @@ func (u Uses) lead(namespace, object string) []string {
 
 // useRow is the cells of one use.
 func (u Uses) useRow(it inspect.Use) []string {
-	row := u.lead(it.Object.Namespace, Object(it))
+	row := u.lead(it.Context, it.Object.Namespace, Object(it))
 	row = append(row, OrNone(it.Pod.Name), Container(it), Mode(it), PathKeys(it), Verdict(it), Workload(it))
 	if u.Verify {
 		row = append(row, State(it), Synced(it, u.Now))
@@ -204,7 +211,7 @@ func (u Uses) workloadRow(r workloadGroup) []string {
 	if r.total > 0 {
 		pods = fmt.Sprintf("%d/%d pods", r.pods, r.total)
 	}
-	row := u.lead(it.Object.Namespace, Object(it))
+	row := u.lead(it.Context, it.Object.Namespace, Object(it))
 	row = append(row, Workload(it), Container(it), Mode(it), PathKeys(it), Verdict(it), pods)
 	if u.Verify {
 		row = append(row, State(it))
@@ -227,4 +234,24 @@ func objectHeader(items []inspect.Use, secrets bool) string {
 		}
 	}
 	return "CONFIGMAP"
+}
+
+// ContextSummaries is the summary line of each context of names that was
+// read, in that order ("NAME: U uses by P pods: ..."), then of them all
+// ("all N contexts: ..."). A context with no use has a line too: "NAME: no
+// uses".
+func ContextSummaries(names []string, items []inspect.Use, verified bool) []string {
+	byContext := map[string][]inspect.Use{}
+	for _, it := range items {
+		byContext[it.Context] = append(byContext[it.Context], it)
+	}
+	lines := make([]string, 0, len(names)+1)
+	for _, n := range names {
+		line := "no uses"
+		if len(byContext[n]) > 0 {
+			line = Summary(byContext[n], verified)
+		}
+		lines = append(lines, n+": "+line)
+	}
+	return append(lines, fmt.Sprintf("all %s: %s", Plural(len(names), "context"), Summary(items, verified)))
 }

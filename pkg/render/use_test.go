@@ -113,3 +113,29 @@ func TestStateWarning(t *testing.T) {
 		t.Errorf("State = %q", got)
 	}
 }
+
+// TestContextColumn: with Contexts, CONTEXT is the first column, before
+// NAMESPACE; the summary has a line per context and one for all.
+func TestContextColumn(t *testing.T) {
+	items := []inspect.Use{
+		{Context: "prod", Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web"}, Pod: inspect.PodRef{Name: "web-1"}, Verdict: inspect.VerdictHotUpdate},
+		{Context: "dev", Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "shop", Name: "web"}, Pod: inspect.PodRef{Name: "web-1"}, Verdict: inspect.VerdictRestartNeeded},
+	}
+	u := Uses{Items: items, AllNamespaces: true, Contexts: true}
+	if h := u.Header(); h[0] != "CONTEXT" || h[1] != "NAMESPACE" {
+		t.Errorf("header %q", h)
+	}
+	rows := u.Rows()
+	if rows[0][0] != "prod" || rows[1][0] != "dev" || rows[0][1] != "shop" {
+		t.Errorf("rows %q", rows)
+	}
+	if h := (Uses{Items: items}).Header(); h[0] == "CONTEXT" {
+		t.Errorf("one context has a CONTEXT column: %q", h)
+	}
+	got := ContextSummaries([]string{"prod", "dev", "qa"}, items, false)
+	want := []string{"prod: 1 use by 1 pod: 1 hot-update", "dev: 1 use by 1 pod: 1 restart-needed", "qa: no uses",
+		"all 3 contexts: 2 uses by 2 pods: 1 hot-update, 1 restart-needed"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("summaries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
