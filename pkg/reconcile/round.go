@@ -120,7 +120,7 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	}
 	results := r.Apply(ctx, plan, nil)
 	l.restarts.sent(results)
-	l.pace.sent(results, l.Now())
+	l.pace.sent(results, l.Now(), l.Shadow)
 	l.results(results, rd.changes, rd.snap)
 	l.retryFailed(rd.ns, rd.changes, rd.kept, results)
 	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results)
