@@ -112,6 +112,7 @@ the least disruptive action.`,
 	root.AddCommand(NewCmdDiff(flags, streams))
 	root.AddCommand(NewCmdLint(flags, streams))
 	root.AddCommand(NewCmdDashboard(flags, streams))
+	root.AddCommand(NewCmdShadow(flags, streams))
 	root.AddCommand(NewCmdVersion(flags, streams))
 	root.AddCommand(NewCmdCompletion(streams))
 	registerCompletions(root, flags)
