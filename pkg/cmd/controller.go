@@ -119,6 +119,7 @@ func NewCmdController(flags *genericclioptions.ConfigFlags, streams genericioopt
 // Complete resolves the watch options, the namespace and identity of the
 // election, and the event recorder.
 func (o *ControllerOptions) Complete(args []string) error {
+	shadowNamespace := o.Shadow.Namespace
 	if err := o.WatchOptions.Complete(args); err != nil {
 		return err
 	}
@@ -129,6 +130,9 @@ func (o *ControllerOptions) Complete(args []string) error {
 		if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
 			o.KeyNamespace = strings.TrimSpace(string(b))
 		}
+	}
+	if shadowNamespace == "" { // the controller's own, not the kubeconfig's
+		o.Shadow.Namespace = o.KeyNamespace
 	}
 	if o.Identity == "" {
 		o.Identity = os.Getenv("POD_NAME")
@@ -182,8 +186,8 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 	if o.broadcaster != nil {
 		defer o.broadcaster.Shutdown() // the Events queued are sent
 	}
-	log := serialized(o.logLine)
 	metrics := controller.NewMetrics()
+	log := o.startShadow(ctx, o.Now, serialized(o.logLine), metrics.Shadow)
 	attach, stopAlerts := o.Alert.start(alertReport(log), metrics.AlertResult)
 	defer stopAlerts() // after the loop: its last rounds' messages are flushed
 	c := &controller.Controller{

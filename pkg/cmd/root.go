@@ -114,6 +114,7 @@ the least disruptive action.`,
 	root.AddCommand(NewCmdLint(flags, streams))
 	root.AddCommand(NewCmdDashboard(flags, streams))
 	root.AddCommand(NewCmdMigrate(flags, streams))
+	root.AddCommand(NewCmdShadow(flags, streams))
 	root.AddCommand(NewCmdVersion(flags, streams))
 	root.AddCommand(NewCmdCompletion(streams))
 	registerCompletions(root, flags)

@@ -103,6 +103,7 @@ type WatchOptions struct {
 	ReloadHookHostNetwork bool
 	Output                string
 	Verify                VerifyFlags
+	Shadow                ShadowFlags
 
 	// Set by Complete.
 	Names    []inspect.ObjectKey
@@ -113,7 +114,7 @@ type WatchOptions struct {
 func NewWatchOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchOptions {
 	o := &WatchOptions{Connection: newConnection(flags), IOStreams: streams, DryRun: string(refresh.DryRunNone), Debounce: 2 * time.Second,
 		MaxWait: 30 * time.Second, MaxConcurrentRestarts: 2, Workers: reconcile.DefaultWorkers, RolloutWait: 10 * time.Minute, RestartBurst: 10, Timeout: 5 * time.Minute, RestartFlags: defaultRestartFlags(),
-		Alert: defaultAlertFlags(), ReloadHookVia: refresh.HookViaProxy}
+		Alert: defaultAlertFlags(), ReloadHookVia: refresh.HookViaProxy, Shadow: defaultShadowFlags()}
 	o.Verify.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), false)
 	o.Verify.ReaderIdleTimeout = DefaultReaderIdleTimeout
 	return o
@@ -168,6 +169,7 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	o.Verify.AddFlags(fs, false)
 	o.Verify.AddIdleFlag(fs)
 	o.Alert.addFlags(fs)
+	o.Shadow.addFlags(fs)
 }
 
 // Complete resolves namespace, names, the client and the alerts' webhook.
@@ -182,6 +184,14 @@ func (o *WatchOptions) Complete(args []string) error {
 			return err
 		}
 	}
+	if o.Shadow.Shadow && o.DryRun == string(refresh.DryRunNone) {
+		o.DryRun = string(refresh.DryRunClient) // a shadow sends nothing
+	}
+	if o.Shadow.Shadow && o.Shadow.Namespace == "" && o.ConfigFlags != nil {
+		if o.Shadow.Namespace, err = resolveNamespace(o.ConfigFlags, false); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -191,6 +201,9 @@ func (o *WatchOptions) Validate() error {
 		return err
 	}
 	if err := validateDryRun(o.DryRun); err != nil {
+		return err
+	}
+	if err := o.Shadow.validate(o.DryRun, o.MaxWait); err != nil {
 		return err
 	}
 	if err := validateOutput(o.Output, []string{"", "json"}); err != nil {
@@ -248,7 +261,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	attach, stopAlerts := o.Alert.start(alertReport(emit), nil)
 	defer stopAlerts() // after the loop: its last rounds' messages are flushed
 	l := o.newLoop()
-	l.Emit = emit
+	l.Emit = o.startShadow(ctx, l.Now, emit, nil)
 	attach(l)
 	if err := l.Run(ctx); err != nil {
 		return explainAPIError(err, o.server(), o.Namespace)
@@ -270,7 +283,7 @@ func (o *WatchOptions) newLoop() *reconcile.Loop {
 		Config: reconcile.Config{Namespace: o.Namespace, Names: o.Names, PodSelector: o.Selector, Secrets: o.Secrets,
 			IncludeSystem: o.IncludeSystem, Scope: scope, RequireOptIn: o.RequireOptIn, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
 			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, Workers: o.Workers, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now,
-			MinRestartInterval: o.MinRestartInterval, RestartRate: o.RestartRate, RestartBurst: o.RestartBurst},
+			MinRestartInterval: o.MinRestartInterval, RestartRate: o.RestartRate, RestartBurst: o.RestartBurst, Shadow: o.Shadow.Shadow},
 		Client:      o.Client,
 		Cluster:     cluster,
 		Annotations: refresh.ClientWorkloads{Client: o.Client}, Named: refresh.ClientWorkloads{Client: o.Client},

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/alert"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/shadow"
 )
 
 // Metrics are the controller's Prometheus metrics, fed from the loop's
@@ -28,6 +30,8 @@ type Metrics struct {
 	leader   prometheus.Gauge
 	alerts   *prometheus.CounterVec
 	queue    *queueMetrics
+	shadow   *prometheus.CounterVec
+	spared   prometheus.Counter
 }
 
 // NewMetrics registers the metrics (and the Go and process collectors) on
@@ -60,11 +64,27 @@ func NewMetrics() *Metrics {
 			Help: "Alerts (one per round that acted or failed), by format and result: sent, failed (refused, or failing after the last attempt), dropped (a full queue, or shutting down)."},
 			[]string{"format", "result"}),
 		queue: newQueueMetrics(),
+		shadow: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cmsync_shadow_decisions_total",
+			Help: "With --shadow: workloads of each change, by what the peer did (a restart strategy, or none) and what cmsync would have done (remount, restart, evict, hook, deferred-window, deferred-pace, deferred, skip, manual, none)."},
+			[]string{"peer", "cmsync"}),
+		spared: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_shadow_pods_spared_total",
+			Help: "With --shadow: pods the peer restarted that cmsync would not have restarted (it would remount them, or the change is of keys no container reads)."}),
 	}
-	m.Registry.MustRegister(m.changes, m.actions, m.results, m.deferred, m.windowed, m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts,
+	m.Registry.MustRegister(m.shadow, m.spared, m.changes, m.actions, m.results, m.deferred, m.windowed, m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Registry.MustRegister(m.queue.collectors()...)
 	return m
+}
+
+// Shadow counts one row of the shadow's record.
+func (m *Metrics) Shadow(r shadow.Row) {
+	for _, w := range r.Workloads {
+		m.shadow.WithLabelValues(cmp.Or(string(w.Peer), "none"), cmp.Or(string(w.Cmsync), "none")).Inc()
+	}
+	if len(r.Workloads) == 0 {
+		m.shadow.WithLabelValues("none", "none").Inc()
+	}
+	m.spared.Add(float64(r.Spared))
 }
 
 // Queue is the metrics provider of the loop's namespace queue.

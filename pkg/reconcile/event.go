@@ -51,8 +51,10 @@ type Event struct {
 	Object *inspect.ObjectKey `json:"object,omitempty"`
 	// Keys are the changed keys (EventChange) or those its consumers read.
 	Keys []string `json:"keys,omitempty"`
-	// Edits is how many edits one change coalesced.
-	Edits int `json:"edits,omitempty"`
+	// Edits is how many edits one change coalesced; FirstEdit (of
+	// EventChange) is when the first of them was seen, on the loop's Now.
+	Edits     int        `json:"edits,omitempty"`
+	FirstEdit *time.Time `json:"firstEdit,omitempty"`
 	// Action is the action of EventAction, EventDeferred and EventResult.
 	Action *refresh.Action `json:"action,omitempty"`
 	// Target is the workload of EventSkip.

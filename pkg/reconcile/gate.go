@@ -62,9 +62,10 @@ func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) H
 // workloads only; a rollout that is stuck, or still under way RolloutWait
 // after the first hold, is reported and dropped. A dry run changes
 // nothing, so nothing is held: every restart is shown. It returns the
-// actions held back.
+// actions held back. A shadow (Shadow) holds as the acting loop would:
+// its deferrals are reported and tried again, nothing is sent either way.
 func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect.ObjectKey]*pending, meta map[inspect.WorkloadRef]subjectMeta) []refresh.Action {
-	if l.dryRun() {
+	if l.dryRun() && !l.Shadow {
 		return nil
 	}
 	rollouts := map[refresh.Target]Hold{} // read before the limit's lock is taken

@@ -79,6 +79,12 @@ type Config struct {
 	// change (zero: none did): at Resume, a consumer with no record whose
 	// object changed since is checked rather than recorded as current.
 	Watermark time.Time
+	// Shadow decides every round as the acting loop would, restart
+	// windows and pacing included, and sends nothing (Refresh.DryRun must
+	// be client): the gate holds what it would hold, and the pacer counts
+	// the restarts it would have sent, so that what it reports is what it
+	// would have done. pkg/shadow compares that with a peer's restarts.
+	Shadow bool
 	// Refresh is the engine's configuration (Strategy auto, Yes and Wait).
 	Refresh refresh.Config
 	Now     func() time.Time

@@ -75,8 +75,9 @@ func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now 
 // server accepted counts from now for the interval and keeps its token;
 // one that failed or was not sent counts for nothing, so that a restart
 // refused for a moment is sent again at its retry, not an interval (or a
-// restart window) later.
-func (p *pacer) sent(results []refresh.Result, now time.Time) {
+// restart window) later. would (a shadow) counts every restart let
+// through as sent: it is the one the acting loop would have sent.
+func (p *pacer) sent(results []refresh.Result, now time.Time, would bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range results {
@@ -86,7 +87,7 @@ func (p *pacer) sent(results []refresh.Result, now time.Time) {
 		}
 		delete(p.reserved, r.Target)
 		switch {
-		case r.AppliedAt != nil:
+		case r.AppliedAt != nil || would:
 			p.last[r.Target] = now
 		case token != nil:
 			token.CancelAt(now)

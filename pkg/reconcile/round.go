@@ -28,7 +28,8 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	for _, k := range keys {
 		if p := changes[k]; !p.existing && !p.retry {
-			l.emit(Event{Kind: EventChange, Object: &k, Keys: p.change.Keys, Edits: p.edits, Message: changeMessage(p.change)})
+			first := p.first
+			l.emit(Event{Kind: EventChange, Object: &k, Keys: p.change.Keys, Edits: p.edits, FirstEdit: &first, Message: changeMessage(p.change)})
 		}
 	}
 	if rd := l.read(ctx, ns, changes, keys); rd != nil && (len(rd.kept) > 0 || len(rd.named) > 0) {
@@ -119,7 +120,7 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	}
 	results := r.Apply(ctx, plan, nil)
 	l.restarts.sent(results)
-	l.pace.sent(results, l.Now())
+	l.pace.sent(results, l.Now(), l.Shadow)
 	l.results(results, rd.changes, rd.snap)
 	l.retryFailed(rd.ns, rd.changes, rd.kept, results)
 	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results)

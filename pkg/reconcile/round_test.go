@@ -331,6 +331,24 @@ func TestFlappingObjectRestartsAtMostOncePerInterval(t *testing.T) {
 	t.Logf("%d restarts while the object changed every 200 ms for 60 s", restarts)
 }
 
+// A dry run's restart counts for nothing; a shadow's counts as the one the
+// acting loop would have sent.
+func TestPacerCountsAShadowsRestart(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	notSent := []refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, Outcome: refresh.OutcomeNotApplied}}
+	for _, would := range []bool{false, true} {
+		p := newPacer(time.Minute, 0, 0)
+		if h := p.hold(web, time.Minute, time.Time{}, t0); h.Reason != "" {
+			t.Fatalf("first restart held: %+v", h)
+		}
+		p.sent(notSent, t0, would)
+		if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); h.Paced != would {
+			t.Errorf("shadow %v: a second later held %v, want %v (%s)", would, h.Paced, would, h.Reason)
+		}
+	}
+}
+
 func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	web, db := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "db"}
@@ -341,7 +359,7 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 	if h := p.hold(web, time.Minute, t0.Add(-2*time.Minute), t0); h.Reason != "" {
 		t.Errorf("restarted 2 min ago: %+v, want it sent", h)
 	}
-	p.sent([]refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, AppliedAt: &metav1.Time{Time: t0}}}, t0)
+	p.sent([]refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, AppliedAt: &metav1.Time{Time: t0}}}, t0, false)
 	if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); !h.Paced {
 		t.Errorf("sent a second ago by this loop: %+v, want held", h)
 	}

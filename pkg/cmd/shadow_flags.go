@@ -1,0 +1,75 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/shadow"
+)
+
+// ShadowFlags are --shadow and its record's flags (watch and controller).
+type ShadowFlags struct {
+	Shadow bool
+	Window time.Duration
+	// Namespace and Name are the record's ConfigMap (Namespace default:
+	// watch's kubeconfig namespace, the controller's own).
+	Namespace, Name string
+	MaxBytes        int
+}
+
+func defaultShadowFlags() ShadowFlags {
+	return ShadowFlags{Window: 2 * time.Minute, Name: shadow.DefaultRecordName, MaxBytes: shadow.DefaultRecordMax}
+}
+
+func (f *ShadowFlags) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.Shadow, "shadow", false, "Decide every change as cmsync would (selection, on-change policy, restart windows, pacing) and send nothing to workloads or pods; compare with what a peer (Reloader) did and keep the comparison in a ConfigMap (see `kubectl cmsync shadow report`).")
+	fs.DurationVar(&f.Window, "shadow-window", f.Window, "With --shadow: how long after a change a peer's restart is paired with it.")
+	fs.StringVar(&f.Namespace, "shadow-namespace", "", "With --shadow: the namespace of the record's ConfigMap (default: the controller's own namespace; for watch, the kubeconfig's).")
+	fs.StringVar(&f.Name, "shadow-record", f.Name, "With --shadow: the name of the record's ConfigMap.")
+	fs.IntVar(&f.MaxBytes, "shadow-record-max-bytes", f.MaxBytes, "With --shadow: the record's size; past it the oldest rows are dropped (and counted).")
+}
+
+// validate checks the shadow flags; dryRun is --dry-run.
+func (f *ShadowFlags) validate(dryRun string, maxWait time.Duration) error {
+	if !f.Shadow {
+		return nil
+	}
+	if dryRun == string(refresh.DryRunServer) {
+		return usageError("--shadow sends nothing, not even a server dry run: drop --dry-run=server")
+	}
+	if f.Window <= maxWait {
+		return usageError("--shadow-window (%s) must be longer than --max-wait (%s): a change is decided at most --max-wait after its first edit", f.Window, maxWait)
+	}
+	if errs := validation.IsDNS1123Subdomain(f.Name); len(errs) > 0 {
+		return usageError("--shadow-record %q: %s", f.Name, errs[0])
+	}
+	if f.MaxBytes < 4096 || f.MaxBytes > 900<<10 {
+		return usageError("--shadow-record-max-bytes must be between 4096 and %d (a ConfigMap holds at most 1 MiB), got %d", 900<<10, f.MaxBytes)
+	}
+	return nil
+}
+
+// startShadow starts the observer beside the loop, when --shadow: it returns
+// the emit that also feeds it (emit itself otherwise).
+func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, emit func(reconcile.Event), row func(shadow.Row)) func(reconcile.Event) {
+	if !o.Shadow.Shadow {
+		return emit
+	}
+	obs := &shadow.Observer{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now, Row: row,
+		Store:  shadow.ConfigMapStore{Client: o.Client, Namespace: o.Shadow.Namespace, Name: o.Shadow.Name, Max: o.Shadow.MaxBytes},
+		Owners: shadow.ClientOwners{Client: o.Client},
+		Error: func(err error) {
+			emit(reconcile.Event{Time: now(), Kind: reconcile.EventError, Message: fmt.Sprintf("writing the shadow record configmap/%s -n %s: %v; tried again", o.Shadow.Name, o.Shadow.Namespace, err)})
+		}}
+	go obs.Run(ctx)
+	return func(e reconcile.Event) {
+		emit(e)
+		obs.Handle(e)
+	}
+}

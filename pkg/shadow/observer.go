@@ -1,0 +1,177 @@
+package shadow
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+)
+
+// Observer runs beside a shadow loop: it collects the loop's decisions
+// (Handle, given every event), watches the workloads' pod templates for
+// the peer's markers, and, once a change's window has passed, pairs them
+// and appends the row to the record. Its only writes are the record's.
+type Observer struct {
+	Client    kubernetes.Interface
+	Namespace string // "" for all
+	Window    time.Duration
+	Store     Store
+	Owners    Owners
+	// Now stamps the markers; it must be the loop's Now (a change's first
+	// edit is on it).
+	Now func() time.Time
+	// Row, when set, is told of each row recorded; Error of a record that
+	// could not be written (the rows are kept for the next attempt).
+	Row   func(Row)
+	Error func(error)
+
+	mu        sync.Mutex
+	collector Collector
+	markers   []Marker
+	unsaved   []Row
+}
+
+// Handle takes one event of the loop.
+func (o *Observer) Handle(e reconcile.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.collector.Handle(e, o.Owners)
+}
+
+// Run watches the workloads and records the rows as they fall due, until
+// ctx ends.
+func (o *Observer) Run(ctx context.Context) {
+	factory := informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithNamespace(o.Namespace))
+	apps := factory.Apps().V1()
+	o.watch(apps.Deployments().Informer(), func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
+		d := obj.(*appsv1.Deployment)
+		return Workload{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}, &d.Spec.Template, int(ptrOr(d.Spec.Replicas, 1))
+	})
+	o.watch(apps.StatefulSets().Informer(), func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
+		s := obj.(*appsv1.StatefulSet)
+		return Workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name}, &s.Spec.Template, int(ptrOr(s.Spec.Replicas, 1))
+	})
+	o.watch(apps.DaemonSets().Informer(), func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
+		d := obj.(*appsv1.DaemonSet)
+		return Workload{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name}, &d.Spec.Template, int(d.Status.DesiredNumberScheduled)
+	})
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	tick := time.NewTicker(max(o.Window/20, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			o.flush(ctx)
+		}
+	}
+}
+
+// watch adds the markers of each update of a workload kind.
+func (o *Observer) watch(inf cache.SharedIndexInformer, read func(any) (Workload, *corev1.PodTemplateSpec, int)) {
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
+		_, before, _ := read(old)
+		w, after, pods := read(cur)
+		ms := Markers(before, after)
+		if len(ms) == 0 {
+			return
+		}
+		now := o.Now()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, m := range ms {
+			m.At, m.Workload, m.Pods = now, w, pods
+			o.markers = append(o.markers, m)
+		}
+	}})
+}
+
+// flush records the rows due, and forgets the markers no open change can
+// pair any more.
+func (o *Observer) flush(ctx context.Context) {
+	now := o.Now()
+	o.mu.Lock()
+	rows := o.collector.Due(now, o.Window, o.markers)
+	oldest := now.Add(-o.Window)
+	for _, d := range o.collector.Open {
+		if d.At.Before(oldest) {
+			oldest = d.At
+		}
+	}
+	kept := o.markers[:0]
+	for _, m := range o.markers {
+		if !m.At.Before(oldest.Add(-Slack)) {
+			kept = append(kept, m)
+		}
+	}
+	o.markers = kept
+	pending := append(o.unsaved, rows...)
+	o.unsaved = nil
+	o.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	if err := o.Store.Append(ctx, pending); err != nil {
+		if o.Error != nil {
+			o.Error(err)
+		}
+		o.mu.Lock()
+		o.unsaved = append(pending, o.unsaved...)
+		if len(o.unsaved) > 1000 { // the record cannot be written: keep the newest
+			o.unsaved = o.unsaved[len(o.unsaved)-1000:]
+		}
+		o.mu.Unlock()
+		return
+	}
+	for _, r := range rows {
+		if o.Row != nil {
+			o.Row(r)
+		}
+	}
+}
+
+func ptrOr(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// ClientOwners finds a pod's workload with GETs: its controller, and a
+// ReplicaSet's Deployment.
+type ClientOwners struct{ Client kubernetes.Interface }
+
+// Owner is the workload that owns the pod; the pod itself when none does
+// or it cannot be read.
+func (c ClientOwners) Owner(ns, pod string) Workload {
+	self := Workload{Kind: "Pod", Namespace: ns, Name: pod}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return self
+	}
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return self
+	}
+	if ref.Kind == "ReplicaSet" {
+		rs, err := c.Client.AppsV1().ReplicaSets(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err == nil {
+			if up := metav1.GetControllerOf(rs); up != nil {
+				return Workload{Kind: up.Kind, Namespace: ns, Name: up.Name}
+			}
+		}
+	}
+	return Workload{Kind: ref.Kind, Namespace: ns, Name: ref.Name}
+}
