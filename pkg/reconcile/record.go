@@ -68,6 +68,29 @@ func keyIDOf(entry string) string {
 	return id
 }
 
+// sameKeyAndFormat tells whether two entries were made under the same key and
+// in the same digest format: only then does a difference mean the object
+// was edited (a key rotation or a newer format differs with no edit).
+func sameKeyAndFormat(a, b string) bool {
+	_, da, _ := strings.Cut(a, ":")
+	_, db, _ := strings.Cut(b, ":")
+	va, _, _ := strings.Cut(da, ".")
+	vb, _, _ := strings.Cut(db, ".")
+	return keyIDOf(a) == keyIDOf(b) && va == vb
+}
+
+// edits are the objects of differ whose records were made under the same
+// key and format as now: edited since (editedFor), not only unreadable.
+func edits(recorded, now Record, differ []string) []string {
+	var out []string
+	for _, k := range differ {
+		if sameKeyAndFormat(recorded[k], now[k]) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // ParseRecord reads an annotation's value; a value it cannot read is an
 // empty record (every object is then recorded anew).
 func ParseRecord(s string) Record {

@@ -190,7 +190,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 	for _, s := range slices.SortedFunc(maps.Keys(now), compareSubjects) {
 		old := ParseRecord(l.recordOf(s, meta, snap))
 		differ, unknown := compare(old, now[s])
-		edits := slices.Clone(differ) // recorded, and different now: an edit no leader acted on
+		edited := edits(old, now[s], differ) // recorded, and different now: an edit no leader acted on
 		if l.SyncExisting {
 			differ, unknown = append(differ, unknown...), nil
 		}
@@ -208,7 +208,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 		}
 		for _, k := range differ {
 			o := recordObject(ns, k)
-			l.checkAgain(out, s, o, snap.Object(o).LastChange, slices.Contains(edits, k))
+			l.checkAgain(out, s, o, snap.Object(o).LastChange, slices.Contains(edited, k))
 		}
 	}
 }

@@ -798,3 +798,28 @@ func TestEventOutsideARoundIsARoundOfItsOwn(t *testing.T) {
 		t.Errorf("Emit got the event %d times, want once", n)
 	}
 }
+
+// TestRecordUnderAnotherKeyIsNoEdit: a record made under another key (the
+// key Secret re-created) differs with no edit: its consumer is checked,
+// and a Reloader-annotated volume consumer is remounted, not restarted.
+func TestRecordUnderAnotherKeyIsNoEdit(t *testing.T) {
+	f := newRoundFixture(t)
+	f.addVolumeWorkload("vol", map[string]string{ReloaderAuto: "true"})
+	f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
+	resume := func() {
+		out := map[inspect.ObjectKey]*pending{}
+		var n resumeCounts
+		f.loop.resumeIn(context.Background(), "ns", out, &n)
+		f.loop.putDue(out)
+		f.loop.settle(context.Background())
+	}
+	resume()
+	f.loop.DigestKey = []byte("fedcba9876543210fedcba9876543210") // rotated
+	f.now = f.now.Add(time.Minute)
+	resume()
+	for _, e := range f.events {
+		if e.Kind == EventAction && e.Action.Target.Name == "vol" && e.Action.Action == refresh.ActionRestart {
+			t.Errorf("restarted after a key rotation with no edit: %s", e.Action.Reason)
+		}
+	}
+}
