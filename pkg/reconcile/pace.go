@@ -26,13 +26,21 @@ type pacer struct {
 	bucket   *rate.Limiter // nil: no rate limit
 	last     map[refresh.Target]time.Time
 	// reserved are the restarts let through whose patch is not answered
-	// yet, with their token (nil without a rate limit): only a restart
-	// the API server accepts counts (sent)
-	reserved map[refresh.Target]*rate.Reservation
+	// yet, with their token (nil without a rate limit) and when it was
+	// taken: only a restart the API server accepts counts (sent)
+	reserved map[refresh.Target]reservation
+}
+
+// reservation is a token taken for a restart at when: it is given back as
+// of that moment (rate.Reservation.CancelAt restores nothing for a later
+// time than the token's).
+type reservation struct {
+	token *rate.Reservation
+	when  time.Time
 }
 
 func newPacer(interval time.Duration, perSecond float64, burst int) *pacer {
-	p := &pacer{interval: interval, last: map[refresh.Target]time.Time{}, reserved: map[refresh.Target]*rate.Reservation{}}
+	p := &pacer{interval: interval, last: map[refresh.Target]time.Time{}, reserved: map[refresh.Target]reservation{}}
 	if perSecond > 0 {
 		p.bucket = rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))
 	}
@@ -67,12 +75,13 @@ func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now 
 				Paced: true, Until: now.Add(d)}
 		}
 	}
-	p.reserved[t] = token
+	p.reserved[t] = reservation{token: token, when: now}
 	return Hold{}
 }
 
 // sent ends the restarts hold let through with their results: one the API
-// server accepted counts from now for the interval and keeps its token;
+// server accepted counts from when it was accepted for the interval and
+// keeps its token;
 // one that failed or was not sent counts for nothing, so that a restart
 // refused for a moment is sent again at its retry, not an interval (or a
 // restart window) later. would (a shadow) counts every restart let
@@ -81,16 +90,18 @@ func (p *pacer) sent(results []refresh.Result, now time.Time, would bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range results {
-		token, ok := p.reserved[r.Target]
+		res, ok := p.reserved[r.Target]
 		if !isRestart(r.Action) || !ok {
 			continue
 		}
 		delete(p.reserved, r.Target)
 		switch {
-		case r.AppliedAt != nil || would:
+		case r.AppliedAt != nil:
+			p.last[r.Target] = r.AppliedAt.Time
+		case would:
 			p.last[r.Target] = now
-		case token != nil:
-			token.CancelAt(now)
+		case res.token != nil:
+			res.token.CancelAt(res.when)
 		}
 	}
 }

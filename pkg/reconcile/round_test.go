@@ -823,3 +823,19 @@ func TestRecordUnderAnotherKeyIsNoEdit(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedRestartGivesItsTokenBackLater: the token of a restart whose
+// patch failed is given back though its answer came after the token was
+// taken (the clock moves within a round on a real cluster).
+func TestFailedRestartGivesItsTokenBackLater(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	web, db := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "db"}
+	p := newPacer(0, 1.0/3600, 1)
+	if h := p.hold(web, 0, time.Time{}, t0); h.Reason != "" {
+		t.Fatalf("first restart held: %+v", h)
+	}
+	p.sent([]refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, Outcome: refresh.OutcomeFailed, Error: "broken pipe"}}, t0.Add(50*time.Millisecond), false)
+	if h := p.hold(db, 0, time.Time{}, t0.Add(time.Second)); h.Reason != "" {
+		t.Errorf("a second later, after a failed restart: %+v, want its token back", h)
+	}
+}
