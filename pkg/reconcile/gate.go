@@ -315,7 +315,7 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 			delete(f.targets, t)
 		}
 		f.mu.Unlock()
-		if expired && !done {
+		if expired && !done && err == nil { // a workload gone, or unreadable, is no rollout to report
 			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s restarted more than %s ago is not complete (--rollout-wait); no longer counted against --max-concurrent-restarts: see `%s`",
 				t, l.RolloutWait, rolloutStatusCommand(t))})
 		}

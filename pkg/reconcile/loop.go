@@ -363,7 +363,9 @@ func (l *Loop) defaults() {
 	l.taken = map[string]map[inspect.ObjectKey]*pending{}
 	l.restarts = inFlight{targets: map[refresh.Target]*flight{}}
 	for t, at := range l.UnderWay {
-		l.restarts.targets[t] = &flight{since: at}
+		if l.Now().Sub(at) < l.RolloutWait { // an older one is not a restart under way: its pods are unavailable for another reason
+			l.restarts.targets[t] = &flight{since: at}
+		}
 	}
 }
 

@@ -260,3 +260,20 @@ func TestRestartsOfAnEarlierLeaderAreCounted(t *testing.T) {
 		t.Fatalf("once api's rollout completed: %q, want the restart of web", got)
 	}
 }
+
+// TestOldRestartsAreNotUnderWay: a restart an earlier leader sent longer
+// than --rollout-wait ago is not counted (its workload's pods are
+// unavailable for some other reason), nor reported as a rollout given up.
+func TestOldRestartsAreNotUnderWay(t *testing.T) {
+	f := newRoundFixture(t)
+	f.envWorkload("ns", "api", "b")
+	f.setGeneration("api", true)
+	f.loop.MaxConcurrentRestarts = 1
+	f.loop.UnderWay = map[refresh.Target]time.Time{{Kind: "Deployment", Namespace: "ns", Name: "api"}: f.now.Add(-2 * f.loop.RolloutWait)}
+	f.loop.defaults()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		t.Errorf("actions %q, want the restart of web (api's restart is days old)", got)
+	}
+}

@@ -776,6 +776,16 @@ func TestEventOutsideARoundIsARoundOfItsOwn(t *testing.T) {
 	f.loop.Round = func(r Round) { rounds = append(rounds, r) }
 	f.loop.MaxConcurrentRestarts, f.loop.RolloutWait = 2, time.Minute
 	stuck := refresh.Target{Kind: "Deployment", Namespace: "other", Name: "stuck"}
+	f.envWorkload("other", "stuck", "c")
+	deps := f.client.AppsV1().Deployments("other")
+	d, err := deps.Get(context.Background(), "stuck", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Generation++ // its rollout never completes
+	if _, err := deps.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	f.loop.restarts.targets = map[refresh.Target]*flight{stuck: {since: f.now.Add(-time.Hour)}}
 	f.edit("a", map[string]string{"K": "2", "X": "x"})
 	f.step(5 * time.Second)
