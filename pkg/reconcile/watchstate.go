@@ -9,13 +9,15 @@ type syncedVersion interface {
 }
 
 // watchState is what the loop knows of one informer's watch: the last
-// resource version seen and when it was first seen (the informer was in
-// sync up to then), and, once its watch failed, the version it had then.
+// resource version seen, the moment it was known in sync (seen: the look
+// before the one that found the version moved, since the move may have
+// come right after it), when it was last looked at (polled), and, once
+// its watch failed, the version it had then.
 type watchState struct {
-	inf    syncedVersion
-	rv     string
-	seen   time.Time
-	broken bool
+	inf          syncedVersion
+	rv           string
+	seen, polled time.Time
+	broken       bool
 	// brokenAt is the version the informer had when its watch failed:
 	// another one means it listed or watched again since
 	brokenAt string
@@ -28,7 +30,8 @@ func (l *Loop) watchOf(what string, inf syncedVersion) *watchState {
 	if l.watches == nil {
 		l.watches = map[string]*watchState{}
 	}
-	st := &watchState{inf: inf}
+	now := l.Now()
+	st := &watchState{inf: inf, rv: inf.LastSyncResourceVersion(), seen: now, polled: now}
 	l.watches[what] = st
 	return st
 }
@@ -56,9 +59,10 @@ func (l *Loop) lastInSync() time.Time {
 		if st.broken && rv != st.brokenAt {
 			st.broken = false
 		}
-		if !st.broken && (rv != st.rv || st.seen.IsZero()) {
-			st.rv, st.seen = rv, now
+		if !st.broken && rv != st.rv {
+			st.rv, st.seen = rv, st.polled
 		}
+		st.polled = now
 		if st.broken && (at.IsZero() || st.seen.Before(at)) {
 			at = st.seen
 		}

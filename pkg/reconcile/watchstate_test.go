@@ -11,8 +11,10 @@ func (v *versionStub) LastSyncResourceVersion() string { return v.rv }
 
 // TestWatermarkWaitsForAWatchToListAgain: while the watch of ConfigMaps is
 // cut (edits are neither pending nor seen), the watermark stays at the
-// moment the informer was last known in sync, however long the cut lasts;
-// once the informer has listed again it follows the clock again.
+// moment the informer was last known in sync (the look before the one that
+// saw its version move: the move may have come right after that look),
+// however long the cut lasts; once the informer has listed again it
+// follows the clock again.
 func TestWatermarkWaitsForAWatchToListAgain(t *testing.T) {
 	f := newRoundFixture(t)
 	cms := &versionStub{rv: "10"}
@@ -21,10 +23,10 @@ func TestWatermarkWaitsForAWatchToListAgain(t *testing.T) {
 	if got, want := f.loop.actedUntil(), f.now.Add(-watermarkMargin); !got.Equal(want) {
 		t.Fatalf("every watch well: %s, want now less the margin %s", got, want)
 	}
+	inSync := f.now // the last look before the version moved: known in sync then
 	f.now = f.now.Add(time.Minute)
-	cms.rv = "11" // an event or a bookmark: in sync a minute later
+	cms.rv = "11" // an event or a bookmark, at some moment of that minute
 	f.loop.actedUntil()
-	inSync := f.now
 	f.now = f.now.Add(20 * time.Second)
 	f.loop.watchFailed(st)
 	f.now = f.now.Add(5 * time.Minute)
