@@ -182,6 +182,9 @@ type pending struct {
 	// no leader acted on it, to which their on-change policy applies as to
 	// a live edit (editedFor)
 	recordEdits map[string]bool
+	// unreadTries counts, by workload (Kind/Name), the attempts that could
+	// not read its consumers for a cause that may pass (retryUnread)
+	unreadTries map[string]int
 	// only limits a retry to the workloads whose restart was held back
 	// (by Kind/Name); nil: every use. retry: the change was reported.
 	only  map[string]bool
@@ -566,7 +569,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p.retry, p.told, p.only, p.recheck = true, maps.Clone(p.told), maps.Clone(p.only), maps.Clone(p.recheck) // a copy shares no map with the round's
-	p.recordEdits = maps.Clone(p.recordEdits)
+	p.recordEdits, p.unreadTries = maps.Clone(p.recordEdits), maps.Clone(p.unreadTries)
 	if q := l.pending[p.change.Object]; q != nil {
 		if q.retry && q.only != nil {
 			if p.only == nil { // a retry of every use widens it
@@ -585,6 +588,9 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 		q.edits += p.edits
 		q.first, q.existing = p.first, q.existing || p.existing
 		q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
+		if q.retry { // no edit since: the attempts so far count
+			q.unreadTries = p.unreadTries
+		}
 	} else {
 		l.pending[p.change.Object] = &p
 	}

@@ -183,3 +183,28 @@ func TestChangeWithCurrentConsumersEndsInALine(t *testing.T) {
 		t.Errorf("result message %q does not say why (the pod was created after the edit)", r.Message)
 	}
 }
+
+// TestUnreadableConsumerIsNotRetriedForGood: a consumer that never
+// becomes readable is tried unreadAttempts times for one change, then left
+// as the plan's manual step, said once; no retry after it.
+func TestUnreadableConsumerIsNotRetriedForGood(t *testing.T) {
+	f := newRoundFixture(t)
+	f.execTimesOut()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	for range 40 {
+		f.step(RetryMax)
+	}
+	var retries, manual int
+	for _, e := range f.events {
+		switch {
+		case e.Kind == EventRetry:
+			retries++
+		case e.Kind == EventAction && e.Action.Action == refresh.ActionManual:
+			manual++
+		}
+	}
+	if retries != unreadAttempts || manual != 1 {
+		t.Errorf("%d retries and %d manual actions, want %d retries then one manual action", retries, manual, unreadAttempts)
+	}
+}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -14,7 +15,10 @@ import (
 // that did not answer), and puts their changes back, for those workloads
 // only, after the namespace's backoff: the next attempt reads them again,
 // and restarts the stale ones. A change is never left as a manual step
-// that nothing tries again. Such a step of a workload the plan restarts
+// that nothing tries again, nor retried for good: after unreadAttempts
+// attempts for one change (a pod that stays not running, crash-looping on
+// the very configuration being fixed) the step is left as the plan's
+// manual step, said once. Such a step of a workload the plan restarts
 // anyway is folded into the restart. It returns the steps it took out,
 // which are not recorded as done.
 func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
@@ -34,7 +38,7 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 	var out []refresh.Action
 	plan.Actions = slices.DeleteFunc(plan.Actions, func(a refresh.Action) bool {
 		reason, ok := unreadMayPass(a, uses)
-		if !ok {
+		if !ok || triedUnread(a, rd.changes) >= unreadAttempts {
 			return false
 		}
 		why = reason
@@ -46,7 +50,14 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 			if only[k] == nil {
 				only[k] = map[string]bool{}
 			}
-			only[k][a.Target.Kind+"/"+a.Target.Name] = true
+			w := a.Target.Kind + "/" + a.Target.Name
+			only[k][w] = true
+			p := rd.changes[k]
+			p.unreadTries = maps.Clone(p.unreadTries) // the copy put back carries the count
+			if p.unreadTries == nil {
+				p.unreadTries = map[string]int{}
+			}
+			p.unreadTries[w]++
 		}
 		out = append(out, a)
 		return true
@@ -55,6 +66,22 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 		l.retryLater(rd.ns, rd.changes, only, why, false)
 	}
 	return out
+}
+
+// unreadAttempts bounds the attempts to read a workload's consumers for
+// one change (with the namespace's backoff, about four minutes).
+const unreadAttempts = 8
+
+// triedUnread is how many times a's consumers could not be read for the
+// changes they read.
+func triedUnread(a refresh.Action, changes map[inspect.ObjectKey]*pending) int {
+	n := 0
+	for _, c := range a.Consumers {
+		if p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]; p != nil {
+			n = max(n, p.unreadTries[a.Target.Kind+"/"+a.Target.Name])
+		}
+	}
+	return n
 }
 
 // unreadMayPass tells whether a is the manual step of a restartable
