@@ -693,13 +693,7 @@ func TestRecordThatDiffersIsAnEdit(t *testing.T) {
 			}
 			f.addVolumeWorkload("vol", ann)
 			f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
-			resume := func() {
-				out := map[inspect.ObjectKey]*pending{}
-				var n resumeCounts
-				f.loop.resumeIn(context.Background(), "ns", out, &n)
-				f.loop.putDue(out)
-				f.loop.settle(context.Background())
-			}
+			resume := f.resumeAsLeader
 			resume() // the first leader records what vol reads
 			if got := f.took(EventAction); len(got) != 0 {
 				t.Fatalf("first sight: actions %q, want none", got)
@@ -816,13 +810,7 @@ func TestRecordUnderAnotherKeyIsNoEdit(t *testing.T) {
 	f := newRoundFixture(t)
 	f.addVolumeWorkload("vol", map[string]string{ReloaderAuto: "true"})
 	f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
-	resume := func() {
-		out := map[inspect.ObjectKey]*pending{}
-		var n resumeCounts
-		f.loop.resumeIn(context.Background(), "ns", out, &n)
-		f.loop.putDue(out)
-		f.loop.settle(context.Background())
-	}
+	resume := f.resumeAsLeader
 	resume()
 	f.loop.DigestKey = []byte("fedcba9876543210fedcba9876543210") // rotated
 	f.now = f.now.Add(time.Minute)
@@ -848,4 +836,14 @@ func TestFailedRestartGivesItsTokenBackLater(t *testing.T) {
 	if h := p.hold(db, 0, time.Time{}, t0.Add(time.Second)); h.Reason != "" {
 		t.Errorf("a second later, after a failed restart: %+v, want its token back", h)
 	}
+}
+
+// resumeAsLeader runs a new leader's resume of namespace ns and the rounds
+// it makes due.
+func (f *roundFixture) resumeAsLeader() {
+	out := map[inspect.ObjectKey]*pending{}
+	var n resumeCounts
+	f.loop.resumeIn(context.Background(), "ns", out, &n)
+	f.loop.putDue(out)
+	f.loop.settle(context.Background())
 }

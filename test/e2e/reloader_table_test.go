@@ -391,11 +391,16 @@ func TestReloaderOptInRestartsUnreadable(t *testing.T) {
 	if n := w.count(isAction(refresh.ActionManual, "deployment/web")); n != 0 {
 		t.Errorf("%d manual actions for deployment/web, want none", n)
 	}
-	f.waitDeploymentSettled("web")
-	for name := range f.podsOf("web") {
-		if _, old := before[name]; old {
-			t.Errorf("pod %s of deployment/web was not replaced", name)
+	// the action is told before its patch is sent: wait for the old pod to go,
+	// not for a Deployment that may still look settled
+	f.poll("the pod of deployment/web replaced", podReadyTimeout, func() (bool, error) {
+		for name := range f.podsOf("web") {
+			if _, old := before[name]; old {
+				return false, nil
+			}
 		}
-	}
+		return true, nil
+	})
+	f.waitDeploymentSettled("web")
 	w.stop()
 }
