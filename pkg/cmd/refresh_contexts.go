@@ -184,11 +184,11 @@ func (o *RefreshOptions) printContextOutputs(plans []*contextPlan) {
 		_ = o.printContextPlans(o.Out, plans)
 		return
 	}
-	for _, p := range plans {
-		if p.out.Len() > 0 {
-			fmt.Fprintf(o.Out, "%s\n%s\n", contextHeading(p.name), p.out.Bytes())
-		}
+	outs := make([]*bytes.Buffer, len(plans))
+	for i, p := range plans {
+		outs[i] = p.out
 	}
+	printHeaded(o.Out, o.contextNames, outs)
 }
 
 // contextHeading heads a context's part of a table output.
