@@ -224,7 +224,14 @@ func TestRefreshAcrossContexts(t *testing.T) {
 		t.Errorf("refused, yet the pending pod of %s was annotated (or not read: %v): %v", contextCP2, err, p.Annotations)
 	}
 
-	out, errOut, code := cmsyncIn(t, kubeconfig, "refresh", "app", "-n", f.ns, "--context", contextMain+","+contextCP2, "--yes", "-o", "json", "--timeout", "45s")
+	// diff: the stale env of web under its context's heading; exit 3
+	out, errOut, code := cmsyncIn(t, kubeconfig, "diff", "app", "-n", f.ns, "--context", contextMain+","+contextCP2)
+	if code != 3 || !strings.HasPrefix(out, "=== context "+contextMain+" ===\n") || !strings.Contains(out, "debug") {
+		t.Errorf("diff of %s and %s: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", contextMain, contextCP2, code, out, errOut)
+	}
+	t.Logf("diff: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+
+	out, errOut, code = cmsyncIn(t, kubeconfig, "refresh", "app", "-n", f.ns, "--context", contextMain+","+contextCP2, "--yes", "-o", "json", "--timeout", "45s")
 	var doc struct {
 		Items []refreshItem `json:"items"`
 	}
