@@ -47,7 +47,7 @@ func useContextList(root *cobra.Command, flags *genericclioptions.ConfigFlags) {
 		return
 	}
 	f.Value = &contextFlag{value: flags.Context}
-	f.Usage = "The name of the kubeconfig context to use; status takes several (a,b or the flag repeated)"
+	f.Usage = "The name of the kubeconfig context to use; status, diff and refresh take several (a,b or the flag repeated)"
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if strings.Contains(*flags.Context, ",") && cmd.Annotations[annotationContexts] == "" {
 			return usageError("%s reads one kubeconfig context, got --context %q: name one", cmd.CommandPath(), *flags.Context)
@@ -74,7 +74,7 @@ func (c *ContextFlags) addFlags(cmd *cobra.Command) {
 	}
 	cmd.Annotations[annotationContexts] = "true"
 	fs := cmd.Flags()
-	fs.BoolVar(&c.All, "all-contexts", false, "Read every context of the kubeconfig (one CONTEXT column, one summary line per context).")
+	fs.BoolVar(&c.All, "all-contexts", false, "Use every context of the kubeconfig, in name order.")
 	fs.IntVar(&c.Concurrency, "context-concurrency", defaultContextConcurrency, "With several contexts, how many are read at once.")
 }
 

@@ -68,6 +68,13 @@ type DiffOptions struct {
 	Secrets          bool
 	ShowSecretValues bool
 	Verify           VerifyFlags
+	Contexts         ContextFlags
+
+	// Args are the arguments, completed again in each context.
+	Args []string
+	// contextNames are the contexts compared (nil: one, as kubectl's
+	// --context).
+	contextNames []string
 
 	// Set by Complete: the objects and workloads the arguments name.
 	Names        []inspect.ObjectKey
@@ -105,6 +112,7 @@ func NewCmdDiff(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 	fs.BoolVar(&o.Secrets, "secrets", false, "Also read Secrets, so that a ConfigMap consumer that shares a projected volume or environment with a Secret can be compared (needs list on secrets; Secret values are shown only as fingerprints).")
 	fs.BoolVar(&o.ShowSecretValues, "show-secret-values", false, "Print the values of a Secret that differ (they are still never written to disk).")
 	o.Verify.AddFlags(fs, false)
+	o.Contexts.addFlags(cmd)
 	return cmd
 }
 
@@ -114,7 +122,17 @@ func (o *DiffOptions) Complete(args []string) error {
 	if len(args) == 0 {
 		return usageError("diff needs a NAME (configmap/NAME, secret/NAME or a workload such as deploy/NAME)\nSee 'kubectl cmsync diff --help' for usage.")
 	}
-	t, err := o.completeTargets(false, args, o.LoadSnapshot == nil)
+	o.Args = args
+	names, err := o.Contexts.contexts(o.ConfigFlags)
+	if err != nil {
+		return err
+	}
+	var t Targets
+	if o.contextNames = names; len(names) > 0 {
+		t, err = parseTargets(args, "") // each context completes its own
+	} else {
+		t, err = o.completeTargets(false, args, o.LoadSnapshot == nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -139,6 +157,9 @@ func (o *DiffOptions) Validate() error {
 func (o *DiffOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if len(o.contextNames) > 0 {
+		return o.runContexts(ctx)
 	}
 	workloads, err := o.workloads(ctx, o.Templates, o.Workloads)
 	if err != nil {

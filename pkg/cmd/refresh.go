@@ -82,6 +82,13 @@ type RefreshOptions struct {
 	ReloadHookHostNetwork bool
 	Output                string
 	Verify                VerifyFlags
+	Contexts              ContextFlags
+
+	// Args are the arguments, completed again in each context.
+	Args []string
+	// contextNames are the contexts refreshed (nil: one, as kubectl's
+	// --context).
+	contextNames []string
 
 	// Set by Complete: the objects and workloads the arguments name.
 	Names     []inspect.ObjectKey
@@ -130,6 +137,7 @@ func NewCmdRefresh(flags *genericclioptions.ConfigFlags, streams genericiooption
 	o.RestartFlags.addFlags(fs, true)
 	addHookFlag(fs, &o.ReloadHookVia, &o.ReloadHookHostNetwork, refresh.HookViaProxy)
 	o.Verify.AddFlags(fs, false)
+	o.Contexts.addFlags(cmd)
 	return cmd
 }
 
@@ -142,8 +150,20 @@ func validateDryRun(v string) error {
 	return usageError(`invalid --dry-run %q: must be "none", "client", or "server"`, v)
 }
 
-// Complete resolves namespace, names and the cluster edges.
+// Complete resolves namespace, names and the cluster edges; with several
+// contexts only their names, each context being completed when planned.
 func (o *RefreshOptions) Complete(args []string) error {
+	o.Args = args
+	names, err := o.Contexts.contexts(o.ConfigFlags)
+	if err != nil {
+		return err
+	}
+	if o.contextNames = names; len(names) > 0 {
+		t, err := parseTargets(args, "")
+		o.Names, o.Workloads = t.Objects, t.Workloads
+		o.StdinTerminal = isTerminal(o.In)
+		return err
+	}
 	t, err := o.completeTargets(o.AllNamespaces, args, o.Client == nil)
 	if err != nil {
 		return err
@@ -202,6 +222,9 @@ func (o *RefreshOptions) Validate() error {
 func (o *RefreshOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if len(o.contextNames) > 0 {
+		return o.runContexts(ctx)
 	}
 	defer o.Verify.Close(o.ErrOut)
 	snap, items, err := o.selection(ctx)

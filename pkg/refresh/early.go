@@ -20,7 +20,7 @@ import (
 // observation. It returns the items left to plan and the channel of the
 // early results (nil when nothing was started).
 func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor, hooks hookSet) ([]inspect.Use, <-chan []Result) {
-	if !r.Yes || r.MaxRestarts >= 0 || len(need) == 0 {
+	if !r.Yes || r.PlanOnly || r.MaxRestarts >= 0 || len(need) == 0 {
 		return items, nil
 	}
 	busy := maps.Clone(r.Restarting) // workloads with a pod observed first, or restarted besides the plan

@@ -200,3 +200,24 @@ func TestEarlyAnnotationSparesTheWorkloadsRestarting(t *testing.T) {
 		}
 	}
 }
+
+// PlanOnly: Plan sends nothing, even where --yes and no --max-restarts
+// would annotate early; the pod is in the plan instead.
+func TestPlanOnlyAnnotatesNothingEarly(t *testing.T) {
+	objs, ex := earlyCluster("Pod")
+	client := fake.NewClientset(objs...)
+	snap, items := cfgUses(t, client)
+	cfg := Config{MaxRestarts: -1, Yes: true, PlanOnly: true, Timeout: 5 * time.Second,
+		Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 1, ExecTimeout: 5 * time.Second}}
+	cluster := ClientCluster(client, ex, cfg.Verify, false, "")
+	patches := &recordingPatcher{}
+	cluster.Patcher, cluster.Access = patches, nil
+	r := &Refresher{Config: cfg, Cluster: cluster}
+	p, err := r.Plan(context.Background(), snap, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early := p.Abandon(); len(early) != 0 || len(patches.sent) != 0 || !strings.Contains(summary(p.Actions), "annotate pod/solo") {
+		t.Errorf("PlanOnly: %d early results, %d patches sent, plan %s; want none sent and solo planned", len(early), len(patches.sent), summary(p.Actions))
+	}
+}

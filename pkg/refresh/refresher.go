@@ -33,8 +33,12 @@ type Config struct {
 	// Yes: the person agreed beforehand (--yes): restarts beyond -l go
 	// ahead, and pods that need no observation may be annotated while the
 	// others are read.
-	Yes  bool
-	Wait bool
+	Yes bool
+	// PlanOnly: Plan changes nothing at all (no pod is annotated while the
+	// others are read), as when plans of several clusters are checked
+	// together before any is applied.
+	PlanOnly bool
+	Wait     bool
 	// Timeout bounds the evictions and the wait together, from Apply.
 	Timeout time.Duration
 	// Concurrency bounds the annotated pods verified at once in the wait.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // The contexts of hack/cluster/cluster2-up.sh's contexts.kubeconfig.
@@ -86,6 +88,24 @@ func cmsyncIn(t *testing.T, kubeconfig string, args ...string) (string, string, 
 	return stdout.String(), stderr.String(), code
 }
 
+// pendingIn creates, in the second control plane, f's namespace, the
+// ConfigMap app and a pod "pending" that mounts it (Pending: no node).
+func pendingIn(t *testing.T, f *fx, cp2 kubernetes.Interface) {
+	t.Helper()
+	ctx := f.ctx
+	if _, err := cp2.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("namespace in %s: %v", contextCP2, err)
+	}
+	t.Cleanup(func() { _ = cp2.CoreV1().Namespaces().Delete(context.Background(), f.ns, metav1.DeleteOptions{}) })
+	if _, err := cp2.CoreV1().ConfigMaps(f.ns).Create(ctx, configMap("app", map[string]string{"level": "info"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pending := pod("pending", withVolumes(podSpec(withMounts(busybox("app"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app")))
+	if _, err := cp2.CoreV1().Pods(f.ns).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestStatusAcrossContexts: status over the cluster, a second control
 // plane (its pods Pending: no node) and a context at a closed port, read at
 // once: a CONTEXT column, the closed one an error line while the others
@@ -101,19 +121,7 @@ func TestStatusAcrossContexts(t *testing.T) {
 	f.createPod(pod("env", podSpec(withEnv(busybox("app"), cmEnv("LEVEL", "app", "level", nil)))))
 	f.waitPodReady("env")
 
-	// the same namespace, ConfigMap and a consumer in the second control plane
-	ctx := f.ctx
-	if _, err := cp2.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("namespace in %s: %v", contextCP2, err)
-	}
-	t.Cleanup(func() { _ = cp2.CoreV1().Namespaces().Delete(context.Background(), f.ns, metav1.DeleteOptions{}) })
-	if _, err := cp2.CoreV1().ConfigMaps(f.ns).Create(ctx, configMap("app", map[string]string{"level": "info"}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pending := pod("pending", withVolumes(podSpec(withMounts(busybox("app"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app")))
-	if _, err := cp2.CoreV1().Pods(f.ns).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	pendingIn(t, f, cp2)
 
 	// every context, all namespaces: the closed one is one error line
 	out, errOut, code := cmsyncIn(t, kubeconfig, "status", "-A", "--all-contexts")
@@ -169,5 +177,85 @@ func TestStatusAcrossContexts(t *testing.T) {
 	if code != 3 || !strings.Contains(errOut, `context "`+contextMain+`": check failed`) || !strings.Contains(errOut, "stale") ||
 		strings.Contains(errOut, `context "`+contextCP2+`": check failed`) {
 		t.Errorf("--check after the change: exit %d, want 3 (%s stale)\n%s", code, contextMain, errOut)
+	}
+}
+
+// refreshItem is one item of refresh -o json over several contexts.
+type refreshItem struct {
+	Context string `json:"context"`
+	Action  string `json:"action"`
+	Target  struct {
+		Kind string `json:"kind"`
+		Name string `json:"name"`
+	} `json:"target"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail"`
+}
+
+// TestRefreshAcrossContexts: refresh over the cluster (a Deployment with a
+// stale env consumer) and the second control plane (a Pending pod). With
+// the context at a closed port too, nothing is planned to be sent: every
+// context refused, exit 1, no pod replaced nor annotated anywhere. With the
+// two real contexts, the Deployment is restarted and verified current, the
+// Pending pod is reported not current, and the exit is 3.
+func TestRefreshAcrossContexts(t *testing.T) {
+	if pluginBuildErr != nil {
+		t.Fatal(pluginBuildErr)
+	}
+	kubeconfig, cp2 := cluster2(t)
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"level": "info"}))
+	f.createDeployment("web", 1, podSpec(withEnv(busybox("app"), cmEnv("LEVEL", "app", "level", nil))), false)
+	f.waitDeploymentSettled("web")
+	pendingIn(t, f, cp2)
+	before := f.podsOf("web")
+	f.patchConfigMapData("app", map[string]string{"level": "debug"})
+
+	_, errOut, code := cmsyncIn(t, kubeconfig, "refresh", "app", "-n", f.ns, "--all-contexts", "--yes", "--timeout", "45s")
+	if code != 1 || !strings.Contains(errOut, `error: context "`+contextClosed+`": cannot reach the Kubernetes API server at https://127.0.0.1:1`) ||
+		!strings.Contains(errOut, `nothing was changed in any of the 3 contexts`) {
+		t.Errorf("refresh --all-contexts with %s: exit %d, want 1; stderr:\n%s", contextClosed, code, errOut)
+	}
+	if now := f.podsOf("web"); !maps.Equal(now, before) {
+		t.Errorf("refused, yet the pods of web changed: %v, were %v", now, before)
+	}
+	p, err := cp2.CoreV1().Pods(f.ns).Get(f.ctx, "pending", metav1.GetOptions{})
+	if err != nil || p.Annotations[refresh.RefreshedAtAnnotation] != "" {
+		t.Errorf("refused, yet the pending pod of %s was annotated (or not read: %v): %v", contextCP2, err, p.Annotations)
+	}
+
+	// diff: the stale env of web under its context's heading; exit 3
+	out, errOut, code := cmsyncIn(t, kubeconfig, "diff", "app", "-n", f.ns, "--context", contextMain+","+contextCP2)
+	if code != 3 || !strings.HasPrefix(out, "=== context "+contextMain+" ===\n") || !strings.Contains(out, "debug") {
+		t.Errorf("diff of %s and %s: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", contextMain, contextCP2, code, out, errOut)
+	}
+	t.Logf("diff: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+
+	out, errOut, code = cmsyncIn(t, kubeconfig, "refresh", "app", "-n", f.ns, "--context", contextMain+","+contextCP2, "--yes", "-o", "json", "--timeout", "45s")
+	var doc struct {
+		Items []refreshItem `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("refresh -o json: exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, out, errOut)
+	}
+	var restarted, pending bool
+	for _, it := range doc.Items {
+		switch {
+		case it.Context == contextMain && it.Action == "restart" && it.Target.Name == "web":
+			restarted = it.Outcome == "current"
+		case it.Context == contextCP2 && it.Target.Name == "pending":
+			pending = it.Outcome != "current" && it.Outcome != "applied"
+		}
+	}
+	if !restarted || !pending || code != 3 || !strings.Contains(errOut, `error: context "`+contextCP2+`": `) {
+		t.Errorf("refresh of %s and %s: exit %d (want 3), web restarted and current %t, the Pending pod not current %t\nstdout:\n%s\nstderr:\n%s",
+			contextMain, contextCP2, code, restarted, pending, out, errOut)
+	}
+	t.Logf("refresh of %s and %s: exit %d\nstderr:\n%s", contextMain, contextCP2, code, errOut)
+	f.waitDeploymentSettled("web")
+	for name := range f.podsOf("web") {
+		if _, ok := before[name]; ok {
+			t.Errorf("pod %s of web not replaced by the restart", name)
+		}
 	}
 }
