@@ -77,10 +77,11 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		}
 	}
 	send, held := l.restarts.gate(ctx, l, plan.Actions, func(t refresh.Target) Hold {
-		if h := rollouts[t]; h.Reason != "" {
-			return h
+		var window Hold
+		if m := schedules[t]; l.Shadow && m.err == nil {
+			window = windowHold(t, m, l.Now())
 		}
-		return l.scheduleHold(t, schedules[t])
+		return firstHold(window, rollouts[t], func() Hold { return l.scheduleHold(t, schedules[t]) })
 	})
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}
@@ -131,6 +132,22 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	}
 	plan.Actions = send
 	return out
+}
+
+// firstHold is the hold of a restart: a closed restart window that only a
+// shadow passes (window), else a rollout under way, else its schedule (a
+// restart window, the pace; asked last: the pace takes a token). A shadow
+// asks the window first: the rollout under way is most often the peer's
+// restart for the same change, and what the shadow reports is what cmsync
+// would have held for without it, not the peer's rollout.
+func firstHold(window, rollout Hold, schedule func() Hold) Hold {
+	if window.Reason != "" {
+		return window
+	}
+	if rollout.Reason != "" {
+		return rollout
+	}
+	return schedule()
 }
 
 func (l *Loop) dryRun() bool { return l.Refresh.DryRun != refresh.DryRunNone && l.Refresh.DryRun != "" }

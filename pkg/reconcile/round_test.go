@@ -798,3 +798,22 @@ func TestEventOutsideARoundIsARoundOfItsOwn(t *testing.T) {
 		t.Errorf("Emit got the event %d times, want once", n)
 	}
 }
+
+// A shadow's closed restart window comes before a rollout under way (the
+// peer's, most often); the schedule, which takes a pace token, is asked
+// only when nothing else holds.
+func TestFirstHold(t *testing.T) {
+	window := Hold{Reason: "restart window closed", Window: "02:00-03:00"}
+	rollout := Hold{Reason: "the previous rollout is not complete"}
+	asked := 0
+	schedule := func() Hold { asked++; return Hold{Reason: "paced", Paced: true} }
+	if h := firstHold(window, rollout, schedule); h.Window == "" || asked != 0 {
+		t.Errorf("window and rollout: %+v (schedule asked %d times), want the window", h, asked)
+	}
+	if h := firstHold(Hold{}, rollout, schedule); h.Reason != rollout.Reason || asked != 0 {
+		t.Errorf("rollout: %+v (schedule asked %d times), want the rollout", h, asked)
+	}
+	if h := firstHold(Hold{}, Hold{}, schedule); !h.Paced || asked != 1 {
+		t.Errorf("nothing else: %+v (schedule asked %d times), want the schedule's", h, asked)
+	}
+}
