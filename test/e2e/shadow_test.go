@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/shadow"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
 )
@@ -252,6 +254,49 @@ func TestShadow(t *testing.T) {
 	}
 	if after, _ := f.deploymentPods("staleapp"); fmt.Sprint(after) != fmt.Sprint(stalePods) {
 		t.Errorf("pods of staleapp (the peer did not restart it): %v, want the same pods %v", after, stalePods)
+	}
+	w.stop()
+	t.Logf("wall time %s", time.Since(start).Round(time.Second))
+}
+
+// TestShadowDoubleRestart: an acting `watch` restarts an env consumer for
+// a change and the stand-in for Reloader restarts it too: the watch says
+// so, an error on the workload naming --shadow.
+func TestShadowDoubleRestart(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	f := newFx(t)
+	f.createConfigMap(configMap("app-cfg", map[string]string{"A": "a0"}))
+	f.createConfigMap(configMap("solo-cfg", map[string]string{"B": "b0"}))
+	f.createAnnotatedDeployment("both", 1, podSpec(withEnv(busybox("c"), cmEnv("A", "app-cfg", "A", nil))), nil)
+	f.createAnnotatedDeployment("solo", 1, podSpec(withEnv(busybox("c"), cmEnv("B", "solo-cfg", "B", nil))), nil)
+	f.waitDeploymentSettled("both")
+	f.waitDeploymentSettled("solo")
+	w := f.startWatch("--debounce", "1s", "--max-wait", "5s", "--shadow-window", "30s")
+	f.patchConfigMapData("app-cfg", map[string]string{"A": "a1"})
+	f.patchConfigMapData("solo-cfg", map[string]string{"B": "b1"})
+	w.waitFor("both restarted by cmsync", isAction(refresh.ActionRestart, "deployment/both"))
+	w.waitFor("solo restarted by cmsync", isAction(refresh.ActionRestart, "deployment/solo"))
+	f.reloadEnvVars("both", "ConfigMap", "app-cfg") // the peer, a little later than cmsync
+	isDouble := func(name string) func(reconcile.Event) bool {
+		return func(e reconcile.Event) bool {
+			return e.Kind == reconcile.EventError && e.Target != nil && e.Target.String() == "deployment/"+name
+		}
+	}
+	e := w.waitFor("the double restart of both reported", isDouble("both"))
+	for _, s := range []string{"restarted twice", "env-vars", "--shadow"} {
+		if !strings.Contains(e.Message, s) {
+			t.Errorf("the warning %q does not say %q", e.Message, s)
+		}
+	}
+	f.waitDeploymentSettled("both")
+	f.waitDeploymentSettled("solo")
+	time.Sleep(2 * time.Second) // a late report would show by now
+	if n := w.count(isDouble("both")); n != 1 {
+		t.Errorf("%d reports of both, want 1", n)
+	}
+	if n := w.count(isDouble("solo")); n != 0 {
+		t.Errorf("%d reports of solo (only cmsync restarted it), want 0", n)
 	}
 	w.stop()
 	t.Logf("wall time %s", time.Since(start).Round(time.Second))
