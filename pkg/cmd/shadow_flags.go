@@ -80,6 +80,7 @@ func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, em
 	}
 	obs := &shadow.Observer{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now, Row: row,
 		Store:  shadow.ConfigMapStore{Client: o.Client, Namespace: o.Shadow.Namespace, Name: o.Shadow.Name, Max: o.Shadow.MaxBytes},
+		Record: shadow.Object{Kind: "ConfigMap", Namespace: o.Shadow.Namespace, Name: o.Shadow.Name},
 		Owners: shadow.ClientOwners{Client: o.Client},
 		Error: func(err error) {
 			emit(reconcile.Event{Time: now(), Kind: reconcile.EventError, Message: fmt.Sprintf("writing the shadow record configmap/%s -n %s: %v; tried again", o.Shadow.Name, o.Shadow.Namespace, err)})

@@ -799,21 +799,22 @@ func TestEventOutsideARoundIsARoundOfItsOwn(t *testing.T) {
 	}
 }
 
-// A shadow's closed restart window comes before a rollout under way (the
-// peer's, most often); the schedule, which takes a pace token, is asked
-// only when nothing else holds.
-func TestFirstHold(t *testing.T) {
-	window := Hold{Reason: "restart window closed", Window: "02:00-03:00"}
-	rollout := Hold{Reason: "the previous rollout is not complete"}
-	asked := 0
-	schedule := func() Hold { asked++; return Hold{Reason: "paced", Paced: true} }
-	if h := firstHold(window, rollout, schedule); h.Window == "" || asked != 0 {
-		t.Errorf("window and rollout: %+v (schedule asked %d times), want the window", h, asked)
+// A shadow holds a restart whose window is closed before the limit and
+// the rollouts are asked: the others keep their index.
+func TestWindowFirst(t *testing.T) {
+	web, db := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "db"}
+	pod := refresh.Target{Kind: "Pod", Namespace: "ns", Name: "p"}
+	actions := []refresh.Action{{Action: refresh.ActionRestart, Target: web}, {Action: refresh.ActionAnnotate, Target: pod}, {Action: refresh.ActionRestart, Target: db}}
+	rest, idx, held := windowFirst(actions, func(t refresh.Target) Hold {
+		if t == web {
+			return Hold{Reason: "restart window closed", Window: "02:00-03:00"}
+		}
+		return Hold{}
+	})
+	if len(held) != 1 || held[0].Window == "" {
+		t.Errorf("held %+v, want web (index 0) by its window", held)
 	}
-	if h := firstHold(Hold{}, rollout, schedule); h.Reason != rollout.Reason || asked != 0 {
-		t.Errorf("rollout: %+v (schedule asked %d times), want the rollout", h, asked)
-	}
-	if h := firstHold(Hold{}, Hold{}, schedule); !h.Paced || asked != 1 {
-		t.Errorf("nothing else: %+v (schedule asked %d times), want the schedule's", h, asked)
+	if len(rest) != 2 || rest[0].Target != pod || rest[1].Target != db || fmt.Sprint(idx) != "[1 2]" {
+		t.Errorf("rest %+v at %v, want the annotation and db at [1 2]", rest, idx)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -90,5 +91,23 @@ func TestRestartOf(t *testing.T) {
 	d := Double{Workload: Workload{Kind: "Deployment", Namespace: "shop", Name: "app"}}
 	if e := d.Event(time.Now()); e.Kind != reconcile.EventError || e.Target == nil || e.Target.String() != "deployment/app" || !strings.Contains(e.Message, "--shadow") {
 		t.Errorf("the double's event %+v, want an error on deployment/app naming --shadow", e)
+	}
+}
+
+// The record's own ConfigMap opens no decision: each write of it would
+// make a row, and that row another write.
+func TestObserverSkipsItsRecord(t *testing.T) {
+	o := &Observer{Record: Object{Kind: "ConfigMap", Namespace: "ops", Name: DefaultRecordName}}
+	change := func(ns, name string) reconcile.Event {
+		return reconcile.Event{Kind: reconcile.EventChange, Time: time.Now(), Object: &inspect.ObjectKey{Kind: "ConfigMap", Namespace: ns, Name: name}}
+	}
+	o.Handle(change("ops", DefaultRecordName))
+	if len(o.collector.Open) != 0 {
+		t.Errorf("the record's change opened %d decisions, want 0", len(o.collector.Open))
+	}
+	o.Handle(change("shop", DefaultRecordName))
+	o.Handle(change("ops", "app"))
+	if len(o.collector.Open) != 2 {
+		t.Errorf("other changes opened %d decisions, want 2", len(o.collector.Open))
 	}
 }

@@ -24,7 +24,10 @@ type Observer struct {
 	Namespace string // "" for all
 	Window    time.Duration
 	Store     Store
-	Owners    Owners
+	// Record is the record's ConfigMap (Kind unused), left out of the
+	// comparison.
+	Record Object
+	Owners Owners
 	// Now stamps the markers; it must be the loop's Now (a change's first
 	// edit is on it).
 	Now func() time.Time
@@ -39,8 +42,13 @@ type Observer struct {
 	unsaved   []Row
 }
 
-// Handle takes one event of the loop.
+// Handle takes one event of the loop. The record's own ConfigMap is not a
+// change to compare: each write of it would make a row, and that row
+// another write.
 func (o *Observer) Handle(e reconcile.Event) {
+	if r := o.Record; e.Object != nil && r.Name != "" && e.Object.Kind == "ConfigMap" && e.Object.Namespace == r.Namespace && e.Object.Name == r.Name {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.collector.Handle(e, o.Owners)

@@ -255,6 +255,19 @@ func TestShadow(t *testing.T) {
 	if after, _ := f.deploymentPods("staleapp"); fmt.Sprint(after) != fmt.Sprint(stalePods) {
 		t.Errorf("pods of staleapp (the peer did not restart it): %v, want the same pods %v", after, stalePods)
 	}
+
+	t.Log("the record's own writes are no change to compare: no row for it a window after it was written")
+	time.Sleep(time.Until(edited.Add(2*window + 5*time.Second)))
+	out, _ := f.shadowReport("json")
+	rep = shadow.Report{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Items {
+		if r.Object.Name == shadow.DefaultRecordName {
+			t.Errorf("a row for the record itself: %+v", r)
+		}
+	}
 	w.stop()
 	t.Logf("wall time %s", time.Since(start).Round(time.Second))
 }
