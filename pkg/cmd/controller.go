@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/controller"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/shadow"
 )
 
 var (
@@ -187,7 +188,14 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 		defer o.broadcaster.Shutdown() // the Events queued are sent
 	}
 	metrics := controller.NewMetrics()
-	log := o.startShadow(ctx, o.Now, serialized(o.logLine), metrics.Shadow)
+	events := controller.EventPoster{EventRecorder: o.recorder}
+	if o.DryRun != string(refresh.DryRunNone) {
+		events = controller.EventPoster{} // nothing is done: no Event says otherwise
+	}
+	log := o.startShadow(ctx, o.Now, serialized(o.logLine), metrics.Shadow, func(d shadow.Double) {
+		metrics.PeerDoubleRestart()
+		events.Double(d)
+	})
 	attach, stopAlerts := o.Alert.start(alertReport(log), metrics.AlertResult)
 	defer stopAlerts() // after the loop: its last rounds' messages are flushed
 	c := &controller.Controller{
@@ -203,10 +211,7 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 		},
 		Log:     log,
 		Metrics: metrics,
-		Events:  controller.EventPoster{EventRecorder: o.recorder},
-	}
-	if c.DryRun {
-		c.Events = controller.EventPoster{} // nothing is done: no Event says otherwise
+		Events:  events,
 	}
 	if o.RESTConfig != nil {
 		lc, err := kubernetes.NewForConfig(rest.CopyConfig(o.RESTConfig)) // a rate limiter of its own

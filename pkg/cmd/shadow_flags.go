@@ -56,13 +56,31 @@ func (f *ShadowFlags) validate(dryRun string, maxWait time.Duration) error {
 }
 
 // startShadow starts the observer beside the loop, when --shadow: it returns
-// the emit that also feeds it (emit itself otherwise).
-func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, emit func(reconcile.Event), row func(shadow.Row)) func(reconcile.Event) {
+// the emit that also feeds it (emit itself otherwise). An acting loop (no
+// --shadow, no --dry-run) gets the double-restart watch instead: each
+// workload a peer restarted within --shadow-window of cmsync's own restart
+// is an error line, and double is told of it.
+func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, emit func(reconcile.Event), row func(shadow.Row), double func(shadow.Double)) func(reconcile.Event) {
 	if !o.Shadow.Shadow {
-		return emit
+		if o.DryRun != string(refresh.DryRunNone) {
+			return emit
+		}
+		dw := &shadow.DoubleWatch{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now,
+			Found: func(d shadow.Double) {
+				emit(d.Event(now()))
+				if double != nil {
+					double(d)
+				}
+			}}
+		go dw.Run(ctx)
+		return func(e reconcile.Event) {
+			emit(e)
+			dw.Handle(e)
+		}
 	}
 	obs := &shadow.Observer{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now, Row: row,
 		Store:  shadow.ConfigMapStore{Client: o.Client, Namespace: o.Shadow.Namespace, Name: o.Shadow.Name, Max: o.Shadow.MaxBytes},
+		Record: shadow.Object{Kind: "ConfigMap", Namespace: o.Shadow.Namespace, Name: o.Shadow.Name},
 		Owners: shadow.ClientOwners{Client: o.Client},
 		Error: func(err error) {
 			emit(reconcile.Event{Time: now(), Kind: reconcile.EventError, Message: fmt.Sprintf("writing the shadow record configmap/%s -n %s: %v; tried again", o.Shadow.Name, o.Shadow.Namespace, err)})

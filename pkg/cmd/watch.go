@@ -261,7 +261,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	attach, stopAlerts := o.Alert.start(alertReport(emit), nil)
 	defer stopAlerts() // after the loop: its last rounds' messages are flushed
 	l := o.newLoop()
-	l.Emit = o.startShadow(ctx, l.Now, emit, nil)
+	l.Emit = o.startShadow(ctx, l.Now, emit, nil, nil)
 	attach(l)
 	if err := l.Run(ctx); err != nil {
 		return explainAPIError(err, o.server(), o.Namespace)

@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/shadow"
 )
 
 // Component is the source of the controller's Kubernetes Events.
@@ -20,6 +21,7 @@ const (
 	ReasonRefreshFailed   = "RefreshFailed"   // failed, timed out, or not applied
 	ReasonRestartDeferred = "RestartDeferred" // held back: a rollout under way, or the restart limit
 	ReasonRefreshError    = "RefreshError"    // a stuck rollout, a record that could not be written
+	ReasonDoubleRestart   = "DoubleRestart"   // restarted by cmsync and by a peer (Reloader) for one change
 )
 
 // EventPoster posts the Kubernetes Event of each loop event about an object
@@ -34,6 +36,23 @@ func (r EventPoster) Handle(e reconcile.Event) {
 	if ref, typ, reason, ok := kubeEvent(e); ok {
 		r.Event(ref, typ, reason, eventMessage(e))
 	}
+}
+
+// Double posts the Warning that a workload was restarted by cmsync and by
+// a peer for one change.
+func (r EventPoster) Double(d shadow.Double) {
+	if r.EventRecorder == nil {
+		return
+	}
+	gk, ok := refresh.BuiltinKind(d.Workload.Kind)
+	if !ok {
+		return
+	}
+	ref := &corev1.ObjectReference{APIVersion: gk.Group + "/v1", Kind: gk.Kind, Namespace: d.Workload.Namespace, Name: d.Workload.Name}
+	if gk.Group == "" {
+		ref.APIVersion = "v1"
+	}
+	r.Event(ref, corev1.EventTypeWarning, ReasonDoubleRestart, text.TruncateBytes(d.Message(), maxEventMessage-len("..."), "..."))
 }
 
 // maxEventMessage is the longest message the API server accepts on an

@@ -32,6 +32,7 @@ type Metrics struct {
 	queue    *queueMetrics
 	shadow   *prometheus.CounterVec
 	spared   prometheus.Counter
+	doubles  prometheus.Counter
 }
 
 // NewMetrics registers the metrics (and the Go and process collectors) on
@@ -69,8 +70,10 @@ func NewMetrics() *Metrics {
 			[]string{"peer", "cmsync"}),
 		spared: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_shadow_pods_spared_total",
 			Help: "With --shadow: pods the peer restarted that cmsync would not have restarted (it would remount them, or the change is of keys no container reads)."}),
+		doubles: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_peer_double_restarts_total",
+			Help: "Workloads restarted twice for one change: by cmsync and by a peer (Reloader) within --shadow-window of each other. Let one of them act."}),
 	}
-	m.Registry.MustRegister(m.shadow, m.spared, m.changes, m.actions, m.results, m.deferred, m.windowed, m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts,
+	m.Registry.MustRegister(m.doubles, m.shadow, m.spared, m.changes, m.actions, m.results, m.deferred, m.windowed, m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Registry.MustRegister(m.queue.collectors()...)
 	return m
@@ -86,6 +89,10 @@ func (m *Metrics) Shadow(r shadow.Row) {
 	}
 	m.spared.Add(float64(r.Spared))
 }
+
+// PeerDoubleRestart counts one workload restarted by cmsync and by a peer
+// for one change.
+func (m *Metrics) PeerDoubleRestart() { m.doubles.Inc() }
 
 // Queue is the metrics provider of the loop's namespace queue.
 func (m *Metrics) Queue() workqueue.MetricsProvider { return m.queue }

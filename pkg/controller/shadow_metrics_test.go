@@ -46,3 +46,12 @@ func TestShadowMetrics(t *testing.T) {
 		t.Errorf("pods spared = %v, want 3", got)
 	}
 }
+
+func TestPeerDoubleRestartMetric(t *testing.T) {
+	m := NewMetrics()
+	m.PeerDoubleRestart()
+	m.PeerDoubleRestart()
+	if got := gathered(t, m, "cmsync_peer_double_restarts_total", nil); got != 2 {
+		t.Errorf("double restarts = %v, want 2", got)
+	}
+}

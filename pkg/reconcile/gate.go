@@ -76,12 +76,28 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 			schedules[a.Target] = l.metaOf(ctx, a.Target, meta)
 		}
 	}
-	send, held := l.restarts.gate(ctx, l, plan.Actions, func(t refresh.Target) Hold {
+	actions, idx, windowed := plan.Actions, []int(nil), map[int]Hold{}
+	if l.Shadow {
+		actions, idx, windowed = windowFirst(plan.Actions, func(t refresh.Target) Hold {
+			if m := schedules[t]; m.err == nil {
+				return windowHold(t, m, l.Now())
+			}
+			return Hold{}
+		})
+	}
+	send, gated := l.restarts.gate(ctx, l, actions, func(t refresh.Target) Hold {
 		if h := rollouts[t]; h.Reason != "" {
 			return h
 		}
 		return l.scheduleHold(t, schedules[t])
 	})
+	held := windowed
+	for i, h := range gated {
+		if idx != nil {
+			i = idx[i]
+		}
+		held[i] = h
+	}
 	now := l.Now()
 	retry := map[inspect.ObjectKey]map[string]bool{}
 	until := map[inspect.ObjectKey]time.Time{} // when the held restarts are checked again
@@ -131,6 +147,28 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	}
 	plan.Actions = send
 	return out
+}
+
+// windowFirst holds the restarts whose restart window is closed (window)
+// before the limit and the rollouts are asked: a shadow reports what cmsync
+// would have held them for, not the peer's rollout under way or the other
+// restarts of the round. It returns the other actions, the index in
+// actions of each, and the held by their index.
+func windowFirst(actions []refresh.Action, window func(refresh.Target) Hold) ([]refresh.Action, []int, map[int]Hold) {
+	var rest []refresh.Action
+	idx := []int{}
+	held := map[int]Hold{}
+	for i, a := range actions {
+		if isRestart(a) {
+			if h := window(a.Target); h.Reason != "" {
+				held[i] = h
+				continue
+			}
+		}
+		rest = append(rest, a)
+		idx = append(idx, i)
+	}
+	return rest, idx, held
 }
 
 func (l *Loop) dryRun() bool { return l.Refresh.DryRun != refresh.DryRunNone && l.Refresh.DryRun != "" }

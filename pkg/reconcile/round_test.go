@@ -847,3 +847,23 @@ func (f *roundFixture) resumeAsLeader() {
 	f.loop.putDue(out)
 	f.loop.settle(context.Background())
 }
+
+// A shadow holds a restart whose window is closed before the limit and
+// the rollouts are asked: the others keep their index.
+func TestWindowFirst(t *testing.T) {
+	web, db := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "db"}
+	pod := refresh.Target{Kind: "Pod", Namespace: "ns", Name: "p"}
+	actions := []refresh.Action{{Action: refresh.ActionRestart, Target: web}, {Action: refresh.ActionAnnotate, Target: pod}, {Action: refresh.ActionRestart, Target: db}}
+	rest, idx, held := windowFirst(actions, func(t refresh.Target) Hold {
+		if t == web {
+			return Hold{Reason: "restart window closed", Window: "02:00-03:00"}
+		}
+		return Hold{}
+	})
+	if len(held) != 1 || held[0].Window == "" {
+		t.Errorf("held %+v, want web (index 0) by its window", held)
+	}
+	if len(rest) != 2 || rest[0].Target != pod || rest[1].Target != db || fmt.Sprint(idx) != "[1 2]" {
+		t.Errorf("rest %+v at %v, want the annotation and db at [1 2]", rest, idx)
+	}
+}

@@ -24,7 +24,10 @@ type Observer struct {
 	Namespace string // "" for all
 	Window    time.Duration
 	Store     Store
-	Owners    Owners
+	// Record is the record's ConfigMap (Kind unused), left out of the
+	// comparison.
+	Record Object
+	Owners Owners
 	// Now stamps the markers; it must be the loop's Now (a change's first
 	// edit is on it).
 	Now func() time.Time
@@ -39,8 +42,13 @@ type Observer struct {
 	unsaved   []Row
 }
 
-// Handle takes one event of the loop.
+// Handle takes one event of the loop. The record's own ConfigMap is not a
+// change to compare: each write of it would make a row, and that row
+// another write.
 func (o *Observer) Handle(e reconcile.Event) {
+	if r := o.Record; e.Object != nil && r.Name != "" && e.Object.Kind == "ConfigMap" && e.Object.Namespace == r.Namespace && e.Object.Name == r.Name {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.collector.Handle(e, o.Owners)
@@ -49,19 +57,14 @@ func (o *Observer) Handle(e reconcile.Event) {
 // Run watches the workloads and records the rows as they fall due, until
 // ctx ends.
 func (o *Observer) Run(ctx context.Context) {
-	factory := informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithNamespace(o.Namespace))
-	apps := factory.Apps().V1()
-	o.watch(apps.Deployments().Informer(), func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
-		d := obj.(*appsv1.Deployment)
-		return Workload{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}, &d.Spec.Template, int(ptrOr(d.Spec.Replicas, 1))
-	})
-	o.watch(apps.StatefulSets().Informer(), func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
-		s := obj.(*appsv1.StatefulSet)
-		return Workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name}, &s.Spec.Template, int(ptrOr(s.Spec.Replicas, 1))
-	})
-	o.watch(apps.DaemonSets().Informer(), func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
-		d := obj.(*appsv1.DaemonSet)
-		return Workload{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name}, &d.Spec.Template, int(d.Status.DesiredNumberScheduled)
+	factory := watchWorkloads(o.Client, o.Namespace, func(ms []Marker) {
+		now := o.Now()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, m := range ms {
+			m.At = now
+			o.markers = append(o.markers, m)
+		}
 	})
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
@@ -77,8 +80,29 @@ func (o *Observer) Run(ctx context.Context) {
 	}
 }
 
-// watch adds the markers of each update of a workload kind.
-func (o *Observer) watch(inf cache.SharedIndexInformer, read func(any) (Workload, *corev1.PodTemplateSpec, int)) {
+// watchWorkloads is the informers of the Deployments, StatefulSets and
+// DaemonSets of ns ("" for all): each update's markers, their Workload and
+// Pods set, are handed to found. The caller starts it.
+func watchWorkloads(client kubernetes.Interface, ns string, found func([]Marker)) informers.SharedInformerFactory {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	apps := factory.Apps().V1()
+	watchKind(apps.Deployments().Informer(), found, func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
+		d := obj.(*appsv1.Deployment)
+		return Workload{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}, &d.Spec.Template, int(ptrOr(d.Spec.Replicas, 1))
+	})
+	watchKind(apps.StatefulSets().Informer(), found, func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
+		s := obj.(*appsv1.StatefulSet)
+		return Workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name}, &s.Spec.Template, int(ptrOr(s.Spec.Replicas, 1))
+	})
+	watchKind(apps.DaemonSets().Informer(), found, func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
+		d := obj.(*appsv1.DaemonSet)
+		return Workload{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name}, &d.Spec.Template, int(d.Status.DesiredNumberScheduled)
+	})
+	return factory
+}
+
+// watchKind hands the markers of each update of a workload kind to found.
+func watchKind(inf cache.SharedIndexInformer, found func([]Marker), read func(any) (Workload, *corev1.PodTemplateSpec, int)) {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
 		_, before, _ := read(old)
 		w, after, pods := read(cur)
@@ -86,13 +110,10 @@ func (o *Observer) watch(inf cache.SharedIndexInformer, read func(any) (Workload
 		if len(ms) == 0 {
 			return
 		}
-		now := o.Now()
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		for _, m := range ms {
-			m.At, m.Workload, m.Pods = now, w, pods
-			o.markers = append(o.markers, m)
+		for i := range ms {
+			ms[i].Workload, ms[i].Pods = w, pods
 		}
+		found(ms)
 	}})
 }
 
