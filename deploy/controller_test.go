@@ -102,6 +102,16 @@ func TestControllerRBAC(t *testing.T) {
 	delete(want, "|pods/proxy|get")
 	delete(want, "|pods/proxy|create")
 	delete(want, "|pods/proxy|update")
+	// the controller watches ConfigMaps and Secrets only of what refresh
+	// may watch; it lists pods and owners in each round
+	delete(want, "|pods|watch")
+	delete(want, "apps|replicasets|watch")
+	delete(want, "batch|jobs|watch")
+	// and watches the workloads' templates for a peer's restarts (shadow
+	// mode, the double-restart warning)
+	for _, res := range []string{"deployments", "statefulsets", "daemonsets"} {
+		want["apps|"+res+"|watch"] = true
+	}
 	have := map[string]bool{}
 	for _, r := range cr.Rules {
 		for _, g := range r.APIGroups {
@@ -233,7 +243,7 @@ func TestControllerNodeReaderOverlay(t *testing.T) {
 	}
 	base := strict[rbacv1.ClusterRole](t, controllerDocs(t), "ClusterRole/kubectl-cmsync-controller")
 	if len(ops) != 2 || ops[0].Op != "test" || ops[1].Op != "remove" || ops[0].Path != ops[1].Path+"/resources" ||
-		fmt.Sprint(ops[0].Value) != "[pods/exec]" || ops[1].Path != "/rules/6" || fmt.Sprint(base.Rules[6].Resources) != "[pods/exec]" {
+		fmt.Sprint(ops[0].Value) != "[pods/exec]" || ops[1].Path != "/rules/7" || fmt.Sprint(base.Rules[7].Resources) != "[pods/exec]" {
 		t.Errorf("the ClusterRole patch %+v does not remove the base's pods/exec rule (%+v)", ops, base.Rules)
 	}
 	docs := map[string][]byte{}
