@@ -199,7 +199,7 @@ func (f *fx) leastPrivilegeScenario(m lpMode) {
 	}
 	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
 	f.poll("pod "+volPod+" annotated refreshed", podReadyTimeout, func() (bool, error) { return refreshedAt() != "", nil })
-	f.expectFile(volPod, "c", "/etc/app/greeting", "v1")
+	f.waitFile(volPod, "c", "/etc/app/greeting", "v1") // the annotation is written before the kubelet remounts
 
 	f.patchConfigMapData("app", map[string]string{"level": "l1"})
 	f.poll("env restarted", podReadyTimeout, func() (bool, error) {
@@ -214,7 +214,7 @@ func (f *fx) leastPrivilegeScenario(m lpMode) {
 		time.Sleep(1100 * time.Millisecond)
 		f.patchSecretData("tok", map[string]string{"token": "t1"})
 		f.poll("pod "+volPod+" refreshed for the Secret", podReadyTimeout, func() (bool, error) { return refreshedAt() != first, nil })
-		f.expectFile(volPod, "c", "/etc/tok/token", "t1")
+		f.waitFile(volPod, "c", "/etc/tok/token", "t1")
 	}
 }
 
@@ -235,8 +235,8 @@ func (f *fx) installChart(helm string, m lpMode) (rbacaudit.Objects, string, str
 		sets = append(sets, "namespaces={"+f.ns+"}")
 	}
 	for _, s := range m.chart {
-		if s == "reader.mode=node" {
-			sets = append(sets, "reader.namespace="+f.ns+"-readers")
+		if s == "reader.mode=node" { // the image the node has: the readers start, and the scenario reads through them
+			sets = append(sets, "reader.namespace="+f.ns+"-readers", "reader.image="+imageBusybox)
 		}
 	}
 	sets = append(sets, m.chart...)
