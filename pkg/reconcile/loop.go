@@ -315,7 +315,8 @@ func (l *Loop) dropPending() {
 	l.pending = map[inspect.ObjectKey]*pending{}
 	l.mu.Unlock()
 	for _, k := range slices.SortedFunc(maps.Keys(left), compareKeys) {
-		l.emit(Event{Kind: EventError, Object: &k, Keys: left[k].change.Keys, Message: "interrupted before it was acted on: " + finishHint(k)})
+		// said, not alerted: a new leader resumes them, and watch's user reads the line
+		l.emitIn(Event{Kind: EventError, Object: &k, Keys: left[k].change.Keys, Message: "interrupted before it was acted on: " + finishHint(k)}, false)
 	}
 }
 
@@ -640,14 +641,18 @@ func (l *Loop) existing(factory informers.SharedInformerFactory) map[inspect.Obj
 
 // emit hands one event to Emit (the loop and the informers' error
 // handlers both report).
-func (l *Loop) emit(e Event) {
+func (l *Loop) emit(e Event) { l.emitIn(e, true) }
+
+// emitIn is emit; lone: an event outside any round of its namespace is a
+// round of its own (for the alerts).
+func (l *Loop) emitIn(e Event, lone bool) {
 	if e.Time.IsZero() {
 		e.Time = l.Clock() // in order: the server clock's estimate may step back
 	}
 	l.emitMu.Lock()
 	l.Emit(e)
 	ns := e.namespace()
-	lone := l.Round != nil && ns != ""
+	lone = lone && l.Round != nil && ns != ""
 	if evs, ok := l.rounds[ns]; ok && lone {
 		l.rounds[ns], lone = append(evs, e), false
 	}

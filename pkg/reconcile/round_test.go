@@ -867,3 +867,17 @@ func TestWindowFirst(t *testing.T) {
 		t.Errorf("rest %+v at %v, want the annotation and db at [1 2]", rest, idx)
 	}
 }
+
+// TestChangesDroppedAtExitAreNotAlerted: the changes left pending when the
+// loop ends are said (Emit), not handed to Round: a new leader resumes
+// them.
+func TestChangesDroppedAtExitAreNotAlerted(t *testing.T) {
+	f := newRoundFixture(t)
+	var rounds []Round
+	f.loop.Round = func(r Round) { rounds = append(rounds, r) }
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.loop.dropPending()
+	if got := f.took(EventError); len(got) != 1 || len(rounds) != 0 {
+		t.Errorf("errors %q and %d rounds, want the dropped change said once and no round", got, len(rounds))
+	}
+}
