@@ -29,6 +29,10 @@ type VerifyError struct {
 	Reason  string
 	Message string
 	Hint    string
+	// Fix, when set, is the part of Hint that says what to do, the same
+	// for every container the cause stops (Hint may quote the API
+	// server's words about one pod): what a shared warning says.
+	Fix string
 	// redacted, when set, replaces Message for the uses of a Secret: the
 	// message quotes what the container printed (a file's bytes may be a
 	// Secret's).
@@ -141,8 +145,8 @@ func forbiddenExec(msg string) *VerifyError {
 	server := firstLine(msg)
 	// client-go prefixes the API server's message with its own words
 	server = strings.TrimPrefix(server, "unable to upgrade connection: ")
-	return &VerifyError{Reason: VerifyForbidden, Message: verb + " pods/exec",
-		Hint: server + "; verify needs get and create on pods/exec: a Role with " + execRoleRule + " grants them"}
+	fix := "verify needs get and create on pods/exec: a Role with " + execRoleRule + " grants them"
+	return &VerifyError{Reason: VerifyForbidden, Message: verb + " pods/exec", Hint: server + "; " + fix, Fix: fix}
 }
 
 // NotFoundBinary tells whether an exec failed because argv[0] does not exist

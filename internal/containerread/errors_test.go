@@ -66,3 +66,16 @@ func TestForbiddenExecReason(t *testing.T) {
 		}
 	}
 }
+
+// TestForbiddenExecFixIsTheSameForEveryPod: the API server's words name
+// the pod (Hint), what to do does not (Fix), so that one warning can stand
+// for every container the missing permission stops.
+func TestForbiddenExecFixIsTheSameForEveryPod(t *testing.T) {
+	msg := func(pod string) string {
+		return `pods "` + pod + `" is forbidden: User "dev" cannot create resource "pods/exec" in API group "" in the namespace "shop"`
+	}
+	a, b := forbiddenExec(msg("web-1")), forbiddenExec(msg("web-2"))
+	if a.Fix == "" || a.Fix != b.Fix || a.Hint == b.Hint || !strings.HasSuffix(a.Hint, "; "+a.Fix) {
+		t.Errorf("fixes %q and %q, hints %q and %q: want one fix for both, each hint its pod's words then the fix", a.Fix, b.Fix, a.Hint, b.Hint)
+	}
+}

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -154,7 +155,7 @@ func compareUse(it Use, pod *corev1.Pod, in useInputs, obs *containerread.Verifi
 		return Comparison{State: StateUnverifiable, Reason: "the container was not observed"}
 	}
 	if obs.Err != nil {
-		return Comparison{State: StateUnverifiable, Reason: obs.Err.ReasonFor(it.Object.Kind == KindSecret), Cause: causeOfVerifyError(obs.Err.Reason), Fix: obs.Err.Hint}
+		return Comparison{State: StateUnverifiable, Reason: obs.Err.ReasonFor(it.Object.Kind == KindSecret), Cause: causeOfVerifyError(obs.Err.Reason), Fix: cmp.Or(obs.Err.Fix, obs.Err.Hint)}
 	}
 	if obj.Unread {
 		return Comparison{State: StateUnverifiable, Reason: fmt.Sprintf("%s %q was not read (add --secrets)", it.Object.Kind, it.Object.Name), Cause: CauseSecretsNotRead}

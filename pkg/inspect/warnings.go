@@ -52,7 +52,7 @@ func GroupWarnings(items []Use) []Warning {
 		}
 		n, ok := number[k]
 		if !ok {
-			cause := strings.TrimSuffix(it.StateReason, " ("+it.StateFix+")")
+			cause, _, _ := strings.Cut(it.StateReason, " (") // the reason without its hint, which may name one pod
 			out = append(out, Warning{Cause: cause, Fix: it.StateFix, Uses: count[k]})
 			n = len(out)
 			number[k] = n
