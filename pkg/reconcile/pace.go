@@ -81,11 +81,11 @@ func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now 
 
 // sent ends the restarts hold let through with their results: one the API
 // server accepted counts from when it was accepted for the interval and
-// keeps its token;
-// one that failed or was not sent counts for nothing, so that a restart
-// refused for a moment is sent again at its retry, not an interval (or a
-// restart window) later. would (a shadow) counts every restart let
-// through as sent: it is the one the acting loop would have sent.
+// keeps its token; one that failed or was not sent counts for nothing, so
+// that a restart refused for a moment is sent again at its retry, not an
+// interval (or a restart window) later. would (a shadow) counts every
+// restart let through as sent: it is the one the acting loop would have
+// sent.
 func (p *pacer) sent(results []refresh.Result, now time.Time, would bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
