@@ -652,10 +652,11 @@ func (l *Loop) emitIn(e Event, lone bool) {
 	l.emitMu.Lock()
 	l.Emit(e)
 	ns := e.namespace()
-	lone = lone && l.Round != nil && ns != ""
-	if evs, ok := l.rounds[ns]; ok && lone {
-		l.rounds[ns], lone = append(evs, e), false
+	evs, inRound := l.rounds[ns]
+	if inRound && ns != "" {
+		l.rounds[ns] = append(evs, e)
 	}
+	lone = lone && !inRound && l.Round != nil && ns != ""
 	l.emitMu.Unlock()
 	if lone { // outside any round of its namespace (a rollout given up by another's gate, a resume): a round of its own
 		l.Round(Round{Namespace: ns, Started: e.Time, Ended: e.Time, Events: []Event{e}})
