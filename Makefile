@@ -91,7 +91,7 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzReloadLists$$' ./pkg/reconcile
 
 e2e:
-	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) test -tags e2e ./test/e2e/... -count=1 -timeout 30m $(E2E_FLAGS)
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) test -tags e2e ./test/e2e/... -count=1 -timeout 45m $(E2E_FLAGS)
 
 # goreleaser, krew's validator and an offline krew install (hack/release/check.sh); tools cached by version
 release-check:
