@@ -28,7 +28,7 @@ import (
 // Bounds of the waits. They are generous on purpose: they bound a failure,
 // they are not measurements (an annotation bump normally propagates in < 1 s).
 const (
-	podReadyTimeout   = 120 * time.Second
+	podReadyTimeout   = 240 * time.Second
 	propagationWait   = 60 * time.Second  // hot-update after an annotation bump
 	kubeletRetryWait  = 150 * time.Second // a container or mount the kubelet retries with back-off
 	settle            = 2 * time.Second   // after the kubelet provably re-synced the pod
