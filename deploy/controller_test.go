@@ -214,16 +214,7 @@ func capabilities[T ~string](cs []T) []string {
 // deletes a reader pod between changes.
 func TestControllerNodeReaderOverlay(t *testing.T) {
 	dir := "controller-node-reader"
-	var k struct {
-		Resources []string `json:"resources"`
-		Patches   []struct {
-			Patch string `json:"patch"`
-		} `json:"patches"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	if err == nil {
-		err = yaml.Unmarshal(b, &k)
-	}
+	k, err := readKustomization(dir)
 	if err != nil {
 		t.Fatalf("kustomization.yaml: %v", err)
 	}
@@ -341,16 +332,7 @@ func TestControllerImage(t *testing.T) {
 // --namespace-selector reads), bound to the controller's ServiceAccount.
 func TestControllerNamespacedOverlay(t *testing.T) {
 	dir := "controller-namespaced"
-	var k struct {
-		Resources []string `json:"resources"`
-		Patches   []struct {
-			Patch string `json:"patch"`
-		} `json:"patches"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	if err == nil {
-		err = yaml.Unmarshal(b, &k)
-	}
+	k, err := readKustomization(dir)
 	if err != nil || strings.Join(k.Resources, " ") != "../controller rbac.yaml" || len(k.Patches) != 3 {
 		t.Fatalf("kustomization.yaml: %v, resources %v, %d patches", err, k.Resources, len(k.Patches))
 	}
@@ -369,7 +351,7 @@ func TestControllerNamespacedOverlay(t *testing.T) {
 		}
 	}
 	docs := map[string][]byte{}
-	b, err = os.ReadFile(filepath.Join(dir, "rbac.yaml"))
+	b, err := os.ReadFile(filepath.Join(dir, "rbac.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,4 +387,22 @@ func TestControllerNamespacedOverlay(t *testing.T) {
 	if ops[0].Value != "--all-namespaces" || fmt.Sprint(arg, i) != ops[0].Path || ops[1].Value != "--namespace="+role.Namespace {
 		t.Errorf("the Deployment's patch %+v does not replace the base's --all-namespaces (%v) with --namespace=%s", ops, d.Spec.Template.Spec.Containers[0].Args, role.Namespace)
 	}
+}
+
+// kustomization is what the overlay tests read of a kustomization.yaml.
+type kustomization struct {
+	Resources []string `json:"resources"`
+	Patches   []struct {
+		Patch string `json:"patch"`
+	} `json:"patches"`
+}
+
+// readKustomization reads dir/kustomization.yaml.
+func readKustomization(dir string) (kustomization, error) {
+	var k kustomization
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(b, &k)
+	}
+	return k, err
 }
