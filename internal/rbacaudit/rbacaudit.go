@@ -333,13 +333,19 @@ func (p Permission) UsedBy(e Event) bool {
 	return p.Name == "" || e.ObjectRef.Name == p.Name
 }
 
-// AllowListHeading is the heading of docs/rbac.md's allow-list.
-const AllowListHeading = "### Granted, not reached by the tests"
+// AllowListHeading is the heading of docs/rbac.md's allow-list for the
+// in-cluster controller; CLIAllowListHeading that of the CLI's roles, whose
+// table has a first column naming the role each row is for.
+const (
+	AllowListHeading    = "### Granted, not reached by the tests"
+	CLIAllowListHeading = "### The roles' permissions not reached by the tests"
+)
 
 // Allowance excuses a permission the tests do not use: Verb on Resource
-// of APIGroup, in any namespace and by any name; Scenario is what needs
-// it, Why why the tests do not reach it.
+// of APIGroup, in any namespace and by any name, for Role (every role when
+// empty); Scenario is what needs it, Why why the tests do not reach it.
 type Allowance struct {
+	Role                     string
 	APIGroup, Resource, Verb string
 	Scenario, Why            string
 }
@@ -348,11 +354,24 @@ func (a Allowance) covers(p Permission) bool {
 	return a.APIGroup == p.APIGroup && a.Resource == p.Resource && a.Verb == p.Verb
 }
 
+// ForRole is the part of an allow-list that excuses permissions of role:
+// its rows, and the rows that name no role.
+func ForRole(allow []Allowance, role string) []Allowance {
+	var out []Allowance
+	for _, a := range allow {
+		if a.Role == "" || a.Role == role {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // ParseAllowList reads the allow-list: the first table after the heading
 // line heading (a Markdown heading, "## ..."), whose columns are apiGroup
 // (`""` for the core group), resources, verbs (both comma-separated),
-// the scenario that needs them and why the tests do not reach it. Every
-// row must say both.
+// the scenario that needs them and why the tests do not reach it, after
+// an optional first column role (the ClusterRole the row is for). Every
+// row must say both the scenario and why.
 func ParseAllowList(markdown []byte, heading string) ([]Allowance, error) {
 	lines := strings.Split(string(markdown), "\n")
 	start := slices.Index(lines, heading)
@@ -360,14 +379,14 @@ func ParseAllowList(markdown []byte, heading string) ([]Allowance, error) {
 		return nil, fmt.Errorf("no heading %q", heading)
 	}
 	var out []Allowance
-	inTable := false
+	width := 0 // the header's cells: 5, or 6 with a role column
 	for _, l := range lines[start+1:] {
 		l = strings.TrimSpace(l)
 		if strings.HasPrefix(l, "#") {
 			break
 		}
 		if !strings.HasPrefix(l, "|") {
-			if inTable {
+			if width > 0 {
 				break
 			}
 			continue
@@ -376,33 +395,65 @@ func ParseAllowList(markdown []byte, heading string) ([]Allowance, error) {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		if !inTable { // the header row
-			inTable = true
-			if len(cells) != 5 || !strings.EqualFold(cells[0], "apiGroup") {
-				return nil, fmt.Errorf("allow-list header %q: want | apiGroup | resources | verbs | scenario | why not reached |", l)
+		if width == 0 { // the header row
+			if width = allowListWidth(cells); width == 0 {
+				return nil, fmt.Errorf("allow-list header %q: want | [role |] apiGroup | resources | verbs | scenario | why not reached |", l)
 			}
 			continue
 		}
-		if strings.Trim(cells[0], "-: ") == "" {
-			continue // the separator row
+		if separatorRow(cells) {
+			continue
 		}
-		if len(cells) != 5 || cells[3] == "" || cells[4] == "" {
-			return nil, fmt.Errorf("allow-list row %q: want 5 cells, the scenario and why it is not reached included", l)
+		if len(cells) != width || cells[width-2] == "" || cells[width-1] == "" || (width == 6 && cells[0] == "") {
+			return nil, fmt.Errorf("allow-list row %q: want %d cells, the scenario and why it is not reached included", l, width)
 		}
-		group := strings.Trim(cells[0], "`")
-		if group == `""` {
-			group = ""
+		role := ""
+		if width == 6 {
+			role, cells = strings.Trim(cells[0], "`"), cells[1:]
 		}
-		for _, res := range splitList(cells[1]) {
-			for _, v := range splitList(cells[2]) {
-				out = append(out, Allowance{APIGroup: group, Resource: res, Verb: v, Scenario: cells[3], Why: cells[4]})
-			}
-		}
+		out = append(out, allowances(role, cells)...)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no allow-list table after %q", heading)
 	}
 	return out, nil
+}
+
+// separatorRow: the row under a table's header, every cell dashes.
+func separatorRow(cells []string) bool {
+	for _, c := range cells {
+		if c == "" || strings.Trim(c, "-: ") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// allowListWidth is the number of cells of a valid allow-list header, 0
+// for another header.
+func allowListWidth(cells []string) int {
+	switch {
+	case len(cells) == 5 && strings.EqualFold(cells[0], "apiGroup"):
+		return 5
+	case len(cells) == 6 && strings.EqualFold(cells[0], "role") && strings.EqualFold(cells[1], "apiGroup"):
+		return 6
+	}
+	return 0
+}
+
+// allowances expands one row (apiGroup, resources, verbs, scenario, why).
+func allowances(role string, cells []string) []Allowance {
+	group := strings.Trim(cells[0], "`")
+	if group == `""` {
+		group = ""
+	}
+	var out []Allowance
+	for _, res := range splitList(cells[1]) {
+		for _, v := range splitList(cells[2]) {
+			out = append(out, Allowance{Role: role, APIGroup: group, Resource: res, Verb: v, Scenario: cells[3], Why: cells[4]})
+		}
+	}
+	return out
 }
 
 func splitList(s string) []string {

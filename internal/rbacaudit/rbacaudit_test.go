@@ -297,12 +297,37 @@ func TestParseAllowList(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprint(a)
-	want := "[{argoproj.io rollouts get Argo no CRD} {argoproj.io rollouts patch Argo no CRD} { pods/exec create SPDY WebSocket}]"
+	want := "[{ argoproj.io rollouts get Argo no CRD} { argoproj.io rollouts patch Argo no CRD} {  pods/exec create SPDY WebSocket}]"
 	if got != want {
 		t.Errorf("allow-list %s, want %s", got, want)
 	}
 	if _, err := ParseAllowList([]byte(strings.Replace(md, "| no CRD |", "| |", 1)), "## Allowed unused"); err == nil {
 		t.Error("a row without its reason: no error")
+	}
+}
+
+// TestParseAllowListWithRoles: a first column role names the role each row
+// excuses a permission of; ForRole keeps that role's rows.
+func TestParseAllowListWithRoles(t *testing.T) {
+	md := "### CLI\n\n| role | apiGroup | resources | verbs | scenario | why not reached |\n| --- | --- | --- | --- | --- | --- |\n" +
+		"| `cmsync-refresh` | `\"\"` | pods/eviction | create | evict | patch is the default |\n" +
+		"| `cmsync-status` | `apps` | replicasets | watch | dashboard | tmux |\n"
+	a, err := ParseAllowList([]byte(md), "### CLI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(ForRole(a, "cmsync-refresh"))
+	if want := "[{cmsync-refresh  pods/eviction create evict patch is the default}]"; got != want {
+		t.Errorf("ForRole(cmsync-refresh) %s, want %s", got, want)
+	}
+	if got := ForRole(a, "cmsync-verify"); len(got) != 0 {
+		t.Errorf("ForRole(cmsync-verify) %v, want none", got)
+	}
+	if _, err := ParseAllowList([]byte(strings.Replace(md, "| `cmsync-status` |", "| |", 1)), "### CLI"); err == nil {
+		t.Error("a row without its role: no error")
+	}
+	if _, err := ParseAllowList([]byte(strings.Replace(md, "| role |", "| who |", 1)), "### CLI"); err == nil {
+		t.Error("a header with an unknown first column: no error")
 	}
 }
 
@@ -313,11 +338,13 @@ func TestDocsAllowList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := ParseAllowList(b, AllowListHeading)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(a) == 0 {
-		t.Fatal("empty allow-list")
+	for _, h := range []string{AllowListHeading, CLIAllowListHeading} {
+		a, err := ParseAllowList(b, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a) == 0 {
+			t.Fatalf("%s: empty allow-list", h)
+		}
 	}
 }

@@ -65,6 +65,11 @@ func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, em
 		if o.DryRun != string(refresh.DryRunNone) {
 			return emit
 		}
+		if missing := o.cannotWatchWorkloads(ctx); missing != "" {
+			fmt.Fprintf(o.ErrOut, "note: the double-restart warning is off (a peer's restarts are not watched): cannot %s; "+
+				"a Role with this rule grants it: {apiGroups: [\"apps\"], resources: [\"deployments\", \"statefulsets\", \"daemonsets\"], verbs: [\"watch\"]}\n", missing)
+			return emit
+		}
 		dw := &shadow.DoubleWatch{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now,
 			Found: func(d shadow.Double) {
 				emit(d.Event(now()))
@@ -90,4 +95,29 @@ func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, em
 		emit(e)
 		obs.Handle(e)
 	}
+}
+
+// cannotWatchWorkloads asks the API server whether this user may watch the
+// workloads a peer restarts (the double-restart warning's informers): ""
+// when it may, else what it may not ("watch statefulsets in namespace
+// \"shop\" (forbidden)"). An informer refused keeps retrying its list and
+// fills the API server's audit log with refusals; it is not started then.
+func (o *WatchOptions) cannotWatchWorkloads(ctx context.Context) string {
+	rev := refresh.SelfAccessReviewer{Client: o.Client}
+	where := "in every namespace"
+	if o.Namespace != "" {
+		where = fmt.Sprintf("in namespace %q", o.Namespace)
+	}
+	for _, res := range []string{"deployments", "statefulsets", "daemonsets"} {
+		for _, verb := range []string{"list", "watch"} {
+			ok, err := rev.Allowed(ctx, refresh.Permission{Verb: verb, Group: "apps", Resource: res, Namespace: o.Namespace})
+			switch {
+			case err != nil:
+				return fmt.Sprintf("%s %s %s (the access review failed: %v)", verb, res, where, err)
+			case !ok:
+				return fmt.Sprintf("%s %s %s (forbidden)", verb, res, where)
+			}
+		}
+	}
+	return ""
 }

@@ -1,9 +1,15 @@
 package cmd
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestShadowFlagsValidate(t *testing.T) {
@@ -25,6 +31,39 @@ func TestShadowFlagsValidate(t *testing.T) {
 		err := f.validate(tc.dry, 30*time.Second)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestCannotWatchWorkloads: the double-restart watch is started only when
+// the access reviews allow list and watch on the three workload kinds; the
+// first refusal is named.
+func TestCannotWatchWorkloads(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused string // "verb resource" the reviewer refuses
+		ns      string
+		want    string
+	}{
+		{"all allowed", "", "shop", ""},
+		{"watch statefulsets refused", "watch statefulsets", "shop", `watch statefulsets in namespace "shop" (forbidden)`},
+		{"list deployments refused, every namespace", "list deployments", "", "list deployments in every namespace (forbidden)"},
+	} {
+		cs := fake.NewClientset()
+		cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			rev := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+			ra := rev.Spec.ResourceAttributes
+			if ra.Group != "apps" || ra.Namespace != tc.ns {
+				t.Errorf("%s: review of %+v", tc.name, ra)
+			}
+			rev.Status.Allowed = ra.Verb+" "+ra.Resource != tc.refused
+			return true, rev, nil
+		})
+		o := &WatchOptions{}
+		o.Client = cs
+		o.Namespace = tc.ns
+		if got := o.cannotWatchWorkloads(context.Background()); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

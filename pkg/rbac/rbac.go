@@ -42,11 +42,13 @@ const (
 	RoleNodeReader = "cmsync-node-reader"
 )
 
-// read is what every command that reads consumers needs: pods and
-// ConfigMaps, the owners (ReplicaSet -> Deployment, Job -> CronJob, watched
-// by the dashboard) and the workloads with no pod now.
+// read is what every command that reads consumers needs: pods (one by name
+// for pod/NAME) and ConfigMaps (listed, watched by the dashboard), the
+// owners (ReplicaSet -> Deployment, Job -> CronJob, watched by the
+// dashboard) and the workloads with no pod now.
 var read = []Rule{
-	{"", []string{"pods", "configmaps"}, []string{"get", "list", "watch"}},
+	{"", []string{"pods"}, []string{"get", "list", "watch"}},
+	{"", []string{"configmaps"}, []string{"list", "watch"}},
 	{"apps", []string{"replicasets"}, []string{"get", "list", "watch"}},
 	{"batch", []string{"jobs"}, []string{"get", "list", "watch"}},
 	{"apps", []string{"deployments", "statefulsets", "daemonsets"}, []string{"get", "list"}},
@@ -62,16 +64,19 @@ var Roles = []Role{
 	{Name: RoleStatus, For: "status, dashboard (watching)", Rules: read},
 	{Name: RoleVerify, For: "status --verify, diff, the dashboard's verify and diff", Rules: append(append([]Rule{}, read...), exec)},
 	{Name: RoleRefresh, For: "refresh, watch, the dashboard's refresh", Rules: append(append([]Rule{}, read...), exec,
+		// verifying: each object read again, by name, after the actions
+		Rule{"", []string{"configmaps"}, []string{"get"}},
 		Rule{"", []string{"pods"}, []string{"patch"}},
-		Rule{"apps", []string{"deployments", "statefulsets", "daemonsets"}, []string{"patch"}},
+		// restarts; watch watches them for a peer's restarts (the double-restart warning)
+		Rule{"apps", []string{"deployments", "statefulsets", "daemonsets"}, []string{"patch", "watch"}},
 		Rule{"", []string{"pods/eviction"}, []string{"create"}},
 		// reload hooks sent from the operator's machine, through the API
 		// server's pod proxy: create for POST, update for PUT, get for GET
 		Rule{"", []string{"pods/proxy"}, []string{"get", "create", "update"}},
 		Rule{"argoproj.io", []string{"rollouts"}, []string{"get", "patch"}})},
-	{Name: RoleSecrets, For: "--secrets, secret/NAME (with any of the above)", Rules: []Rule{{"", []string{"secrets"}, []string{"list", "watch"}}}},
+	{Name: RoleSecrets, For: "--secrets, secret/NAME (with any of the above)", Rules: []Rule{{"", []string{"secrets"}, []string{"get", "list", "watch"}}}},
 	{Name: RoleNodes, For: "the kubelet sync delay (optional, cluster-scoped)", Rules: []Rule{
-		{"", []string{"nodes"}, []string{"get", "list"}},
+		{"", []string{"nodes"}, []string{"list"}},
 		{"", []string{"nodes/proxy"}, []string{"get"}}}},
 	{Name: RoleNamespaces, For: "watch and controller --namespace-selector (cluster-scoped)", Rules: []Rule{
 		{"", []string{"namespaces"}, []string{"list", "watch"}}}},

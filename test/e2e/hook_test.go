@@ -106,3 +106,41 @@ func TestReloadHook(t *testing.T) {
 		t.Errorf("pods of prom after the controller: %v with %d restarts, want the same pods %v with %d", after, restarts, before, restarts0)
 	}
 }
+
+// A reload hook to a pod on the host network would reach whatever listens
+// on the node: refresh refuses it (the hook invalid, its message naming
+// --reload-hook-host-network) and still remounts the pod; with the flag the
+// hook is sent (nothing listens on the node's port here: it fails).
+func TestReloadHookHostNetworkRefused(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))
+	spec := withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app"))
+	spec.HostNetwork = true
+	// a port no test listens on: the hook, once allowed, reaches the node and is refused there
+	f.createAnnotatedDeployment("hostnet", 1, spec, map[string]string{refresh.ReloadHookAnnotation: "POST :39123/-/reload"})
+	f.waitDeploymentSettled("hostnet")
+
+	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
+	doc, errOut, _ := f.refreshJSON("app", "--timeout", "90s")
+	if len(doc.Items) != 1 {
+		t.Fatalf("refresh: %d results, want 1\n%s", len(doc.Items), errOut)
+	}
+	r := doc.Items[0]
+	if h := r.Hook; r.Action.Action != refresh.ActionAnnotate || r.Outcome != refresh.OutcomeCurrent || h == nil ||
+		h.Outcome != refresh.HookInvalid || !strings.Contains(h.Message, refresh.HookHostNetworkFlag) {
+		t.Errorf("%s %s: %s, hook %+v; want the pod remounted (current) and the hook invalid, naming %s",
+			r.Action.Action, r.Target, r.Outcome, h, refresh.HookHostNetworkFlag)
+	} else {
+		t.Logf("refused: %s", h.Message)
+	}
+
+	f.patchConfigMapData("app", map[string]string{"greeting": "v2"})
+	doc, errOut, _ = f.refreshJSON("app", "--timeout", "90s", refresh.HookHostNetworkFlag)
+	if len(doc.Items) != 1 {
+		t.Fatalf("refresh %s: %d results, want 1\n%s", refresh.HookHostNetworkFlag, len(doc.Items), errOut)
+	}
+	if h := doc.Items[0].Hook; h == nil || h.Outcome != refresh.HookFailed {
+		t.Errorf("refresh %s: hook %+v, want it sent to the node's port and failed there", refresh.HookHostNetworkFlag, h)
+	}
+}

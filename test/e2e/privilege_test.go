@@ -51,6 +51,16 @@ func (f *fx) saKubeconfig(name string, rules []rbacv1.PolicyRule, clusterRole st
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: f.ns}}}, metav1.CreateOptions{}); err != nil {
 		f.t.Fatalf("creating RoleBinding %s: %v", name, err)
 	}
+	return f.tokenKubeconfig(name)
+}
+
+// tokenKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount name of the namespace with a token from the TokenRequest
+// API (server and CA from the admin kubeconfig), and waits until its
+// bindings let `kubectl cmsync PROBE` exit 0 (status by default). It
+// returns the kubeconfig's path.
+func (f *fx) tokenKubeconfig(name string, probe ...string) string {
+	f.t.Helper()
 	tok, err := f.cs.CoreV1().ServiceAccounts(f.ns).CreateToken(f.ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
@@ -85,8 +95,11 @@ current-context: e2e
 		f.t.Fatal(err)
 	}
 	// the RoleBinding reaches the authorizer's cache within a moment
+	if len(probe) == 0 {
+		probe = []string{"status", "-o", "json"}
+	}
 	f.poll("RBAC of "+name+" in effect", 30*time.Second, func() (bool, error) {
-		_, _, code := f.pluginRunQuiet("status", "--kubeconfig", path, "-o", "json")
+		_, _, code := f.pluginRunQuiet(append(probe, "--kubeconfig", path)...)
 		return code == 0, nil
 	})
 	return path
