@@ -110,6 +110,7 @@ func (f *fx) removeController() {
 	if f.t.Failed() {
 		for _, p := range f.controllerPods() {
 			f.t.Logf("log of %s:\n%s", p.Name, f.controllerLog(p.Name))
+			f.logRestartedController(p)
 		}
 	}
 	_ = f.cs.RbacV1().ClusterRoleBindings().Delete(f.ctx, ctlName, metav1.DeleteOptions{})
@@ -141,6 +142,33 @@ func (f *fx) controllerLog(pod string) string {
 		return fmt.Sprintf("(log of %s: %v)", pod, err)
 	}
 	return string(b)
+}
+
+// logRestartedController logs, for a controller container that was
+// restarted, why its last run ended (exit code, reason: OOMKilled, a
+// failed liveness probe shows as Error with 137 and the probe's events)
+// and that run's log: a leader that dies mid-test hands its Lease over,
+// and its successor's log alone does not say why.
+func (f *fx) logRestartedController(p corev1.Pod) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.RestartCount == 0 {
+			continue
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			f.t.Logf("%s/%s restarted %d times; its last run ended %s: exit %d, %s %s", p.Name, cs.Name, cs.RestartCount,
+				t.FinishedAt.UTC().Format(time.RFC3339), t.ExitCode, t.Reason, t.Message)
+		}
+		b, err := f.cs.CoreV1().Pods(ctlNS).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, Previous: true}).DoRaw(f.ctx)
+		f.t.Logf("log of %s/%s's previous run (%v):\n%s", p.Name, cs.Name, err, b)
+	}
+	evs, err := f.cs.CoreV1().Events(ctlNS).List(f.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + p.Name})
+	if err == nil {
+		for _, e := range evs.Items {
+			if e.Type != corev1.EventTypeNormal {
+				f.t.Logf("event %s %s: %s (%d times)", p.Name, e.Reason, e.Message, e.Count)
+			}
+		}
+	}
 }
 
 // controllerEvents are the JSON lines of a controller pod's log (client-go's
