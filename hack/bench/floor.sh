@@ -8,6 +8,8 @@
 # Each run edits the ConfigMap, then times `refresh --wait` from its start to its exit; the floor is from the same
 # start to the last container's "seen" line of the new value. The readers alternate, RUNS runs each.
 #   PODS=50 RUNS=3 hack/bench/floor.sh        (needs the cluster up: make cluster-up; KEEP=1 keeps the pods)
+#   LOAD=10: the runs beside 10 CPU burners the script starts after the pods are up and stops at its exit (a busy
+#   machine, repeatable; the load average of each run is printed)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 NS=cmsync-bench-floor PODS=${PODS:-50} RUNS=${RUNS:-3} READERS=${READERS:-exec node}
@@ -26,6 +28,7 @@ echo "        configMap: {name: app}" | deployment_yaml $NS app "$PODS" "" |
 kubectl -n $NS rollout status deployment/app --timeout=600s >/dev/null
 sleep "${SETTLE:-20}"
 r0=$(restarts $NS)
+start_load "${LOAD:-0}"
 
 # seen_last VALUE: the latest runtime time (seconds since the epoch) at which a container printed "seen VALUE",
 # and how many containers did
@@ -59,7 +62,8 @@ for i in $(seq "$RUNS"); do
   done
 done
 r1=$(restarts $NS)
-echo "pods: $PODS, runs: $RUNS"
+stop_load
+echo "pods: $PODS, runs: $RUNS, CPU burners: ${LOAD:-0}"
 for reader in $READERS; do
   # shellcheck disable=SC2086
   mt=$(printf '%s\n' ${took[$reader]} | median) mf=$(printf '%s\n' ${floor[$reader]} | median)

@@ -45,14 +45,7 @@ type cliRole struct {
 func TestCLILeastPrivilege(t *testing.T) {
 	t.Parallel()
 	logPath := auditLogPath(t)
-	md, err := os.ReadFile(filepath.Join(repoRoot, "docs", "rbac.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	allow, err := rbacaudit.ParseAllowList(md, rbacaudit.CLIAllowListHeading)
-	if err != nil {
-		t.Fatalf("docs/rbac.md: %v", err)
-	}
+	allow := docsAllowList(t, rbacaudit.CLIAllowListHeading)
 	f := newFx(t)
 	f.cliScenarioSetup()
 	// one role after another in one namespace: a failed command ends the test

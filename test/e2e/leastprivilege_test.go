@@ -81,6 +81,20 @@ func auditEvents(t *testing.T, path, user string, since time.Time) []rbacaudit.E
 	return out
 }
 
+// docsAllowList reads the allow-list under heading in docs/rbac.md.
+func docsAllowList(t *testing.T, heading string) []rbacaudit.Allowance {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(repoRoot, "docs", "rbac.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, err := rbacaudit.ParseAllowList(md, heading)
+	if err != nil {
+		t.Fatalf("docs/rbac.md: %v", err)
+	}
+	return allow
+}
+
 // lpMode is one install mode of the controller.
 type lpMode struct {
 	name string
@@ -107,14 +121,7 @@ type lpMode struct {
 func TestControllerLeastPrivilege(t *testing.T) {
 	start := time.Now()
 	logPath := auditLogPath(t)
-	md, err := os.ReadFile(filepath.Join(repoRoot, "docs", "rbac.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	allow, err := rbacaudit.ParseAllowList(md, rbacaudit.AllowListHeading)
-	if err != nil {
-		t.Fatalf("docs/rbac.md: %v", err)
-	}
+	allow := docsAllowList(t, rbacaudit.AllowListHeading)
 	helm := helmBin(t)
 	loadImage(t)
 	for _, m := range []lpMode{
