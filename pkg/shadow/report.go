@@ -87,6 +87,8 @@ func (r Report) PrintTable(w io.Writer) error {
 		fmt.Fprintln(w, "No changes recorded in this range.")
 		return nil
 	}
+	r.printBars(w)
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tNAMESPACE\tOBJECT\tKEYS\tPEER\tCMSYNC\tPEER PODS\tCMSYNC PODS\tCLASS")
 	for _, row := range r.Items {

@@ -260,6 +260,8 @@ func TestReportTableAndJSON(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"Changes seen: 2.", "Pods spared: 2.", "Changes the peer missed: 1.", "oldest 3 rows were dropped",
+		"  peer                 2 " + strings.Repeat("█", 20) + "\n", "  cmsync               3 " + strings.Repeat("█", 30) + "\n",
+		"  spared               1 " + strings.Repeat("█", 30) + "\n", "  peer-missed          1 " + strings.Repeat("█", 30) + "\n",
 		"CLASS", "configmap/cfg", "restarted deployment/vol (annotations)", "remount 2 pods of deployment/vol", "restart deployment/env", "peer-missed", "spared"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -278,6 +280,14 @@ func TestReportTableAndJSON(t *testing.T) {
 	}
 	if all := NewReport(sampleRows(), "", t0.Add(90*time.Minute), 0); len(all.Items) != 1 || all.Items[0].Object.Namespace != "other" {
 		t.Errorf("--since: items %+v", all.Items)
+	}
+}
+
+func TestBar(t *testing.T) {
+	for _, tc := range []struct{ n, max, cells int }{{0, 10, 0}, {1, 1000, 1}, {5, 10, 15}, {10, 10, 30}, {3, 0, 0}} {
+		if got := len([]rune(bar(tc.n, tc.max))); got != tc.cells {
+			t.Errorf("bar(%d, %d): %d cells, want %d", tc.n, tc.max, got, tc.cells)
+		}
 	}
 }
 
