@@ -117,6 +117,9 @@ func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFla
 			fixed["restart-via"] = []string{"template", "evict"}
 		case "lint":
 			fixed["output"] = []string{"table", "wide", "json", "yaml", "github"}
+		case "dashboard":
+			c.ValidArgsFunction = objectNameCompletion(f, true)
+			fixed["restart-via"] = []string{"template", "evict"}
 		case "diff":
 			c.ValidArgsFunction = objectNameCompletion(f, true)
 			_ = c.RegisterFlagCompletionFunc("pod", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
