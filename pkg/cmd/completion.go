@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	_ "github.com/kubectl-cmsync/kubectl-cmsync/internal/kubectlcatalog" // before kubectl's packages: no catalog parsed at start
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
