@@ -122,6 +122,12 @@ spec:
 		t.Errorf("blue,red -o json: exit %d (%v), %+v\n%s\n%s", ExitCode(err), err, rep, out, errOut)
 	}
 
+	out, _, _ = run("blue,green", false, func(o *LintOptions) { o.Output = "github" })
+	if !strings.Contains(out, "::warning file=") || !strings.Contains(out, "no-hash deployment/web (context blue)::") ||
+		!strings.Contains(out, "::error file=") || !strings.Contains(out, "missing-reference deployment/web (context green)::") {
+		t.Errorf("-o github: each annotation's title must name its context:\n%s", out)
+	}
+
 	_, _, err = run("blue,green", false, func(o *LintOptions) { o.Cluster = false })
 	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "lint reads several contexts only with --cluster") {
 		t.Errorf("several contexts without --cluster: exit %d (%v), want 2", ExitCode(err), err)
