@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	_ "github.com/kubectl-cmsync/kubectl-cmsync/internal/kubectlcatalog" // before kubectl's packages: no catalog parsed at start
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
@@ -117,6 +118,9 @@ func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFla
 			fixed["restart-via"] = []string{"template", "evict"}
 		case "lint":
 			fixed["output"] = []string{"table", "wide", "json", "yaml", "github"}
+		case "dashboard":
+			c.ValidArgsFunction = objectNameCompletion(f, true)
+			fixed["restart-via"] = []string{"template", "evict"}
 		case "diff":
 			c.ValidArgsFunction = objectNameCompletion(f, true)
 			_ = c.RegisterFlagCompletionFunc("pod", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {

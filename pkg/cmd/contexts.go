@@ -47,7 +47,7 @@ func useContextList(root *cobra.Command, flags *genericclioptions.ConfigFlags) {
 		return
 	}
 	f.Value = &contextFlag{value: flags.Context}
-	f.Usage = "The name of the kubeconfig context to use; status, diff and refresh take several (a,b or the flag repeated)"
+	f.Usage = "The name of the kubeconfig context to use; status, diff, refresh and lint --cluster take several (a,b or the flag repeated)"
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if strings.Contains(*flags.Context, ",") && cmd.Annotations[annotationContexts] == "" {
 			return usageError("%s reads one kubeconfig context, got --context %q: name one", cmd.CommandPath(), *flags.Context)

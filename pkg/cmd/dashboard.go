@@ -40,14 +40,21 @@ var (
 		kubelet is expected to take and are verified by exec until they have the change,
 		showing how long the kubelet took. v verifies now, d shows the diff of one
 		consumer (as kubectl cmsync diff), r shows the plan of kubectl cmsync refresh
-		and applies it once confirmed.`)
+		and applies it once confirmed.
+
+		Arguments narrow it as they narrow status: ConfigMaps and Secrets by name,
+		and workloads (deploy/web, sts/db...) whose pods' uses are shown. c switches
+		to the next context of the kubeconfig, C to one typed by name.`)
 
 	dashboardExample = templates.Examples(`
 		# The current namespace
 		kubectl cmsync dashboard
 
 		# Every namespace, Secrets included
-		kubectl cmsync ui -A --secrets`)
+		kubectl cmsync ui -A --secrets
+
+		# What one Deployment reads
+		kubectl cmsync dashboard deploy/web -n shop`)
 )
 
 // DashboardOptions holds the flags and state of `kubectl cmsync dashboard`.
@@ -60,14 +67,28 @@ type DashboardOptions struct {
 	Verify  VerifyFlags
 	RestartFlags
 
-	// Set by Complete.
-	Context  string
-	Executor containerread.Executor
+	// Set by Complete: the kubeconfig's context and all its contexts, the
+	// objects and workloads the arguments name.
+	Context   string
+	Contexts  []string
+	Names     []inspect.ObjectKey
+	Workloads []inspect.WorkloadKey
+	Executor  containerread.Executor
 	// Access and Patcher replace the client's (tests); nil: the client's.
 	Access  refresh.AccessReviewer
 	Patcher refresh.Patcher
 	// ProgramOptions are added to the Bubble Tea program's (tests).
 	ProgramOptions []tea.ProgramOption
+	// Templates reads the named workloads (nil: the client); tests
+	// replace it.
+	Templates inspect.TemplateReader
+	// ConnectContext sets the client and executor of c, the options of
+	// another context (c.Context); nil: from the kubeconfig. Tests
+	// replace it.
+	ConnectContext func(c *DashboardOptions) error
+
+	// the contexts switched to, each connected once (dashboard_contexts.go)
+	switched contextConnections
 }
 
 // NewDashboardOptions returns options with defaults.
@@ -81,13 +102,12 @@ func NewDashboardOptions(flags *genericclioptions.ConfigFlags, streams genericio
 func NewCmdDashboard(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewDashboardOptions(flags, streams)
 	cmd := &cobra.Command{
-		Use:                   "dashboard [flags]",
+		Use:                   "dashboard [NAME | configmap/NAME | secret/NAME | WORKLOAD/NAME ...] [flags]",
 		Aliases:               []string{"ui"},
 		DisableFlagsInUseLine: true,
 		Short:                 "Watch ConfigMap and Secret changes reach every pod, live, and refresh the laggards",
 		Long:                  dashboardLong,
 		Example:               dashboardExample,
-		Args:                  cobra.NoArgs,
 		RunE:                  runOptions(o),
 	}
 	fs := cmd.Flags()
@@ -98,16 +118,16 @@ func NewCmdDashboard(flags *genericclioptions.ConfigFlags, streams genericioopti
 	return cmd
 }
 
-// Complete resolves the namespace, the context name and the client.
+// Complete resolves the namespace, the arguments, the contexts and the
+// client.
 func (o *DashboardOptions) Complete(args []string) error {
-	if len(args) > 0 {
-		return usageError("dashboard takes no arguments, got %q\nSee 'kubectl cmsync dashboard --help' for usage.", args)
-	}
-	if _, err := o.complete(o.AllNamespaces, nil, o.Client == nil); err != nil {
+	t, err := o.completeTargets(o.AllNamespaces, args, o.Client == nil)
+	if err != nil {
 		return err
 	}
+	o.Names, o.Workloads = t.Objects, t.Workloads
 	if raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
-		o.Context = raw.CurrentContext
+		o.Context, o.Contexts = raw.CurrentContext, contextNames(raw)
 		if o.ConfigFlags.Context != nil && *o.ConfigFlags.Context != "" {
 			o.Context = *o.ConfigFlags.Context
 		}
@@ -127,6 +147,9 @@ func (o *DashboardOptions) Validate() error {
 		return usageError("--timeout must be positive, got %s", o.Timeout)
 	}
 	if err := o.validateSelector(); err != nil {
+		return err
+	}
+	if err := o.validateTargets(Targets{Objects: o.Names, Workloads: o.Workloads}); err != nil {
 		return err
 	}
 	if err := o.RestartFlags.validate(); err != nil {
@@ -150,6 +173,12 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	defer o.Verify.Close(o.ErrOut) // the node reader's pods, kept while the dashboard is open
+	defer o.switched.close(o.ErrOut)
+	// a workload that does not exist is an error before the screen opens
+	tuiOpts, err := o.TUIOptions(ctx)
+	if err != nil {
+		return err
+	}
 	// client-go logs reflector errors through klog, and main prints the API
 	// server's warnings on stderr: on a full-screen program they would tear
 	// the screen. The status line shows the errors.
@@ -160,7 +189,7 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(dashboardMemoryLimit)
 	}
-	m := tui.New(o.TUIOptions())
+	m := tui.New(tuiOpts)
 	opts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
 	if _, err := tea.NewProgram(m, opts...).Run(); err != nil && !errors.Is(err, tea.ErrInterrupted) {
 		return fmt.Errorf("dashboard: %w", err)
@@ -172,16 +201,31 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// TUIOptions are the dashboard model's options over these flags.
-func (o *DashboardOptions) TUIOptions() tui.Options {
+// TUIOptions are the dashboard model's options over these flags, the
+// workloads the arguments name read (one GET each).
+func (o *DashboardOptions) TUIOptions(ctx context.Context) (tui.Options, error) {
+	selected, err := o.workloads(ctx, o.Templates, o.Workloads)
+	if err != nil {
+		return tui.Options{}, err
+	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
+	// a workload's uses are of ConfigMaps and Secrets alike, as in status
+	secrets := o.Secrets || len(selected) > 0 || inspect.NamesSecret(o.Names)
 	return tui.Options{
-		Scope:   tui.Scope{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: o.Secrets, IncludeSystem: o.IncludeSystem},
-		Context: o.Context, Server: o.host(), Now: o.Now, Timeout: o.Timeout,
+		Connection: o.tuiConnection(key),
+		Scope: tui.Scope{Namespace: o.Namespace, PodSelector: o.Selector, Secrets: secrets, IncludeSystem: o.IncludeSystem,
+			Names: o.Names, Workloads: selected},
+		Contexts: o.Contexts, Switch: o.switchContext(key), Now: o.Now, Timeout: o.Timeout,
+	}, nil
+}
+
+// tuiConnection is the dashboard's side of o's context: its watches and
+// its actions over o's client.
+func (o *DashboardOptions) tuiConnection(hmacKey []byte) tui.Connection {
+	return tui.Connection{Context: o.Context, Server: o.host(),
 		NewFeed: func(s tui.Scope) *tui.Feed { return tui.NewFeed(o.Client, s, o.Now) },
-		Actions: &dashboardActions{o: o, hmacKey: key},
-	}
+		Actions: &dashboardActions{o: o, hmacKey: hmacKey}}
 }
 
 // dashboardActions are the dashboard's actions, made of the code of

@@ -48,6 +48,9 @@ var (
 		# Confirm absent references against the live cluster
 		kubectl cmsync lint -f app.yaml --cluster -n shop
 
+		# ... against every cluster the manifests are deployed to
+		kubectl cmsync lint -f app.yaml --cluster -n shop --context prod-eu,prod-us
+
 		# GitHub Actions annotations on the changed lines
 		kubectl cmsync lint -f deploy/ -R -o github --check`)
 )
@@ -66,6 +69,10 @@ type LintOptions struct {
 	Strict    bool
 	Cluster   bool
 	NoHeaders bool
+	Contexts  ContextFlags
+
+	// Set by Complete: the contexts asked (--cluster), when more than one.
+	contextNames []string
 
 	// Getter reads objects from the cluster (--cluster), set by Complete;
 	// tests replace it.
@@ -102,12 +109,25 @@ func NewCmdLint(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 	fs.BoolVar(&o.Strict, "strict", false, "Exit 3 when there is an error or a warning finding (implies --check).")
 	fs.BoolVar(&o.Cluster, "cluster", false, "Ask the live cluster about ConfigMaps and Secrets the manifests do not hold (get on configmaps, and secrets).")
 	fs.BoolVar(&o.NoHeaders, "no-headers", false, "Do not print table headers.")
+	o.Contexts.addFlags(cmd)
 	return cmd
 }
 
 // Complete resolves the namespace of objects that name none and, with
-// --cluster, the client.
+// --cluster, the client; with several contexts only their names, each
+// context being completed when it is asked.
 func (o *LintOptions) Complete(args []string) error {
+	names, err := o.Contexts.contexts(o.ConfigFlags)
+	if err != nil {
+		return err
+	}
+	if o.contextNames = names; len(names) > 0 {
+		if !o.Cluster {
+			return usageError("lint reads several contexts only with --cluster: without it no cluster is asked; add --cluster, or drop --context/--all-contexts")
+		}
+		o.Check = o.Check || o.Strict
+		return nil
+	}
 	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)
@@ -133,8 +153,8 @@ func (o *LintOptions) Validate() error {
 	return validateOutput(o.Output, lintFormats)
 }
 
-// Run reads the manifests, lints them, prints the findings and applies
-// --check / --strict.
+// Run reads the manifests, lints them (in each context, with several),
+// prints the findings and applies --check / --strict.
 func (o *LintOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -147,25 +167,51 @@ func (o *LintOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return parseErrors(err)
 	}
-	set := lint.NewSet()
-	if err := set.Add(docs, o.Namespace); err != nil {
-		return parseErrors(err)
+	if len(o.contextNames) > 0 {
+		return o.runContexts(ctx, docs, len(files))
 	}
-	var lo lint.Options
-	if o.Cluster {
-		if lo.Live, err = o.lookUp(ctx, set.Missing()); err != nil {
-			return err
-		}
+	items, err := o.lint(ctx, docs)
+	if err != nil {
+		return err
 	}
-	items := lint.Lint(set, lo)
 	if err := o.print(items); err != nil {
 		return err
 	}
 	if len(items) == 0 {
-		fmt.Fprintf(o.ErrOut, "No ConfigMap or Secret uses in %d objects of %s.\n", len(docs), render.Plural(len(files), "file"))
-	} else if o.Output == "" || o.Output == "table" || o.Output == "wide" {
+		fmt.Fprintln(o.ErrOut, noLintUsesMessage(len(docs), len(files)))
+	} else if o.tableOutput() {
 		fmt.Fprintln(o.ErrOut, lintSummary(items, len(files), o.Output == "wide"))
 	}
+	return o.check(items)
+}
+
+// lint lints docs: the set in o's namespace and, with --cluster, what the
+// cluster says about the references the manifests lack.
+func (o *LintOptions) lint(ctx context.Context, docs []lint.Document) ([]lint.ManifestUse, error) {
+	set := lint.NewSet()
+	if err := set.Add(docs, o.Namespace); err != nil {
+		return nil, parseErrors(err)
+	}
+	var lo lint.Options
+	if o.Cluster {
+		var err error
+		if lo.Live, err = o.lookUp(ctx, set.Missing()); err != nil {
+			return nil, err
+		}
+	}
+	return lint.Lint(set, lo), nil
+}
+
+func (o *LintOptions) tableOutput() bool {
+	return o.Output == "" || o.Output == "table" || o.Output == "wide"
+}
+
+func noLintUsesMessage(docs, files int) string {
+	return fmt.Sprintf("No ConfigMap or Secret uses in %d objects of %s.", docs, render.Plural(files, "file"))
+}
+
+// check is --check / --strict: the failures on stderr, and exit 3.
+func (o *LintOptions) check(items []lint.ManifestUse) error {
 	if !o.Check {
 		return nil
 	}
@@ -239,25 +285,39 @@ func (o *LintOptions) print(items []lint.ManifestUse) error {
 	case "github":
 		return printGitHub(o.Out, items)
 	}
-	return printLintTable(o.Out, items, o.Output == "wide", o.NoHeaders)
+	return printLintTable(o.Out, items, lintTableOptions{Wide: o.Output == "wide", NoHeaders: o.NoHeaders, Contexts: len(o.contextNames) > 0})
 }
 
-func printLintTable(out io.Writer, items []lint.ManifestUse, wide, noHeaders bool) error {
+// lintTableOptions: the columns of lint's table.
+type lintTableOptions struct {
+	Wide, NoHeaders bool
+	// Contexts: the items come from several contexts, so the first column
+	// is CONTEXT.
+	Contexts bool
+}
+
+func printLintTable(out io.Writer, items []lint.ManifestUse, o lintTableOptions) error {
 	if len(items) == 0 {
 		return nil
 	}
 	w := printers.GetNewTabWriter(out)
 	head := []string{"FILE:LINE", "WORKLOAD", "CONTAINER", "OBJECT", "MODE", "PATH/KEYS", "HOT-UPDATE", "FINDING"}
-	if wide {
+	if o.Contexts {
+		head = append([]string{"CONTEXT"}, head...)
+	}
+	if o.Wide {
 		head = append(head, "NAMESPACE", "DELAY", "OPTIONAL", "MESSAGE", "HINT")
 	}
-	if !noHeaders {
+	if !o.NoHeaders {
 		fmt.Fprintln(w, strings.Join(head, "\t"))
 	}
 	for _, it := range items {
 		row := []string{it.Source.String(), render.Workload(it.Use), render.Container(it.Use), lintObjectColumn(it.Use),
 			render.Mode(it.Use), render.PathKeys(it.Use), string(it.Verdict), fmt.Sprintf("%s: %s", it.Finding.Severity, it.Finding.Code)}
-		if wide {
+		if o.Contexts {
+			row = append([]string{it.Context}, row...)
+		}
+		if o.Wide {
 			row = append(row, it.Object.Namespace, render.OrNone(inspect.FormatDelay(it.Delay)), render.YesNo(it.Optional), it.Finding.Message, render.OrNone(it.Finding.Hint))
 		}
 		fmt.Fprintln(w, render.Row(row...))
@@ -274,13 +334,18 @@ func lintObjectColumn(it inspect.Use) string {
 }
 
 func lintSummary(items []lint.ManifestUse, files int, wide bool) string {
-	c := lint.Counts(items)
-	s := fmt.Sprintf("%s in %s: %s, %s, %d info", render.Plural(len(items), "use"), render.Plural(files, "file"),
-		render.Plural(c[lint.SeverityError], "error"), render.Plural(c[lint.SeverityWarning], "warning"), c[lint.SeverityInfo])
+	s := lintCounts(items, files)
 	if !wide {
 		s += " (-o wide shows each message and hint)"
 	}
 	return s
+}
+
+// lintCounts is "U uses in F files: n errors, n warnings, n info".
+func lintCounts(items []lint.ManifestUse, files int) string {
+	c := lint.Counts(items)
+	return fmt.Sprintf("%s in %s: %s, %s, %d info", render.Plural(len(items), "use"), render.Plural(files, "file"),
+		render.Plural(c[lint.SeverityError], "error"), render.Plural(c[lint.SeverityWarning], "warning"), c[lint.SeverityInfo])
 }
 
 // printGitHub prints a GitHub Actions workflow command per error and
@@ -302,6 +367,9 @@ func printGitHub(out io.Writer, items []lint.ManifestUse) error {
 			msg = it.Source.String() + ": " + msg
 		}
 		title := fmt.Sprintf("cmsync lint: %s %s/%s", it.Finding.Code, strings.ToLower(it.Workload.Kind), it.Workload.Name)
+		if it.Context != "" {
+			title += " (context " + it.Context + ")"
+		}
 		if _, err := fmt.Fprintf(out, "::%s %stitle=%s::%s\n", cmd, props, ghProperty(title), ghData(msg)); err != nil {
 			return err
 		}

@@ -237,6 +237,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 		return o.refused(plan, err)
 	}
 	if r.DryRun == refresh.DryRunClient {
+		printWarnings(o.ErrOut, plan.Warnings)
 		return o.printPlan(plan.Actions)
 	}
 	if len(plan.Beyond) > 0 && r.DryRun == refresh.DryRunNone { // allowed by --yes
@@ -249,6 +250,7 @@ func (o *RefreshOptions) Run(ctx context.Context) error {
 	if o.ErrTerminal && r.DryRun == refresh.DryRunNone && o.Wait {
 		fmt.Fprintln(o.ErrOut) // after the \r progress line
 	}
+	printWarnings(o.ErrOut, plan.GroupWarnings(results))
 	if err := o.printResults(results); err != nil {
 		return err
 	}
@@ -294,7 +296,8 @@ func (o *RefreshOptions) refresher() *refresh.Refresher {
 	return &refresh.Refresher{
 		Config: refresh.Config{Strategy: refresh.Strategy(o.Strategy), RestartVia: refresh.RestartVia(o.RestartVia), MaxRestarts: o.MaxRestarts,
 			MaxUnavailable: o.MaxUnavailable, DryRun: refresh.DryRun(o.DryRun), Selector: o.Selector, Yes: o.Yes, Wait: o.Wait,
-			Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now, HookHostNetwork: o.ReloadHookHostNetwork},
+			Timeout: o.Timeout, Concurrency: o.Verify.Concurrency, Verify: vo, Now: o.Now, HookHostNetwork: o.ReloadHookHostNetwork,
+			GroupWarnings: true},
 		Cluster: cluster,
 	}
 }
@@ -333,10 +336,15 @@ func (o *RefreshOptions) refused(plan *refresh.Plan, err error) error {
 	default:
 		err = explainAPIError(err, o.server(), o.Namespace)
 	}
-	if plan != nil && plan.Actions != nil && (declined == nil || declined.printPlan) {
+	early := plan.Abandon()
+	showPlan := plan != nil && plan.Actions != nil && (declined == nil || declined.printPlan)
+	if showPlan || len(early) > 0 {
+		printWarnings(o.ErrOut, plan.GroupWarnings(early))
+	}
+	if showPlan {
 		_ = o.printPlan(plan.Actions)
 	}
-	if early := plan.Abandon(); len(early) > 0 {
+	if len(early) > 0 {
 		_ = o.printResults(early)
 		fmt.Fprintf(o.ErrOut, "note: %d pods whose every use is a mounted volume were annotated meanwhile (harmless, nothing restarted): see the results above\n", len(early))
 	}
@@ -360,6 +368,7 @@ func (o *RefreshOptions) confirmPlan(plan *refresh.Plan) error {
 	if !o.StdinTerminal {
 		return &refusal{printPlan: true, err: fmt.Errorf("refused: the plan restarts %d workloads and stdin is not a terminal to confirm it; add --yes to proceed, or --strategy annotate to restart nothing", restarts)}
 	}
+	printWarnings(o.ErrOut, plan.Warnings)
 	_ = printPlanTable(o.ErrOut, plan.Actions, o.Output == "wide")
 	question := fmt.Sprintf("Restart %d workloads (their pods are replaced)? [y/N]: ", restarts)
 	if o.RestartVia == string(refresh.RestartViaEvict) {

@@ -93,6 +93,9 @@ func (o *RefreshOptions) planContexts(ctx context.Context) ([]*contextPlan, []er
 		if err != nil {
 			return p.o.refused(plan, err)
 		}
+		if p.r.DryRun == refresh.DryRunClient || p.r.DryRun == refresh.DryRunNone && !o.Yes && plan.Restarts > 0 {
+			printWarnings(errOut, plan.Warnings) // the plan is shown
+		}
 		if len(plan.Beyond) > 0 && p.r.DryRun == refresh.DryRunNone {
 			fmt.Fprintf(errOut, "Warning: restarting pods that -l %s does not select: %s\n", o.Selector, strings.Join(plan.Beyond, "; "))
 		}
@@ -172,6 +175,7 @@ func (o *RefreshOptions) applyContexts(ctx context.Context, plans []*contextPlan
 		p := plans[i]
 		p.o.ErrOut = errOut
 		results[i] = p.r.Apply(ctx, p.plan, p.o.progress)
+		printWarnings(errOut, p.plan.GroupWarnings(results[i]))
 		return resultError(results[i], p.o.runInfo())
 	})
 	return results, errs, bufs

@@ -258,6 +258,7 @@ func (o *StatusOptions) check(items []inspect.Use) error {
 // --verify and redacted.
 func (o *StatusOptions) collect(ctx context.Context) (statusResult, error) {
 	stream := !o.Verify.Enabled && !o.KubeletConfig
+	versionWarning := serverVersionWarning(ctx, o.Client)
 	selected, err := o.workloads(ctx, o.Templates, o.Workloads)
 	if err != nil {
 		return statusResult{}, err
@@ -287,7 +288,9 @@ func (o *StatusOptions) collect(ctx context.Context) (statusResult, error) {
 	if err != nil {
 		return statusResult{}, err
 	}
-	warnServerVersion(ctx, o.Client, o.ErrOut)
+	if w := versionWarning(); w != "" {
+		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
+	}
 	if o.KubeletConfig && o.Client != nil {
 		readKubeletConfigs(ctx, o.Client, snap, o.ErrOut)
 	}

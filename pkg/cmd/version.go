@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -154,20 +153,24 @@ func (o *VersionOptions) askServer(ctx context.Context) (*apimachineryversion.In
 	return &info, nil
 }
 
-// warnServerVersion prints one warning when the API server is outside the
-// versions this client is tested against; a server that does not say its
-// version gets none (the command's own requests report a cluster that is
-// down).
-func warnServerVersion(ctx context.Context, c kubernetes.Interface, errOut io.Writer) {
+// serverVersionWarning asks the API server for its version at once, while
+// the caller reads the cluster (one round trip fewer in series), and
+// returns the wait for its answer: the warning when the server is outside
+// the supported range, "" otherwise or when it did not answer (status
+// never fails for that).
+func serverVersionWarning(ctx context.Context, c kubernetes.Interface) func() string {
 	if c == nil || c.Discovery().RESTClient() == nil {
-		return
+		return func() string { return "" }
 	}
-	body, err := c.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
-	var info apimachineryversion.Info
-	if err != nil || json.Unmarshal(body, &info) != nil {
-		return
-	}
-	if w := version.ServerWarning(info.GitVersion); w != "" {
-		fmt.Fprintf(errOut, "Warning: %s\n", w)
-	}
+	answer := make(chan string, 1)
+	go func() {
+		body, err := c.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+		var info apimachineryversion.Info
+		if err != nil || json.Unmarshal(body, &info) != nil {
+			answer <- ""
+			return
+		}
+		answer <- version.ServerWarning(info.GitVersion)
+	}()
+	return func() string { return <-answer }
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,5 +206,43 @@ func TestStatusWarnsOnceOutsideTheTestedRange(t *testing.T) {
 			t.Errorf("%s: %d warnings on stderr:\n%s", server, got, errOut.String())
 		}
 		srv.Close()
+	}
+}
+
+// TestStatusAsksTheVersionWhileListing: status asks the API server for its
+// version alongside its LISTs, not after them: every LIST is answered only
+// once /version was asked (each waits up to 2 s for it).
+func TestStatusAsksTheVersionWhileListing(t *testing.T) {
+	asked := make(chan struct{})
+	var once sync.Once
+	var late atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/version" {
+			once.Do(func() { close(asked) })
+			_, _ = w.Write([]byte(`{"major":"1","minor":"37","gitVersion":"v1.37.2"}`))
+			return
+		}
+		select {
+		case <-asked:
+		case <-time.After(2 * time.Second):
+			late.Store(true)
+		}
+		_, _ = w.Write([]byte(`{"kind":"List","apiVersion":"v1","metadata":{},"items":[]}`))
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + srv.URL + "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u, namespace: ns}}]\ncurrent-context: c\n"
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	root := NewCmdRoot(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	root.SetArgs([]string{"status", "--kubeconfig", kubeconfig})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if late.Load() {
+		t.Errorf("a LIST was sent and waited 2 s while /version was not asked: the version is read after the LISTs")
 	}
 }

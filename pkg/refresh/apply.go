@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
 // DryRun is --dry-run.
@@ -98,6 +100,9 @@ type Result struct {
 	// replacementUIDs are the UIDs of Replacements: the pods the wait
 	// verifies for an evict action.
 	replacementUIDs map[string]bool
+	// unverifiable is the use Detail describes when the wait's last read
+	// left it unverifiable (GroupWarnings), nil otherwise.
+	unverifiable *inspect.Use
 }
 
 // Backoff for retried patches: 429, 5xx and timeouts.

@@ -297,7 +297,7 @@ func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision
 	if hot && observed && it.State == inspect.StateUnverifiable && it.StateCause.Permanent() {
 		if at, ok := annotatedSince(pod, it.Object.LastChange); ok {
 			return decision{need: needNothing, reason: fmt.Sprintf("cannot be verified (%s: %s), and the pod was annotated at %s, after the last change of the %s: the kubelet re-synced it then; nothing more to do",
-				it.StateCause, it.StateReason, at.UTC().Format(time.RFC3339), strings.ToLower(it.Object.Kind))}
+				it.StateCause, unverifiableReason(it), at.UTC().Format(time.RFC3339), strings.ToLower(it.Object.Kind))}
 		}
 	}
 	if !observed && pod != nil && pod.DeletionTimestamp != nil {
@@ -336,9 +336,9 @@ func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision
 		return decision{need: needAnnotate, reason: "mount is pending: an annotation makes the kubelet rewrite it now"}
 	case inspect.StateUnverifiable:
 		if hot {
-			return decision{need: needAnnotate, reason: "mount is unverifiable (" + it.StateReason + "): annotating is harmless and makes the kubelet rewrite it now"}
+			return decision{need: needAnnotate, reason: "mount is unverifiable (" + unverifiableReason(it) + "): annotating is harmless and makes the kubelet rewrite it now"}
 		}
-		return cannotTell(it, " ("+it.StateReason+")")
+		return cannotTell(it, " ("+unverifiableReason(it)+")")
 	case inspect.StateStale, inspect.StateBroken:
 		return decision{need: needRestart, reason: fmt.Sprintf("%s use is %s%s: only new containers read it again", it.Mode, it.State, removed(it))}
 	}

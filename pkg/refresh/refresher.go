@@ -49,6 +49,11 @@ type Config struct {
 	// HookHostNetwork lets reload hooks go to pods with hostNetwork, whose
 	// address is their node's (HookHostNetworkFlag); refused otherwise.
 	HookHostNetwork bool
+	// GroupWarnings: a cause that leaves several uses unverifiable is one
+	// of Plan.Warnings, and the plan's reasons say "see warning N" (the
+	// caller prints the warnings; the results' are GroupWarnings). Off
+	// (the loop), every reason quotes its cause.
+	GroupWarnings bool
 }
 
 // Cluster is the refresh's view of the cluster: one small interface per
@@ -121,6 +126,9 @@ type Plan struct {
 	// Beyond says, per restart, the pods it replaces that -l does not
 	// select (allowed only with Yes).
 	Beyond []string
+	// Warnings are the causes that left several of Uses unverifiable, with
+	// GroupWarnings: the reasons of the actions point to them by number.
+	Warnings []inspect.Warning
 	// early are the results of the pods annotated while the others were
 	// observed (see annotateEarly); nil when none were.
 	early <-chan []Result
@@ -210,6 +218,9 @@ func (r *Refresher) Plan(ctx context.Context, snap *inspect.Snapshot, items []in
 	p.hooks = r.resolveHooks(ctx, items, pods)
 	obs := r.verifyFirst(ctx, p, snap, items, sel, pods)
 	p.Uses = p.redactor.Items(obs.items)
+	if r.GroupWarnings {
+		p.Warnings = inspect.GroupWarnings(p.Uses)
+	}
 	var workloads map[WorkloadKey]WorkloadInfo
 	if r.Strategy != StrategyAnnotate { // annotate restarts nothing
 		if workloads, err = LoadWorkloads(ctx, r.Workloads, obs.restartable); err != nil {
@@ -383,6 +394,9 @@ func (p *Plan) redact(results []Result) []Result {
 	for i := range results {
 		r := &results[i]
 		r.Reason, r.Detail, r.Error, r.Warnings = p.redactor.String(r.Reason), p.redactor.String(r.Detail), p.redactor.String(r.Error), p.redactor.Strings(r.Warnings)
+		if r.unverifiable != nil {
+			r.unverifiable = &p.redactor.Items([]inspect.Use{*r.unverifiable})[0]
+		}
 	}
 	return results
 }

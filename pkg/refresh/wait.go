@@ -295,11 +295,12 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 		var err error
 		items, err = verifyPod(ctx, r, obs, sem, objects)
 		now := o.Now()
-		p, detail := converged(*r, items, nil)
+		p, detail, described := converged(*r, items, nil)
 		if err != nil && p != reached {
-			detail = "observe: " + err.Error()
+			detail, described = "observe: "+err.Error(), nil
 		}
 		r.Detail = detail
+		r.noteUnverifiable(described)
 		switch p {
 		case cannotVerify:
 			r.Outcome = OutcomeUnverifiable
@@ -440,10 +441,11 @@ func (w poller) pollRollouts(ctx context.Context, results []Result, open []int) 
 				still = append(still, i)
 				continue
 			}
-			p, detail := converged(*r, items, o.ChangedAgain)
+			p, detail, described := converged(*r, items, o.ChangedAgain)
 			if obsErr != nil && p != reached {
-				detail = "observe: " + obsErr.Error()
+				detail, described = "observe: "+obsErr.Error(), nil
 			}
+			r.noteUnverifiable(described)
 			switch p {
 			case cannotVerify:
 				r.Outcome, r.Detail = OutcomeUnverifiable, detail
@@ -502,8 +504,9 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Use) b
 }
 
 // converged checks the consumers of one action against fresh observations;
-// again is WaitOptions.ChangedAgain.
-func converged(r Result, items []inspect.Use, again func(inspect.ObjectKey) bool) (progress, string) {
+// again is WaitOptions.ChangedAgain. It returns how far the action is, what
+// the wait saw last, and the use that detail describes (nil for none).
+func converged(r Result, items []inspect.Use, again func(inspect.ObjectKey) bool) (progress, string, *inspect.Use) {
 	switch r.Action.Action {
 	case ActionAnnotate:
 		var renewed []string
@@ -511,36 +514,36 @@ func converged(r Result, items []inspect.Use, again func(inspect.ObjectKey) bool
 			it, how := find(items, c)
 			switch how {
 			case useGone:
-				return notYet, fmt.Sprintf("pod %s: %s of %s %q by %s no longer found", c.Pod, consumerWhere(c), strings.ToLower(c.Object.Kind), c.Object.Name, c.Container)
+				return notYet, fmt.Sprintf("pod %s: %s of %s %q by %s no longer found", c.Pod, consumerWhere(c), strings.ToLower(c.Object.Kind), c.Object.Name, c.Container), nil
 			case useOfNewPod:
 				if !contains(renewed, c.Pod) {
 					renewed = append(renewed, c.Pod)
 				}
 			}
 			if unverifiableForGood(it) {
-				return cannotVerify, "annotated, but cannot be verified: " + describe(it)
+				return cannotVerify, "annotated, but cannot be verified: " + describe(it), &it
 			}
 			if !settled(it) {
-				return notYet, describe(it)
+				return notYet, describe(it), &it
 			}
 		}
 		if len(renewed) > 0 {
-			return replaced, fmt.Sprintf("pod %s was re-created (new UID) after the plan: its replacement read the object when it started and is current; the annotation did not make it so", strings.Join(renewed, ", "))
+			return replaced, fmt.Sprintf("pod %s was re-created (new UID) after the plan: its replacement read the object when it started and is current; the annotation did not make it so", strings.Join(renewed, ", ")), nil
 		}
-		return reached, ""
+		return reached, "", nil
 	case ActionRestart:
 		return restartConverged(r, items, again)
 	case ActionEvict:
 		return evictConverged(r, items)
 	}
-	return reached, ""
+	return reached, "", nil
 }
 
 // restartConverged checks the pods of a restarted workload: each one the
 // plan verifies replaced and settled (or stale only for an object whose
 // data changed again after the plan, by again), and for a StatefulSet each
 // planned pod seen.
-func restartConverged(r Result, items []inspect.Use, again func(inspect.ObjectKey) bool) (progress, string) {
+func restartConverged(r Result, items []inspect.Use, again func(inspect.ObjectKey) bool) (progress, string, *inspect.Use) {
 	seen := map[string]bool{}
 	var superseded []string
 	for _, it := range items {
@@ -551,29 +554,29 @@ func restartConverged(r Result, items []inspect.Use, again func(inspect.ObjectKe
 			continue
 		}
 		if old := r.podUIDs[it.Pod.Name]; old != "" && old == it.Pod.UID {
-			return notYet, fmt.Sprintf("pod %s has not been replaced yet", it.Pod.Name)
+			return notYet, fmt.Sprintf("pod %s has not been replaced yet", it.Pod.Name), nil
 		}
 		seen[it.Pod.Name] = true
 		switch {
 		case unverifiableForGood(it):
-			return cannotVerify, "rolled out, but cannot be verified: " + describe(it)
+			return cannotVerify, "rolled out, but cannot be verified: " + describe(it), &it
 		case it.State == inspect.StateStale && again != nil && again(it.Key()):
 			superseded = append(superseded, fmt.Sprintf("%s (%s/%s)", it.Pod.Name, strings.ToLower(it.Object.Kind), it.Object.Name))
 		case !settled(it):
-			return notYet, describe(it)
+			return notYet, describe(it), &it
 		}
 	}
 	if len(seen) == 0 && namedOnly(r.Consumers) {
-		return reached, "rolled out; its pod spec does not read the object, so the rollout is all there is to verify"
+		return reached, "rolled out; its pod spec does not read the object, so the rollout is all there is to verify", nil
 	}
 	if len(seen) == 0 {
-		return notYet, "no running pod of " + r.Target.String() + " observed yet"
+		return notYet, "no running pod of " + r.Target.String() + " observed yet", nil
 	}
 	if r.Target.Kind == "StatefulSet" {
 		// its pods keep their names: each one the plan replaces must be seen
 		for _, p := range r.Pods {
 			if !seen[p] && !contains(r.OutsideSelector, p) {
-				return notYet, fmt.Sprintf("pod %s not observed yet", p)
+				return notYet, fmt.Sprintf("pod %s not observed yet", p), nil
 			}
 		}
 	}
@@ -585,7 +588,7 @@ func restartConverged(r Result, items []inspect.Use, again func(inspect.ObjectKe
 		notes = append(notes, fmt.Sprintf("rolled out after the plan; the data changed again since, and %s read an earlier version: that edit is a change of its own",
 			strings.Join(superseded, ", ")))
 	}
-	return reached, strings.Join(notes, "; ")
+	return reached, strings.Join(notes, "; "), nil
 }
 
 // Named tells whether a consumer of the action is ModeNamed: the action
@@ -606,7 +609,7 @@ func namedOnly(cs []Consumer) bool {
 
 // evictConverged checks the replacements of an evict action: each must be
 // observed, and its uses of the action's objects in-sync or current.
-func evictConverged(r Result, items []inspect.Use) (progress, string) {
+func evictConverged(r Result, items []inspect.Use) (progress, string, *inspect.Use) {
 	seen := map[string]bool{}
 	for _, it := range items {
 		if !r.replacementUIDs[it.Pod.UID] || it.Object.Namespace != r.Target.Namespace || !coversObject(r.Consumers, it) {
@@ -614,16 +617,16 @@ func evictConverged(r Result, items []inspect.Use) (progress, string) {
 		}
 		seen[it.Pod.UID] = true
 		if unverifiableForGood(it) {
-			return cannotVerify, "evicted and replaced, but cannot be verified: " + describe(it)
+			return cannotVerify, "evicted and replaced, but cannot be verified: " + describe(it), &it
 		}
 		if !settled(it) {
-			return notYet, describe(it)
+			return notYet, describe(it), &it
 		}
 	}
 	if len(seen) < len(r.replacementUIDs) {
-		return notYet, fmt.Sprintf("%d of %d replacement pods observed (%s)", len(seen), len(r.replacementUIDs), strings.Join(r.Replacements, ", "))
+		return notYet, fmt.Sprintf("%d of %d replacement pods observed (%s)", len(seen), len(r.replacementUIDs), strings.Join(r.Replacements, ", ")), nil
 	}
-	return reached, ""
+	return reached, "", nil
 }
 
 // verified reports whether the wait verifies the pod of this name for a

@@ -382,12 +382,12 @@ func TestNamedRestartIsVerifiedByItsRollout(t *testing.T) {
 	target := Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
 	obj := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app", Exists: true}
 	named := Result{Action: Action{Action: ActionRestart, Target: target, Consumers: []Consumer{{Object: obj, Mode: ModeNamed}}}}
-	if p, detail := converged(named, nil, nil); p != reached || !strings.Contains(detail, "does not read") {
+	if p, detail, _ := converged(named, nil, nil); p != reached || !strings.Contains(detail, "does not read") {
 		t.Errorf("named restart: %v %q, want reached", p, detail)
 	}
 	used := named
 	used.Action.Consumers = []Consumer{{Object: obj, Mode: inspect.ModeEnv, Pod: "api-1", Container: "c"}}
-	if p, _ := converged(used, nil, nil); p != notYet {
+	if p, _, _ := converged(used, nil, nil); p != notYet {
 		t.Errorf("restart with an env use and no pod observed: %v, want notYet", p)
 	}
 }
@@ -420,7 +420,7 @@ func TestRestartOfAnObjectChangedAgainIsReached(t *testing.T) {
 		{"unverifiable for now, changed again", restart("Deployment"), []inspect.Use{use("Deployment", "api-2", inspect.StateUnverifiable)}, changed, notYet},
 		{"a StatefulSet pod not seen yet", restart("StatefulSet", "api-0", "api-1"), []inspect.Use{use("StatefulSet", "api-0", inspect.StateStale)}, changed, notYet},
 	} {
-		p, detail := converged(tc.r, tc.items, tc.again)
+		p, detail, _ := converged(tc.r, tc.items, tc.again)
 		if p != tc.want || (p == reached && !strings.Contains(detail, "changed again since")) {
 			t.Errorf("%s: %v %q, want %v", tc.name, p, detail, tc.want)
 		}

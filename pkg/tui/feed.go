@@ -31,7 +31,15 @@ type Scope struct {
 	PodSelector   string
 	Secrets       bool
 	IncludeSystem bool
+	// Names and Workloads narrow the rows as status's arguments do: the
+	// named ConfigMaps and Secrets, the uses of the named workloads' pods
+	// (both: the named workloads' uses of the named objects).
+	Names     []inspect.ObjectKey
+	Workloads []inspect.SelectedWorkload
 }
+
+// Narrowed tells whether the scope names objects or workloads.
+func (s Scope) Narrowed() bool { return len(s.Names) > 0 || len(s.Workloads) > 0 }
 
 // MinRedraw is the shortest time between two snapshots sent to the model:
 // informer events are coalesced to at most 10 redraws per second.
@@ -312,7 +320,8 @@ func (s *Feed) read() dataMsg {
 	if secretsDenied {
 		snap.SecretsListed = false
 	}
-	items, err := inspect.Build(snap, inspect.BuildOptions{Secrets: s.scope.Secrets && !secretsDenied, IncludeSystem: s.scope.IncludeSystem, Unused: true})
+	items, err := inspect.Build(snap, inspect.BuildOptions{Names: s.scope.Names, Workloads: s.scope.Workloads,
+		Secrets: s.scope.Secrets && !secretsDenied, IncludeSystem: s.scope.IncludeSystem, Unused: true})
 	s.mu.Lock()
 	// a resource whose cache moved on since its last error is connected again
 	for r, rv := range s.errRV {

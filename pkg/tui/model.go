@@ -24,13 +24,15 @@ import (
 
 // Options configure the dashboard.
 type Options struct {
+	// Connection is the kube context the dashboard opens on.
+	Connection
 	// Scope is what to watch first (`n` and `s` change it).
 	Scope Scope
-	// Context and Server name the cluster in the header.
-	Context, Server string
-	// NewFeed starts watching a scope (NewFeed over a clientset).
-	NewFeed func(Scope) *Feed
-	Actions Actions
+	// Contexts are the kubeconfig's contexts, in name order, and Switch
+	// connects to one of them (the context keys); nil: the dashboard stays
+	// on its context.
+	Contexts []string
+	Switch   Switch
 	// Now is the clock (tests fix it).
 	Now func() time.Time
 	// Timeout bounds one refresh's wait for its consumers.
@@ -50,10 +52,17 @@ const (
 // Model is the dashboard's state. Update changes it only from messages;
 // every cluster call is a tea.Cmd.
 type Model struct {
-	opts  Options
-	feed  *Feed
-	scope Scope
-	keys  keyMap
+	opts Options
+	// conn is the kube context watched now; gen counts the switches, so
+	// that an answer of an earlier context is told apart
+	conn Connection
+	gen  int
+	// failedContext is the context a switch to failed last: c goes on
+	// from it
+	failedContext string
+	feed          *Feed
+	scope         Scope
+	keys          keyMap
 
 	width, height int
 
@@ -99,6 +108,10 @@ type Model struct {
 
 	status    string
 	statusErr bool
+	// warnings group the observed uses left unverifiable by one cause
+	// (inspect.GroupWarnings); warningOf numbers those uses
+	warnings  []inspect.Warning
+	warningOf map[inspect.UseID]int
 	help      help.Model
 	quitting  bool
 	// a quit key pressed while a refresh is being applied: the next one
@@ -131,7 +144,7 @@ func New(o Options) *Model {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
 	}
-	m := &Model{opts: o, scope: o.Scope, keys: newKeyMap(), observed: map[inspect.UseID]verification{},
+	m := &Model{opts: o, conn: o.Connection, scope: o.Scope, keys: newKeyMap(), observed: map[inspect.UseID]verification{},
 		tracks: map[inspect.UseID]*track{}, queue: map[inspect.UseID]bool{}, marked: map[inspect.ObjectKey]bool{},
 		width: 80, height: 24, help: help.New(), now: o.Now()}
 	m.objTable = newTable()
@@ -153,7 +166,7 @@ func (m *Model) watch(scope Scope) tea.Cmd {
 		m.feed.Stop()
 	}
 	m.scope = scope
-	m.feed = m.opts.NewFeed(scope)
+	m.feed = m.conn.NewFeed(scope)
 	m.feed.Start()
 	m.watched, m.synced = false, false
 	m.snap, m.items, m.objects = nil, nil, nil
@@ -173,6 +186,7 @@ type (
 	verifiedMsg struct {
 		items []inspect.Use
 		at    time.Time
+		gen   int
 	}
 	recheckMsg struct{ ids []inspect.UseID }
 	diffMsg    struct {
@@ -240,6 +254,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case applyMsg:
 		return m, m.onApply(msg)
+	case switchedMsg:
+		return m, m.onSwitched(msg)
 	case tickMsg:
 		m.now = m.opts.Now()
 		m.refreshTables()
@@ -309,17 +325,17 @@ func (m *Model) startVerify() tea.Cmd {
 		return nil
 	}
 	m.verifying = true
-	snap, actions, now := m.snap, m.opts.Actions, m.opts.Now
+	snap, actions, now, gen := m.snap, m.conn.Actions, m.opts.Now, m.gen
 	return func() tea.Msg {
 		out := actions.Verify(context.Background(), snap, batch)
-		return verifiedMsg{items: out, at: now()}
+		return verifiedMsg{items: out, at: now(), gen: gen}
 	}
 }
 
 func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 	m.verifying = false
-	if strings.HasPrefix(m.status, "verifying ") && !m.statusErr {
-		m.status = fmt.Sprintf("verified %d consumers at %s", len(msg.items), msg.at.Format("15:04:05")) + unverifiableSummary(msg.items)
+	if msg.gen != m.gen {
+		return m.startVerify() // read in the context left since
 	}
 	var again []inspect.UseID
 	interval := MaxRecheck
@@ -331,7 +347,7 @@ func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 			// verifies the use anyway
 			continue
 		}
-		o := verification{State: it.State, StateReason: it.StateReason, At: msg.at}
+		o := verification{State: it.State, StateReason: it.StateReason, Cause: it.StateCause, Fix: it.StateFix, At: msg.at}
 		if it.SyncedAt != nil {
 			t := it.SyncedAt.Time
 			o.SyncedAt = &t
@@ -350,6 +366,10 @@ func (m *Model) onVerified(msg verifiedMsg) tea.Cmd {
 		}
 	}
 	m.refreshTables()
+	if strings.HasPrefix(m.status, "verifying ") && !m.statusErr {
+		// the causes of a warning are on the status line already
+		m.status = fmt.Sprintf("verified %d consumers at %s", len(msg.items), msg.at.Format("15:04:05")) + unverifiableSummary(msg.items, m.warningOf)
+	}
 	cmds := []tea.Cmd{m.startVerify()}
 	if len(again) > 0 {
 		cmds = append(cmds, tea.Tick(interval, func(time.Time) tea.Msg { return recheckMsg{ids: again} }))
@@ -370,7 +390,7 @@ func (m *Model) withVerified(it inspect.Use) inspect.Use {
 	if !ok {
 		return it
 	}
-	it.State, it.StateReason = o.State, o.StateReason
+	it.State, it.StateReason, it.StateCause, it.StateFix = o.State, o.StateReason, o.Cause, o.Fix
 	if o.SyncedAt != nil {
 		t := *o.SyncedAt
 		it.SyncedAt = &metav1.Time{Time: t}
@@ -437,6 +457,13 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.startInput("filter", m.filter)
 	case key.Matches(msg, m.keys.Namespace):
 		m.startInput("namespace", m.scope.Namespace)
+	case key.Matches(msg, m.keys.Context):
+		if len(m.opts.Contexts) > 1 {
+			return m.switchTo(m.nextContext())
+		}
+		return m.switchTo(m.conn.Context)
+	case key.Matches(msg, m.keys.PickContext):
+		m.startInput("context", "")
 	case key.Matches(msg, m.keys.Secrets):
 		s := m.scope
 		s.Secrets = !s.Secrets
@@ -487,9 +514,15 @@ func (m *Model) startInput(what, value string) {
 	m.input.Reset()
 	m.input.SetValue(value)
 	m.input.CursorEnd()
-	if what == "filter" {
+	m.input.ShowSuggestions = false
+	switch what {
+	case "filter":
 		m.input.Prompt = "/"
-	} else {
+	case "context":
+		m.input.Prompt = "context (tab completes): "
+		m.input.SetSuggestions(m.opts.Contexts)
+		m.input.ShowSuggestions = true
+	default:
 		m.input.Prompt = "namespace (empty: all): "
 	}
 	m.input.Focus()
@@ -505,10 +538,13 @@ func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
 		what, v := m.inputFor, strings.TrimSpace(m.input.Value())
 		m.inputFor = ""
 		m.input.Blur()
-		if what == "filter" {
+		switch what {
+		case "filter":
 			m.filter = v
 			m.refreshTables()
 			return nil
+		case "context":
+			return m.switchTo(v)
 		}
 		if strings.ContainsAny(v, " /") {
 			m.setError("invalid namespace %q: use a namespace name, or nothing for all namespaces", v)
@@ -516,6 +552,11 @@ func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		s := m.scope
 		s.Namespace = v
+		if s.Narrowed() && v != m.scope.Namespace {
+			// the arguments named objects and workloads of the namespace left
+			s.Names, s.Workloads = nil, nil
+			m.status, m.statusErr = "namespace changed: showing every object, not only those the arguments named", false
+		}
 		m.screen = objectsScreen
 		return m.watch(s)
 	}
@@ -563,7 +604,7 @@ func (m *Model) diffNow() tea.Cmd {
 	m.back, m.screen = consumersScreen, diffScreen
 	m.diffTitle = "diff " + useLabel(it)
 	m.diffView.SetContent("reading the container...")
-	snap, actions := m.snap, m.opts.Actions
+	snap, actions := m.snap, m.conn.Actions
 	title := m.diffTitle
 	return func() tea.Msg {
 		text, err := actions.Diff(context.Background(), snap, []inspect.Use{it})
@@ -589,7 +630,7 @@ func (m *Model) planNow() tea.Cmd {
 	}
 	m.back, m.screen = m.screen, planScreen
 	m.plan, m.planning = nil, true
-	snap, actions := m.snap, m.opts.Actions
+	snap, actions := m.snap, m.conn.Actions
 	return func() tea.Msg {
 		p, err := actions.Plan(context.Background(), snap, keys)
 		p.Keys = keys
@@ -618,7 +659,7 @@ func (m *Model) onPlanKey(msg tea.KeyPressMsg) tea.Cmd {
 	case "y", "Y":
 		m.applying = true
 		m.progress = refresh.Progress{}
-		plan, actions := *m.plan, m.opts.Actions
+		plan, actions := *m.plan, m.conn.Actions
 		ch := make(chan tea.Msg, 16)
 		go func() {
 			res := actions.Apply(context.Background(), plan, func(p refresh.Progress) {
@@ -774,13 +815,14 @@ func useLabel(it inspect.Use) string {
 // unverifiableSummary names, for the status line, how many consumers could
 // not be verified and why, in the words of the STATE column of status
 // --verify ("; 2 unverifiable: forbidden: create pods/exec"); the most
-// frequent reason first, "and N more" for the others.
-func unverifiableSummary(items []inspect.Use) string {
+// frequent reason first, "and N more" for the others. Those of a warning
+// (grouped: warningOf) are left to it.
+func unverifiableSummary(items []inspect.Use, grouped map[inspect.UseID]int) string {
 	count := map[string]int{}
 	var reasons []string
 	n := 0
 	for _, it := range items {
-		if it.State != inspect.StateUnverifiable {
+		if it.State != inspect.StateUnverifiable || grouped[it.ID()] > 0 {
 			continue
 		}
 		n++

@@ -100,6 +100,8 @@ type harness struct {
 	opts tui.Options
 	msgs chan tea.Msg
 	mu   sync.Mutex
+	// dash, when set, changes the dashboard's options before it starts
+	dash func(*cmd.DashboardOptions)
 }
 
 // newHarness starts the model. setup runs before it starts: reactors must
@@ -126,7 +128,13 @@ func startHarness(t *testing.T, width, height int, setup ...func(*harness)) *har
 		o.Client = h.api
 	}
 	o.Timeout = 5 * time.Second
-	opts := o.TUIOptions()
+	if h.dash != nil {
+		h.dash(o)
+	}
+	opts, err := o.TUIOptions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts.Context = "test-context"
 	h.opts = opts
 	h.m = tui.New(opts)
@@ -493,8 +501,9 @@ func TestQuitWhileApplyingAsksAgainAndIsReported(t *testing.T) {
 	}
 }
 
-// Exec that RBAC denies: the status line says so in the words of status
-// --verify ("forbidden: create pods/exec"), and the consumers show it.
+// Exec that RBAC denies: the status line says so once, as status --verify
+// says it: one warning with its count, cause and fix; the consumers point
+// to it.
 func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
 	h := newHarness(t, 200, 20)
 	denied := errors.New(`unable to upgrade connection: pods "web-5d8f-x2x9q" is forbidden: User "system:serviceaccount:shop:reader" cannot create resource "pods/exec" in API group "" in the namespace "shop"`)
@@ -502,12 +511,13 @@ func TestVerifyForbiddenShowsTheReasonInTheStatusLine(t *testing.T) {
 	h.key("v") // the selected object: app-config
 	h.until("app-config is verified", contains("verified 2 consumers"))
 	st := line(h.screen(), "verified 2 consumers")
-	if !strings.Contains(st, "; 2 unverifiable: forbidden: create pods/exec") {
-		t.Errorf("status line = %q, want it to name the missing permission", st)
+	if !strings.Contains(st, "; Warning: [1] 2 uses are unverifiable: forbidden: create pods/exec. Fix: verify needs get and create on pods/exec") ||
+		strings.Contains(st, "2 unverifiable:") {
+		t.Errorf("status line = %q, want the one warning naming the missing permission and its fix", st)
 	}
 	h.key("enter")
-	if vol := line(h.screen(), "/etc/app"); !strings.Contains(vol, "unverifiable") {
-		t.Errorf("volume row = %q, want unverifiable", vol)
+	if vol := line(h.screen(), "/etc/app"); !strings.Contains(vol, "unverifiable: see warning 1") {
+		t.Errorf("volume row = %q, want unverifiable: see warning 1", vol)
 	}
 }
 

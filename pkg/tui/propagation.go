@@ -19,8 +19,11 @@ const (
 type verification struct {
 	State       inspect.State
 	StateReason string
-	SyncedAt    *time.Time
-	At          time.Time
+	// Cause and Fix group the unverifiable uses (inspect.GroupWarnings)
+	Cause    inspect.StateCause
+	Fix      string
+	SyncedAt *time.Time
+	At       time.Time
 }
 
 // track follows one hot-updating use from a data change of its object

@@ -176,7 +176,44 @@ func (m *Model) refreshTables() {
 		}
 		m.uses = append(m.uses, m.withVerified(raw))
 	}
+	m.groupWarnings()
 	setTable(&m.useTable, render.Uses{Items: m.uses, Verify: true, OneObject: true, Now: m.now}, m.width, 3)
+}
+
+// groupWarnings groups the observed uses left unverifiable by one cause
+// with a known fix (inspect.GroupWarnings, as status --verify does): the
+// status line says the first warning, and the rows of the consumers screen
+// point to theirs.
+func (m *Model) groupWarnings() {
+	var unverifiable []inspect.Use
+	for _, raw := range m.items {
+		if o, ok := m.observed[raw.ID()]; ok && o.State == inspect.StateUnverifiable {
+			unverifiable = append(unverifiable, m.withVerified(raw))
+		}
+	}
+	m.warnings = inspect.GroupWarnings(unverifiable)
+	m.warningOf = map[inspect.UseID]int{}
+	for _, it := range unverifiable {
+		if it.Warning > 0 {
+			m.warningOf[it.ID()] = it.Warning
+		}
+	}
+	for i := range m.uses {
+		m.uses[i].Warning = m.warningOf[m.uses[i].ID()]
+	}
+}
+
+// warningText is the status line's part of the warnings: the first, with
+// its count, cause and fix, and how many more there are.
+func (m *Model) warningText() string {
+	if len(m.warnings) == 0 {
+		return ""
+	}
+	s := "Warning: " + m.warnings[0].String(1)
+	if n := len(m.warnings) - 1; n > 0 {
+		s += fmt.Sprintf(" (and %s)", render.Plural(n, "more warning"))
+	}
+	return s
 }
 
 // setTable puts the header and rows of tbl in t, sizes the columns to their
@@ -309,12 +346,15 @@ func (m *Model) headerLine() string {
 	} else {
 		ns = "namespace " + ns
 	}
-	parts := []string{styleTitle.Render("cmsync"), "context " + orDash(m.opts.Context), ns}
+	parts := []string{styleTitle.Render("cmsync"), "context " + orDash(m.conn.Context), ns}
 	if m.scope.PodSelector != "" {
 		parts = append(parts, "pods -l "+m.scope.PodSelector)
 	}
 	if m.scope.Secrets {
 		parts = append(parts, "+secrets")
+	}
+	if m.scope.Narrowed() {
+		parts = append(parts, selectionText(m.scope))
 	}
 	if m.filter != "" {
 		parts = append(parts, "filter /"+m.filter)
@@ -362,7 +402,7 @@ func (m *Model) statusLine() string {
 // statusText is the status line's text, and whether it is an error.
 func (m *Model) statusText() (string, bool) {
 	if m.probeErr != nil {
-		return fmt.Sprintf("error: cannot reach the API server %s: %v (retrying every %s)", m.opts.Server, m.probeErr, ProbeRetry), true
+		return fmt.Sprintf("error: cannot reach the API server %s: %v (retrying every %s)", m.conn.Server, m.probeErr, ProbeRetry), true
 	}
 	if len(m.errs) > 0 {
 		var rs []string
@@ -384,6 +424,9 @@ func (m *Model) statusText() (string, bool) {
 	}
 	if m.statusErr {
 		return "error: " + s, true
+	}
+	if w := m.warningText(); w != "" {
+		s = strings.TrimPrefix(s+"; "+w, "; ")
 	}
 	return s, false
 }
@@ -456,4 +499,20 @@ func (m *Model) helpText() string {
 	b.WriteString("the kubelet has written it. r plans a refresh and asks before applying.\n\n")
 	b.WriteString(styleDim.Render("any key: back"))
 	return b.String()
+}
+
+// selectionText names what the arguments selected, as they were given
+// (deployment/web, configmap/app-config).
+func selectionText(s Scope) string {
+	var names []string
+	for _, w := range s.Workloads {
+		names = append(names, strings.ToLower(w.Key.Workload.Kind)+"/"+w.Key.Workload.Name)
+	}
+	for _, k := range s.Names {
+		names = append(names, strings.ToLower(k.Kind)+"/"+k.Name)
+	}
+	if len(names) > 3 {
+		names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
+	}
+	return strings.Join(names, " ")
 }

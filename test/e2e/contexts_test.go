@@ -259,3 +259,88 @@ func TestRefreshAcrossContexts(t *testing.T) {
 		}
 	}
 }
+
+// TestLintAcrossContexts: lint --cluster asks the cluster (which holds the
+// ConfigMap app), the second control plane (whose namespace lacks it) and a
+// context at a closed port, at once: a CONTEXT column, one summary line per
+// context and for all, the closed context one error line while the others
+// print, the second control plane's --check failure under its name, exit 3;
+// -o json carries the context of each item.
+func TestLintAcrossContexts(t *testing.T) {
+	if pluginBuildErr != nil {
+		t.Fatal(pluginBuildErr)
+	}
+	kubeconfig, cp2 := cluster2(t)
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"level": "info"}))
+	if _, err := cp2.CoreV1().Namespaces().Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("namespace in %s: %v", contextCP2, err)
+	}
+	t.Cleanup(func() { _ = cp2.CoreV1().Namespaces().Delete(context.Background(), f.ns, metav1.DeleteOptions{}) })
+	manifest := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(manifest, []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: `+imageBusybox+`
+        volumeMounts: [{name: cfg, mountPath: /etc/app}]
+      volumes:
+      - {name: cfg, configMap: {name: app}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, code := cmsyncIn(t, kubeconfig, "lint", "-f", manifest, "-n", f.ns, "--cluster", "--all-contexts", "--check")
+	if code != 3 || !strings.HasPrefix(out, "CONTEXT ") {
+		t.Errorf("lint --all-contexts --check: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	rows := map[string]string{}
+	for l := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		if name, _, ok := strings.Cut(l, " "); ok {
+			rows[name] = l
+		}
+	}
+	if !strings.Contains(rows[contextMain], "info: hot-update") || !strings.Contains(rows[contextCP2], "error: missing-reference") || rows[contextClosed] != "" {
+		t.Errorf("rows per context: %q", rows)
+	}
+	for _, want := range []string{
+		contextMain + ": 1 use in 1 file: 0 errors, 0 warnings, 1 info\n",
+		contextCP2 + ": 1 use in 1 file: 1 error, 0 warnings, 0 info\n",
+		"all 2 contexts: 2 uses in 1 file: 1 error, 0 warnings, 1 info",
+		`context "` + contextCP2 + `": check failed: 1 error:`,
+		`error: context "` + contextClosed + `": cannot reach the Kubernetes API server at https://127.0.0.1:1`,
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("no %q in stderr:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, `context "`+contextMain+`": check failed`) {
+		t.Errorf("%s failed --check:\n%s", contextMain, errOut)
+	}
+
+	out, errOut, code = cmsyncIn(t, kubeconfig, "lint", "-f", manifest, "-n", f.ns, "--cluster", "--context", contextMain+","+contextCP2, "-o", "json")
+	var rep struct {
+		Items []struct {
+			Context string `json:"context"`
+			Verdict string `json:"verdict"`
+		} `json:"items"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Items) != 2 ||
+		rep.Items[0].Context != contextMain || rep.Items[0].Verdict != "hot-update" || rep.Items[1].Context != contextCP2 || rep.Items[1].Verdict != "missing" {
+		t.Errorf("lint -o json of %s and %s: exit %d, %+v\nstdout:\n%s\nstderr:\n%s", contextMain, contextCP2, code, rep.Items, out, errOut)
+	}
+
+	// manifests that hold every object: no GET is needed, and yet the
+	// closed context is not reported as asked
+	out, errOut, code = cmsyncIn(t, kubeconfig, "lint", "-f", filepath.Join(repoRoot, "hack", "demo", "demo.yaml"), "--cluster", "--all-contexts")
+	if code != 1 || strings.Contains(out, contextClosed) || !strings.Contains(out, contextCP2+" ") ||
+		!strings.Contains(errOut, `error: context "`+contextClosed+`": cannot reach the Kubernetes API server at https://127.0.0.1:1`) {
+		t.Errorf("lint of hack/demo/demo.yaml --all-contexts: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -285,6 +287,49 @@ func TestDashboardRefreshWithoutPatchPodsChangesNothing(t *testing.T) {
 	if a := f.getPod(f.waitPodsReady(1)[0].Name).Annotations[refresh.RefreshedAtAnnotation]; a != "" {
 		t.Errorf("the pod was annotated (%s = %s)", refresh.RefreshedAtAnnotation, a)
 	}
+	d.keys("q")
+	if code := d.exitCode(); code != "0" {
+		t.Errorf("dashboard exit code %s, want 0", code)
+	}
+}
+
+// TestDashboardContextsAndWorkload: `dashboard deploy/web` over the
+// kubeconfig of the cluster, a context at a closed port and the second
+// control plane: the header names the context and deployment/web, the rows
+// are web's (not the bare pod's ConfigMap); c to the closed context fails
+// and stays, c again goes on to the second control plane, where web is read
+// again (it runs no pod there: no pod consumes, and u shows its template's
+// ConfigMap), and q exits 0.
+func TestDashboardContextsAndWorkload(t *testing.T) {
+	kubeconfig, cp2 := cluster2(t)
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"level": "info"}))
+	f.createConfigMap(configMap("other", map[string]string{"k": "v"}))
+	web := podSpec(withEnv(busybox("app"), cmEnv("LEVEL", "app", "level", nil)))
+	f.createDeployment("web", 1, web, false)
+	f.createPod(pod("solo", withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/other"))), cmVolume("cfg", "other"))))
+	f.waitDeploymentSettled("web")
+	pendingIn(t, f, cp2)
+	labels := map[string]string{"app": "web"}
+	one := int32(1)
+	d2 := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}, Spec: appsv1.DeploymentSpec{Replicas: &one,
+		Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: web}}}
+	if _, err := cp2.AppsV1().Deployments(f.ns).Create(f.ctx, d2, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("deployment web in %s: %v", contextCP2, err)
+	}
+
+	d := f.startDashboard("--kubeconfig", kubeconfig, "--context", contextMain, "-n", f.ns, "deploy/web")
+	s := d.waitScreen("web's objects", 30*time.Second, has("context "+contextMain, "deployment/web", " app ", "live"))
+	if strings.Contains(s, " other ") {
+		t.Errorf("dashboard deploy/web lists the bare pod's ConfigMap other:\n%s", s)
+	}
+	d.keys("c") // in name order after cmsync-local: cmsync-closed
+	d.waitScreen("the closed context refused", 30*time.Second, has("could not switch to context "+contextClosed+" (still on "+contextMain+"): cannot reach"))
+	d.keys("c") // on from it: cmsync-cp2
+	d.waitScreen("the second control plane", 30*time.Second, has("context "+contextCP2, "deployment/web", "live", "no pod consumes"))
+	d.keys("u") // web runs no pod there: its template reads app
+	s = d.waitScreen("web's template's ConfigMap", 10*time.Second, has("context "+contextCP2, " app "))
+	t.Logf("in %s:\n%s", contextCP2, s)
 	d.keys("q")
 	if code := d.exitCode(); code != "0" {
 		t.Errorf("dashboard exit code %s, want 0", code)

@@ -100,7 +100,7 @@ func TestWorkloadArguments(t *testing.T) {
 
 // TestWorkloadArgumentsReaderNamespaceWarning: --reader=node with a reader
 // namespace that does not exist says so once, with its fix, in the
-// default output; the rows point to the warning.
+// default output; the rows point to the warning. So does refresh's plan.
 func TestWorkloadArgumentsReaderNamespaceWarning(t *testing.T) {
 	f := workloadsFixture(t)
 	out, errOut, code := f.pluginRun("status", "-n", f.ns, "deploy/web", "--verify", "--reader=node", "--reader-namespace", "cmsync-no-such-namespace")
@@ -118,6 +118,21 @@ func TestWorkloadArgumentsReaderNamespaceWarning(t *testing.T) {
 	}
 	if n := strings.Count(out, "unverifiable: see warning 1"); n != 6 {
 		t.Errorf("%d rows point to warning 1, want 6:\n%s", n, out)
+	}
+
+	// refresh's plan says it the same way: once, and its rows point to it
+	out, errOut, code = f.pluginRun("refresh", "-n", f.ns, "deploy/web", "--dry-run=client", "--reader=node", "--reader-namespace", "cmsync-no-such-namespace")
+	warnings = nil
+	for _, l := range strings.Split(errOut, "\n") {
+		if strings.HasPrefix(l, "Warning:") {
+			warnings = append(warnings, l)
+		}
+	}
+	if code != 0 || len(warnings) != 1 || !strings.Contains(warnings[0], "[1] 6 uses are unverifiable") || !strings.Contains(warnings[0], "kubectl create namespace cmsync-no-such-namespace") {
+		t.Errorf("refresh --dry-run=client: exit %d, warnings = %q, want one naming 6 uses and the fix\nstderr: %s", code, warnings, errOut)
+	}
+	if !strings.Contains(out, "(see warning 1)") || strings.Contains(out, "does not exist") {
+		t.Errorf("refresh --dry-run=client: the plan's rows do not point to warning 1, or repeat its cause:\n%s", out)
 	}
 }
 
