@@ -110,7 +110,8 @@ start_scraper() {
 metric() { kubectl -n "$SCRAPE_NS" exec scraper -- wget -qO- "http://$SCRAPE_IP:8080/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 # start_load N: N CPU burners (busy shell loops, each one runnable task: a load average of about N on top of
-# what runs already), stopped when the script exits. LOAD=10 on 2 cores is a busy CI runner or node.
+# what runs already), stopped when the script exits. LOAD=10 on 2 cores is a busy CI runner or node. It sets the
+# EXIT trap: a script with an EXIT trap of its own calls stop_load in it.
 LOAD_PIDS=()
 start_load() {
   local n=${1:-0} i
@@ -121,7 +122,7 @@ start_load() {
     LOAD_PIDS+=($!)
   done
   trap stop_load EXIT
-  ts "started $n CPU burners (LOAD=$n); waiting 30 s for the load average to climb"
+  ts "started $n CPU burners (LOAD=$n); waiting ${LOAD_WARMUP:-30} s for the load average to climb"
   sleep "${LOAD_WARMUP:-30}"
 }
 stop_load() { ((${#LOAD_PIDS[@]} == 0)) || kill "${LOAD_PIDS[@]}" 2>/dev/null || true; LOAD_PIDS=(); }

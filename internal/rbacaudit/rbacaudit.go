@@ -409,9 +409,15 @@ func ParseAllowList(markdown []byte, heading string) ([]Allowance, error) {
 		}
 		role := ""
 		if width == 6 {
-			role, cells = strings.Trim(cells[0], "`"), cells[1:]
+			if role, cells = strings.Trim(cells[0], "`"), cells[1:]; role == "" || role == `""` {
+				return nil, fmt.Errorf("allow-list row %q: no role", l)
+			}
 		}
-		out = append(out, allowances(role, cells)...)
+		a := allowances(role, cells)
+		if cells[0] == "" || len(a) == 0 {
+			return nil, fmt.Errorf("allow-list row %q: want an apiGroup (`\"\"` for the core group), resources and verbs", l)
+		}
+		out = append(out, a...)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no allow-list table after %q", heading)

@@ -329,6 +329,20 @@ func TestParseAllowListWithRoles(t *testing.T) {
 	if _, err := ParseAllowList([]byte(strings.Replace(md, "| role |", "| who |", 1)), "### CLI"); err == nil {
 		t.Error("a header with an unknown first column: no error")
 	}
+	for _, bad := range []string{"| `` |", "| `\"\"` |"} {
+		if _, err := ParseAllowList([]byte(strings.Replace(md, "| `cmsync-status` |", bad, 1)), "### CLI"); err == nil {
+			t.Errorf("role %s: no error", bad)
+		}
+	}
+	for _, bad := range []string{"| | replicasets |", "| `apps` | | watch |", "| `apps` | replicasets | |"} {
+		row := strings.Replace(md, "| `apps` | replicasets | watch |", bad, 1)
+		if strings.Count(bad, "|") == 3 {
+			row = strings.Replace(md, "| `apps` | replicasets |", bad, 1)
+		}
+		if _, err := ParseAllowList([]byte(row), "### CLI"); err == nil {
+			t.Errorf("row with %s: no error", bad)
+		}
+	}
 }
 
 // TestDocsAllowList: docs/rbac.md's allow-list parses, each row naming its

@@ -163,7 +163,7 @@ func TestExitCodesAndMessages(t *testing.T) {
 			o.Yes, o.Cluster.Access = true, denyingReviewer{"deployments": true}
 		}), ExitFailure, "error: cannot refresh: the credentials lack permissions the plan needs; nothing was changed:\n" +
 			"  patch deployments in namespace \"ns\" (for deployment/web): a Role with this rule grants it: {apiGroups: [\"apps\"], resources: [\"deployments\"], verbs: [\"patch\"]}\n" +
-			"The ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.\n"},
+			"The ClusterRole cmsync-refresh of deploy/rbac.yaml grants what refresh needs (with cmsync-secrets where Secrets are read).\n"},
 		{"dashboard without a terminal", root(empty.URL, "dashboard"), ExitFailure, "error: the dashboard needs a terminal (stdin and stdout); for scripts use 'kubectl cmsync status --verify -o json'\n"},
 		{"unreadable kubeconfig", func(t *testing.T) result {
 			path := filepath.Join(t.TempDir(), "kubeconfig")

@@ -98,7 +98,7 @@ func TestRefreshSaysWhichPermissionIsMissingFirst(t *testing.T) {
 		err := o.Run(context.Background())
 		want := `cannot refresh: the credentials lack permissions the plan needs; nothing was changed:
   patch deployments in namespace "ns" (for deployment/web): a Role with this rule grants it: {apiGroups: ["apps"], resources: ["deployments"], verbs: ["patch"]}
-The ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.`
+The ClusterRole cmsync-refresh of deploy/rbac.yaml grants what refresh needs (with cmsync-secrets where Secrets are read).`
 		if err == nil || err.Error() != want || ExitCode(err) != ExitFailure {
 			t.Errorf("--dry-run=%s: %v (exit %d)\nwant %s (exit 1)", dry, err, ExitCode(err), want)
 		}
@@ -127,7 +127,7 @@ func TestMissingPermissionsNamesExec(t *testing.T) {
 	want := `cannot refresh: the credentials lack permissions the plan needs; nothing was changed:
   patch pods in namespace "shop" (for pod/a): a Role with this rule grants it: {apiGroups: [""], resources: ["pods"], verbs: ["patch"]}
   get and create pods/exec in namespace "shop" (to verify the consumers): a Role with this rule grants it: {apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]}
-The ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.`
+The ClusterRole cmsync-refresh of deploy/rbac.yaml grants what refresh needs (with cmsync-secrets where Secrets are read).`
 	if err.Error() != want {
 		t.Errorf("got\n%s\nwant\n%s", err, want)
 	}

@@ -122,7 +122,7 @@ func missingPermissionsError(missing []refresh.Permission, items []inspect.Use) 
 				it.Object.Namespace, `{apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"]}`)
 		}
 	}
-	b.WriteString("\nThe ClusterRoles cmsync-refresh and cmsync-verify of deploy/rbac.yaml grant what refresh needs.")
+	b.WriteString("\nThe ClusterRole cmsync-refresh of deploy/rbac.yaml grants what refresh needs (with cmsync-secrets where Secrets are read).")
 	return &ExitError{Code: ExitFailure, Err: errors.New(b.String())}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/shadow"
@@ -65,9 +66,9 @@ func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, em
 		if o.DryRun != string(refresh.DryRunNone) {
 			return emit
 		}
-		if missing := o.cannotWatchWorkloads(ctx); missing != "" {
-			fmt.Fprintf(o.ErrOut, "note: the double-restart warning is off (a peer's restarts are not watched): cannot %s; "+
-				"a Role with this rule grants it: {apiGroups: [\"apps\"], resources: [\"deployments\", \"statefulsets\", \"daemonsets\"], verbs: [\"watch\"]}\n", missing)
+		if missing, rule := o.cannotWatchWorkloads(ctx); missing != "" {
+			fmt.Fprintf(o.ErrOut, "note: the double-restart warning is off (a peer's restarts are not watched): cannot %s (forbidden); "+
+				"a Role with this rule grants it: %s\n", missing, rule)
 			return emit
 		}
 		dw := &shadow.DoubleWatch{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now,
@@ -97,12 +98,14 @@ func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, em
 	}
 }
 
-// cannotWatchWorkloads asks the API server whether this user may watch the
-// workloads a peer restarts (the double-restart warning's informers): ""
-// when it may, else what it may not ("watch statefulsets in namespace
-// \"shop\" (forbidden)"). An informer refused keeps retrying its list and
-// fills the API server's audit log with refusals; it is not started then.
-func (o *WatchOptions) cannotWatchWorkloads(ctx context.Context) string {
+// cannotWatchWorkloads asks the API server whether this user may list and
+// watch the workloads a peer restarts (the double-restart warning's
+// informers): "" when it may, else what it may not ("watch statefulsets in
+// namespace \"shop\"") and the rule that grants it. An informer refused
+// keeps retrying its list and fills the API server's audit log with
+// refusals; it is not started then. A review that fails says nothing
+// (as refresh's pre-check): the informer's own errors will.
+func (o *WatchOptions) cannotWatchWorkloads(ctx context.Context) (missing, rule string) {
 	rev := refresh.SelfAccessReviewer{Client: o.Client}
 	where := "in every namespace"
 	if o.Namespace != "" {
@@ -110,14 +113,10 @@ func (o *WatchOptions) cannotWatchWorkloads(ctx context.Context) string {
 	}
 	for _, res := range []string{"deployments", "statefulsets", "daemonsets"} {
 		for _, verb := range []string{"list", "watch"} {
-			ok, err := rev.Allowed(ctx, refresh.Permission{Verb: verb, Group: "apps", Resource: res, Namespace: o.Namespace})
-			switch {
-			case err != nil:
-				return fmt.Sprintf("%s %s %s (the access review failed: %v)", verb, res, where, err)
-			case !ok:
-				return fmt.Sprintf("%s %s %s (forbidden)", verb, res, where)
+			if ok, err := rev.Allowed(ctx, refresh.Permission{Verb: verb, Group: rbac.Group(res), Resource: res, Namespace: o.Namespace}); err == nil && !ok {
+				return fmt.Sprintf("%s %s %s", verb, res, where), rbac.RoleRule(verb, res)
 			}
 		}
 	}
-	return ""
+	return "", ""
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -41,16 +42,23 @@ func TestShadowFlagsValidate(t *testing.T) {
 func TestCannotWatchWorkloads(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		refused string // "verb resource" the reviewer refuses
+		refused string // "verb resource" the reviewer refuses; "error" fails every review
 		ns      string
 		want    string
+		rule    string
 	}{
-		{"all allowed", "", "shop", ""},
-		{"watch statefulsets refused", "watch statefulsets", "shop", `watch statefulsets in namespace "shop" (forbidden)`},
-		{"list deployments refused, every namespace", "list deployments", "", "list deployments in every namespace (forbidden)"},
+		{"all allowed", "", "shop", "", ""},
+		{"watch statefulsets refused", "watch statefulsets", "shop", `watch statefulsets in namespace "shop"`,
+			`{apiGroups: ["apps"], resources: ["statefulsets"], verbs: ["watch"]}`},
+		{"list deployments refused, every namespace", "list deployments", "", "list deployments in every namespace",
+			`{apiGroups: ["apps"], resources: ["deployments"], verbs: ["list"]}`},
+		{"the reviews fail", "error", "shop", "", ""},
 	} {
 		cs := fake.NewClientset()
 		cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if tc.refused == "error" {
+				return true, nil, errors.New("the review failed")
+			}
 			rev := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 			ra := rev.Spec.ResourceAttributes
 			if ra.Group != "apps" || ra.Namespace != tc.ns {
@@ -62,8 +70,8 @@ func TestCannotWatchWorkloads(t *testing.T) {
 		o := &WatchOptions{}
 		o.Client = cs
 		o.Namespace = tc.ns
-		if got := o.cannotWatchWorkloads(context.Background()); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		if got, rule := o.cannotWatchWorkloads(context.Background()); got != tc.want || rule != tc.rule {
+			t.Errorf("%s: %q, %q; want %q, %q", tc.name, got, rule, tc.want, tc.rule)
 		}
 	}
 }

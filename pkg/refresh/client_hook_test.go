@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/rbac"
 )
 
@@ -197,5 +198,48 @@ func TestHookSendersFollowNoRedirect(t *testing.T) {
 	}
 	if r := judgeHook(&Hook{Method: "POST", Port: 9090, Path: "/-/reload"}, HookViaDirect, resp, nil); r.Outcome != HookFailed {
 		t.Errorf("a redirect judged %s, want failed", r.Outcome)
+	}
+}
+
+// A plan that is waited for reads its objects again by name: the
+// pre-check asks get on each kind of object per namespace, and refuses a
+// plan whose credentials could patch but never verify; a plan not waited
+// for, or a dry run, needs no get.
+func TestVerifyPermissions(t *testing.T) {
+	restart := Action{Action: ActionRestart, Target: Target{"Deployment", "ns", "web"},
+		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "Secret", Namespace: "ns", Name: "tok"}, Pod: "web-1", Mode: inspect.ModeEnv}}}
+	plain := hookedAnnotation("a")
+	plain.Hook = nil
+	plan := &Plan{Actions: []Action{plain, restart, hookedAnnotation("b")}}
+	r := &Refresher{Config: Config{MaxRestarts: -1, DryRun: DryRunNone, Wait: true}, Cluster: Cluster{Hooks: DirectHookSender{},
+		Access: fakeReviewer{"configmaps": errDenied}}}
+	want := []Permission{
+		{Verb: "patch", Resource: "deployments", Group: "apps", Namespace: "ns", Targets: []string{"deployment/web"}},
+		{Verb: "patch", Resource: "pods", Namespace: "ns", Targets: []string{"pod/a", "pod/b"}},
+		{Verb: "get", Resource: "configmaps", Namespace: "ns", Targets: []string{"configmap/cm"}},
+		{Verb: "get", Resource: "secrets", Namespace: "ns", Targets: []string{"secret/tok"}},
+	}
+	if got := r.permissions(plan.Actions); !reflect.DeepEqual(got, want) {
+		t.Errorf("permissions with --wait\n%+v\nwant\n%+v", got, want)
+	}
+	var pe *PermissionError
+	if err := r.check(context.Background(), plan); !errors.As(err, &pe) ||
+		err.Error() != `refused: the credentials lack get configmaps in namespace "ns" (for configmap/cm); nothing was changed` {
+		t.Errorf("check: %v", err)
+	}
+	r.Wait = false // pod b's hook is still sent after its verified remount, within --timeout
+	r.Timeout = time.Minute
+	if got := r.permissions(plan.Actions); len(got) != 4 {
+		t.Errorf("hooks waited for: %d permissions, want the gets too: %+v", len(got), got)
+	}
+	r.Timeout = 0
+	if got := r.permissions(plan.Actions); len(got) != 2 {
+		t.Errorf("nothing waited for: %+v, want the patches only", got)
+	}
+	r.Wait, r.DryRun = true, DryRunServer
+	for _, p := range r.permissions(plan.Actions) {
+		if p.Verb == "get" {
+			t.Errorf("dry run: %+v, want no get", p)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -423,11 +424,50 @@ func (r *Refresher) resolveHooks(ctx context.Context, items []inspect.Use, pods 
 }
 
 // permissions is what applying actions needs: Permissions, plus pods/proxy
-// for the reload hooks when they go through the API server's pod proxy.
+// for the reload hooks when they go through the API server's pod proxy,
+// plus get on the objects read again to verify the actions when they are
+// waited for (--wait, or hooks sent after the verified remount).
 func (r *Refresher) permissions(actions []Action) []Permission {
 	perms := Permissions(actions, r.DryRun)
-	if r.DryRun == DryRunNone && r.Hooks != nil && r.Hooks.Via() == HookViaProxy {
+	if r.DryRun != DryRunNone {
+		return perms
+	}
+	if r.Hooks != nil && r.Hooks.Via() == HookViaProxy {
 		perms = append(perms, hookPermissions(actions)...)
 	}
+	if r.Wait || r.Timeout > 0 && slices.ContainsFunc(actions, func(a Action) bool { return a.Action == ActionAnnotate && a.Hook.sendable() }) {
+		perms = append(perms, verifyPermissions(actions)...)
+	}
 	return perms
+}
+
+// verifyPermissions is get on the ConfigMaps and Secrets the actions'
+// consumers read, per namespace: the wait reads each of them again by name
+// (a Secret only where Secrets are read at all).
+func verifyPermissions(actions []Action) []Permission {
+	resources := map[string]string{inspect.KindConfigMap: "configmaps", inspect.KindSecret: "secrets"}
+	byKey := map[[2]string]int{}
+	var out []Permission
+	for _, a := range actions {
+		if a.Action != ActionAnnotate && a.Action != ActionRestart && a.Action != ActionEvict {
+			continue
+		}
+		for _, c := range a.Consumers {
+			res, ok := resources[c.Object.Kind]
+			if !ok {
+				continue
+			}
+			k := [2]string{c.Object.Namespace, res}
+			i, seen := byKey[k]
+			if !seen {
+				i = len(out)
+				byKey[k] = i
+				out = append(out, Permission{Verb: "get", Resource: res, Namespace: c.Object.Namespace})
+			}
+			if t := c.Object.Kind + "/" + c.Object.Name; !slices.Contains(out[i].Targets, strings.ToLower(t)) {
+				out[i].Targets = append(out[i].Targets, strings.ToLower(t))
+			}
+		}
+	}
+	return out
 }
