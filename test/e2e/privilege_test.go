@@ -37,6 +37,16 @@ import (
 // from the admin kubeconfig. It returns the kubeconfig's path.
 func (f *fx) saKubeconfig(name string, rules []rbacv1.PolicyRule, clusterRole string) string {
 	f.t.Helper()
+	return f.saKubeconfigReady(name, rules, clusterRole, func(path string) bool {
+		_, _, code := f.pluginRunQuiet("status", "--kubeconfig", path, "-o", "json")
+		return code == 0
+	})
+}
+
+// saKubeconfigReady is saKubeconfig with its own test of the RBAC in
+// effect: ready(path) tells when the kubeconfig at path may do its work.
+func (f *fx) saKubeconfigReady(name string, rules []rbacv1.PolicyRule, clusterRole string, ready func(path string) bool) string {
+	f.t.Helper()
 	if _, err := f.cs.CoreV1().ServiceAccounts(f.ns).Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		f.t.Fatalf("creating ServiceAccount %s: %v", name, err)
 	}
@@ -85,10 +95,7 @@ current-context: e2e
 		f.t.Fatal(err)
 	}
 	// the RoleBinding reaches the authorizer's cache within a moment
-	f.poll("RBAC of "+name+" in effect", 30*time.Second, func() (bool, error) {
-		_, _, code := f.pluginRunQuiet("status", "--kubeconfig", path, "-o", "json")
-		return code == 0, nil
-	})
+	f.poll("RBAC of "+name+" in effect", 30*time.Second, func() (bool, error) { return ready(path), nil })
 	return path
 }
 
