@@ -91,11 +91,13 @@ cpu_split() {
     sort -k2 -g -r | awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $1, $2} END {print ""}'
 }
 
-# controller_leader CTL: waits for deploy/controller's Deployment in namespace CTL to roll out and prints the
-# pod that holds its Lease
+# controller_leader CTL [NAME]: waits for the controller's Deployment NAME (default deploy/controller's,
+# kubectl-cmsync-controller; the chart's is RELEASE-kubectl-cmsync-controller) in namespace CTL to roll out
+# and prints the pod that holds its Lease (of the same name)
 controller_leader() {
-  kubectl -n "$1" rollout status deployment/kubectl-cmsync-controller --timeout=180s >/dev/null
-  kubectl -n "$1" get lease kubectl-cmsync-controller -o jsonpath='{.spec.holderIdentity}'
+  local name=${2:-kubectl-cmsync-controller}
+  kubectl -n "$1" rollout status deployment/"$name" --timeout=180s >/dev/null
+  kubectl -n "$1" get lease "$name" -o jsonpath='{.spec.holderIdentity}'
 }
 
 # start_scraper CTL POD: a pod "scraper" in namespace CTL from which metric reads POD's /metrics, as Prometheus

@@ -13,10 +13,19 @@
 #   other namespaces, to compare with a run without it.
 #   MAX_RESTARTS=N, WORKERS=N: the controller's --max-concurrent-restarts and --workers (unset: its
 #   defaults).
+#   SHADOW=1: the chart with shadow: true (release cmsync-bench-shadow in its own namespace, all namespaces, the
+#   image tagged :bench-shadow) instead of deploy/controller: it decides and sends nothing. The figure is the
+#   time until every change is a row of its record (each row is written once --shadow-window, 2m, has passed
+#   after the change's first edit), the rows and their classes, the record's size; restarts and annotations
+#   must be none.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-NSS=${NSS:-10} PODS_PER=${PODS_PER:-10} STUCK=${STUCK:-0} MAX_RESTARTS=${MAX_RESTARTS:-} WORKERS=${WORKERS:-} CTL=cmsync-system
-TAG=localhost/kubectl-cmsync:bench
+NSS=${NSS:-10} PODS_PER=${PODS_PER:-10} STUCK=${STUCK:-0} MAX_RESTARTS=${MAX_RESTARTS:-} WORKERS=${WORKERS:-} SHADOW=${SHADOW:-0}
+CTL=cmsync-system TAG=localhost/kubectl-cmsync:bench NAME=kubectl-cmsync-controller
+if [ "$SHADOW" = 1 ]; then
+  CTL=cmsync-bench-shadow TAG=localhost/kubectl-cmsync:bench-shadow NAME=cmsync-bench-shadow-kubectl-cmsync-controller
+  HELM=$(hack/tools/helm.sh --path) || die "helm is not built: run hack/tools/helm.sh once"
+fi
 ts "building and importing the image"
 go run ./hack/image -binary bin/kubectl-cmsync -tag $TAG -o bin/image.tar >/dev/null
 hack/cluster/load-image.sh bin/image.tar >/dev/null
@@ -54,21 +63,52 @@ for n in $(seq 0 $((NSS - 1))); do
   for d in vol env; do kubectl -n cmsync-bench-rel-$n rollout status deployment/$d --timeout=900s >/dev/null; done
 done
 sleep "${SETTLE:-20}"
-ts "deploying the controller (all namespaces)"
+ts "deploying the controller (all namespaces$( [ "$SHADOW" = 1 ] && echo ", shadow"))"
 kubectl wait --for=delete namespace/$CTL --timeout=180s >/dev/null 2>&1 || true # a previous run's, terminating
-trap 'kubectl delete namespace $CTL --ignore-not-found --wait=false >/dev/null 2>&1 || true; kubectl delete clusterrole,clusterrolebinding kubectl-cmsync-controller >/dev/null 2>&1 || true' EXIT
-kubectl kustomize deploy/controller |
-  sed -e "s#image: [^ ]*kubectl-cmsync:[^ ]*#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
-      -e "s#- --all-namespaces#- --all-namespaces${MAX_RESTARTS:+\n        - --max-concurrent-restarts=$MAX_RESTARTS}${WORKERS:+\n        - --workers=$WORKERS}#" |
-  kubectl apply -f - >/dev/null
-leader=$(controller_leader $CTL)
-until kubectl -n $CTL logs "$leader" | grep -q '"event":"resume"'; do sleep 0.5; done
+trap 'kubectl delete namespace $CTL --ignore-not-found --wait=false >/dev/null 2>&1 || true; kubectl delete clusterrole,clusterrolebinding $NAME >/dev/null 2>&1 || true' EXIT
+if [ "$SHADOW" = 1 ]; then
+  extra=${MAX_RESTARTS:+--max-concurrent-restarts=$MAX_RESTARTS}${MAX_RESTARTS:+${WORKERS:+,}}${WORKERS:+--workers=$WORKERS}
+  "$HELM" install cmsync-bench-shadow charts/kubectl-cmsync --namespace $CTL --create-namespace --set shadow=true \
+    --set image.repository="${TAG%:*}" --set image.tag="${TAG##*:}" --set image.pullPolicy=Never ${extra:+--set "extraArgs={$extra}"} >/dev/null
+else
+  kubectl kustomize deploy/controller |
+    sed -e "s#image: [^ ]*kubectl-cmsync:[^ ]*#image: $TAG#" -e "s#imagePullPolicy: IfNotPresent#imagePullPolicy: Never#" \
+        -e "s#- --all-namespaces#- --all-namespaces${MAX_RESTARTS:+\n        - --max-concurrent-restarts=$MAX_RESTARTS}${WORKERS:+\n        - --workers=$WORKERS}#" |
+    kubectl apply -f - >/dev/null
+fi
+leader=$(controller_leader $CTL $NAME)
+ready='"event":"resume"'; [ "$SHADOW" = 1 ] && ready='"event":"ready"'
+until kubectl -n $CTL logs "$leader" | grep -q "$ready"; do sleep 0.5; done
 start_scraper $CTL "$leader"
 requests() { kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ {s += $NF} END {printf "%d\n", s}'; }
 # current RE: the results current in namespaces matching RE, as "ACTION NS sinceChangeNs" lines
 current() {
   kubectl -n $CTL logs "$leader" | jq -r --arg re "$1" 'select(.event=="result" and .outcome=="current" and (.action.target.namespace | test($re)))
     | "\(.action.action) \(.action.target.namespace) \(.sinceChangeNs)"'
+}
+# shadow_figures: waits until every ConfigMap edited is a row of the shadow record (or dropped by its cap),
+# then prints the rows, their classes, the record, what was sent to the workloads and pods (nothing is
+# right), the API server's requests and the leader's CPU and RSS
+shadow_figures() {
+  local want=$((NSS * 100)) rows dropped deadline=$(( $(date +%s) + 900 ))
+  record() { kubectl -n $CTL get configmap cmsync-shadow -o json 2>/dev/null || echo '{}'; }
+  until r=$(record); rows=$(jq -r '.data["records.jsonl"] // "" | split("\n") | map(select(. != "")) | length' <<<"$r")
+    dropped=$(jq -r '.metadata.annotations["kubectl-cmsync.io/shadow-dropped"] // "0"' <<<"$r"); [ $((rows + dropped)) -ge $want ]; do
+    [ "$(date +%s)" -lt $deadline ] || die "$((rows + dropped)) of $want changes recorded within 900 s"
+    sleep 1
+  done
+  t2=$(now) req1=$(requests) cpu1=$(metric process_cpu_seconds_total) rss=$(metric process_resident_memory_bytes)
+  echo "pods: $((NSS * 2 * PODS_PER)) in $((NSS * 2)) Deployments, $want ConfigMaps in $NSS namespaces, shadow; $(kubectl get pods -A --no-headers | wc -l) pods in the cluster"
+  echo "the edits: $(echo "$t1 - $t0" | bc | xargs printf '%.1f')s ($NSS server-side applies at once)"
+  echo "every change recorded: $(echo "$t2 - $t1" | bc | xargs printf '%.1f')s from the end of the edits (--shadow-window 2m included)"
+  echo "rows: $rows, dropped by the cap: $dropped, record: $(jq -r '.data["records.jsonl"] // "" | length' <<<"$r") bytes"
+  echo "classes: $(jq -r '.data["records.jsonl"] // "" | split("\n") | map(select(. != "") | fromjson | .class) | group_by(.) | map("\(.[0]) \(length)") | join(", ")' <<<"$r")"
+  echo "cmsync's decisions: $(kubectl -n $CTL logs "$leader" | jq -r 'select(.event=="action" or .event=="deferred") | "\(.event) \(.action.action)"' | sort | uniq -c | awk '{printf "%s%s %s %s", (NR > 1 ? ", " : ""), $1, $2, $3} END {print ""}')"
+  echo "sent: $(kubectl get deployments -A -o json | jq '[.items[] | select(.metadata.namespace | startswith("cmsync-bench-rel-")) | select(.spec.template.metadata.annotations["kubectl.kubernetes.io/restartedAt"])] | length') Deployments restarted, $(kubectl get pods -A -o json | jq '[.items[] | select(.metadata.annotations["kubectl-cmsync.io/refreshed-at"])] | length') pods annotated"
+  echo "API server requests during the release (every client's): $((req1 - req0))"
+  echo "leader CPU during the release: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b - a}') s; RSS $(awk -v r="$rss" 'BEGIN {printf "%.1f", r / 1048576}') MiB"
+  kubectl -n $CTL logs "$leader" > "${CTL_LOG:-/tmp/cmsync-bench-release.log}" && echo "the leader's log: ${CTL_LOG:-/tmp/cmsync-bench-release.log}"
+  for n in $(seq 0 $((NSS - 1))); do kubectl delete namespace cmsync-bench-rel-$n --wait=false >/dev/null; done
 }
 others='^cmsync-bench-rel-'; [ "$STUCK" = 1 ] && others='^cmsync-bench-rel-([1-9]|[0-9][0-9]+)$'
 want_envs=$NSS; [ "$STUCK" = 1 ] && want_envs=$((NSS - 1))
@@ -79,6 +119,7 @@ t0=$(now)
 for n in $(seq 0 $((NSS - 1))); do configmaps cmsync-bench-rel-$n v1 | kubectl apply --server-side --field-manager=bench-release -f - >/dev/null & done
 wait
 t1=$(now)
+[ "$SHADOW" = 1 ] && { shadow_figures; exit 0; }
 deadline=$(( $(date +%s) + 600 ))
 until [ "$(current "$others" | wc -l)" -ge "$want" ]; do
   [ "$(date +%s)" -lt $deadline ] || { kubectl -n $CTL logs "$leader" | tail -5; die "not every pod verified current within 600 s"; }

@@ -62,6 +62,7 @@ func (f *ShadowFlags) validate(dryRun string, maxWait time.Duration) error {
 // workload a peer restarted within --shadow-window of cmsync's own restart
 // is an error line, and double is told of it.
 func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, emit func(reconcile.Event), row func(shadow.Row), double func(shadow.Double)) func(reconcile.Event) {
+	note := func(msg string) { emit(reconcile.Event{Time: now(), Kind: reconcile.EventError, Message: msg}) }
 	if !o.Shadow.Shadow {
 		if o.DryRun != string(refresh.DryRunNone) {
 			return emit
@@ -71,7 +72,7 @@ func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, em
 				"a Role with this rule grants it: %s\n", missing, rule)
 			return emit
 		}
-		dw := &shadow.DoubleWatch{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now,
+		dw := &shadow.DoubleWatch{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now, Note: note,
 			Found: func(d shadow.Double) {
 				emit(d.Event(now()))
 				if double != nil {
@@ -84,7 +85,7 @@ func (o *WatchOptions) startShadow(ctx context.Context, now func() time.Time, em
 			dw.Handle(e)
 		}
 	}
-	obs := &shadow.Observer{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now, Row: row,
+	obs := &shadow.Observer{Client: o.Client, Namespace: o.Namespace, Window: o.Shadow.Window, Now: now, Row: row, Note: note,
 		Store:  shadow.ConfigMapStore{Client: o.Client, Namespace: o.Shadow.Namespace, Name: o.Shadow.Name, Max: o.Shadow.MaxBytes},
 		Record: shadow.Object{Kind: "ConfigMap", Namespace: o.Shadow.Namespace, Name: o.Shadow.Name},
 		Owners: shadow.ClientOwners{Client: o.Client},

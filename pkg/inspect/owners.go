@@ -88,6 +88,10 @@ func ownerChain(pod *corev1.Pod, snap *Snapshot) ([3]WorkloadRef, int) {
 	return chain, 2
 }
 
+// OwnerRef is the workload an owner reference names, its APIVersion kept
+// only for a controller that is not a built-in one (see GroupKind).
+func OwnerRef(ref *metav1.OwnerReference) WorkloadRef { return refOf(ref) }
+
 func refOf(ref *metav1.OwnerReference) WorkloadRef {
 	w := WorkloadRef{Kind: ref.Kind, Name: ref.Name}
 	if !builtin(ref.APIVersion, ref.Kind) {

@@ -73,7 +73,7 @@ var Roles = []Role{
 		// reload hooks sent from the operator's machine, through the API
 		// server's pod proxy: create for POST, update for PUT, get for GET
 		Rule{"", []string{"pods/proxy"}, []string{"get", "create", "update"}},
-		Rule{"argoproj.io", []string{"rollouts"}, []string{"get", "patch"}})},
+		Rule{"argoproj.io", []string{"rollouts"}, []string{"get", "list", "watch", "patch"}})},
 	{Name: RoleSecrets, For: "--secrets, secret/NAME (with any of the above)", Rules: []Rule{{"", []string{"secrets"}, []string{"get", "list", "watch"}}}},
 	{Name: RoleNodes, For: "the kubelet sync delay (optional, cluster-scoped)", Rules: []Rule{
 		{"", []string{"nodes"}, []string{"list"}},

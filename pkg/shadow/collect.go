@@ -14,6 +14,15 @@ type Owners interface {
 	Owner(namespace, pod string) Workload
 }
 
+// Sizes tells how many pods a workload runs by its spec (a Deployment's or
+// StatefulSet's replicas, a DaemonSet's desired pods), where known. While
+// a rollout is under way the workload has more pods than that (the old
+// revision's and the new one's): a change is counted in the pods the
+// workload runs, not in those it ran for a moment.
+type Sizes interface {
+	Desired(w Workload) (int, bool)
+}
+
 // Collector turns the loop's events into one Decision per change. Not
 // safe for concurrent use: the caller serializes.
 type Collector struct {
@@ -26,8 +35,8 @@ const unreadMessage = "no consumer reads the changed keys"
 
 // Handle adds one event: a change opens a decision (at first, its first
 // edit; zero: the event's time), the others add to the latest decision of
-// the objects they concern.
-func (c *Collector) Handle(e reconcile.Event, owners Owners) {
+// the objects they concern. owners and sizes may be nil.
+func (c *Collector) Handle(e reconcile.Event, owners Owners, sizes Sizes) {
 	switch e.Kind {
 	case reconcile.EventChange:
 		if e.Object == nil {
@@ -53,14 +62,14 @@ func (c *Collector) Handle(e reconcile.Event, owners Owners) {
 		}
 	case reconcile.EventAction, reconcile.EventDeferred:
 		if e.Action != nil {
-			c.action(e, owners)
+			c.action(e, owners, sizes)
 		}
 	}
 }
 
 // action adds an action (sent, or held back) to the decisions of the
 // objects its consumers read.
-func (c *Collector) action(e reconcile.Event, owners Owners) {
+func (c *Collector) action(e reconcile.Event, owners Owners, sizes Sizes) {
 	a := e.Action
 	wd := WorkloadDecision{Workload: Workload{Kind: a.Target.Kind, Namespace: a.Target.Namespace, Name: a.Target.Name}, Reason: a.Reason, Pods: len(a.Pods)}
 	switch a.Action {
@@ -83,6 +92,9 @@ func (c *Collector) action(e reconcile.Event, owners Owners) {
 	}
 	if e.Kind == reconcile.EventDeferred {
 		wd.Action, wd.Reason = deferral(e), e.Message
+	}
+	if sizes != nil {
+		wd.Desired, _ = sizes.Desired(wd.Workload)
 	}
 	var done []*Decision
 	for _, co := range a.Consumers {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
@@ -125,11 +126,15 @@ func RestartOf(e reconcile.Event) (Workload, bool) {
 // DoubleWatch runs beside an acting loop: it watches the workloads for a
 // peer's markers and reports (Found) each workload restarted by both.
 type DoubleWatch struct {
-	Client    kubernetes.Interface
+	Client kubernetes.Interface
+	// Dynamic reads Argo Rollouts (nil: through Client).
+	Dynamic   dynamic.Interface
 	Namespace string // "" for all
 	Window    time.Duration
 	Now       func() time.Time
 	Found     func(Double)
+	// Note, when set, is told of a kind of workload it cannot watch.
+	Note func(string)
 
 	mu      sync.Mutex
 	doubles Doubles
@@ -154,7 +159,7 @@ func (w *DoubleWatch) Handle(e reconcile.Event) {
 
 // Run watches the workloads until ctx ends.
 func (w *DoubleWatch) Run(ctx context.Context) {
-	factory := watchWorkloads(w.Client, w.Namespace, func(ms []Marker) {
+	ww, note := watchWorkloads(ctx, w.Client, w.Dynamic, w.Namespace, func(ms []Marker) {
 		now := w.Now()
 		var found []Double
 		w.mu.Lock()
@@ -166,9 +171,12 @@ func (w *DoubleWatch) Run(ctx context.Context) {
 		w.mu.Unlock()
 		w.report(found)
 	})
-	factory.Start(ctx.Done())
+	if note != "" && w.Note != nil {
+		w.Note(note)
+	}
+	ww.start(ctx.Done())
 	<-ctx.Done()
-	factory.Shutdown()
+	ww.shutdown()
 }
 
 func (w *DoubleWatch) report(ds []Double) {

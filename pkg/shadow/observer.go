@@ -5,13 +5,11 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 )
 
@@ -20,7 +18,9 @@ import (
 // the peer's markers, and, once a change's window has passed, pairs them
 // and appends the row to the record. Its only writes are the record's.
 type Observer struct {
-	Client    kubernetes.Interface
+	Client kubernetes.Interface
+	// Dynamic reads Argo Rollouts (nil: through Client).
+	Dynamic   dynamic.Interface
 	Namespace string // "" for all
 	Window    time.Duration
 	Store     Store
@@ -32,12 +32,15 @@ type Observer struct {
 	// edit is on it).
 	Now func() time.Time
 	// Row, when set, is told of each row recorded; Error of a record that
-	// could not be written (the rows are kept for the next attempt).
+	// could not be written (the rows are kept for the next attempt); Note
+	// of a kind of workload it cannot watch.
 	Row   func(Row)
 	Error func(error)
+	Note  func(string)
 
 	mu        sync.Mutex
 	collector Collector
+	sizes     Sizes // the informers' once Run made them
 	markers   []Marker
 	unsaved   []Row
 }
@@ -51,13 +54,13 @@ func (o *Observer) Handle(e reconcile.Event) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.collector.Handle(e, o.Owners)
+	o.collector.Handle(e, o.Owners, o.sizes)
 }
 
 // Run watches the workloads and records the rows as they fall due, until
 // ctx ends.
 func (o *Observer) Run(ctx context.Context) {
-	factory := watchWorkloads(o.Client, o.Namespace, func(ms []Marker) {
+	ww, note := watchWorkloads(ctx, o.Client, o.Dynamic, o.Namespace, func(ms []Marker) {
 		now := o.Now()
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -66,8 +69,15 @@ func (o *Observer) Run(ctx context.Context) {
 			o.markers = append(o.markers, m)
 		}
 	})
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	if note != "" && o.Note != nil {
+		o.Note(note)
+	}
+	ww.start(ctx.Done())
+	defer ww.shutdown()
+	ww.sync(ctx.Done())
+	o.mu.Lock()
+	o.sizes = ww
+	o.mu.Unlock()
 	tick := time.NewTicker(max(o.Window/20, time.Second))
 	defer tick.Stop()
 	for {
@@ -78,43 +88,6 @@ func (o *Observer) Run(ctx context.Context) {
 			o.flush(ctx)
 		}
 	}
-}
-
-// watchWorkloads is the informers of the Deployments, StatefulSets and
-// DaemonSets of ns ("" for all): each update's markers, their Workload and
-// Pods set, are handed to found. The caller starts it.
-func watchWorkloads(client kubernetes.Interface, ns string, found func([]Marker)) informers.SharedInformerFactory {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-	apps := factory.Apps().V1()
-	watchKind(apps.Deployments().Informer(), found, func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
-		d := obj.(*appsv1.Deployment)
-		return Workload{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}, &d.Spec.Template, int(ptrOr(d.Spec.Replicas, 1))
-	})
-	watchKind(apps.StatefulSets().Informer(), found, func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
-		s := obj.(*appsv1.StatefulSet)
-		return Workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name}, &s.Spec.Template, int(ptrOr(s.Spec.Replicas, 1))
-	})
-	watchKind(apps.DaemonSets().Informer(), found, func(obj any) (Workload, *corev1.PodTemplateSpec, int) {
-		d := obj.(*appsv1.DaemonSet)
-		return Workload{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name}, &d.Spec.Template, int(d.Status.DesiredNumberScheduled)
-	})
-	return factory
-}
-
-// watchKind hands the markers of each update of a workload kind to found.
-func watchKind(inf cache.SharedIndexInformer, found func([]Marker), read func(any) (Workload, *corev1.PodTemplateSpec, int)) {
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
-		_, before, _ := read(old)
-		w, after, pods := read(cur)
-		ms := Markers(before, after)
-		if len(ms) == 0 {
-			return
-		}
-		for i := range ms {
-			ms[i].Workload, ms[i].Pods = w, pods
-		}
-		found(ms)
-	}})
 }
 
 // flush records the rows due, and forgets the markers no open change can
@@ -161,15 +134,10 @@ func (o *Observer) flush(ctx context.Context) {
 	}
 }
 
-func ptrOr(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
 // ClientOwners finds a pod's workload with GETs: its controller, and a
-// ReplicaSet's Deployment.
+// ReplicaSet's Deployment (or Argo Rollout), named as cmsync's actions
+// name it (inspect.WorkloadRef.GroupKind: a Rollout is
+// Rollout.argoproj.io).
 type ClientOwners struct{ Client kubernetes.Interface }
 
 // Owner is the workload that owns the pod; the pod itself when none does
@@ -190,9 +158,9 @@ func (c ClientOwners) Owner(ns, pod string) Workload {
 		rs, err := c.Client.AppsV1().ReplicaSets(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err == nil {
 			if up := metav1.GetControllerOf(rs); up != nil {
-				return Workload{Kind: up.Kind, Namespace: ns, Name: up.Name}
+				ref = up
 			}
 		}
 	}
-	return Workload{Kind: ref.Kind, Namespace: ns, Name: ref.Name}
+	return Workload{Kind: inspect.OwnerRef(ref).GroupKind(), Namespace: ns, Name: ref.Name}
 }

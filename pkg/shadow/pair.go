@@ -75,12 +75,24 @@ type Decision struct {
 }
 
 // WorkloadDecision is cmsync's action on one workload; Pods are the pods it
-// remounts or restarts.
+// remounts or restarts, Desired those the workload runs by its spec (0:
+// unknown), which bounds them.
 type WorkloadDecision struct {
 	Workload Workload `json:"workload"`
 	Action   Action   `json:"action"`
 	Pods     int      `json:"pods,omitempty"`
+	Desired  int      `json:"desired,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
+}
+
+// pods are the pods of the decision, at most the workload's desired pods:
+// while a rollout is under way (the peer's, often) cmsync's plan lists the
+// old revision's pods and the new one's, and remounts both.
+func (wd WorkloadDecision) pods() int {
+	if wd.Desired > 0 {
+		return min(wd.Pods, wd.Desired)
+	}
+	return wd.Pods
 }
 
 // Row is one change, the peer's restarts beside cmsync's decision.
@@ -138,9 +150,9 @@ func Pair(d Decision, markers []Marker, window time.Duration, until time.Time) R
 		r := get(wd.Workload)
 		r.Cmsync, r.Reason = wd.Action, wd.Reason
 		if wd.Action.restarts() {
-			r.CmsyncPods = wd.Pods
+			r.CmsyncPods = wd.pods()
 		} else if wd.Action == ActRemount || wd.Action == ActHook {
-			r.Remounted = wd.Pods
+			r.Remounted = wd.pods()
 		}
 	}
 	seen := map[Workload]map[time.Time]bool{}

@@ -194,7 +194,7 @@ func TestCollectorFromEvents(t *testing.T) {
 		{Kind: reconcile.EventDeferred, Window: "Mon-Fri 02:00-04:00 UTC", Action: &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "b"}, Pods: []string{"b-1"}, Consumers: []refresh.Consumer{{Object: ref}}}},
 		{Kind: reconcile.EventAction, Action: &refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "b"}, Consumers: []refresh.Consumer{{Object: ref}}}},
 	} {
-		c.Handle(e, own)
+		c.Handle(e, own, nil)
 	}
 	if rows := c.Due(t0.Add(time.Minute), 2*time.Minute, nil); len(rows) != 0 {
 		t.Fatalf("rows before the window passed: %+v", rows)

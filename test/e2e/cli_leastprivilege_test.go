@@ -59,11 +59,14 @@ func TestCLILeastPrivilege(t *testing.T) {
 		t0 := time.Now()
 		sa := strings.TrimPrefix(r.role, "cmsync-")
 		objs := f.bindRBACFileRoles(sa, append([]string{r.role}, r.extra...))
-		var probe []string
+		probe := []string{"status", "-o", "json"}
 		if r.probe != nil {
 			probe = r.probe(f)
 		}
-		r.play(f, f.tokenKubeconfig(sa, probe...))
+		r.play(f, f.tokenKubeconfig(sa, func(path string) bool {
+			_, _, code := f.pluginRunQuiet(append(probe, "--kubeconfig", path)...)
+			return code == 0
+		}))
 		grants, err := objs.GrantsTo(f.ns, sa)
 		if err != nil || len(grants) == 0 {
 			t.Fatalf("the rules granted to %s: %d, %v", sa, len(grants), err)

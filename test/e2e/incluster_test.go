@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +84,7 @@ func TestInClusterClientReachesTheAPIServer(t *testing.T) {
 // ServiceAccount: the in-cluster path of the controller.
 func TestImageRunsInTheCluster(t *testing.T) {
 	f := newFx(t)
-	const tag = cmsyncImage
+	tag := cmsyncImage
 	loadImage(t)
 	f.createPod(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "cmsync"},
@@ -121,8 +122,17 @@ func TestImageRunsInTheCluster(t *testing.T) {
 	}
 }
 
-// cmsyncImage is the image the e2e suite builds once and imports.
-const cmsyncImage = "localhost/kubectl-cmsync:e2e"
+// cmsyncImage is the image the e2e suite builds once and imports, tagged
+// for its checkout (imageTag): a suite run from another checkout at the
+// same time imports its own build under another tag, never over this one.
+var cmsyncImage string
+
+// imageTag is the image name of the checkout at root.
+func imageTag(root string) string {
+	h := fnv.New32a()
+	h.Write([]byte(root))
+	return fmt.Sprintf("localhost/kubectl-cmsync:e2e-%08x", h.Sum32())
+}
 
 var imageOnce struct {
 	sync.Mutex

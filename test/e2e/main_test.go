@@ -127,6 +127,7 @@ func setup() error {
 	if _, err := os.Stat(filepath.Join(repoRoot, "go.mod")); err != nil {
 		return fmt.Errorf("repository root not found from %s: %v", wd, err)
 	}
+	cmsyncImage = imageTag(repoRoot)
 	kubectlDir, err := kubectlBinDir()
 	if err != nil {
 		return err
