@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -64,6 +65,45 @@ func (c *Collector) Handle(e reconcile.Event, owners Owners, sizes Sizes) {
 		if e.Action != nil {
 			c.action(e, owners, sizes)
 		}
+	case reconcile.EventResult:
+		if e.Action != nil && e.Action.Action == refresh.ActionNone {
+			c.alreadyCurrent(e.Action, owners, sizes)
+		}
+	}
+}
+
+// alreadyCurrent notes a pod the round found already reading the change:
+// an env or subPath use current (its container started after the edit:
+// a restart came first, the peer's most often, for cmsync acts a debounce
+// after the edit) or a mounted volume in-sync. What cmsync would have done
+// had it come first is a restart or a remount; Pair keeps it only where a
+// peer did restart the workload (otherwise neither had anything to do).
+func (c *Collector) alreadyCurrent(a *refresh.Action, owners Owners, sizes Sizes) {
+	if a.Target.Kind != "Pod" || owners == nil {
+		return
+	}
+	wl := owners.Owner(a.Target.Namespace, a.Target.Name)
+	if wl.Kind == "Pod" {
+		return // a bare pod: no restart made it current
+	}
+	for _, co := range a.Consumers {
+		act := ActRestart
+		switch {
+		case a.Reason == "already "+string(inspect.StateInSync) && co.Mode.HotUpdating():
+			act = ActRemount
+		case a.Reason != "already "+string(inspect.StateCurrent) || co.Mode.HotUpdating():
+			continue
+		}
+		d := c.latest(co.Object.Kind, co.Object.Namespace, co.Object.Name)
+		if d == nil {
+			continue
+		}
+		wd := WorkloadDecision{Workload: wl, Action: act, Pods: 1, AlreadyCurrent: true,
+			Reason: "its pods already read the change when cmsync's round came (a restart came first)"}
+		if sizes != nil {
+			wd.Desired, _ = sizes.Desired(wl)
+		}
+		d.set(wd)
 	}
 }
 
@@ -128,6 +168,15 @@ func (d *Decision) set(wd WorkloadDecision) {
 			continue
 		}
 		switch {
+		case wd.AlreadyCurrent && !cur.AlreadyCurrent:
+			// what cmsync does for the workload's other pods decides
+		case wd.AlreadyCurrent:
+			if wd.Action == ActRestart {
+				cur.Action = ActRestart
+			}
+			cur.Pods += wd.Pods
+		case cur.AlreadyCurrent:
+			*cur = wd
 		case cur.Action == ActWindow || cur.Action == ActPaced:
 		case cur.Action == wd.Action && (wd.Action == ActRemount || wd.Action == ActHook):
 			cur.Pods += wd.Pods

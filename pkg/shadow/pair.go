@@ -83,6 +83,10 @@ type WorkloadDecision struct {
 	Pods     int      `json:"pods,omitempty"`
 	Desired  int      `json:"desired,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
+	// AlreadyCurrent: the pods already read the change when the round
+	// came; Action is what cmsync would have done had it come first, which
+	// counts only where a peer restarted the workload.
+	AlreadyCurrent bool `json:"alreadyCurrent,omitempty"`
 }
 
 // pods are the pods of the decision, at most the workload's desired pods:
@@ -146,8 +150,10 @@ func Pair(d Decision, markers []Marker, window time.Duration, until time.Time) R
 		order = append(order, w)
 		return byWorkload[w]
 	}
+	current := map[Workload]bool{}
 	for _, wd := range d.Workloads {
 		r := get(wd.Workload)
+		current[wd.Workload] = wd.AlreadyCurrent
 		r.Cmsync, r.Reason = wd.Action, wd.Reason
 		if wd.Action.restarts() {
 			r.CmsyncPods = wd.pods()
@@ -178,6 +184,10 @@ func Pair(d Decision, markers []Marker, window time.Duration, until time.Time) R
 	row.Class = ClassAgree
 	for _, w := range order {
 		r := byWorkload[w]
+		if current[w] && r.Peer == "" {
+			// current before cmsync's round, restarted by no peer: nothing for either
+			*r = WorkloadRow{Workload: w, Reason: "its pods already read the change"}
+		}
 		r.Class = classify(r.Peer != "", r.Restarts, r.Cmsync, d.Unread)
 		row.PeerPods += r.PeerPods
 		row.CmsyncPods += r.CmsyncPods

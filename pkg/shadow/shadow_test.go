@@ -218,6 +218,60 @@ func TestCollectorFromEvents(t *testing.T) {
 	}
 }
 
+// A peer that restarts at once beats cmsync's debounce: when its round
+// comes, the env consumer's new pod is already current and a volume
+// consumer's new pods in-sync. That is what cmsync would have restarted
+// (agree) or remounted (spared), not a change nobody reads; a workload no
+// peer restarted but already current is nothing for either.
+func TestCollectorPeerCameFirst(t *testing.T) {
+	env := inspect.ObjectKey{Kind: "ConfigMap", Namespace: "ns", Name: "env-cfg"}
+	vol := inspect.ObjectKey{Kind: "ConfigMap", Namespace: "ns", Name: "vol-cfg"}
+	envRef := inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "env-cfg"}
+	volRef := inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "vol-cfg"}
+	first := t0
+	own := owners{"env-new": w("env"), "env-old": w("env"), "vol-new": w("vol"), "quiet-1": w("quiet")}
+	none := func(pod, reason string, ref inspect.ObjectRef, mode inspect.Mode) reconcile.Event {
+		return reconcile.Event{Kind: reconcile.EventResult, Action: &refresh.Action{Action: refresh.ActionNone, Reason: reason,
+			Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: pod}, Consumers: []refresh.Consumer{{Object: ref, Pod: pod, Mode: mode}}}}
+	}
+	var c Collector
+	for _, e := range []reconcile.Event{
+		{Kind: reconcile.EventChange, Object: &env, Keys: []string{"K"}, FirstEdit: &first, Time: t0.Add(time.Second)},
+		{Kind: reconcile.EventChange, Object: &vol, Keys: []string{"K"}, FirstEdit: &first, Time: t0.Add(time.Second)},
+		none("env-old", "already n/a", envRef, inspect.ModeEnv),
+		none("env-new", "already current", envRef, inspect.ModeEnv),
+		none("quiet-1", "already current", envRef, inspect.ModeEnv),
+		none("vol-new", "already in-sync", volRef, inspect.ModeVolume),
+	} {
+		c.Handle(e, own, nil)
+	}
+	peer := func(name, obj string) Marker {
+		return Marker{At: t0.Add(500 * time.Millisecond), Workload: w(name), Strategy: StrategyEnvVars, Kind: "ConfigMap", EnvObject: strings.ToUpper(obj), Name: obj, Pods: 1}
+	}
+	rows := c.Due(t0.Add(3*time.Minute), 2*time.Minute, []Marker{peer("env", "env-cfg"), peer("vol", "vol-cfg")})
+	if len(rows) != 2 {
+		t.Fatalf("rows = %+v", rows)
+	}
+	byName := map[string]WorkloadRow{}
+	for _, r := range rows {
+		for _, wr := range r.Workloads {
+			byName[wr.Workload.Name] = wr
+		}
+	}
+	if e := byName["env"]; e.Cmsync != ActRestart || e.Class != ClassAgree || e.CmsyncPods != 1 {
+		t.Errorf("env = %+v, want a restart cmsync would have made, agree", e)
+	}
+	if q := byName["quiet"]; q.Cmsync != ActNone || q.Class != ClassAgree || q.CmsyncPods != 0 {
+		t.Errorf("quiet = %+v, want nothing (current, no peer restarted it)", q)
+	}
+	if v := byName["vol"]; v.Cmsync != ActRemount || v.Class != ClassSpared || v.Remounted != 1 {
+		t.Errorf("vol = %+v, want a remount, spared", v)
+	}
+	if rows[0].Class == ClassUnreadKey || rows[1].Class == ClassUnreadKey {
+		t.Errorf("a read key classed unread: %+v", rows)
+	}
+}
+
 func TestCap(t *testing.T) {
 	rec, dropped := Cap("", []string{"aaaa", "bbbb"}, 100)
 	if rec != "aaaa\nbbbb\n" || dropped != 0 {
