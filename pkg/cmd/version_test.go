@@ -191,15 +191,8 @@ func TestStatusWarnsOnceOutsideTheTestedRange(t *testing.T) {
 				_, _ = w.Write([]byte(`{"kind":"List","apiVersion":"v1","metadata":{},"items":[]}`))
 			}
 		}))
-		kubeconfig := filepath.Join(t.TempDir(), "config")
-		cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + srv.URL + "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u, namespace: ns}}]\ncurrent-context: c\n"
-		if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		var out, errOut bytes.Buffer
-		root := NewCmdRoot(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		root.SetArgs([]string{"status", "--kubeconfig", kubeconfig})
-		if err := root.Execute(); err != nil {
+		errOut, err := statusAgainst(t, srv.URL)
+		if err != nil {
 			t.Fatalf("%s: %v\n%s", server, err, errOut.String())
 		}
 		if got := strings.Count(errOut.String(), "outside the versions kubectl-cmsync is tested against"); got != map[bool]int{true: 1, false: 0}[warn] {
@@ -231,18 +224,25 @@ func TestStatusAsksTheVersionWhileListing(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"List","apiVersion":"v1","metadata":{},"items":[]}`))
 	}))
 	defer srv.Close()
+	if errOut, err := statusAgainst(t, srv.URL); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if late.Load() {
+		t.Errorf("a LIST was sent and waited 2 s while /version was not asked: the version is read after the LISTs")
+	}
+}
+
+// statusAgainst runs status with a kubeconfig whose one context points at
+// server (namespace ns), and returns its stderr.
+func statusAgainst(t *testing.T, server string) (*bytes.Buffer, error) {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "config")
-	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + srv.URL + "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u, namespace: ns}}]\ncurrent-context: c\n"
+	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + server + "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u, namespace: ns}}]\ncurrent-context: c\n"
 	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
 	root := NewCmdRoot(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	root.SetArgs([]string{"status", "--kubeconfig", kubeconfig})
-	if err := root.Execute(); err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	if late.Load() {
-		t.Errorf("a LIST was sent and waited 2 s while /version was not asked: the version is read after the LISTs")
-	}
+	return &errOut, root.Execute()
 }
