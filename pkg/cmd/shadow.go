@@ -79,7 +79,7 @@ func (o *ShadowReportOptions) Run(ctx context.Context) error {
 	store := shadow.ConfigMapStore{Client: o.Client, Namespace: o.RecordNamespace, Name: o.RecordName}
 	rows, dropped, err := store.Read(ctx)
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("no shadow record: configmap/%s not found in namespace %s; run `kubectl cmsync controller --shadow` (or `watch --shadow`) first, or point --record-namespace and --record at the record", o.RecordName, o.RecordNamespace)
+		return fmt.Errorf("no shadow record: configmap/%s not found in namespace %s; run `kubectl cmsync controller --shadow` (or `watch --shadow`) first, or point --record-namespace at the controller's namespace (the chart's release namespace; deploy/controller: cmsync-system) and --record at the record", o.RecordName, o.RecordNamespace)
 	}
 	if err != nil {
 		return explainAPIError(err, o.server(), o.RecordNamespace)
