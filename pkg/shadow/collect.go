@@ -103,6 +103,9 @@ func (c *Collector) alreadyCurrent(a *refresh.Action, owners Owners, sizes Sizes
 		if sizes != nil {
 			wd.Desired, _ = sizes.Desired(wl)
 		}
+		if act == ActRestart && wd.Desired > 0 {
+			wd.Pods = wd.Desired // a restart replaces them all
+		}
 		d.set(wd)
 	}
 }
@@ -170,10 +173,9 @@ func (d *Decision) set(wd WorkloadDecision) {
 		switch {
 		case wd.AlreadyCurrent && !cur.AlreadyCurrent:
 			// what cmsync does for the workload's other pods decides
+		case wd.AlreadyCurrent && (wd.Action == ActRestart || cur.Action == ActRestart):
+			cur.Action, cur.Pods = ActRestart, max(cur.Pods, wd.Pods)
 		case wd.AlreadyCurrent:
-			if wd.Action == ActRestart {
-				cur.Action = ActRestart
-			}
 			cur.Pods += wd.Pods
 		case cur.AlreadyCurrent:
 			*cur = wd

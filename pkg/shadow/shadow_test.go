@@ -243,7 +243,7 @@ func TestCollectorPeerCameFirst(t *testing.T) {
 		none("quiet-1", "already current", envRef, inspect.ModeEnv),
 		none("vol-new", "already in-sync", volRef, inspect.ModeVolume),
 	} {
-		c.Handle(e, own, nil)
+		c.Handle(e, own, sizes{w("env"): 2})
 	}
 	peer := func(name, obj string) Marker {
 		return Marker{At: t0.Add(500 * time.Millisecond), Workload: w(name), Strategy: StrategyEnvVars, Kind: "ConfigMap", EnvObject: strings.ToUpper(obj), Name: obj, Pods: 1}
@@ -258,8 +258,8 @@ func TestCollectorPeerCameFirst(t *testing.T) {
 			byName[wr.Workload.Name] = wr
 		}
 	}
-	if e := byName["env"]; e.Cmsync != ActRestart || e.Class != ClassAgree || e.CmsyncPods != 1 {
-		t.Errorf("env = %+v, want a restart cmsync would have made, agree", e)
+	if e := byName["env"]; e.Cmsync != ActRestart || e.Class != ClassAgree || e.CmsyncPods != 2 {
+		t.Errorf("env = %+v, want a restart of its 2 pods cmsync would have made, agree", e)
 	}
 	if q := byName["quiet"]; q.Cmsync != ActNone || q.Class != ClassAgree || q.CmsyncPods != 0 {
 		t.Errorf("quiet = %+v, want nothing (current, no peer restarted it)", q)
