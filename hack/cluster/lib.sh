@@ -63,6 +63,7 @@ NODE_NAME=${NODE_NAME:-localhost}
 POD_SUBNET=${POD_SUBNET:-10.244.0.0/24}
 SVC_CIDR=10.96.0.0/24
 BRIDGE=cmsync0
+BRIDGE_MAC=02:63:6d:73:00:01 # locally administered, fixed (up.sh says why)
 # In-cluster clients (pods with a ServiceAccount token, such as the controller) reach the API server through
 # the `kubernetes` Service: the host holds its ClusterIP $KUBE_SVC_IP (on lo: there is no kube-proxy) and the
 # bridge's address $BRIDGE_IP (the Service's endpoint, --advertise-address); pods route the Service range, and

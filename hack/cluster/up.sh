@@ -83,7 +83,12 @@ echo "$NODE_IP" > "$VAR/node-ip"
 if ! ip -4 -o addr show | grep -qF " $NODE_IP/"; then ip addr add "$NODE_IP/32" dev lo; echo "$NODE_IP" > "$VAR/node-ip-on-lo"; fi
 # the way in-cluster clients reach the API server (lib.sh): the bridge with its address (the CNI plugin finds it
 # as it wants it), and the `kubernetes` Service's ClusterIP on lo (down.sh removes both)
-ip link add "$BRIDGE" type bridge && ip addr add "$BRIDGE_IP/${POD_SUBNET#*/}" dev "$BRIDGE" && ip link set "$BRIDGE" up
+# Its MAC address is set, not left to the kernel: a bridge whose address nobody set takes the lowest of its
+# ports', so it changed each time a pod's veth came or went, and every pod's ARP entry for its gateway went stale
+# (no gratuitous ARP without arp_notify): for 20-60 s the pods could not reach the API server nor answer the
+# kubelet's probes (controllers killed by their liveness probe, Leases lost, watches silent).
+ip link add "$BRIDGE" address "$BRIDGE_MAC" type bridge && ip addr add "$BRIDGE_IP/${POD_SUBNET#*/}" dev "$BRIDGE" &&
+  ip link set "$BRIDGE" up
 if ! ip -4 -o addr show | grep -qF " $KUBE_SVC_IP/"; then ip addr add "$KUBE_SVC_IP/32" dev lo; echo "$KUBE_SVC_IP" > "$VAR/svc-ip-on-lo"; fi
 
 # ---- kubeconfigs ----
