@@ -229,8 +229,8 @@ func TestVerifyPermissions(t *testing.T) {
 	}
 	r.Wait = false // pod b's hook is still sent after its verified remount, within --timeout
 	r.Timeout = time.Minute
-	if got := r.permissions(plan.Actions); len(got) != 4 {
-		t.Errorf("hooks waited for: %d permissions, want the gets too: %+v", len(got), got)
+	if got := r.permissions(plan.Actions); len(got) != 3 || got[2].Resource != "configmaps" {
+		t.Errorf("hooks waited for: %+v, want the patches and get configmaps (pod b's object), not get secrets", got)
 	}
 	r.Timeout = 0
 	if got := r.permissions(plan.Actions); len(got) != 2 {

@@ -435,10 +435,16 @@ func (r *Refresher) permissions(actions []Action) []Permission {
 	if r.Hooks != nil && r.Hooks.Via() == HookViaProxy {
 		perms = append(perms, hookPermissions(actions)...)
 	}
-	if r.Wait || r.Timeout > 0 && slices.ContainsFunc(actions, func(a Action) bool { return a.Action == ActionAnnotate && a.Hook.sendable() }) {
-		perms = append(perms, verifyPermissions(actions)...)
+	waited := actions
+	if !r.Wait { // only the hooked pods are waited for, within --timeout
+		waited = nil
+		for _, a := range actions {
+			if r.Timeout > 0 && a.Action == ActionAnnotate && a.Hook.sendable() {
+				waited = append(waited, a)
+			}
+		}
 	}
-	return perms
+	return append(perms, verifyPermissions(waited)...)
 }
 
 // verifyPermissions is get on the ConfigMaps and Secrets the actions'
