@@ -79,13 +79,7 @@ spec:
 		if set != nil {
 			set(o)
 		}
-		err := o.Complete(nil)
-		if err == nil {
-			err = o.Validate()
-		}
-		if err == nil {
-			err = o.Run(context.Background())
-		}
+		err := runLintOptions(o)
 		return out.String(), errOut.String(), err
 	}
 

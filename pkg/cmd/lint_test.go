@@ -225,13 +225,7 @@ spec:
 	o := NewLintOptions(flags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	o.Filenames, o.Cluster, o.Check, o.Output = []string{f}, true, true, "json"
 	o.Getter = lint.ClientGetter{Client: cs}
-	err := o.Complete(nil)
-	if err == nil {
-		err = o.Validate()
-	}
-	if err == nil {
-		err = o.Run(context.Background())
-	}
+	err := runLintOptions(o)
 	if ExitCode(err) != ExitCheck {
 		t.Fatalf("exit %d (%v): %s", ExitCode(err), err, errOut.String())
 	}
@@ -254,4 +248,16 @@ spec:
 			t.Errorf("%s:\n got  %s\n want %s", k, got[k], w)
 		}
 	}
+}
+
+// runLintOptions completes, validates and runs o, as the command does.
+func runLintOptions(o *LintOptions) error {
+	err := o.Complete(nil)
+	if err == nil {
+		err = o.Validate()
+	}
+	if err == nil {
+		err = o.Run(context.Background())
+	}
+	return err
 }
