@@ -270,7 +270,7 @@ func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision
 		// not in the pod template: a rollout restart would replace the pod
 		// and refresh nothing
 		if observed && (it.State == inspect.StateInSync || it.State == inspect.StateCurrent || it.State == inspect.StateNA) {
-			return decision{need: needNothing, reason: "already " + string(it.State)}
+			return decision{need: needNothing, reason: AlreadyReason(it.State)}
 		}
 		return decision{need: needManual, reason: "ephemeral container (kubectl debug): it cannot be restarted and a rollout would not bring it back; start a new debug container to read the current values", onPod: true}
 	}
@@ -280,7 +280,7 @@ func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision
 	if observed {
 		switch it.State {
 		case inspect.StateInSync, inspect.StateCurrent, inspect.StateNA:
-			return decision{need: needNothing, reason: "already " + string(it.State)}
+			return decision{need: needNothing, reason: AlreadyReason(it.State)}
 		case inspect.StateMissing:
 			return decision{need: needManual, reason: "create the missing object or key: " + it.StateReason, onPod: true}
 		}
@@ -309,7 +309,7 @@ func decide(it inspect.Use, pod *corev1.Pod, s Strategy, observed bool) decision
 	case StrategyAnnotate:
 		if hot {
 			if observed && it.State != inspect.StatePending && it.State != inspect.StateUnverifiable {
-				return decision{need: needNothing, reason: "already " + string(it.State)}
+				return decision{need: needNothing, reason: AlreadyReason(it.State)}
 			}
 			if !observed {
 				return decision{need: needAnnotate, reason: notVerifiedReason}
@@ -550,6 +550,11 @@ func PlanActions(in PlanInput) []Action {
 }
 
 // actionOrder ranks the kinds of action in a plan (Precedes).
+// AlreadyReason is the reason of a none action for a use already in the
+// state s (in-sync, current, n/a): what the loop's result events say, and
+// what shadow mode reads them by.
+func AlreadyReason(s inspect.State) string { return "already " + string(s) }
+
 var actionOrder = map[ActionKind]int{ActionRestart: 0, ActionEvict: 0, ActionAnnotate: 1, ActionManual: 2, ActionNone: 3}
 
 // Precedes is the order of a plan: restarts and evictions, annotations,

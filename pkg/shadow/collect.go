@@ -89,9 +89,9 @@ func (c *Collector) alreadyCurrent(a *refresh.Action, owners Owners, sizes Sizes
 	for _, co := range a.Consumers {
 		act := ActRestart
 		switch {
-		case a.Reason == "already "+string(inspect.StateInSync) && co.Mode.HotUpdating():
+		case a.Reason == refresh.AlreadyReason(inspect.StateInSync) && co.Mode.HotUpdating():
 			act = ActRemount
-		case a.Reason != "already "+string(inspect.StateCurrent) || co.Mode.HotUpdating():
+		case a.Reason != refresh.AlreadyReason(inspect.StateCurrent) || co.Mode.HotUpdating():
 			continue
 		}
 		d := c.latest(co.Object.Kind, co.Object.Namespace, co.Object.Name)
