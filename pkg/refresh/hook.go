@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -320,8 +319,7 @@ func finishHooks(results []Result) []Result {
 // verb the API server maps the method to, on pods/proxy (create for POST, update for
 // PUT, get for GET).
 func hookPermissions(actions []Action) []Permission {
-	byKey := map[[2]string]int{}
-	var out []Permission
+	var set permissionSet
 	for _, a := range actions {
 		if a.Action != ActionAnnotate || !a.Hook.sendable() {
 			continue
@@ -330,15 +328,9 @@ func hookPermissions(actions []Action) []Permission {
 		if verb == "" {
 			verb = "create"
 		}
-		k := [2]string{a.Target.Namespace, verb}
-		if i, ok := byKey[k]; ok {
-			out[i].Targets = append(out[i].Targets, a.Target.String())
-			continue
-		}
-		byKey[k] = len(out)
-		out = append(out, Permission{Verb: verb, Resource: hookResource, Namespace: a.Target.Namespace, Targets: []string{a.Target.String()}})
+		set.add(verb, hookResource, a.Target.Namespace, a.Target.String())
 	}
-	return out
+	return set.list
 }
 
 // hookResource is the API server's pod proxy.
@@ -452,28 +444,16 @@ func (r *Refresher) permissions(actions []Action) []Permission {
 // (a Secret only where Secrets are read at all).
 func verifyPermissions(actions []Action) []Permission {
 	resources := map[string]string{inspect.KindConfigMap: "configmaps", inspect.KindSecret: "secrets"}
-	byKey := map[[2]string]int{}
-	var out []Permission
+	var set permissionSet
 	for _, a := range actions {
 		if a.Action != ActionAnnotate && a.Action != ActionRestart && a.Action != ActionEvict {
 			continue
 		}
 		for _, c := range a.Consumers {
-			res, ok := resources[c.Object.Kind]
-			if !ok {
-				continue
-			}
-			k := [2]string{c.Object.Namespace, res}
-			i, seen := byKey[k]
-			if !seen {
-				i = len(out)
-				byKey[k] = i
-				out = append(out, Permission{Verb: "get", Resource: res, Namespace: c.Object.Namespace})
-			}
-			if t := c.Object.Kind + "/" + c.Object.Name; !slices.Contains(out[i].Targets, strings.ToLower(t)) {
-				out[i].Targets = append(out[i].Targets, strings.ToLower(t))
+			if res, ok := resources[c.Object.Kind]; ok {
+				set.add("get", res, c.Object.Namespace, strings.ToLower(c.Object.Kind+"/"+c.Object.Name))
 			}
 		}
 	}
-	return out
+	return set.list
 }

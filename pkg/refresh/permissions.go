@@ -3,6 +3,7 @@ package refresh
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,8 +46,7 @@ func Permissions(plan []Action, dry DryRun) []Permission {
 	if dry == DryRunClient {
 		return nil
 	}
-	byKey := map[[3]string]*Permission{}
-	var out []*Permission
+	var set permissionSet
 	for _, a := range plan {
 		verb, resource := "patch", ""
 		switch a.Action {
@@ -60,27 +60,42 @@ func Permissions(plan []Action, dry DryRun) []Permission {
 		default:
 			continue
 		}
-		k := [3]string{resource, a.Target.Namespace, verb}
-		p := byKey[k]
-		if p == nil {
-			p = &Permission{Verb: verb, Group: rbac.Group(resource), Resource: resource, Namespace: a.Target.Namespace}
-			byKey[k] = p
-			out = append(out, p)
-		}
-		p.Targets = append(p.Targets, a.Target.String())
+		set.add(verb, resource, a.Target.Namespace, a.Target.String())
 	}
-	sort.Slice(out, func(i, j int) bool {
+	out := set.list
+	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
 		return a.Resource < b.Resource
 	})
-	res := make([]Permission, len(out))
-	for i, p := range out {
-		res[i] = *p
+	return out
+}
+
+// permissionSet gathers permissions, one per verb, resource and namespace,
+// in the order first asked, each with the targets that need it.
+type permissionSet struct {
+	index map[[3]string]int
+	list  []Permission
+}
+
+// add asks verb on resource (its group from pkg/rbac) in namespace for
+// target.
+func (s *permissionSet) add(verb, resource, namespace, target string) {
+	k := [3]string{verb, resource, namespace}
+	i, ok := s.index[k]
+	if !ok {
+		if s.index == nil {
+			s.index = map[[3]string]int{}
+		}
+		i = len(s.list)
+		s.index[k] = i
+		s.list = append(s.list, Permission{Verb: verb, Group: rbac.Group(resource), Resource: resource, Namespace: namespace})
 	}
-	return res
+	if !slices.Contains(s.list[i].Targets, target) {
+		s.list[i].Targets = append(s.list[i].Targets, target)
+	}
 }
 
 // AccessReviewer is the I/O edge of the permission check: may the current
