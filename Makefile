@@ -14,7 +14,7 @@ E2E_FLAGS ?=
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build helm argo-rollouts unit fuzz e2e release-check release-fast image test test-oldest demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
+.PHONY: help build helm argo-rollouts unit fuzz e2e release-check release-fast image test test-oldest ci-cold demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
@@ -32,6 +32,8 @@ help:
 	@echo "test            unit beside the cluster prerequisites and build, start the cluster of"
 	@echo "                K8S_VERSION (default below) if it is not up, e2e, and take"
 	@echo "                down the cluster if this run started it (KEEP_CLUSTER=1 keeps it)"
+	@echo "ci-cold         CI (.ci/run) timed on a fresh clone with every cache empty (a new HOME; APT=purge removes the"
+	@echo "                cluster's Debian packages first): the cold figure (hack/ci/cold.sh; the cluster must be down)"
 	@echo "demo            cluster up, build, deploy hack/demo, edit a ConfigMap, kubectl cmsync status -A"
 	@echo "test-oldest     the e2e suite on Kubernetes $(K8S_OLDEST), the oldest supported (starts and stops that cluster"
 	@echo "                like test; a cluster of another version must be down first)"
@@ -122,6 +124,10 @@ test:
 test-oldest:
 	K8S_VERSION=$(K8S_OLDEST) $(MAKE) --no-print-directory cluster-build
 	K8S_VERSION=$(K8S_OLDEST) $(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
+
+# CI as on a fresh machine, timed: a fresh clone, a new empty HOME (every cache), APT=purge for the packages
+ci-cold:
+	hack/ci/cold.sh
 
 demo: cluster-up build
 	hack/demo/run.sh
