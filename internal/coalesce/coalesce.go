@@ -7,6 +7,7 @@ package coalesce
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -21,6 +22,11 @@ type Queue[J any] struct {
 	// (callers that start together would otherwise make a batch of one
 	// followed by one of the rest).
 	Gather time.Duration
+	// Ready, when set, is waited for before each batch is taken: the jobs
+	// queued while the batch's resource gets ready (a reader pod that is
+	// starting) join that batch, not the next one. Its context ends when
+	// every job queued by then has ended.
+	Ready func(ctx context.Context)
 
 	mu      sync.Mutex
 	pending []*entry[J]
@@ -54,6 +60,7 @@ func (q *Queue[J]) loop() {
 		if q.Gather > 0 {
 			time.Sleep(q.Gather)
 		}
+		q.waitReady()
 		q.mu.Lock()
 		batch := q.pending
 		q.pending = nil
@@ -74,6 +81,23 @@ func (q *Queue[J]) loop() {
 			close(e.done)
 		}
 	}
+}
+
+// waitReady waits for Ready, for as long as one of the jobs queued now
+// waits.
+func (q *Queue[J]) waitReady() {
+	if q.Ready == nil {
+		return
+	}
+	q.mu.Lock()
+	waiting := slices.Clone(q.pending)
+	q.mu.Unlock()
+	if len(waiting) == 0 {
+		return
+	}
+	ctx, stop := anyLive(waiting)
+	defer stop()
+	q.Ready(ctx)
 }
 
 // anyLive is a context that ends when every entry's context has ended.
@@ -97,6 +121,8 @@ func anyLive[J any](batch []*entry[J]) (context.Context, func()) {
 type Keyed[K comparable, J any] struct {
 	// Gather is each queue's (see Queue).
 	Gather time.Duration
+	// Ready is each queue's (see Queue), for its key.
+	Ready func(ctx context.Context, key K)
 
 	mu     sync.Mutex
 	queues map[K]*Queue[J]
@@ -111,8 +137,24 @@ func (k *Keyed[K, J]) Do(ctx context.Context, key K, j J, run func(ctx context.C
 	q := k.queues[key]
 	if q == nil {
 		q = &Queue[J]{Run: run, Gather: k.Gather}
+		if k.Ready != nil {
+			q.Ready = func(ctx context.Context) { k.Ready(ctx, key) }
+		}
 		k.queues[key] = q
 	}
 	k.mu.Unlock()
 	q.Do(ctx, j)
+}
+
+// Queued is how many jobs of key wait for a batch to take them.
+func (k *Keyed[K, J]) Queued(key K) int {
+	k.mu.Lock()
+	q := k.queues[key]
+	k.mu.Unlock()
+	if q == nil {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
 }

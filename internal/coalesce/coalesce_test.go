@@ -124,3 +124,64 @@ func TestGatherMergesCallersThatStartTogether(t *testing.T) {
 		t.Fatalf("batches of %v, want one of 10", sizes)
 	}
 }
+
+// TestReadyTakesTheJobsQueuedMeanwhile: the jobs queued while the first
+// batch waits for Ready run in that one batch, not in a batch of the
+// first job followed by one of the rest.
+func TestReadyTakesTheJobsQueuedMeanwhile(t *testing.T) {
+	ready := make(chan struct{})
+	var mu sync.Mutex
+	var batches [][]int
+	k := &Keyed[string, int]{Ready: func(ctx context.Context, key string) {
+		if key != "node-a" {
+			t.Errorf("Ready for key %q, want node-a", key)
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		}
+	}}
+	run := func(_ context.Context, jobs []int) {
+		mu.Lock()
+		defer mu.Unlock()
+		batches = append(batches, jobs)
+	}
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k.Do(context.Background(), "node-a", i, run)
+		}()
+	}
+	// every job queued (the queue holds them while Ready waits)
+	for k.Queued("node-a") < 10 {
+		time.Sleep(time.Millisecond)
+	}
+	close(ready)
+	wg.Wait()
+	if len(batches) != 1 || len(batches[0]) != 10 {
+		t.Fatalf("batches %v, want one batch of the 10 jobs", batches)
+	}
+}
+
+// TestReadyEndsWithTheCallers: a Ready that never comes returns when the
+// contexts of the jobs waiting for it have ended, and the batch runs (Run
+// sees the ended context and bounds itself).
+func TestReadyEndsWithTheCallers(t *testing.T) {
+	q := &Queue[int]{Ready: func(ctx context.Context) { <-ctx.Done() }}
+	var got error
+	q.Run = func(ctx context.Context, jobs []int) {
+		select {
+		case <-ctx.Done():
+			got = ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	q.Do(ctx, 1)
+	if got == nil {
+		t.Fatal("the batch's context outlived its only caller's")
+	}
+}

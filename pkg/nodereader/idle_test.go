@@ -324,3 +324,94 @@ func (f *idleFx) closedClean() {
 		f.t.Fatalf("after Close: reader pods %v", got)
 	}
 }
+
+// TestReadsDuringTheStartMakeOneBatch: the reads of a node that come while
+// its reader pod starts wait for it together and are read by one exec,
+// not a first exec for the earliest read and a second for the rest.
+func TestReadsDuringTheStartMakeOneBatch(t *testing.T) {
+	cs := fake.NewClientset()
+	created := make(chan *corev1.Pod, 1)
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		p.Name = p.GenerateName + "1"
+		p.Status.Phase = corev1.PodPending
+		err := cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
+		created <- p
+		return true, p, err
+	})
+	ex := &gatedExec{}
+	r := New(cs, ex, Options{Namespace: "ns"})
+	defer r.Close()
+	const reads = 5
+	var wg sync.WaitGroup
+	for i := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := consumer("n1", "containerd://"+cid, true)
+			p.Name = "consumer-" + strconv.Itoa(i)
+			r.ReadContainers(context.Background(), []containerread.Request{request(p, false, "/etc/cfg")}, containerread.Options{})
+		}()
+	}
+	var p *corev1.Pod
+	select {
+	case p = <-created:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reader pod created within 5s")
+	}
+	// every read queued behind the start
+	deadline := time.Now().Add(5 * time.Second)
+	for r.reads.Queued("n1") < reads {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d reads queued for node n1", r.reads.Queued("n1"), reads)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: containerName,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+	if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if execs, n := ex.since(0); n != 1 {
+		t.Fatalf("%d execs (%v) for %d reads that came during the start, want 1", n, execs, reads)
+	}
+}
+
+// TestCloseListsOnlyWhenUnsure: a run whose creates all answered with
+// their pods and whose deletions passed deletes its pods by name at
+// Close, with no LIST (a round trip at the end of every command); a
+// failed create makes Close list what is left of the run.
+func TestCloseListsOnlyWhenUnsure(t *testing.T) {
+	lists := func(cs *fake.Clientset) int {
+		n := 0
+		for _, a := range cs.Actions() {
+			if a.GetVerb() == "list" {
+				n++
+			}
+		}
+		return n
+	}
+	f := newIdleFx(t)
+	f.read()
+	before := lists(f.cs)
+	if err := f.close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := lists(f.cs) - before; got != 0 || len(f.pods()) != 0 {
+		t.Fatalf("Close sent %d LISTs and left %v; want none and no pod", got, f.pods())
+	}
+
+	g := newIdleFx(t)
+	g.cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("http2: client connection lost")
+	})
+	g.read()
+	before = lists(g.cs)
+	if err := g.close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := lists(g.cs) - before; got != 1 {
+		t.Fatalf("Close after a failed create sent %d LISTs, want 1", got)
+	}
+}

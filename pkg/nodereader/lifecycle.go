@@ -1,10 +1,12 @@
 package nodereader
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,14 +55,12 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 		if node == "" || r.isUnavailable(node) {
 			continue
 		}
-		rp := &readerPod{ready: make(chan struct{}), prepared: true, sent: make(chan struct{})}
 		r.mu.Lock()
-		if r.closed || r.pods[node] != nil {
-			r.mu.Unlock()
+		rp := r.startAhead(node)
+		r.mu.Unlock()
+		if rp == nil {
 			continue
 		}
-		r.track(node, rp)
-		r.mu.Unlock()
 		sent = append(sent, rp.sent)
 		go func() {
 			// no more creates at once than the reads would make
@@ -81,6 +81,43 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 			return
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// startAhead tracks a reader pod for node, to be started before any read
+// takes it: the first read that does reports how its start fared
+// (podFor). Nil when the node has one or Close was called; r.mu is held.
+func (r *Reader) startAhead(node string) *readerPod {
+	if r.closed || r.pods[node] != nil {
+		return nil
+	}
+	rp := &readerPod{ready: make(chan struct{}), prepared: true, sent: make(chan struct{})}
+	r.track(node, rp)
+	return rp
+}
+
+// awaitStart waits until the node's reader pod runs or has failed,
+// starting it ahead when the node has none: the reads due meanwhile then
+// make one batch (the queue's Ready), not a first of the earliest read
+// and a second of the rest after it. A node whose reader runs returns at
+// once.
+func (r *Reader) awaitStart(ctx context.Context, node string) {
+	r.mu.Lock()
+	rp := r.pods[node]
+	ahead := rp == nil
+	if ahead {
+		rp = r.startAhead(node)
+	}
+	r.mu.Unlock()
+	switch {
+	case rp == nil:
+	case ahead:
+		r.create(ctx, node, rp)
+	default:
+		select {
+		case <-rp.ready:
+		case <-ctx.Done():
 		}
 	}
 }
@@ -216,21 +253,34 @@ func (r *Reader) Close() error {
 	if janitorDone != nil {
 		<-janitorDone
 	}
-	var first error
-	for _, n := range names {
-		if err := r.delete(n); err != nil && first == nil {
-			first = err
-		}
-	}
-	// a pod whose name never came back (an interrupted create) still has
-	// this run's label
-	if !r.created.Load() {
+	first := r.deleteAll(names)
+	// a pod whose name never came back (an interrupted create), or whose
+	// deletion failed, still has this run's label; when every create
+	// answered with its pod and every deletion passed, nothing is left to
+	// list
+	if !r.unsure.Load() {
 		return first
 	}
 	if err := r.deleteRun(); err != nil && first == nil {
 		first = err
 	}
 	return first
+}
+
+// deleteAll deletes the named reader pods at once (one round trip for all
+// the nodes at the end of a command) and returns the first error.
+func (r *Reader) deleteAll(names []string) error {
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.delete(n)
+		}()
+	}
+	wg.Wait()
+	return cmp.Or(errs...)
 }
 
 // delete deletes the reader pod name, within deleteTimeout of its own.
@@ -250,6 +300,9 @@ func (r *Reader) deleteWithin(ctx context.Context, name string) error {
 	err := r.client.CoreV1().Pods(r.opts.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if err != nil {
+		r.unsure.Store(true)
 	}
 	return err
 }
@@ -310,10 +363,10 @@ func Ended(p *corev1.Pod, now time.Time) bool {
 // answered.
 func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (string, *containerread.VerifyError) {
 	pod := ReaderPod(r.opts.Namespace, node, r.opts.Image, r.runID, r.opts.Lifetime)
-	r.created.Store(true)
 	created, err := r.client.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: version.FieldManager})
 	close(sent)
 	if err != nil {
+		r.unsure.Store(true)
 		return "", r.createError(err)
 	}
 	if verr := r.waitRunning(ctx, created.Name, node, created.ResourceVersion); verr != nil {

@@ -96,12 +96,14 @@ type Reader struct {
 	starts   sync.WaitGroup
 	prepares chan struct{}
 
-	sweep   sync.Once
-	created atomic.Bool // a create was sent: Close lists what is left
-	mu      sync.Mutex
-	closed  bool                         // Close was called: no pod may outlive it
-	pods    map[string]*readerPod        // by node
-	reads   coalesce.Keyed[string, *job] // by node
+	sweep sync.Once
+	// unsure: a create of this run's failed (it may have made a pod all
+	// the same) or a deletion failed; Close then lists what is left
+	unsure atomic.Bool
+	mu     sync.Mutex
+	closed bool                         // Close was called: no pod may outlive it
+	pods   map[string]*readerPod        // by node
+	reads  coalesce.Keyed[string, *job] // by node
 	// unavailable: the nodes where no reader could start, read by
 	// Options.Fallback since
 	unavailable map[string]bool
@@ -115,8 +117,10 @@ type Reader struct {
 func New(client kubernetes.Interface, ex containerread.Executor, o Options) *Reader {
 	o = o.withDefaults()
 	bg, stop := context.WithCancel(context.Background())
-	return &Reader{client: client, exec: ex, opts: o, runID: NewRunID(), pods: map[string]*readerPod{},
+	r := &Reader{client: client, exec: ex, opts: o, runID: NewRunID(), pods: map[string]*readerPod{},
 		unavailable: map[string]bool{}, bg: bg, stopBg: stop, prepares: make(chan struct{}, o.Concurrency)}
+	r.reads.Ready = r.awaitStart
+	return r
 }
 
 // RunID is the value of this run's LabelRun.
