@@ -24,9 +24,14 @@ type Reader interface {
 // read before the first read (the node reader starts its pods): a
 // refresh prepares the nodes of the pods it patches while the patches go
 // out. Prepare returns without waiting for the nodes to be ready; a
-// failure is the first read's to report.
+// failure is the first read's to report. AwaitPrepared waits until the
+// nodes prepared so far are ready or have failed (or ctx ends): a caller
+// that merges reads holds them until then, so that the reads due while
+// the nodes get ready make one read, not a first of the earliest and a
+// second of the rest.
 type Preparer interface {
 	Prepare(ctx context.Context, nodes []string)
+	AwaitPrepared(ctx context.Context)
 }
 
 // Request is one container to read and its pod (nil when the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 		}
 		r.mu.Lock()
 		rp := r.startAhead(node)
+		if rp != nil {
+			r.prepared = append(r.prepared, rp)
+		}
 		r.mu.Unlock()
 		if rp == nil {
 			continue
@@ -79,6 +83,21 @@ func (r *Reader) Prepare(ctx context.Context, nodes []string) {
 		case <-c:
 		case <-timeout.C:
 			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// AwaitPrepared implements containerread.Preparer: it waits until the
+// reader pods Prepare started run or have failed, or ctx ends.
+func (r *Reader) AwaitPrepared(ctx context.Context) {
+	r.mu.Lock()
+	starts := slices.Clone(r.prepared)
+	r.mu.Unlock()
+	for _, rp := range starts {
+		select {
+		case <-rp.ready:
 		case <-ctx.Done():
 			return
 		}

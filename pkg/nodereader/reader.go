@@ -101,9 +101,11 @@ type Reader struct {
 	// the same) or a deletion failed; Close then lists what is left
 	unsure atomic.Bool
 	mu     sync.Mutex
-	closed bool                         // Close was called: no pod may outlive it
-	pods   map[string]*readerPod        // by node
-	reads  coalesce.Keyed[string, *job] // by node
+	closed bool                  // Close was called: no pod may outlive it
+	pods   map[string]*readerPod // by node
+	// prepared are the pods Prepare started (AwaitPrepared)
+	prepared []*readerPod
+	reads    coalesce.Keyed[string, *job] // by node
 	// unavailable: the nodes where no reader could start, read by
 	// Options.Fallback since
 	unavailable map[string]bool

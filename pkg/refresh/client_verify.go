@@ -29,7 +29,7 @@ type ClusterVerifier struct {
 	PodSelector string
 
 	batches coalesce.Keyed[string, *podJob] // VerifyPod's, by namespace
-	gather  sync.Once                       // sets batches.Gather
+	gather  sync.Once                       // sets batches.Gather and Ready
 }
 
 // VerifyPods implements Verifier.
@@ -77,7 +77,14 @@ func (c *ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, 
 		return c.verifyOne(ctx, namespace, pod, objects)
 	}
 	j := &podJob{pod: pod, objects: objects}
-	c.gather.Do(func() { c.batches.Gather = batchGather })
+	c.gather.Do(func() {
+		c.batches.Gather = batchGather
+		if pr, ok := c.Verify.Reader.(containerread.Preparer); ok {
+			// the pods due while the prepared readers start are read
+			// together once they run
+			c.batches.Ready = func(ctx context.Context, _ string) { pr.AwaitPrepared(ctx) }
+		}
+	})
 	// a batch reads sibling Secrets only if all of its pods may
 	key := fmt.Sprintf("%s/%v", namespace, inspect.NamesSecret(objects))
 	c.batches.Do(ctx, key, j, func(ctx context.Context, jobs []*podJob) { c.verifyBatch(ctx, namespace, jobs) })

@@ -93,3 +93,94 @@ func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
 		t.Errorf("requests %v for %d pods verified at once: want them merged", count, n)
 	}
 }
+
+// preparingReader is a containerread.Reader whose prepared nodes get
+// ready when ready is closed: until then AwaitPrepared waits, and so does
+// a read, as the node reader's waits for its pod to run. entered is sent
+// when either starts waiting; it counts its reads.
+type preparingReader struct {
+	containerread.ExecReader
+	ready   chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	reads   []int // containers per read
+}
+
+func (p *preparingReader) Prepare(context.Context, []string) {}
+
+func (p *preparingReader) AwaitPrepared(ctx context.Context) { p.wait(ctx) }
+
+func (p *preparingReader) wait(ctx context.Context) {
+	select {
+	case p.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-p.ready:
+	case <-ctx.Done():
+	}
+}
+
+func (p *preparingReader) ReadContainers(ctx context.Context, reqs []containerread.Request, o containerread.Options) []*containerread.Verified {
+	p.wait(ctx)
+	p.mu.Lock()
+	p.reads = append(p.reads, len(reqs))
+	p.mu.Unlock()
+	return p.ExecReader.ReadContainers(ctx, reqs, o)
+}
+
+// TestVerifyPodWaitsForThePreparedReaders: the pods due while the readers
+// a refresh prepared are starting are read together once they run: one
+// read, not a first for the earliest pod and a second for the rest.
+func TestVerifyPodWaitsForThePreparedReaders(t *testing.T) {
+	const n = 10
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
+	objs := []runtime.Object{cm}
+	ex := &readtest.Executor{Containers: map[string]*readtest.Container{}}
+	running := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true,
+		ContainerID: "containerd://0", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+	for i := range n {
+		name := fmt.Sprintf("p%d", i)
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
+				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}},
+			Status: running})
+		ex.Containers["ns/"+name+"/app"] = &readtest.Container{Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..ts", Files: map[string][]byte{"K": []byte("new")}}}}
+	}
+	reader := &preparingReader{ExecReader: containerread.ExecReader{Executor: ex, Concurrency: 4}, ready: make(chan struct{}), entered: make(chan struct{}, 1)}
+	v := &ClusterVerifier{Client: fake.NewClientset(objs...), Executor: ex, Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Reader: reader}}
+	key := []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}
+	var wg sync.WaitGroup
+	verify := func(i int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if items, err := v.VerifyPod(context.Background(), "ns", fmt.Sprintf("p%d", i), key); err != nil || len(items) != 1 || items[0].State != inspect.StateInSync {
+				t.Errorf("p%d: %+v, %v; want its use in-sync", i, items, err)
+			}
+		}()
+	}
+	// the first pod due, alone, waits for the readers; the others come
+	// while it waits
+	verify(0)
+	select {
+	case <-reader.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first pod's verification did not wait for the readers within 5s")
+	}
+	for i := 1; i < n; i++ {
+		verify(i)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for v.batches.Queued("ns/false") < n-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d pods queued while the readers start", v.batches.Queued("ns/false"), n-1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(reader.ready)
+	wg.Wait()
+	if len(reader.reads) != 1 || reader.reads[0] != n {
+		t.Fatalf("reads of %v containers, want one read of all %d", reader.reads, n)
+	}
+}
