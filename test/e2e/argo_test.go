@@ -320,6 +320,7 @@ func TestArgoRollout(t *testing.T) {
 // an env edit restarts it through spec.restartAt, the new pods are
 // verified current, and the record is written anew.
 func TestControllerArgoRollout(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	loadImage(t)
 	f.startArgo()

@@ -26,7 +26,7 @@ import (
 // second edit while it waits makes no second restart: one restart, when
 // the window opens, with the last value.
 func TestControllerRestartWindow(t *testing.T) {
-	parallelController(t)
+	t.Parallel()
 	f := newFx(t)
 	loadImage(t)
 	f.createConfigMap(configMap("app", map[string]string{"level": "l0"}))
