@@ -144,7 +144,7 @@ func checkMessage(t *testing.T, text string, wants, values []string) {
 // refreshes a Deployment's 2 pods is one Google Chat message from the
 // leader, counted in its metrics.
 func TestControllerAlerts(t *testing.T) {
-	parallelController(t)
+	t.Parallel()
 	f := newFx(t)
 	loadImage(t)
 	webhook := f.startReceiver()
@@ -153,11 +153,7 @@ func TestControllerAlerts(t *testing.T) {
 	f.createAnnotatedDeployment("web", 2, withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/app"))), cmVolume("cfg", "app")),
 		map[string]string{reconcile.AnnotationWatch: "true"})
 	f.waitDeploymentSettled("web")
-	t.Cleanup(f.removeController)
-	if _, err := f.cs.CoreV1().Namespaces().Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctlNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace %s: %v", ctlNS, err)
-	}
-	if _, err := f.cs.CoreV1().Secrets(ctlNS).Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "alert-webhook"},
+	if _, err := f.cs.CoreV1().Secrets(f.ctlNS()).Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "alert-webhook"},
 		StringData: map[string]string{"url": webhook}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the webhook's Secret: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,32 +55,58 @@ func freePort(t *testing.T) string {
 	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
 
-// startArgo installs the Argo Rollouts CRDs and runs the real controller on
-// the host with the admin kubeconfig, in namespaced mode for the test's
-// namespace only, without leader election, for at most the test's
-// lifetime: it is killed at the end of the test, and the CRDs are deleted
-// if the test installed them (the rest of the suite runs on a cluster
-// without them, as most clusters are).
-func (f *fx) startArgo() {
+// argoCRDs counts the tests of this run that use the Argo Rollouts CRDs
+// (useArgoCRDs), so that tests side by side share them: the first installs
+// them, the last deletes them if this run installed them.
+var argoCRDs struct {
+	sync.Mutex
+	users     int
+	installed bool // by this run: deleted by its last user
+}
+
+// useArgoCRDs makes the Argo Rollouts CRDs served for the test and, once
+// no test of this run uses them, deletes them if this run installed them
+// (the rest of the suite runs on a cluster without them, as most clusters
+// are). The install is a server-side apply: the same CRDs applied again
+// change nothing.
+func (f *fx) useArgoCRDs(crds string) {
 	f.t.Helper()
-	bin, crds := argoBin(f.t)
-	_, err := f.rollouts().List(f.ctx, metav1.ListOptions{Limit: 1})
-	if apierrors.IsNotFound(err) {
-		f.t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			if out, err := exec.CommandContext(ctx, "kubectl", "delete", "--ignore-not-found", "-f", crds).CombinedOutput(); err != nil {
-				f.t.Errorf("deleting the Argo Rollouts CRDs: %v\n%s", err, out)
-			}
-		})
+	argoCRDs.Lock()
+	defer argoCRDs.Unlock()
+	if argoCRDs.users == 0 {
+		_, err := f.rollouts().List(f.ctx, metav1.ListOptions{Limit: 1})
+		argoCRDs.installed = apierrors.IsNotFound(err)
+		if out, err := exec.CommandContext(f.ctx, "kubectl", "apply", "--server-side", "--force-conflicts", "-f", crds).CombinedOutput(); err != nil {
+			f.t.Fatalf("installing the Argo Rollouts CRDs: %v\n%s", err, out)
+		}
 	}
-	if out, err := exec.CommandContext(f.ctx, "kubectl", "apply", "--server-side", "--force-conflicts", "-f", crds).CombinedOutput(); err != nil {
-		f.t.Fatalf("installing the Argo Rollouts CRDs: %v\n%s", err, out)
-	}
+	argoCRDs.users++
+	f.t.Cleanup(func() {
+		argoCRDs.Lock()
+		defer argoCRDs.Unlock()
+		if argoCRDs.users--; argoCRDs.users > 0 || !argoCRDs.installed {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "kubectl", "delete", "--ignore-not-found", "-f", crds).CombinedOutput(); err != nil {
+			f.t.Errorf("deleting the Argo Rollouts CRDs: %v\n%s", err, out)
+		}
+	})
 	f.poll("the Rollout CRD served", 60*time.Second, func() (bool, error) {
 		_, err := f.rollouts().List(f.ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, err
 	})
+}
+
+// startArgo makes the Argo Rollouts CRDs served (useArgoCRDs) and runs the
+// real controller on the host with the admin kubeconfig, in namespaced
+// mode for the test's namespace only, without leader election, for at
+// most the test's lifetime: it is killed at the end of the test.
+func (f *fx) startArgo() {
+	f.t.Helper()
+	bin, crds := argoBin(f.t)
+	f.useArgoCRDs(crds)
 	ctx, cancel := context.WithTimeout(f.ctx, 9*time.Minute) // bounded even if the cleanup never runs
 	cmd := exec.CommandContext(ctx, bin, "--kubeconfig", os.Getenv("KUBECONFIG"), "--namespaced", "--namespace", f.ns,
 		"--leader-elect=false", "--healthzPort", freePort(f.t), "--metricsPort", freePort(f.t), "--loglevel", "info")
@@ -293,6 +320,7 @@ func TestArgoRollout(t *testing.T) {
 // an env edit restarts it through spec.restartAt, the new pods are
 // verified current, and the record is written anew.
 func TestControllerArgoRollout(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	loadImage(t)
 	f.startArgo()

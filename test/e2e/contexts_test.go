@@ -231,7 +231,8 @@ func TestRefreshAcrossContexts(t *testing.T) {
 	}
 	t.Logf("diff: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 
-	out, errOut, code = cmsyncIn(t, kubeconfig, "refresh", "app", "-n", f.ns, "--context", contextMain+","+contextCP2, "--yes", "-o", "json", "--timeout", "45s")
+	// the Pending pod is never verified: the run lasts its --timeout, which web's restart (one pod) fits in
+	out, errOut, code = cmsyncIn(t, kubeconfig, "refresh", "app", "-n", f.ns, "--context", contextMain+","+contextCP2, "--yes", "-o", "json", "--timeout", "25s")
 	var doc struct {
 		Items []refreshItem `json:"items"`
 	}

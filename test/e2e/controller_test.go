@@ -30,44 +30,108 @@ import (
 )
 
 const (
-	ctlNS   = "cmsync-system"
 	ctlName = "kubectl-cmsync-controller"
 	ctlPods = "app.kubernetes.io/name=kubectl-cmsync,app.kubernetes.io/component=controller"
 )
 
-// controllerSlot is held by a test that installs the controller in
-// cmsync-system beside the parallel tests (parallelController): one at a
-// time. The other controller tests run in the sequential phase, before
-// any parallel test resumes.
-var controllerSlot sync.Mutex
+// deployNamespaces are the namespaces deploy/'s manifests name: the
+// controller's own and the node readers'. A test installs its controller
+// in namespaces of its own in their place (movedNS).
+var deployNamespaces = []string{"cmsync-system", "cmsync-readers"}
 
-// parallelController runs the test beside the parallel tests, holding
-// controllerSlot for its whole run (released after its other cleanups,
-// the controller's removal included).
-func parallelController(t *testing.T) {
-	t.Parallel()
-	controllerSlot.Lock()
-	t.Cleanup(controllerSlot.Unlock)
-}
-
-// deployController applies deploy/controller, rendered by the cluster's
-// kubectl kustomize, with the e2e image and args, and removes it all at
-// the end of the test.
-func (f *fx) deployController(args ...string) {
+// movedNS is the test's own namespace in place of ns, one of
+// deployNamespaces: made at the first call, deleted at the end of the
+// test. Each controller test installs its controller there (its pods, its
+// Lease and key Secret), with a ClusterRole and ClusterRoleBinding named
+// after it (clusterName) and the test's namespaces as its scope (-n): the
+// controller tests share nothing and run side by side.
+func (f *fx) movedNS(ns string) string {
 	f.t.Helper()
-	f.deployControllerFrom("controller", func([]string) []string { return args })
-}
-
-// deployControllerFrom applies a kustomization of deploy/ with the test's
-// image (pulled never) in place of the published one, the arguments args
-// makes of the kustomization's, and each edit made to its container.
-func (f *fx) deployControllerFrom(kustomization string, args func([]string) []string, edits ...func(container map[string]any)) {
-	f.t.Helper()
-	dir, err := kubectlBinDir()
-	if err != nil {
-		f.t.Fatalf("the cluster's kubectl: %v", err)
+	if !slices.Contains(deployNamespaces, ns) {
+		f.t.Fatalf("namespace %s is not one deploy/ names (%v)", ns, deployNamespaces)
 	}
-	kubectl := filepath.Join(dir, "kubectl")
+	if f.moved[ns] == "" {
+		if f.moved == nil {
+			f.moved = map[string]string{}
+		}
+		f.moved[ns] = newFx(f.t).ns
+		f.t.Logf("namespace %s in place of %s", f.moved[ns], ns)
+	}
+	return f.moved[ns]
+}
+
+// ctlNS is the namespace of the test's controller.
+func (f *fx) ctlNS() string {
+	f.t.Helper()
+	return f.movedNS("cmsync-system")
+}
+
+// clusterName is the name of the test's copy of a cluster-scoped object of
+// deploy/ (a ClusterRole, a ClusterRoleBinding): unique, as its namespace.
+func (f *fx) clusterName(name string) string {
+	f.t.Helper()
+	return name + "-" + f.ctlNS()
+}
+
+// relocate moves an object of deploy/'s manifests to the test's own
+// namespaces: its namespace, a Namespace's name, the subjects of a binding,
+// the names of a ClusterRole and a ClusterRoleBinding and the role it binds,
+// and arguments that name a namespace of deploy/ (--reader-namespace=).
+func (f *fx) relocate(u *unstructured.Unstructured) {
+	f.t.Helper()
+	move := func(ns string) string {
+		if slices.Contains(deployNamespaces, ns) {
+			return f.movedNS(ns)
+		}
+		return ns
+	}
+	switch u.GetKind() {
+	case "Namespace":
+		u.SetName(move(u.GetName()))
+	case "ClusterRole":
+		u.SetName(f.clusterName(u.GetName()))
+	case "ClusterRoleBinding":
+		u.SetName(f.clusterName(u.GetName()))
+		if role, _, _ := unstructured.NestedString(u.Object, "roleRef", "name"); role != "" {
+			_ = unstructured.SetNestedField(u.Object, f.clusterName(role), "roleRef", "name")
+		}
+	case "Deployment":
+		c := controllerContainer(u)
+		var args []any
+		for _, a := range c["args"].([]any) {
+			if flag, ns, ok := strings.Cut(a.(string), "="); ok && slices.Contains(deployNamespaces, ns) {
+				a = flag + "=" + move(ns)
+			}
+			args = append(args, a)
+		}
+		c["args"] = args
+	}
+	if ns := u.GetNamespace(); ns != "" {
+		u.SetNamespace(move(ns))
+	}
+	if subjects, ok := u.Object["subjects"].([]any); ok {
+		for _, s := range subjects {
+			if m, ok := s.(map[string]any); ok {
+				if ns, ok := m["namespace"].(string); ok {
+					m["namespace"] = move(ns)
+				}
+			}
+		}
+	}
+}
+
+// controllerContainer is the container of deploy/'s Deployment.
+func controllerContainer(u *unstructured.Unstructured) map[string]any {
+	return u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+}
+
+// applyController renders deploy/NAME with the cluster's kubectl
+// kustomize, moves each object to the test's own namespaces (relocate),
+// lets edit change it, and applies the lot; the controller is removed at
+// the end of the test. It returns the manifests applied.
+func (f *fx) applyController(kustomization string, edit func(u *unstructured.Unstructured)) string {
+	f.t.Helper()
+	kubectl := kubectlPath(f.t)
 	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "deploy", kustomization)).Output()
 	if err != nil {
 		f.t.Fatalf("kubectl kustomize deploy/%s: %v", kustomization, err)
@@ -78,34 +142,68 @@ func (f *fx) deployControllerFrom(kustomization string, args func([]string) []st
 		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 			f.t.Fatalf("deploy/%s: %v", kustomization, err)
 		}
-		if u.GetKind() == "Deployment" {
-			c := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
-			// the published image at the release's version, replaced below by the suite's own build:
-			// the tests never pull
-			if img, _ := c["image"].(string); !strings.HasPrefix(img, "ghcr.io/kubectl-cmsync/kubectl-cmsync:v") {
-				f.t.Fatalf("deploy/%s's image is %v, want ghcr.io/kubectl-cmsync/kubectl-cmsync:vX.Y.Z (the release's)", kustomization, c["image"])
-			}
-			var base []string
-			for _, a := range c["args"].([]any) {
-				base = append(base, a.(string))
-			}
-			c["image"], c["imagePullPolicy"] = cmsyncImage, "Never"
-			c["args"] = args(base)
-			for _, edit := range edits {
-				edit(c)
-			}
-		}
+		edit(&u)
+		f.relocate(&u)
 		b, _ := yaml.Marshal(u.Object)
 		docs = append(docs, string(b))
 	}
+	manifests := strings.Join(docs, "\n---\n")
+	for _, ns := range deployNamespaces {
+		if strings.Contains(manifests, ns) {
+			f.t.Fatalf("deploy/%s still names %s after the move to the test's namespaces:\n%s", kustomization, ns, manifests)
+		}
+	}
 	f.t.Cleanup(f.removeController)
 	apply := exec.Command(kubectl, "apply", "-f", "-")
-	apply.Stdin = strings.NewReader(strings.Join(docs, "\n---\n"))
+	apply.Stdin = strings.NewReader(manifests)
 	if out, err := apply.CombinedOutput(); err != nil {
 		f.t.Fatalf("kubectl apply of deploy/%s: %v\n%s", kustomization, err, out)
 	}
+	return manifests
 }
 
+// deployController applies deploy/controller, rendered by the cluster's
+// kubectl kustomize, with the e2e image and args, in the test's own
+// namespaces, and removes it all at the end of the test.
+func (f *fx) deployController(args ...string) {
+	f.t.Helper()
+	f.deployControllerFrom("controller", func([]string) []string { return args })
+}
+
+// deployControllerFrom applies a kustomization of deploy/ with the test's
+// image (pulled never) in place of the published one, the arguments args
+// makes of the kustomization's, and each edit made to its container.
+func (f *fx) deployControllerFrom(kustomization string, args func([]string) []string, edits ...func(container map[string]any)) {
+	f.t.Helper()
+	f.applyController(kustomization, func(u *unstructured.Unstructured) {
+		if u.GetKind() != "Deployment" {
+			return
+		}
+		c := controllerContainer(u)
+		// the published image at the release's version, replaced below by the suite's own build:
+		// the tests never pull
+		if img, _ := c["image"].(string); !strings.HasPrefix(img, "ghcr.io/kubectl-cmsync/kubectl-cmsync:v") {
+			f.t.Fatalf("deploy/%s's image is %v, want ghcr.io/kubectl-cmsync/kubectl-cmsync:vX.Y.Z (the release's)", kustomization, c["image"])
+		}
+		var base []string
+		for _, a := range c["args"].([]any) {
+			base = append(base, a.(string))
+		}
+		c["image"], c["imagePullPolicy"] = cmsyncImage, "Never"
+		var out []any
+		for _, a := range args(base) {
+			out = append(out, a)
+		}
+		c["args"] = out
+		for _, edit := range edits {
+			edit(c)
+		}
+	})
+}
+
+// removeController deletes the test's controller: its namespace (the
+// leader releases its Lease on SIGTERM) and its ClusterRoleBinding and
+// ClusterRole, and waits until no pod of it runs.
 func (f *fx) removeController() {
 	if f.t.Failed() {
 		for _, p := range f.controllerPods() {
@@ -113,17 +211,18 @@ func (f *fx) removeController() {
 			f.logRestartedController(p)
 		}
 	}
-	_ = f.cs.RbacV1().ClusterRoleBindings().Delete(f.ctx, ctlName, metav1.DeleteOptions{})
-	_ = f.cs.RbacV1().ClusterRoles().Delete(f.ctx, ctlName, metav1.DeleteOptions{})
-	_ = f.cs.CoreV1().Namespaces().Delete(f.ctx, ctlNS, metav1.DeleteOptions{})
-	f.poll("namespace "+ctlNS+" deleted", 2*time.Minute, func() (bool, error) {
-		_, err := f.cs.CoreV1().Namespaces().Get(f.ctx, ctlNS, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	ns := f.ctlNS()
+	_ = f.cs.CoreV1().Namespaces().Delete(f.ctx, ns, metav1.DeleteOptions{})
+	_ = f.cs.RbacV1().ClusterRoleBindings().Delete(f.ctx, f.clusterName(ctlName), metav1.DeleteOptions{})
+	_ = f.cs.RbacV1().ClusterRoles().Delete(f.ctx, f.clusterName(ctlName), metav1.DeleteOptions{})
+	f.poll("no pod of the controller in "+ns, 2*time.Minute, func() (bool, error) {
+		pods, err := f.cs.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{LabelSelector: ctlPods})
+		return err == nil && len(pods.Items) == 0, err
 	})
 }
 
 func (f *fx) controllerPods() []corev1.Pod {
-	pods, err := f.cs.CoreV1().Pods(ctlNS).List(f.ctx, metav1.ListOptions{LabelSelector: ctlPods})
+	pods, err := f.cs.CoreV1().Pods(f.ctlNS()).List(f.ctx, metav1.ListOptions{LabelSelector: ctlPods})
 	if err != nil {
 		f.t.Fatalf("listing the controller's pods: %v", err)
 	}
@@ -137,7 +236,7 @@ func (f *fx) controllerPods() []corev1.Pod {
 }
 
 func (f *fx) controllerLog(pod string) string {
-	b, err := f.cs.CoreV1().Pods(ctlNS).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(f.ctx)
+	b, err := f.cs.CoreV1().Pods(f.ctlNS()).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(f.ctx)
 	if err != nil {
 		return fmt.Sprintf("(log of %s: %v)", pod, err)
 	}
@@ -158,10 +257,10 @@ func (f *fx) logRestartedController(p corev1.Pod) {
 			f.t.Logf("%s/%s restarted %d times; its last run ended %s: exit %d, %s %s", p.Name, cs.Name, cs.RestartCount,
 				t.FinishedAt.UTC().Format(time.RFC3339), t.ExitCode, t.Reason, t.Message)
 		}
-		b, err := f.cs.CoreV1().Pods(ctlNS).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, Previous: true}).DoRaw(f.ctx)
+		b, err := f.cs.CoreV1().Pods(f.ctlNS()).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, Previous: true}).DoRaw(f.ctx)
 		f.t.Logf("log of %s/%s's previous run (%v):\n%s", p.Name, cs.Name, err, b)
 	}
-	evs, err := f.cs.CoreV1().Events(ctlNS).List(f.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + p.Name})
+	evs, err := f.cs.CoreV1().Events(f.ctlNS()).List(f.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + p.Name})
 	if err == nil {
 		for _, e := range evs.Items {
 			if e.Type != corev1.EventTypeNormal {
@@ -229,7 +328,7 @@ func (f *fx) leader(not ...string) string {
 	f.t.Helper()
 	var holder string
 	f.poll("a controller leads", podReadyTimeout, func() (bool, error) {
-		l, err := f.cs.CoordinationV1().Leases(ctlNS).Get(f.ctx, ctlName, metav1.GetOptions{})
+		l, err := f.cs.CoordinationV1().Leases(f.ctlNS()).Get(f.ctx, ctlName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -278,6 +377,7 @@ func isResume(e reconcile.Event) bool { return e.Kind == reconcile.EventResume }
 // is); restarted with nothing changed it does nothing. Metrics and Events
 // are checked on the way.
 func TestController(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	loadImage(t)
 	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0", "level": "l0", "unread": "u0"}))
@@ -382,7 +482,7 @@ func TestController(t *testing.T) {
 
 	t.Log("both replicas restarted with nothing changed: no action")
 	for _, p := range f.controllerPods() {
-		if err := f.cs.CoreV1().Pods(ctlNS).Delete(f.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		if err := f.cs.CoreV1().Pods(f.ctlNS()).Delete(f.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -450,7 +550,7 @@ func (f *fx) flap(d, interval time.Duration) {
 // nothing finished. It returns the time just before.
 func (f *fx) sigkill(pod string) time.Time {
 	f.t.Helper()
-	p, err := f.cs.CoreV1().Pods(ctlNS).Get(f.ctx, pod, metav1.GetOptions{})
+	p, err := f.cs.CoreV1().Pods(f.ctlNS()).Get(f.ctx, pod, metav1.GetOptions{})
 	if err != nil || len(p.Status.ContainerStatuses) == 0 {
 		f.t.Fatalf("controller pod %s: %v", pod, err)
 	}
@@ -514,7 +614,7 @@ func (f *fx) checkMetrics(ctl string, want ...string) {
 		f.createPod(pod("scraper", podSpec(busybox("c"))))
 	}
 	f.waitPodReady("scraper")
-	p, err := f.cs.CoreV1().Pods(ctlNS).Get(f.ctx, ctl, metav1.GetOptions{})
+	p, err := f.cs.CoreV1().Pods(f.ctlNS()).Get(f.ctx, ctl, metav1.GetOptions{})
 	if err != nil || p.Status.PodIP == "" {
 		f.t.Fatalf("controller pod %s: %v", ctl, err)
 	}
@@ -562,23 +662,18 @@ func (f *fx) kubeEventCount(kind, name, reason string) int32 {
 }
 
 // deploy/controller-node-reader in the cluster: the controller reads a
-// container with no shell through a reader pod in cmsync-readers and
-// verifies its volume current after an edit; idle past
-// --reader-idle-timeout, it leaves no reader pod (deleted while running,
-// not before the timeout), and the next edit is read on a new one; when
-// the controller is removed, its reader pods go with it.
+// container with no shell through a reader pod in the readers' namespace
+// (cmsync-readers, the test's own in its place) and verifies its volume
+// current after an edit; idle past --reader-idle-timeout, it leaves no
+// reader pod (deleted while running, not before the timeout), and the next
+// edit is read on a new one; when the controller is removed, its reader
+// pods go with it.
 func TestControllerNodeReader(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	loadImage(t)
-	const readers = "cmsync-readers"
 	const idle = 10 * time.Second
-	t.Cleanup(func() {
-		_ = f.cs.CoreV1().Namespaces().Delete(f.ctx, readers, metav1.DeleteOptions{})
-		f.poll("namespace "+readers+" deleted", 2*time.Minute, func() (bool, error) {
-			_, err := f.cs.CoreV1().Namespaces().Get(f.ctx, readers, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-	})
+	readers := f.movedNS("cmsync-readers")
 	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0", "level": "l0"}))
 	optIn := map[string]string{reconcile.AnnotationWatch: "true"}
 	f.createAnnotatedDeployment("noshell", 1, withVolumes(podSpec(withMounts(noShell("c"), mount("v", "/etc/app"))), cmVolume("v", "app")), optIn)
@@ -586,8 +681,8 @@ func TestControllerNodeReader(t *testing.T) {
 	f.waitDeploymentSettled("noshell")
 	f.waitDeploymentSettled("noshellenv")
 	f.deployControllerFrom("controller-node-reader", func(base []string) []string {
-		if !slices.Contains(base, "--reader=node") || !slices.Contains(base, "--reader-namespace="+readers) || !slices.Contains(base, "--reader-idle-timeout=1m") {
-			t.Fatalf("deploy/controller-node-reader's args %v, want --reader=node, --reader-namespace=%s and --reader-idle-timeout=1m", base, readers)
+		if !slices.Contains(base, "--reader=node") || !slices.Contains(base, "--reader-namespace=cmsync-readers") || !slices.Contains(base, "--reader-idle-timeout=1m") {
+			t.Fatalf("deploy/controller-node-reader's args %v, want --reader=node, --reader-namespace=cmsync-readers and --reader-idle-timeout=1m", base)
 		}
 		var out []string
 		for _, a := range base {

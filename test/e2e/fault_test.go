@@ -189,7 +189,8 @@ func TestWatchAcrossAPIServerDown(t *testing.T) {
 	f.patchConfigMapData("cfg", map[string]string{"level": "l1"})
 	time.Sleep(500 * time.Millisecond) // the watch has the edit
 	apiServer(t, "stop", "GRACE=5")    // as in an upgrade (a crash slows the controller manager's return)
-	time.Sleep(8 * time.Second)        // the round falls due, and its reads and the first retries fail
+	// the round falls due, and its reads fail: the API server is started again at the first retry
+	w.waitFor("a retry while the API server is down", func(e reconcile.Event) bool { return e.Kind == reconcile.EventRetry })
 	apiServer(t, "start")
 	w.expectOneRestart("envapp")
 	if n := w.count(func(e reconcile.Event) bool { return e.Kind == reconcile.EventRetry }); n == 0 {

@@ -43,6 +43,9 @@ type fx struct {
 	ctx context.Context
 	cs  *kubernetes.Clientset
 	ns  string
+	// moved maps the namespaces deploy/'s manifests name to the test's own
+	// (movedNS)
+	moved map[string]string
 }
 
 func newFx(t *testing.T) *fx {

@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,6 +116,7 @@ func managers(d *appsv1.Deployment) string {
 // apply, and a record another build of cmsync wrote (as kubectl-cmsync) is
 // moved to cmsync's field manager when the controller starts.
 func TestControllerUnderFlux(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	loadImage(t)
 	f.createConfigMap(configMap("app", map[string]string{"level": "l0"}))
@@ -168,8 +171,12 @@ func TestControllerUnderFlux(t *testing.T) {
 // TestControllerActsOnWhatNoLeaderSaw: a Deployment created after the
 // leader started has no record; its ConfigMap edited while the controller
 // is scaled to zero is seen by the next leader (the watermark), which
-// restarts it and verifies it current.
+// restarts it and verifies it current. Uninstalled from the test's
+// namespace (-n: the other controller tests' records are left alone), its
+// record there is removed and the key and the Lease, which serve every
+// namespace, are kept (TestControllerUninstallAllNamespaces removes them).
 func TestControllerActsOnWhatNoLeaderSaw(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	loadImage(t)
 	f.createConfigMap(configMap("late", map[string]string{"level": "l0"}))
@@ -178,7 +185,7 @@ func TestControllerActsOnWhatNoLeaderSaw(t *testing.T) {
 	f.createAnnotatedDeployment("late", 1, podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "late", "level", nil))), map[string]string{reconcile.ReloaderAuto: "true"})
 	f.waitDeploymentSettled("late")
 	f.poll("the watermark written", podReadyTimeout, func() (bool, error) {
-		s, err := f.cs.CoreV1().Secrets(ctlNS).Get(f.ctx, "kubectl-cmsync-controller-key", metav1.GetOptions{})
+		s, err := f.cs.CoreV1().Secrets(f.ctlNS()).Get(f.ctx, controllerKey, metav1.GetOptions{})
 		return err == nil && s.Annotations[controller.AnnotationWatermark] != "", err
 	})
 
@@ -195,20 +202,69 @@ func TestControllerActsOnWhatNoLeaderSaw(t *testing.T) {
 		f.expectEnv(name, "c", "LEVEL", "l1")
 	}
 
-	t.Log("uninstall: the controller stopped, its records, key and Lease removed")
+	t.Log("uninstall from the test's namespace: the controller stopped, its record there removed, the key and Lease kept")
 	f.poll("the record of late written", podReadyTimeout, func() (bool, error) { return f.appliedRecord("late") != "", nil })
 	f.scaleController(0)
-	out, err := exec.CommandContext(f.ctx, "kubectl", "cmsync", "controller", "uninstall", "-A", "--key-namespace", ctlNS).CombinedOutput()
+	out, err := exec.CommandContext(f.ctx, "kubectl", "cmsync", "controller", "uninstall", "-n", f.ns, "--key-namespace", f.ctlNS()).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "deployment/late -n "+f.ns+": record removed") {
 		t.Fatalf("kubectl cmsync controller uninstall: %v\n%s", err, out)
 	}
 	if rec := f.appliedRecord("late"); rec != "" {
 		t.Errorf("record of late after uninstall: %q, want none", rec)
 	}
-	if _, err := f.cs.CoreV1().Secrets(ctlNS).Get(f.ctx, "kubectl-cmsync-controller-key", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := f.cs.CoreV1().Secrets(f.ctlNS()).Get(f.ctx, controllerKey, metav1.GetOptions{}); err != nil {
+		t.Errorf("key Secret after the uninstall of one namespace: %v, want it kept", err)
+	}
+	if _, err := f.cs.CoordinationV1().Leases(f.ctlNS()).Get(f.ctx, ctlName, metav1.GetOptions{}); err != nil {
+		t.Errorf("Lease after the uninstall of one namespace: %v, want it kept", err)
+	}
+}
+
+// controllerKey is the controller's key Secret (--key-secret's default).
+const controllerKey = "kubectl-cmsync-controller-key"
+
+// TestControllerUninstallAllNamespaces: `controller uninstall -A` removes
+// the records and the refresh annotations in every namespace, and the key
+// Secret (with its watermark) and the Lease from --key-namespace. It
+// changes every namespace, so it runs in the sequential phase, when no
+// controller of another test runs; it needs no controller, only what one
+// leaves (TestControllerActsOnWhatNoLeaderSaw has a real one write them).
+func TestControllerUninstallAllNamespaces(t *testing.T) {
+	f := newFx(t)
+	f.createConfigMap(configMap("app", map[string]string{"level": "l0"}))
+	f.createAnnotatedDeployment("recorded", 0, podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "app", "level", nil))),
+		map[string]string{reconcile.AnnotationApplied: "{}"})
+	p := pod("refreshed", podSpec(busybox("c")))
+	p.Annotations = map[string]string{refresh.RefreshedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}
+	f.createPod(p)
+	if _, err := f.cs.CoreV1().Secrets(f.ns).Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: controllerKey,
+		Annotations: map[string]string{controller.AnnotationWatermark: time.Now().UTC().Format(time.RFC3339)}},
+		Data: map[string][]byte{"key": []byte("0123456789abcdef0123456789abcdef")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	holder := "gone"
+	if _, err := f.cs.CoordinationV1().Leases(f.ns).Create(f.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: ctlName},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := exec.CommandContext(f.ctx, "kubectl", "cmsync", "controller", "uninstall", "-A", "--key-namespace", f.ns).CombinedOutput()
+	for _, want := range []string{"deployment/recorded -n " + f.ns + ": record removed", "pod/refreshed -n " + f.ns + ": ",
+		"secret/" + controllerKey + " -n " + f.ns + ": deleted", "lease/" + ctlName + " -n " + f.ns + ": deleted"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("kubectl cmsync controller uninstall -A: %v, want %q in:\n%s", err, want, out)
+		}
+	}
+	if rec := f.appliedRecord("recorded"); rec != "" {
+		t.Errorf("record of deployment/recorded after uninstall: %q, want none", rec)
+	}
+	if at := f.getPod("refreshed").Annotations[refresh.RefreshedAtAnnotation]; at != "" {
+		t.Errorf("pod refreshed's %s after uninstall: %q, want none", refresh.RefreshedAtAnnotation, at)
+	}
+	if _, err := f.cs.CoreV1().Secrets(f.ns).Get(f.ctx, controllerKey, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("key Secret after uninstall: %v, want not found", err)
 	}
-	if _, err := f.cs.CoordinationV1().Leases(ctlNS).Get(f.ctx, ctlName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := f.cs.CoordinationV1().Leases(f.ns).Get(f.ctx, ctlName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Lease after uninstall: %v, want not found", err)
 	}
 }
@@ -217,12 +273,12 @@ func TestControllerActsOnWhatNoLeaderSaw(t *testing.T) {
 // of its pods run (none left for 0).
 func (f *fx) scaleController(n int32) {
 	f.t.Helper()
-	s, err := f.cs.AppsV1().Deployments(ctlNS).GetScale(f.ctx, ctlName, metav1.GetOptions{})
+	s, err := f.cs.AppsV1().Deployments(f.ctlNS()).GetScale(f.ctx, ctlName, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	s.Spec.Replicas = n
-	if _, err := f.cs.AppsV1().Deployments(ctlNS).UpdateScale(f.ctx, ctlName, s, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.cs.AppsV1().Deployments(f.ctlNS()).UpdateScale(f.ctx, ctlName, s, metav1.UpdateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 	f.poll(fmt.Sprintf("%d controller pods", n), podReadyTimeout, func() (bool, error) {

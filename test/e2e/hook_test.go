@@ -50,7 +50,7 @@ func (f *fx) hookLog(pod string) string {
 // new value); nothing restarts. Then the controller does the same for the
 // next edit, straight to the pods' addresses.
 func TestReloadHook(t *testing.T) {
-	parallelController(t)
+	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("reload-cgi", map[string]string{"reload": reloadCGI}))
 	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0"}))

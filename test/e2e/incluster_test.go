@@ -24,6 +24,7 @@ import (
 // TLS verified against the mounted CA, authenticated by the token. The
 // cluster's kubectl (static) is mounted into a busybox pod and run there.
 func TestInClusterClientReachesTheAPIServer(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	dir, err := kubectlBinDir()
 	if err != nil {
@@ -83,6 +84,7 @@ func TestInClusterClientReachesTheAPIServer(t *testing.T) {
 // runs as a non-root, read-only pod and reaches the API server with its
 // ServiceAccount: the in-cluster path of the controller.
 func TestImageRunsInTheCluster(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	tag := cmsyncImage
 	loadImage(t)

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/rbacaudit"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
@@ -110,16 +108,20 @@ type lpMode struct {
 // refused, and used every permission its install granted it, but those
 // docs/rbac.md's allow-list excuses (the scenario that needs each, and why
 // the tests do not reach it). Each mode is installed in a namespace of its
-// own, one after another, and driven through a short scenario: a
+// own, side by side, and driven through a short scenario: a
 // ConfigMap edit a volume consumer is refreshed for, an env edit that
 // restarts a Deployment, and a Secret edit where Secrets are watched.
 //
 // Global modes watch every namespace: narrowed to the test's by a
 // namespaceSelector (kubernetes.io/metadata.name), which changes the
 // controller's arguments and not its RBAC, and uses the namespaces rule.
-// The test runs in the sequential phase, as TestController.
+// Each mode's ServiceAccount is its own (the kustomization's in the
+// test's own controller namespace): the audit log's requests of one are
+// never another test's.
 func TestControllerLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
+	t.Cleanup(func() { t.Logf("wall time of the test: %s", time.Since(start).Round(time.Second)) })
 	logPath := auditLogPath(t)
 	allow := docsAllowList(t, rbacaudit.AllowListHeading)
 	helm := helmBin(t)
@@ -132,6 +134,7 @@ func TestControllerLeastPrivilege(t *testing.T) {
 		{name: "deploy-controller-namespaced", kustomization: "controller-namespaced", secrets: true},
 	} {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			t0 := time.Now()
 			f := newFx(t)
 			f.leastPrivilegeScenarioSetup(m)
@@ -161,7 +164,6 @@ func TestControllerLeastPrivilege(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("wall time of the test: %s", time.Since(start).Round(time.Second))
 }
 
 // leastPrivilegeScenarioSetup creates the consumers: vol mounts app's
@@ -297,27 +299,18 @@ func slicesWithout(args []string, s string) []string {
 
 // installKustomizationIn applies deploy/NAME (a namespaced overlay: the
 // namespace it watches, "shop", made f.ns) with the suite's image and
-// short delays, removed at the end of the test; it returns its RBAC
-// objects as applied and the controller's ServiceAccount.
+// short delays, in the test's own namespaces (applyController), removed
+// at the end of the test; it returns its RBAC objects as applied and the
+// controller's ServiceAccount.
 func (f *fx) installKustomizationIn(kustomization string) (rbacaudit.Objects, string, string) {
 	t := f.t
 	t.Helper()
-	kubectl := kubectlPath(t)
-	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "deploy", kustomization)).Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize deploy/%s: %v", kustomization, err)
-	}
-	var docs []string
-	for _, doc := range strings.Split(string(out), "\n---\n") {
-		var u unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatalf("deploy/%s: %v", kustomization, err)
-		}
+	manifests := f.applyController(kustomization, func(u *unstructured.Unstructured) {
 		if u.GetNamespace() == "shop" {
 			u.SetNamespace(f.ns)
 		}
 		if u.GetKind() == "Deployment" {
-			c := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+			c := controllerContainer(u)
 			var args []any
 			for _, a := range c["args"].([]any) {
 				if a == "--namespace=shop" {
@@ -329,20 +322,11 @@ func (f *fx) installKustomizationIn(kustomization string) (rbacaudit.Objects, st
 			c["image"], c["imagePullPolicy"] = cmsyncImage, "Never"
 			u.Object["spec"].(map[string]any)["replicas"] = int64(1)
 		}
-		b, _ := yaml.Marshal(u.Object)
-		docs = append(docs, string(b))
-	}
-	manifests := strings.Join(docs, "\n---\n")
+	})
 	if strings.Contains(manifests, "shop") {
 		t.Fatalf("deploy/%s still names shop after the edit:\n%s", kustomization, manifests)
 	}
-	f.t.Cleanup(f.removeController)
-	apply := exec.Command(kubectl, "apply", "-f", "-")
-	apply.Stdin = strings.NewReader(manifests)
-	if out, err := apply.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply of deploy/%s: %v\n%s", kustomization, err, out)
-	}
-	objs, err := rbacaudit.ParseManifests(bytes.NewBufferString(manifests).Bytes(), ctlNS)
+	objs, err := rbacaudit.ParseManifests([]byte(manifests), f.ctlNS())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,5 +338,5 @@ func (f *fx) installKustomizationIn(kustomization string) (rbacaudit.Objects, st
 		}
 		return false, nil
 	})
-	return objs, ctlNS, ctlName
+	return objs, f.ctlNS(), ctlName
 }

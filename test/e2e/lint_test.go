@@ -18,6 +18,7 @@ import (
 // keys are checked), an absent one becomes an error, and the kubelet agrees
 // that a pod needing it cannot start.
 func TestLintCluster(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("live-config", map[string]string{"k": "v"}))
 	f.createSecret(secret("live-secret", map[string]string{"token": "not-printed"}))

@@ -637,6 +637,7 @@ func jobsSetup(f *fx) {
 }
 
 func TestMatrix(t *testing.T) {
+	t.Parallel()
 	for _, c := range matrix() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -18,6 +18,7 @@ import (
 // values on stdout, the custom annotation with the workload that carries
 // it, each workload with what cmsync does for it, and exit 3.
 func TestMigrateReloader(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	labels := map[string]string{"app": "reloader-reloader"}
 	reloader := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "reloader-reloader", Labels: labels,

@@ -95,6 +95,7 @@ func expectStates(t *testing.T, rep inspect.Report, pod string, want map[inspect
 // volume in-sync without a restart and leaves the env and subPath uses
 // stale with a manual action. No reader pod outlives a command.
 func TestNodeReaderShellless(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("cfg", map[string]string{"a": "1", "app.conf": "x=1\n"}))
 	f.createPod(pod("noshell", consumerSpec(noShell("c"))))
@@ -158,6 +159,7 @@ func TestNodeReaderShellless(t *testing.T) {
 // TestNodeReaderSameAsExec: on pods with a shell, both readers give the
 // same state, reason and cause for every use, before and after a change.
 func TestNodeReaderSameAsExec(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("cfg", map[string]string{"a": "1", "app.conf": "x=1\n"}))
 	const n = 12
@@ -198,6 +200,7 @@ func TestNodeReaderSameAsExec(t *testing.T) {
 // which this cluster moves away from the default), not the program's
 // /proc/PID/environ: current before the edit, stale after it.
 func TestEnvAsTheRuntimeSetIt(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("cfg", map[string]string{"v": "1"}))
 	c := busybox("c")
@@ -244,6 +247,7 @@ func itemStates(rep inspect.Report) []string {
 // reader ends by its deadline and the next run deletes it; a reader of
 // another run that is still live is never touched.
 func TestNodeReaderCleanup(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("cfg", map[string]string{"a": "1", "app.conf": "x=1\n"}))
 	f.createPod(pod("noshell", consumerSpec(noShell("c"))))
@@ -363,6 +367,7 @@ func (f *fx) killWhenReaderStarts(sig syscall.Signal, lifetime string) {
 // timeout, and leaves no reader pod; a reader namespace that does not
 // exist makes them unverifiable with the commands that create it.
 func TestNodeReaderImagePullError(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("cfg", map[string]string{"a": "1", "app.conf": "x=1\n"}))
 	f.createPod(pod("noshell", consumerSpec(noShell("c"))))

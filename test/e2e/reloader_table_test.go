@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,9 @@ func TestReloaderScenarios(t *testing.T) {
 		c.pods = c.f.podsOf(c.workload)
 	}
 	created := time.Since(start)
-	args := []string{"--require-opt-in", "--secrets", "--debounce", "2s"}
+	// every restart at once: the rows are about what is restarted, not how many at a time (at the
+	// default 2, the others held and checked again with a backoff took minutes)
+	args := []string{"--require-opt-in", "--secrets", "--debounce", "2s", "--max-concurrent-restarts", strconv.Itoa(len(cases))}
 	wMain := fm.startWatch(args...)
 	wIgn := ign.startWatch(append(args, "--ignore-workload-kinds", "deployments,statefulsets,daemonsets")...)
 	for _, c := range cases {

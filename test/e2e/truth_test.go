@@ -19,6 +19,7 @@ import (
 // ConfigMap changed after the init container finished, fail --check
 // --verify, and diff must exit 3.
 func TestInitContainerCopyIsStale(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.createConfigMap(configMap("cfg", map[string]string{"my.cnf": "v1"}))
 	// The ConfigMap's change times are to the second: let the init
@@ -73,6 +74,7 @@ const e2eSentinel2 = "S3CRET-e2e-7b2e8"
 // refuses as an unknown flag. diff --show-secret-values, which asks for
 // them, must show them: the scan can see them.
 func TestNoSecretDataInAnyOutput(t *testing.T) {
+	t.Parallel()
 	f := newFx(t)
 	f.createSecret(secret("tenant", map[string]string{"id": e2eSentinel}))
 	f.createConfigMap(configMap("cfg", map[string]string{"app.conf": "v1"}))

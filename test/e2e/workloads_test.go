@@ -38,6 +38,7 @@ func workloadsFixture(t *testing.T) *fx {
 // TestWorkloadArguments: status, diff and refresh on workloads named as
 // kubectl names them, against the real API server and kubelet.
 func TestWorkloadArguments(t *testing.T) {
+	t.Parallel()
 	f := workloadsFixture(t)
 
 	// status deploy/web lists exactly web's uses: its 2 pods, app-config and creds
@@ -102,6 +103,7 @@ func TestWorkloadArguments(t *testing.T) {
 // namespace that does not exist says so once, with its fix, in the
 // default output; the rows point to the warning. So does refresh's plan.
 func TestWorkloadArgumentsReaderNamespaceWarning(t *testing.T) {
+	t.Parallel()
 	f := workloadsFixture(t)
 	out, errOut, code := f.pluginRun("status", "-n", f.ns, "deploy/web", "--verify", "--reader=node", "--reader-namespace", "cmsync-no-such-namespace")
 	if code != 0 {
