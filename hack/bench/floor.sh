@@ -10,6 +10,10 @@
 #   PODS=50 RUNS=3 hack/bench/floor.sh        (needs the cluster up: make cluster-up; KEEP=1 keeps the pods)
 #   LOAD=10: the runs beside 10 CPU burners the script starts after the pods are up and stops at its exit (a busy
 #   machine, repeatable; the load average of each run is printed)
+#   READERS=watch or READERS=controller: `kubectl cmsync watch --reader=node`, or the controller run here (out of
+#   the cluster, no election: the loop, reader and verification it runs in the cluster), started once, instead of
+#   refresh: per run the edit, then the time from the edit to its last "current" result (its event times) beside
+#   the last container's moment; and the same two from its first annotation (its debounce left out of both)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 NS=cmsync-bench-floor PODS=${PODS:-50} RUNS=${RUNS:-3} READERS=${READERS:-exec node}
@@ -41,8 +45,44 @@ seen_last() {
 }
 
 declare -A took floor
+# watch_run I: one edit acted on by the watch started below; prints the run's line and adds its figures
+watch_run() {
+  local v="watch-$1-$RANDOM" before t load last n fl e act
+  before=$(jq -c 'select(.event=="result" and .outcome=="current")' "$wout" | wc -l)
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  t=$(now)
+  kubectl -n $NS patch configmap app --type merge -p "{\"data\":{\"key\":\"$v\"}}" >/dev/null
+  local deadline=$(($(date +%s) + 120))
+  until [ "$(jq -c 'select(.event=="result" and .outcome=="current")' "$wout" | wc -l)" -ge $((before + PODS)) ]; do
+    [ "$(date +%s)" -lt $deadline ] || { tail -5 "$wout"; die "run $1: not every pod verified current by the $loop within 120 s"; }
+    sleep 0.1
+  done
+  sleep 1 # the runtime writes the last lines
+  read -r last n < <(seen_last "$v")
+  [ "$n" = "$PODS" ] || die "run $1: $n of $PODS containers printed the new value"
+  # the event times (RFC 3339, nanoseconds) of this run's last current result and first annotation
+  e=$(jq -r 'select(.event=="result" and .outcome=="current") | .time' "$wout" | tail -n "$PODS" | xargs -n1 date +%s.%N -d | sort -g | tail -1)
+  act=$(jq -r 'select(.event=="action") | .time' "$wout" | tail -n "$PODS" | xargs -n1 date +%s.%N -d | sort -g | head -1)
+  took[watch]+="$(echo "$e - $t" | bc) " floor[watch]+="$(echo "$last - $t" | bc) "
+  took[watch-act]+="$(echo "$e - $act" | bc) " floor[watch-act]+="$(echo "$last - $act" | bc) "
+  printf "run %s $loop: from the edit %.2fs, last container %.2fs, ratio %.2f; from the first annotation %.2fs, last container %.2fs, ratio %.2f (load average %s)\n" \
+    "$1" "$(echo "$e - $t" | bc)" "$(echo "$last - $t" | bc)" "$(echo "($e - $t) / ($last - $t)" | bc -l)" \
+    "$(echo "$e - $act" | bc)" "$(echo "$last - $act" | bc)" "$(echo "($e - $act) / ($last - $act)" | bc -l)" "$load"
+}
+if [ "$READERS" = watch ] || [ "$READERS" = controller ]; then
+  wout=$(mktemp) loop=$READERS
+  largs=(-o json)
+  [ "$loop" = controller ] && largs=(--leader-elect=false --key-namespace=$NS --require-opt-in=false --metrics-addr=127.0.0.1:0)
+  kubectl cmsync "$loop" -n $NS app "${largs[@]}" "${NODE[@]}" >"$wout" 2>"$wout.err" &
+  wpid=$!
+  trap 'kill $wpid 2>/dev/null || true; stop_load; rm -f "$wout" "$wout.err"' EXIT
+  until grep -q '"event":"ready"' "$wout"; do sleep 0.1; kill -0 $wpid || { cat "$wout.err"; die "$loop ended"; }; done
+  for i in $(seq "$RUNS"); do watch_run "$i"; sleep "${GAP:-5}"; done
+  READERS="watch watch-act"
+fi
 for i in $(seq "$RUNS"); do
   for reader in $READERS; do
+    [[ $reader != watch* ]] || continue
     args=(); [ "$reader" = node ] && args=("${NODE[@]}")
     v="$reader-$i-$RANDOM"
     kubectl -n $NS patch configmap app --type merge -p "{\"data\":{\"key\":\"$v\"}}" >/dev/null
@@ -67,8 +107,11 @@ echo "pods: $PODS, runs: $RUNS, CPU burners: ${LOAD:-0}"
 for reader in $READERS; do
   # shellcheck disable=SC2086
   mt=$(printf '%s\n' ${took[$reader]} | median) mf=$(printf '%s\n' ${floor[$reader]} | median)
-  printf -- '--reader=%s: refresh --wait median %.2fs, last container median %.2fs, ratio of the medians %.2f\n' \
-    "$reader" "$mt" "$mf" "$(echo "$mt / $mf" | bc -l)"
+  what="--reader=$reader: refresh --wait"
+  [ "$reader" = watch ] && what="$loop, from the edit:"
+  [ "$reader" = watch-act ] && what="$loop, from its first annotation:"
+  printf -- '%s median %.2fs, last container median %.2fs, ratio of the medians %.2f\n' \
+    "$what" "$mt" "$mf" "$(echo "$mt / $mf" | bc -l)"
 done
 echo "container restarts during the benchmark: $((r1 - r0))"
 [ -n "${KEEP:-}" ] || kubectl delete namespace $NS --wait=false >/dev/null
