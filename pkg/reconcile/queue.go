@@ -27,7 +27,8 @@ const DefaultWorkers = 10
 //     namespace queued while a worker acts on it is handed out again once
 //     that worker is done, never to two workers at once;
 //   - a worker (work) takes the namespace's pending changes and acts on
-//     them in one round (roundIn).
+//     them in one round (roundIn), which first checks the actions earlier
+//     rounds handed over (verifying.go).
 
 // dispatch queues the namespaces due at Clock, in name order, and returns
 // when the next falls due (zero: none pending).
@@ -91,7 +92,7 @@ func (l *Loop) work(ctx context.Context) bool {
 		return true
 	}
 	changes := l.take(ns)
-	if len(changes) == 0 { // taken by the round before (an edit made while it ran)
+	if len(changes) == 0 && !l.handedOverIn(ns) { // taken by the round before (an edit made while it ran)
 		return true
 	}
 	defer l.untake(ns)
@@ -117,6 +118,13 @@ func (l *Loop) take(ns string) map[inspect.ObjectKey]*pending {
 		l.taken[ns] = out
 	}
 	return out
+}
+
+// handedOverIn tells whether actions handed over in ns wait for a check.
+func (l *Loop) handedOverIn(ns string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.verifying[ns]) > 0
 }
 
 func (l *Loop) untake(ns string) {
