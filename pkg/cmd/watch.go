@@ -159,7 +159,7 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.DurationVar(&o.MinRestartInterval, "min-restart-interval", o.MinRestartInterval, "Restart one workload at most once per this interval (from its last restart, whoever made it); a restart held back waits until the interval ends (0: no interval).")
 	fs.Float64Var(&o.RestartRate, "restart-rate", o.RestartRate, "Restart at most this many workloads per second, all together, in bursts of --restart-burst; a restart held back waits for its turn (0: no limit).")
 	fs.IntVar(&o.RestartBurst, "restart-burst", o.RestartBurst, "How many restarts --restart-rate lets through at once.")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long an action is waited for to be verified, from its send: a round waits for its restarts and evictions at most 5s, and later rounds of its namespace verify them until then.")
 	o.RestartFlags.addFlags(fs, false)
 	if controller {
 		addHookFlag(fs, &o.ReloadHookVia, &o.ReloadHookHostNetwork, refresh.HookViaDirect) // in the cluster's network
