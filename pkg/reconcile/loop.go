@@ -125,15 +125,20 @@ type Loop struct {
 	// what the cluster wrote (an event's SinceChange).
 	Clock func() time.Time
 
-	emitMu sync.Mutex // guards rounds too
+	emitMu sync.Mutex // guards rounds, roundFrom and handing too
 	// rounds are the events of the rounds under way, by namespace (for
 	// Round; nil without it)
-	rounds  map[string][]Event
-	mu      sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete
-	pending map[inspect.ObjectKey]*pending
-	bounce  Debouncer[string] // by namespace
-	wake    chan struct{}
-	pace    *pacer
+	rounds map[string][]Event
+	// roundFrom is when a round under way began that joined the events of
+	// an earlier one (joinRound); handing is the verification a round
+	// under way handed over, whose events wait for it (verifying.go)
+	roundFrom map[string]time.Time
+	handing   map[string]*verification
+	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete
+	pending   map[inspect.ObjectKey]*pending
+	bounce    Debouncer[string] // by namespace
+	wake      chan struct{}
+	pace      *pacer
 	// resumeIncomplete: the resume could not check some consumers (a
 	// namespace or workload not read); the watermark stays at Watermark
 	resumeIncomplete bool
@@ -381,6 +386,7 @@ func (l *Loop) defaults() {
 	l.queue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "namespaces", MetricsProvider: l.QueueMetrics})
 	l.taken = map[string]map[inspect.ObjectKey]*pending{}
 	l.verifying = map[string][]*verification{}
+	l.roundFrom, l.handing = map[string]time.Time{}, map[string]*verification{}
 	if l.VerifyInRound <= 0 {
 		l.VerifyInRound = DefaultVerifyInRound
 	}

@@ -484,7 +484,11 @@ func (l *Loop) openRound(ns string) time.Time {
 	return l.Clock()
 }
 
-// closeRound hands the round's events to Round.
+// closeRound hands the round's events to Round, with those of the
+// earlier rounds whose handed-over actions it saw end; a round that
+// handed actions over keeps its events for the round that sees them end,
+// so that one Round tells an action and how it ended, as when the round
+// waited for it.
 func (l *Loop) closeRound(ns string, started time.Time) {
 	if l.Round == nil {
 		return
@@ -492,6 +496,18 @@ func (l *Loop) closeRound(ns string, started time.Time) {
 	l.emitMu.Lock()
 	evs := l.rounds[ns]
 	delete(l.rounds, ns)
+	if from, ok := l.roundFrom[ns]; ok {
+		started = from
+		delete(l.roundFrom, ns)
+	}
+	r := Round{Namespace: ns, Started: started, Ended: l.Clock(), Events: evs}
+	v := l.handing[ns]
+	delete(l.handing, ns)
+	if v != nil {
+		v.round = &r
+	}
 	l.emitMu.Unlock()
-	l.Round(Round{Namespace: ns, Started: started, Ended: l.Clock(), Events: evs})
+	if v == nil {
+		l.Round(r)
+	}
 }

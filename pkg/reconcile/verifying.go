@@ -42,6 +42,9 @@ type verification struct {
 	// again are the objects edited since (guarded by Loop.mu): a new pod
 	// stale only for one of them read it after the restart was sent
 	again map[inspect.ObjectKey]bool
+	// round is the round that sent them, for Round (guarded by
+	// Loop.emitMu): told with the round that sees them end (joinRound)
+	round *Round
 }
 
 // recheckFloor is the shortest time between two checks of a handed-over
@@ -94,7 +97,27 @@ func (l *Loop) handOver(rd *roundRead, results []refresh.Result, held []refresh.
 	l.verifying[rd.ns] = append(l.verifying[rd.ns], v)
 	l.bounce.After(rd.ns, v.sent.Add(recheckPendingAfter(0)))
 	l.mu.Unlock()
+	if l.Round != nil {
+		l.emitMu.Lock()
+		l.handing[rd.ns] = v
+		l.emitMu.Unlock()
+	}
 	return rest
+}
+
+// joinRound puts the events of the round that sent v before those of the
+// round under way in its namespace, which sees v's actions end.
+func (l *Loop) joinRound(ns string, v *verification) {
+	l.emitMu.Lock()
+	defer l.emitMu.Unlock()
+	if v.round == nil || l.rounds[ns] == nil {
+		return
+	}
+	l.rounds[ns] = append(v.round.Events, l.rounds[ns]...)
+	if from, ok := l.roundFrom[ns]; !ok || v.round.Started.Before(from) {
+		l.roundFrom[ns] = v.round.Started
+	}
+	v.round = nil
 }
 
 // recordedLater are the subjects of workloads that completed but for
@@ -171,6 +194,9 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 		l.recheckTimedOut(ns, v.changes, v.kept, ended)
 		l.recordVerified(ctx, v, ended)
 	}
+	if len(v.results) == 0 {
+		l.joinRound(ns, v)
+	}
 	return len(v.results) > 0
 }
 
@@ -222,11 +248,20 @@ func (l *Loop) dropVerifications() {
 	l.mu.Unlock()
 	for _, ns := range slices.Sorted(maps.Keys(left)) {
 		for _, v := range left[ns] {
+			var evs []Event
 			for i := range v.results {
 				r := v.results[i]
-				// said, not alerted, as the changes dropped at exit
-				l.emitIn(Event{Kind: EventResult, Action: &r.Action, Outcome: refresh.OutcomeTimeout,
-					Message: "interrupted before it was verified: " + resultMessage(r)}, false)
+				e := Event{Time: l.Clock(), Kind: EventResult, Action: &r.Action, Outcome: refresh.OutcomeTimeout, Message: "interrupted before it was verified: " + resultMessage(r)}
+				l.emitIn(e, false)
+				evs = append(evs, e)
+			}
+			l.emitMu.Lock()
+			round := v.round
+			l.emitMu.Unlock()
+			if round != nil { // the round that sent them ends with them, as it did when it waited
+				round.Events = append(round.Events, evs...)
+				round.Ended = l.Clock()
+				l.Round(*round)
 			}
 		}
 	}

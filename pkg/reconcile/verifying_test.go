@@ -237,3 +237,35 @@ func TestHandedOverRestartTimesOutOnce(t *testing.T) {
 		t.Error("restarted a second time for the same change")
 	}
 }
+
+// TestHandedOverRestartIsToldInOneRound: the round that sends a restart
+// it hands over is told (Round) together with the round that sees the
+// restart verified: one Round names the action and how it ended, as when
+// the round waited for it.
+func TestHandedOverRestartIsToldInOneRound(t *testing.T) {
+	f := handOverFixture(t, time.Hour)
+	var rounds []Round
+	f.loop.Round = func(r Round) {
+		if len(r.Events) > 0 { // a round that only checked, and saw nothing end, says nothing
+			rounds = append(rounds, r)
+		}
+	}
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	f.step(recheckFloor) // checked again, still pending
+	if len(rounds) != 0 {
+		t.Fatalf("%d rounds told before the restart was verified, want none", len(rounds))
+	}
+	f.rolledOut("web", map[string]string{"K": "2", "L": "1"})
+	f.step(MaxRecheck)
+	if len(rounds) != 1 {
+		t.Fatalf("%d rounds told, want 1", len(rounds))
+	}
+	var got []string
+	for _, e := range rounds[0].Events {
+		got = append(got, string(e.Kind))
+	}
+	if strings.Join(got, " ") != "change action result" {
+		t.Errorf("the round told: %v, want the change, the restart and its result", got)
+	}
+}
