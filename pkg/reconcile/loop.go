@@ -51,9 +51,10 @@ type Config struct {
 	// count too. The others are held and tried again.
 	MaxConcurrentRestarts int
 	// Workers is how many namespaces are acted on at once (default
-	// DefaultWorkers): a namespace whose rollout is slow holds one worker,
-	// not every other namespace. One namespace is never acted on by two
-	// workers at once.
+	// DefaultWorkers): a namespace whose reads are slow holds one worker,
+	// not every other namespace (a round hands its rollouts over after
+	// VerifyInRound). One namespace is never acted on by two workers at
+	// once.
 	Workers int
 	// MinRestartInterval is the shortest time between two restarts of one
 	// workload; RestartRate (per second, 0: no limit) and RestartBurst

@@ -13,10 +13,10 @@ import (
 
 // DefaultWorkers is how many namespaces are acted on at once by default.
 // A round spends most of its time waiting (for the API server, the
-// containers' reads, a rollout), and a restart held by the limit does not
-// keep its worker: --max-concurrent-restarts, not the workers, bounds the
-// disruption. Ten let a release across ten namespaces go at once, and a
-// namespace whose rollout is stuck hold one worker of ten.
+// containers' reads, its annotated pods), and neither a restart held by the
+// limit nor one whose rollout goes on keeps its worker (verifying.go):
+// --max-concurrent-restarts, not the workers, bounds the disruption. Ten
+// let a release across ten namespaces go at once.
 const DefaultWorkers = 10
 
 // The loop's work moves in three steps:
