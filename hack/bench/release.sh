@@ -82,9 +82,10 @@ ready='"event":"resume"'; [ "$SHADOW" = 1 ] && ready='"event":"ready"'
 until kubectl -n $CTL logs "$leader" | grep -q "$ready"; do sleep 0.5; done
 start_scraper $CTL "$leader"
 requests() { kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ {s += $NF} END {printf "%d\n", s}'; }
-# current RE: the results current in namespaces matching RE, as "ACTION NS sinceChangeNs" lines
+# current RE: the annotations and restarts verified current in namespaces matching RE, as "ACTION NS
+# sinceChangeNs" lines (not the results of action none: a pod found current needed nothing)
 current() {
-  kubectl -n $CTL logs "$leader" | jq -r --arg re "$1" 'select(.event=="result" and .outcome=="current" and (.action.target.namespace | test($re)))
+  kubectl -n $CTL logs "$leader" | jq -r --arg re "$1" 'select(.event=="result" and .outcome=="current" and .action.action != "none" and (.action.target.namespace | test($re)))
     | "\(.action.action) \(.action.target.namespace) \(.sinceChangeNs)"'
 }
 # shadow_figures: waits until every ConfigMap edited is a row of the shadow record (or dropped by its cap),
@@ -149,7 +150,7 @@ until [ "$(current "$others" | wc -l)" -ge "$want" ]; do
 done
 last=$(current "$others" | awk '{print $3}' | sort -g | tail -1)
 # the wall time of the last result, for the time from the end of the edits
-at=$(kubectl -n $CTL logs "$leader" | jq -r --arg re "$others" 'select(.event=="result" and .outcome=="current" and (.action.target.namespace | test($re))) | .time' | sort | tail -1)
+at=$(kubectl -n $CTL logs "$leader" | jq -r --arg re "$others" 'select(.event=="result" and .outcome=="current" and .action.action != "none" and (.action.target.namespace | test($re))) | .time' | sort | tail -1)
 req1=$(requests) cpu1=$(metric process_cpu_seconds_total) rss=$(metric process_resident_memory_bytes)
 restarts=$(kubectl -n $CTL logs "$leader" | jq -r 'select(.event=="action" and .action.action=="restart") | .action.target.namespace + "/" + .action.target.name' | sort | uniq -c)
 echo "pods: $((NSS * 2 * PODS_PER)) in $((NSS * 2)) Deployments, $((NSS * 100)) ConfigMaps in $NSS namespaces, stuck: $STUCK, --max-concurrent-restarts ${MAX_RESTARTS:-default}, --workers ${WORKERS:-default}; $(kubectl get pods -A --no-headers | wc -l) pods in the cluster"
