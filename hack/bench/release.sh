@@ -10,7 +10,8 @@
 #   hack/bench/release.sh                 (needs the cluster up: make cluster-up)
 #   STUCK=1: the env Deployment of namespace 0 never becomes ready after its restart (a readiness probe
 #   that passes only with the old value): its round waits for --timeout, and the figure is that of the
-#   other namespaces, to compare with a run without it.
+#   other namespaces, to compare with a run without it; then cm-0 of namespace 0 (vol's) is edited again, and
+#   the time until a round takes that change and vol's pods are verified current for it is printed.
 #   MAX_RESTARTS=N, WORKERS=N: the controller's --max-concurrent-restarts and --workers (unset: its
 #   defaults).
 #   SHADOW=1: the chart with shadow: true (release cmsync-bench-shadow in its own namespace, all namespaces, the
@@ -81,9 +82,10 @@ ready='"event":"resume"'; [ "$SHADOW" = 1 ] && ready='"event":"ready"'
 until kubectl -n $CTL logs "$leader" | grep -q "$ready"; do sleep 0.5; done
 start_scraper $CTL "$leader"
 requests() { kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ {s += $NF} END {printf "%d\n", s}'; }
-# current RE: the results current in namespaces matching RE, as "ACTION NS sinceChangeNs" lines
+# current RE: the annotations and restarts verified current in namespaces matching RE, as "ACTION NS
+# sinceChangeNs" lines (not the results of action none: a pod found current needed nothing)
 current() {
-  kubectl -n $CTL logs "$leader" | jq -r --arg re "$1" 'select(.event=="result" and .outcome=="current" and (.action.target.namespace | test($re)))
+  kubectl -n $CTL logs "$leader" | jq -r --arg re "$1" 'select(.event=="result" and .outcome=="current" and .action.action != "none" and (.action.target.namespace | test($re)))
     | "\(.action.action) \(.action.target.namespace) \(.sinceChangeNs)"'
 }
 # shadow_figures: waits until every ConfigMap edited is a row of the shadow record (or dropped by its cap),
@@ -110,6 +112,27 @@ shadow_figures() {
   kubectl -n $CTL logs "$leader" > "${CTL_LOG:-/tmp/cmsync-bench-release.log}" && echo "the leader's log: ${CTL_LOG:-/tmp/cmsync-bench-release.log}"
   for n in $(seq 0 $((NSS - 1))); do kubectl delete namespace cmsync-bench-rel-$n --wait=false >/dev/null; done
 }
+# next_change (STUCK=1): the stuck namespace's next change: cm-0, which vol reads, edited again once the
+# others are verified; the time from that edit until a round takes it (its "change" event) and until vol's
+# pods are verified current for it
+next_change() {
+  local ns=cmsync-bench-rel-0 te seen last deadline=$(( $(date +%s) + 600 ))
+  # after: the events of ns from the second change of cm-0 on, as "EVENT NAME-OR-ACTION OUTCOME TIME"
+  after() {
+    kubectl -n $CTL logs "$leader" | jq -r --arg ns $ns 'select(.object.namespace==$ns or .action.target.namespace==$ns)
+      | "\(.event) \(.object.name // .action.action) \(.outcome // "-") \(.time)"' |
+      awk '$1 == "change" && $2 == "cm-0" {n++} n >= 2'
+  }
+  te=$(now)
+  kubectl -n $ns patch configmap cm-0 --type=merge -p '{"data":{"key":"v2"}}' >/dev/null
+  until [ "$(after | grep -c '^result annotate current')" -ge "$PODS_PER" ]; do
+    [ "$(date +%s)" -lt $deadline ] || die "the stuck namespace's next change not verified within 600 s"
+    sleep 1
+  done
+  seen=$(after | awk '$1 == "change" {print $4; exit}')
+  last=$(after | awk '$1 == "result" && $2 == "annotate" && $3 == "current" {print $4}' | sort | tail -1)
+  echo "the stuck namespace's next change (cm-0 edited again): taken by a round $(echo "$(date -d "$seen" +%s.%N) - $te" | bc | xargs printf '%.1f')s after the edit, vol's $PODS_PER pods verified $(echo "$(date -d "$last" +%s.%N) - $te" | bc | xargs printf '%.1f')s after it"
+}
 others='^cmsync-bench-rel-'; [ "$STUCK" = 1 ] && others='^cmsync-bench-rel-([1-9]|[0-9][0-9]+)$'
 want_envs=$NSS; [ "$STUCK" = 1 ] && want_envs=$((NSS - 1))
 want=$(( want_envs * (PODS_PER + 1) )) # in the namespaces counted: every vol pod annotated, one restart of env
@@ -127,7 +150,7 @@ until [ "$(current "$others" | wc -l)" -ge "$want" ]; do
 done
 last=$(current "$others" | awk '{print $3}' | sort -g | tail -1)
 # the wall time of the last result, for the time from the end of the edits
-at=$(kubectl -n $CTL logs "$leader" | jq -r --arg re "$others" 'select(.event=="result" and .outcome=="current" and (.action.target.namespace | test($re))) | .time' | sort | tail -1)
+at=$(kubectl -n $CTL logs "$leader" | jq -r --arg re "$others" 'select(.event=="result" and .outcome=="current" and .action.action != "none" and (.action.target.namespace | test($re))) | .time' | sort | tail -1)
 req1=$(requests) cpu1=$(metric process_cpu_seconds_total) rss=$(metric process_resident_memory_bytes)
 restarts=$(kubectl -n $CTL logs "$leader" | jq -r 'select(.event=="action" and .action.action=="restart") | .action.target.namespace + "/" + .action.target.name' | sort | uniq -c)
 echo "pods: $((NSS * 2 * PODS_PER)) in $((NSS * 2)) Deployments, $((NSS * 100)) ConfigMaps in $NSS namespaces, stuck: $STUCK, --max-concurrent-restarts ${MAX_RESTARTS:-default}, --workers ${WORKERS:-default}; $(kubectl get pods -A --no-headers | wc -l) pods in the cluster"
@@ -136,5 +159,6 @@ echo "to the last pod verified$( [ "$STUCK" = 1 ] && echo " (the $((NSS - 1)) ot
 echo "restarts: $(echo "$restarts" | awk '{n += $1; if ($1 != 1) bad = bad " " $2 "x" $1} END {print n (bad ? ", more than one:" bad : ", one per env Deployment")}')"
 echo "API server requests during the release (every client's): $((req1 - req0))"
 echo "leader CPU during the release: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b - a}') s; RSS $(awk -v r="$rss" 'BEGIN {printf "%.1f", r / 1048576}') MiB"
+[ "$STUCK" = 1 ] && next_change
 kubectl -n $CTL logs "$leader" > "${CTL_LOG:-/tmp/cmsync-bench-release.log}" && echo "the leader's log: ${CTL_LOG:-/tmp/cmsync-bench-release.log}"
 for n in $(seq 0 $((NSS - 1))); do kubectl delete namespace cmsync-bench-rel-$n --wait=false >/dev/null; done

@@ -154,12 +154,12 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Act on the changes of a namespace this long after its last edit (edits in between are coalesced).")
 	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on the changes of a namespace at the latest this long after its first edit, even if the edits go on.")
 	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once, in all namespaces: a restart whose rollout is not complete yet counts; the others wait and are checked again.")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "Act on this many namespaces at once (a namespace waiting for a slow rollout holds one, not the others).")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Act on this many namespaces at once (a namespace whose reads are slow holds one, not the others; a round does not wait for rollouts).")
 	fs.DurationVar(&o.RolloutWait, "rollout-wait", o.RolloutWait, "How long a change waits for a workload's rollout in progress before it is reported and left alone.")
 	fs.DurationVar(&o.MinRestartInterval, "min-restart-interval", o.MinRestartInterval, "Restart one workload at most once per this interval (from its last restart, whoever made it); a restart held back waits until the interval ends (0: no interval).")
 	fs.Float64Var(&o.RestartRate, "restart-rate", o.RestartRate, "Restart at most this many workloads per second, all together, in bursts of --restart-burst; a restart held back waits for its turn (0: no limit).")
 	fs.IntVar(&o.RestartBurst, "restart-burst", o.RestartBurst, "How many restarts --restart-rate lets through at once.")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each round waits for its actions to be verified.")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long an action is waited for to be verified, from its send: a round waits for its restarts and evictions at most 5s, and later rounds of its namespace verify them until then.")
 	o.RestartFlags.addFlags(fs, false)
 	if controller {
 		addHookFlag(fs, &o.ReloadHookVia, &o.ReloadHookHostNetwork, refresh.HookViaDirect) // in the cluster's network

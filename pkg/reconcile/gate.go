@@ -85,7 +85,11 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 			return Hold{}
 		})
 	}
-	send, gated := l.restarts.gate(ctx, l, actions, func(t refresh.Target) Hold {
+	underWay := map[refresh.Target]bool{} // a restart sent earlier whose rollout goes on counts, held again or not
+	for t, h := range rollouts {
+		underWay[t] = h.Rollout
+	}
+	send, gated := l.restarts.gate(ctx, l, actions, underWay, func(t refresh.Target) Hold {
 		if h := rollouts[t]; h.Reason != "" {
 			return h
 		}
@@ -292,10 +296,11 @@ func isRestart(a refresh.Action) bool {
 
 // gate is Gate with the restarts under way in every namespace counted:
 // those a round is sending now, and those sent whose rollout was not yet
-// seen complete (a restart of this round's actions counts once). The
-// restarts it lets through are under way from then on. With no limit,
-// nothing is counted.
-func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, hold func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
+// seen complete (a restart of this round's actions counts once: as the
+// one sent before while the round sees its rollout under way, underWay,
+// else as the one it sends). The restarts it lets through are under way
+// from then on. With no limit, nothing is counted.
+func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, underWay map[refresh.Target]bool, hold func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
 	limit := l.MaxConcurrentRestarts
 	if limit <= 0 {
 		return Gate(actions, 0, 0, hold)
@@ -311,7 +316,7 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 	defer f.mu.Unlock()
 	busy := 0
 	for t := range f.targets {
-		if !own[t] {
+		if !own[t] || underWay[t] {
 			busy++
 		}
 	}

@@ -51,9 +51,10 @@ type Config struct {
 	// count too. The others are held and tried again.
 	MaxConcurrentRestarts int
 	// Workers is how many namespaces are acted on at once (default
-	// DefaultWorkers): a namespace whose rollout is slow holds one worker,
-	// not every other namespace. One namespace is never acted on by two
-	// workers at once.
+	// DefaultWorkers): a namespace whose reads are slow holds one worker,
+	// not every other namespace (a round hands its rollouts over after
+	// VerifyInRound). One namespace is never acted on by two workers at
+	// once.
 	Workers int
 	// MinRestartInterval is the shortest time between two restarts of one
 	// workload; RestartRate (per second, 0: no limit) and RestartBurst
@@ -66,6 +67,12 @@ type Config struct {
 	// rollouts may not be complete: the gate counts them against
 	// MaxConcurrentRestarts until it sees them complete, as its own.
 	UnderWay map[refresh.Target]time.Time
+	// VerifyInRound is the longest a round waits for its restarts and
+	// evictions to be verified (default DefaultVerifyInRound; not past
+	// Refresh.Timeout) before it returns its worker: later rounds of the
+	// namespace verify those still pending (verifying.go). Its annotated
+	// pods are waited for as the engine waits.
+	VerifyInRound time.Duration
 	// RolloutWait is how long a change waits for a workload's rollout in
 	// progress before it is reported stuck and dropped.
 	RolloutWait time.Duration
@@ -119,15 +126,20 @@ type Loop struct {
 	// what the cluster wrote (an event's SinceChange).
 	Clock func() time.Time
 
-	emitMu sync.Mutex // guards rounds too
+	emitMu sync.Mutex // guards rounds, roundFrom and handing too
 	// rounds are the events of the rounds under way, by namespace (for
 	// Round; nil without it)
-	rounds  map[string][]Event
-	mu      sync.Mutex // guards pending, bounce, taken, steps, resumeIncomplete
-	pending map[inspect.ObjectKey]*pending
-	bounce  Debouncer[string] // by namespace
-	wake    chan struct{}
-	pace    *pacer
+	rounds map[string][]Event
+	// roundFrom is when a round under way began that joined the events of
+	// an earlier one (joinRound); handing is the verification a round
+	// under way handed over, whose events wait for it (verifying.go)
+	roundFrom map[string]time.Time
+	handing   map[string]*verification
+	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete
+	pending   map[inspect.ObjectKey]*pending
+	bounce    Debouncer[string] // by namespace
+	wake      chan struct{}
+	pace      *pacer
 	// resumeIncomplete: the resume could not check some consumers (a
 	// namespace or workload not read); the watermark stays at Watermark
 	resumeIncomplete bool
@@ -151,6 +163,9 @@ type Loop struct {
 	// taken are the changes the rounds under way took, by namespace
 	queue workqueue.TypedInterface[string]
 	taken map[string]map[inspect.ObjectKey]*pending
+	// verifying are the actions rounds sent and handed over, not verified
+	// yet, by namespace (verifying.go)
+	verifying map[string][]*verification
 	// restarts are the restarts under way (Gate's count)
 	restarts inFlight
 }
@@ -243,6 +258,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		if !l.sleep(ctx, next) {
 			stop()
 			l.dropPending()
+			l.dropVerifications()
 			return nil
 		}
 	}
@@ -305,6 +321,11 @@ func (l *Loop) actedUntil() time.Time {
 	for _, ps := range l.taken { // the rounds under way have not acted yet
 		oldest(ps)
 	}
+	for _, vs := range l.verifying { // sent, not verified nor recorded yet
+		for _, v := range vs {
+			oldest(v.changes)
+		}
+	}
 	return w
 }
 
@@ -365,6 +386,11 @@ func (l *Loop) defaults() {
 	}
 	l.queue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "namespaces", MetricsProvider: l.QueueMetrics})
 	l.taken = map[string]map[inspect.ObjectKey]*pending{}
+	l.verifying = map[string][]*verification{}
+	l.roundFrom, l.handing = map[string]time.Time{}, map[string]*verification{}
+	if l.VerifyInRound <= 0 {
+		l.VerifyInRound = DefaultVerifyInRound
+	}
 	l.restarts = inFlight{targets: map[refresh.Target]*flight{}}
 	for t, at := range l.UnderWay {
 		if l.Now().Sub(at) < l.RolloutWait { // an older one is not a restart under way: its pods are unavailable for another reason
@@ -524,6 +550,7 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	p.edits++
 	p.only, p.retry, p.told, p.recheck = nil, false, nil, nil // a new edit concerns every use again
 	p.deferredSince, p.heldSince = time.Time{}, time.Time{}
+	l.editedAgain(c.Object)
 	l.bounce.Add(c.Object.Namespace, l.Clock())
 	l.mu.Unlock()
 	l.poke()

@@ -13,10 +13,10 @@ import (
 
 // DefaultWorkers is how many namespaces are acted on at once by default.
 // A round spends most of its time waiting (for the API server, the
-// containers' reads, a rollout), and a restart held by the limit does not
-// keep its worker: --max-concurrent-restarts, not the workers, bounds the
-// disruption. Ten let a release across ten namespaces go at once, and a
-// namespace whose rollout is stuck hold one worker of ten.
+// containers' reads, its annotated pods), and neither a restart held by the
+// limit nor one whose rollout goes on keeps its worker (verifying.go):
+// --max-concurrent-restarts, not the workers, bounds the disruption. Ten
+// let a release across ten namespaces go at once.
 const DefaultWorkers = 10
 
 // The loop's work moves in three steps:
@@ -27,7 +27,8 @@ const DefaultWorkers = 10
 //     namespace queued while a worker acts on it is handed out again once
 //     that worker is done, never to two workers at once;
 //   - a worker (work) takes the namespace's pending changes and acts on
-//     them in one round (roundIn).
+//     them in one round (roundIn), which first checks the actions earlier
+//     rounds handed over (verifying.go).
 
 // dispatch queues the namespaces due at Clock, in name order, and returns
 // when the next falls due (zero: none pending).
@@ -91,7 +92,7 @@ func (l *Loop) work(ctx context.Context) bool {
 		return true
 	}
 	changes := l.take(ns)
-	if len(changes) == 0 { // taken by the round before (an edit made while it ran)
+	if len(changes) == 0 && !l.handedOverIn(ns) { // taken by the round before (an edit made while it ran)
 		return true
 	}
 	defer l.untake(ns)
@@ -117,6 +118,13 @@ func (l *Loop) take(ns string) map[inspect.ObjectKey]*pending {
 		l.taken[ns] = out
 	}
 	return out
+}
+
+// handedOverIn tells whether actions handed over in ns wait for a check.
+func (l *Loop) handedOverIn(ns string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.verifying[ns]) > 0
 }
 
 func (l *Loop) untake(ns string) {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,12 +30,13 @@ func heldResults(held []refresh.Action) []refresh.Result {
 // completed tells whether a result leaves its consumers as current as
 // cmsync can make them: nothing to do, or the action applied (verified,
 // or unverifiable and applied all the same). A manual action, a failure,
-// a timeout or a held restart is not: the next controller checks again.
+// a timeout, a held restart or one whose verification is still pending
+// is not: the next controller checks again.
 func completed(r refresh.Result) bool {
 	switch {
 	case r.Action.Action == refresh.ActionNone:
 		return true
-	case r.Action.Action == refresh.ActionManual || r.Error != "":
+	case r.Action.Action == refresh.ActionManual || r.Error != "" || r.Pending:
 		return false
 	}
 	return r.Outcome == refresh.OutcomeCurrent || r.Outcome == refresh.OutcomeApplied || r.Outcome == refresh.OutcomeUnverifiable
@@ -43,10 +45,33 @@ func completed(r refresh.Result) bool {
 // record writes, on each subject of the round's uses whose actions all
 // completed, the digests of the objects the round made current. Nothing is
 // recorded without DigestKey or in a dry run.
-func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspect.Use, meta map[inspect.WorkloadRef]subjectMeta, results []refresh.Result) {
-	if len(l.DigestKey) == 0 || l.dryRun() || ctx.Err() != nil {
+// now are the digests of what the snapshot's consumers read (digestsOf).
+func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspect.Use, meta map[inspect.WorkloadRef]subjectMeta, results []refresh.Result, now func() map[subject]Record) {
+	if !l.recording(ctx) {
 		return
 	}
+	if bySubject := recordable(kept, results); len(bySubject) > 0 {
+		l.writeRecords(ctx, bySubject, now(), func(s subject) (string, bool) {
+			return l.recordOf(s, meta, snap), true
+		})
+	}
+}
+
+// digestsOf computes, once and when first asked, the digests of what the
+// snapshot's consumers read.
+func (l *Loop) digestsOf(snap *inspect.Snapshot) func() map[subject]Record {
+	return sync.OnceValue(func() map[subject]Record { return digests(l.DigestKey, snap, l.allItems(snap)) })
+}
+
+// recording tells whether records are written: with DigestKey, in a real
+// run that goes on.
+func (l *Loop) recording(ctx context.Context) bool {
+	return len(l.DigestKey) > 0 && !l.dryRun() && ctx.Err() == nil
+}
+
+// recordable are, by subject, the objects (record keys) of the uses kept
+// whose actions all completed.
+func recordable(kept []inspect.Use, results []refresh.Result) map[subject][]string {
 	bySubject := map[subject][]string{}
 	byPod := map[string]subject{}
 	for _, it := range kept {
@@ -71,13 +96,19 @@ func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspec
 			}
 		}
 	}
-	if len(bySubject) == 0 {
-		return
-	}
-	now := digests(l.DigestKey, snap, l.allItems(snap))
+	return bySubject
+}
+
+// writeRecords writes on each subject its record updated with the digests
+// (now) of its objects (bySubject) that no change pending since concerns;
+// old reads the record it has (false: it could not be read, and is left).
+func (l *Loop) writeRecords(ctx context.Context, bySubject map[subject][]string, now map[subject]Record, old func(subject) (string, bool)) {
 	for _, s := range slices.SortedFunc(maps.Keys(bySubject), compareSubjects) {
-		old := ParseRecord(l.recordOf(s, meta, snap))
-		if r, changed := updated(old, now[s], l.unchangedSince(s, bySubject[s])); changed {
+		was, ok := old(s)
+		if !ok {
+			continue
+		}
+		if r, changed := updated(ParseRecord(was), now[s], l.unchangedSince(s, bySubject[s])); changed {
 			l.writeRecord(ctx, s, r)
 		}
 	}

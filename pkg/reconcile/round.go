@@ -16,12 +16,16 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// roundIn reads the namespace once, keeps the uses that read a changed key
-// of a workload that may be acted on, and has the refresh engine make them
-// current.
+// roundIn checks the actions earlier rounds handed over, then reads the
+// namespace once, keeps the uses that read a changed key of a workload
+// that may be acted on, and has the refresh engine make them current.
 func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending) {
 	defer l.endStep(ns)
 	defer l.closeRound(ns, l.openRound(ns))
+	l.verifyHandedOver(ctx, ns) // before the changes: a restart it sees complete no longer holds theirs
+	if len(changes) == 0 {
+		return
+	}
 	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
 	if l.ignoreOutOfScope(ns, changes, keys) {
 		return
@@ -101,7 +105,9 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	}
 	cluster := l.Cluster // the hooks' workload reads answered from the round's
 	cluster.Annotations = readAnnotations{meta: rd.meta, next: cluster.Annotations}
-	r := &refresh.Refresher{Config: l.Refresh, Cluster: cluster, Restarting: spared, ChangedAgain: l.changedAgain, HookInSync: true}
+	cfg := l.Refresh
+	cfg.HandOver = l.VerifyInRound // what is not verified by then is verified by later rounds (verifying.go)
+	r := &refresh.Refresher{Config: cfg, Cluster: cluster, Restarting: spared, ChangedAgain: l.changedAgain, HookInSync: true}
 	plan, err := r.Plan(ctx, rd.snap, rd.kept)
 	if err != nil {
 		l.results(plan.Abandon(), rd.changes, rd.snap)
@@ -118,13 +124,15 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 			l.emit(Event{Kind: EventAction, Action: &a, Message: a.Reason})
 		}
 	}
-	results := r.Apply(ctx, plan, nil)
-	l.restarts.sent(results)
-	l.pace.sent(results, l.Now(), l.Shadow)
+	all := r.Apply(ctx, plan, nil)
+	l.restarts.sent(all)
+	l.pace.sent(all, l.Now(), l.Shadow)
+	now := l.digestsOf(rd.snap)
+	results := l.handOver(rd, all, held, now)
 	l.results(results, rd.changes, rd.snap)
 	l.retryFailed(rd.ns, rd.changes, rd.kept, results)
 	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results)
-	l.record(ctx, rd.snap, rd.kept, rd.meta, append(results, heldResults(held)...))
+	l.record(ctx, rd.snap, rd.kept, rd.meta, append(all, heldResults(held)...), now)
 }
 
 // onlyKey names a workload in a change's `only` set, as an action's
@@ -476,7 +484,11 @@ func (l *Loop) openRound(ns string) time.Time {
 	return l.Clock()
 }
 
-// closeRound hands the round's events to Round.
+// closeRound hands the round's events to Round, with those of the
+// earlier rounds whose handed-over actions it saw end; a round that
+// handed actions over keeps its events for the round that sees them end,
+// so that one Round tells an action and how it ended, as when the round
+// waited for it.
 func (l *Loop) closeRound(ns string, started time.Time) {
 	if l.Round == nil {
 		return
@@ -484,6 +496,18 @@ func (l *Loop) closeRound(ns string, started time.Time) {
 	l.emitMu.Lock()
 	evs := l.rounds[ns]
 	delete(l.rounds, ns)
+	if from, ok := l.roundFrom[ns]; ok {
+		started = from
+		delete(l.roundFrom, ns)
+	}
+	r := Round{Namespace: ns, Started: started, Ended: l.Clock(), Events: evs}
+	v := l.handing[ns]
+	delete(l.handing, ns)
+	if v != nil {
+		v.round = &r
+	}
 	l.emitMu.Unlock()
-	l.Round(Round{Namespace: ns, Started: started, Ended: l.Clock(), Events: evs})
+	if v == nil {
+		l.Round(r)
+	}
 }

@@ -97,6 +97,11 @@ type Result struct {
 	// Transient: the action failed for a reason that may pass (Transient),
 	// so a caller that runs again (the continuous refresh) may retry it.
 	Transient bool `json:"-"`
+	// Pending: applied and not verified yet when the wait handed it over
+	// (Config.HandOver): Outcome is still applied, and Recheck verifies it
+	// until deadline, Timeout after its Apply started.
+	Pending  bool `json:"-"`
+	deadline time.Time
 	// replacementUIDs are the UIDs of Replacements: the pods the wait
 	// verifies for an evict action.
 	replacementUIDs map[string]bool

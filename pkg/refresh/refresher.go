@@ -41,6 +41,12 @@ type Config struct {
 	Wait     bool
 	// Timeout bounds the evictions and the wait together, from Apply.
 	Timeout time.Duration
+	// HandOver, when set and shorter than Timeout, is the longest the wait
+	// polls the restarts and evictions: those not verified by then are
+	// left pending (Result.Pending, outcome applied) for the caller to
+	// verify with Recheck until Timeout has passed. The annotated pods are
+	// waited for as without it (a remount is verified within seconds).
+	HandOver time.Duration
 	// Concurrency bounds the annotated pods verified at once in the wait.
 	Concurrency int
 	// Verify are the options of the observation before the plan.
@@ -369,6 +375,9 @@ func (r *Refresher) podWaits(ctx context.Context, deadline time.Time, progress f
 	w := NewPodWaits(ctx, r.Verifier, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency,
 		Progress: progress, ChangedAgain: r.ChangedAgain, Hooks: r.Hooks})
 	w.hookedOnly = !r.Wait
+	if r.HandOver > 0 && r.HandOver < r.Timeout {
+		w.handOver = w.start.Add(r.HandOver)
+	}
 	if w.hookedOnly {
 		w.Expect(hooked)
 	} else {

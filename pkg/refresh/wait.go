@@ -174,6 +174,9 @@ type PodWaits struct {
 	// for (a refresh without --wait: the hook must follow the remount),
 	// and no restart or eviction is polled
 	hookedOnly bool
+	// handOver, when not zero, is when the polls of the restarts and
+	// evictions stop, leaving those not verified pending (Config.HandOver)
+	handOver time.Time
 
 	mu sync.Mutex
 	// the progress: done of total, the pods expected (Expect) or added,
@@ -258,7 +261,7 @@ func (w *PodWaits) Finish(results []Result, rc RolloutChecker) []Result {
 	w.expected, w.polled = w.added, len(polled) // the patches are all answered
 	w.mu.Unlock()
 	if len(polled) > 0 {
-		poller{obs: w.obs, rollouts: rc, deadline: w.deadline, o: w.o, report: w.report}.pollRollouts(w.ctx, results, polled)
+		poller{obs: w.obs, rollouts: rc, deadline: w.deadline, handOver: w.handOver, o: w.o, report: w.report}.pollRollouts(w.ctx, results, polled)
 	}
 	w.wg.Wait()
 	return results
@@ -373,100 +376,36 @@ type poller struct {
 	obs      Verifier
 	rollouts RolloutChecker
 	deadline time.Time
+	// handOver, when not zero, is when the polls stop and leave what is
+	// not verified pending (Config.HandOver)
+	handOver time.Time
 	o        WaitOptions
 	report   func(int)
 }
 
 // pollRollouts verifies the restarts and evictions among results (open)
-// again at each poll: a rollout's new pods have new names, so the
-// namespace is read again each time.
+// again at each poll until each is verified or the deadline passes (a
+// timeout), or, with handOver, until handOver passes: those not verified
+// by then are left pending (Result.Pending) for Recheck.
 func (w poller) pollRollouts(ctx context.Context, results []Result, open []int) {
-	obs, rc, deadline, o, report := w.obs, w.rollouts, w.deadline, w.o, w.report
-	interval := o.Interval
+	interval := w.o.Interval
 	rolled := map[int]bool{}
-	if o.FirstDelay > 0 {
-		sleep(ctx, o.FirstDelay)
+	if w.o.FirstDelay > 0 {
+		sleep(ctx, w.o.FirstDelay)
 	}
 	for len(open) > 0 {
-		// which namespaces and objects to look at this poll
-		byNS := map[string]map[inspect.ObjectKey]bool{}
-		for _, i := range open {
-			for _, k := range objectsOf(results[i].Consumers) {
-				if byNS[k.Namespace] == nil {
-					byNS[k.Namespace] = map[inspect.ObjectKey]bool{}
-				}
-				byNS[k.Namespace][k] = true
-			}
-		}
-		var items []inspect.Use
-		var obsErr error
-		needVerify := false
-		for _, i := range open {
-			r := &results[i]
-			if r.Action.Action == ActionRestart && !rolled[i] {
-				done, msg, err := rc.RolloutDone(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Name)
-				switch {
-				case err != nil:
-					r.Detail = "rollout status: " + err.Error()
-				case done:
-					rolled[i] = true
-				default:
-					r.Detail = strings.TrimSpace(msg)
-				}
-			}
-			if r.Action.Action == ActionEvict || rolled[i] {
-				needVerify = true
-			}
-		}
-		if needVerify {
-			for ns, set := range byNS {
-				keys := make([]inspect.ObjectKey, 0, len(set))
-				for k := range set {
-					keys = append(keys, k)
-				}
-				got, err := obs.VerifyPods(ctx, ns, keys, func(it inspect.Use) bool { return wanted(results, open, rolled, it) })
-				if err != nil {
-					obsErr = err
-					continue
-				}
-				items = append(items, got...)
-			}
-		}
-		now := o.Now()
-		var still []int
-		settledNow := 0
-		for _, i := range open {
-			r := &results[i]
-			if r.Action.Action == ActionRestart && !rolled[i] {
-				still = append(still, i)
-				continue
-			}
-			p, detail, described := converged(*r, items, o.ChangedAgain)
-			if obsErr != nil && p != reached {
-				detail, described = "observe: "+obsErr.Error(), nil
-			}
-			r.noteUnverifiable(described)
-			switch p {
-			case cannotVerify:
-				r.Outcome, r.Detail = OutcomeUnverifiable, detail
-			case reached:
-				r.Outcome = OutcomeCurrent
-				d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
-				r.CurrentAfter = &d
-				r.Detail = detail
-			default:
-				r.Detail = detail
-				still = append(still, i)
-				continue
-			}
-			settledNow++
-		}
-		open = still
-		report(settledNow)
+		var now time.Time
+		open, now = w.pollOnce(ctx, results, open, rolled)
 		if len(open) == 0 {
 			break
 		}
-		if !now.Before(deadline) || ctx.Err() != nil {
+		if !w.handOver.IsZero() && !now.Before(w.handOver) && ctx.Err() == nil {
+			for _, i := range open {
+				results[i].Pending, results[i].deadline = true, w.deadline
+			}
+			break
+		}
+		if !now.Before(w.deadline) || ctx.Err() != nil {
 			for _, i := range open {
 				timedOut(&results[i], ctx)
 			}
@@ -474,10 +413,149 @@ func (w poller) pollRollouts(ctx context.Context, results []Result, open []int) 
 		}
 		sleep(ctx, interval)
 		// most rollouts take seconds: poll fast first, then back off
-		if interval *= 2; interval > o.MaxInterval {
-			interval = o.MaxInterval
+		if interval *= 2; interval > w.o.MaxInterval {
+			interval = w.o.MaxInterval
 		}
 	}
+}
+
+// pollOnce is one poll of the open restarts and evictions: a rollout's
+// new pods have new names, so the namespace is read again each time. It
+// returns those still open and the time of the poll; rolled remembers the
+// restarts whose rollout was seen complete.
+func (w poller) pollOnce(ctx context.Context, results []Result, open []int, rolled map[int]bool) ([]int, time.Time) {
+	if w.rolloutsDone(ctx, results, open, rolled) {
+		return w.converge(results, open, rolled, w.verifyOpen(ctx, results, open, rolled))
+	}
+	return w.converge(results, open, rolled, polled{})
+}
+
+// polled is what one poll read of the open actions' pods.
+type polled struct {
+	items []inspect.Use
+	err   error
+}
+
+// rolloutsDone asks the rollout status of each open restart not yet seen
+// rolled out, and tells whether any open action has pods to verify (an
+// eviction, or a restart rolled out).
+func (w poller) rolloutsDone(ctx context.Context, results []Result, open []int, rolled map[int]bool) bool {
+	needVerify := false
+	for _, i := range open {
+		r := &results[i]
+		if r.Action.Action == ActionRestart && !rolled[i] {
+			done, msg, err := w.rollouts.RolloutDone(ctx, r.Target.Kind, r.Target.Namespace, r.Target.Name)
+			switch {
+			case err != nil:
+				r.Detail = "rollout status: " + err.Error()
+			case done:
+				rolled[i] = true
+			default:
+				r.Detail = strings.TrimSpace(msg)
+			}
+		}
+		if r.Action.Action == ActionEvict || rolled[i] {
+			needVerify = true
+		}
+	}
+	return needVerify
+}
+
+// verifyOpen reads the uses of the open actions' objects, namespace by
+// namespace, verifying only the pods wanted says.
+func (w poller) verifyOpen(ctx context.Context, results []Result, open []int, rolled map[int]bool) polled {
+	byNS := map[string]map[inspect.ObjectKey]bool{}
+	for _, i := range open {
+		for _, k := range objectsOf(results[i].Consumers) {
+			if byNS[k.Namespace] == nil {
+				byNS[k.Namespace] = map[inspect.ObjectKey]bool{}
+			}
+			byNS[k.Namespace][k] = true
+		}
+	}
+	var out polled
+	for ns, set := range byNS {
+		keys := make([]inspect.ObjectKey, 0, len(set))
+		for k := range set {
+			keys = append(keys, k)
+		}
+		got, err := w.obs.VerifyPods(ctx, ns, keys, func(it inspect.Use) bool { return wanted(results, open, rolled, it) })
+		if err != nil {
+			out.err = err
+			continue
+		}
+		out.items = append(out.items, got...)
+	}
+	return out
+}
+
+// converge judges each open action against the poll's reads, reports the
+// ones settled, and returns those still open and the time of the poll.
+func (w poller) converge(results []Result, open []int, rolled map[int]bool, read polled) ([]int, time.Time) {
+	now := w.o.Now()
+	var still []int
+	settledNow := 0
+	for _, i := range open {
+		r := &results[i]
+		if r.Action.Action == ActionRestart && !rolled[i] {
+			still = append(still, i)
+			continue
+		}
+		p, detail, described := converged(*r, read.items, w.o.ChangedAgain)
+		if read.err != nil && p != reached {
+			detail, described = "observe: "+read.err.Error(), nil
+		}
+		r.noteUnverifiable(described)
+		switch p {
+		case cannotVerify:
+			r.Outcome, r.Detail = OutcomeUnverifiable, detail
+		case reached:
+			r.Outcome = OutcomeCurrent
+			d := metav1.Duration{Duration: now.Sub(r.AppliedAt.Time)}
+			r.CurrentAfter = &d
+			r.Detail = detail
+		default:
+			r.Detail = detail
+			still = append(still, i)
+			continue
+		}
+		settledNow++
+	}
+	w.report(settledNow)
+	return still, now
+}
+
+// Recheck polls once the pending restarts and evictions among results
+// (Pending: handed over by a wait with Config.HandOver): a restart's
+// rollout status, then its new pods; an eviction's replacements. One
+// verified (current or unverifiable) is no longer pending, nor one whose
+// deadline (Timeout after its Apply started) has passed: a timeout. The
+// others stay pending. It sleeps nowhere: the caller calls it again later.
+// Results are updated in place and returned.
+func Recheck(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker, o WaitOptions) []Result {
+	o.defaults()
+	var open []int
+	for i := range results {
+		if results[i].Pending {
+			open = append(open, i)
+		}
+	}
+	if len(open) == 0 {
+		return results
+	}
+	still, now := poller{obs: obs, rollouts: rc, o: o, report: func(int) {}}.pollOnce(ctx, results, open, map[int]bool{})
+	for _, i := range open {
+		results[i].Pending = false
+	}
+	for _, i := range still {
+		r := &results[i]
+		if now.Before(r.deadline) && ctx.Err() == nil {
+			r.Pending = true
+			continue
+		}
+		timedOut(r, ctx)
+	}
+	return results
 }
 
 // wanted tells whether a use belongs to an open action of the polls: a

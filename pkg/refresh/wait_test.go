@@ -483,3 +483,48 @@ func TestPodsAreVerifiedAsTheirPatchesLand(t *testing.T) {
 		}
 	}
 }
+
+// TestHandedOverRestartIsRecheckedUntilItsDeadline: a wait with a hand-over
+// leaves a restart not verified by then pending (outcome applied), and
+// Recheck verifies it later: current once rolled out and its new pods are,
+// a timeout once the wait's deadline has passed; pending in between.
+func TestHandedOverRestartIsRecheckedUntilItsDeadline(t *testing.T) {
+	restart := Action{Action: ActionRestart, Target: Target{"Deployment", "ns", "web"},
+		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "web-old", Container: "c", Mode: inspect.ModeEnv}}}
+	newEnv := use("web-new", "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)
+	for _, tc := range []struct {
+		name     string
+		rollouts int // polls before the rollout is complete
+		want     Outcome
+	}{{"rolled out later", 10, OutcomeCurrent}, {"never rolled out", 1 << 20, OutcomeTimeout}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(1000, 0), step: time.Second}
+			obs := &scriptedVerifier{rounds: [][]inspect.Use{{newEnv}}}
+			rc := &rolloutAfter{n: tc.rollouts}
+			o := WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now}
+			w := NewPodWaits(context.Background(), obs, o)
+			w.handOver = w.start.Add(3 * time.Second)
+			got := w.Finish([]Result{applied(restart, clock.t)}, rc)
+			if !got[0].Pending || got[0].Outcome != OutcomeApplied {
+				t.Fatalf("at the hand-over: pending %v, outcome %s; want pending, applied", got[0].Pending, got[0].Outcome)
+			}
+			for range 200 {
+				if got = Recheck(context.Background(), got, obs, rc, o); !got[0].Pending {
+					break
+				}
+				if got[0].Outcome != OutcomeApplied {
+					t.Fatalf("pending with outcome %s", got[0].Outcome)
+				}
+			}
+			if got[0].Pending || got[0].Outcome != tc.want {
+				t.Fatalf("after the rechecks: pending %v, outcome %s (%s); want %s", got[0].Pending, got[0].Outcome, got[0].Detail, tc.want)
+			}
+			if tc.want == OutcomeCurrent && (got[0].CurrentAfter == nil || got[0].CurrentAfter.Duration < 10*time.Second) {
+				t.Errorf("currentAfter %v, want from the patch to the recheck that saw it (10 s or more)", got[0].CurrentAfter)
+			}
+			if tc.want == OutcomeTimeout && !clock.t.After(time.Unix(1060, 0)) {
+				t.Errorf("timed out at %s, before the wait's deadline", clock.t)
+			}
+		})
+	}
+}

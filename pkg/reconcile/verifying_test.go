@@ -1,0 +1,271 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
+)
+
+// The tests of this file drive the loop at its round boundary, as
+// round_test.go does, with the engine's wait on: a restart whose rollout
+// is not verified within the round's VerifyInRound is handed over to
+// later rounds. The engine's clock is the real one (its waits sleep); the
+// loop's is the fixture's.
+
+// handOverFixture is newRoundFixture with the wait on, --timeout timeout
+// and a round that hands over after 50 ms.
+func handOverFixture(t *testing.T, timeout time.Duration) *roundFixture {
+	f := newRoundFixture(t)
+	f.loop.Refresh.Wait, f.loop.Refresh.Timeout, f.loop.Refresh.Now = true, timeout, time.Now
+	f.loop.VerifyInRound = 50 * time.Millisecond
+	return f
+}
+
+// rollingOut makes Deployment name's rollout under way: a generation its
+// controller has not observed yet.
+func (f *roundFixture) rollingOut(name string) {
+	f.t.Helper()
+	deps := f.client.AppsV1().Deployments("ns")
+	d, err := deps.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	d.Generation = 2
+	if _, err := deps.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// rolledOut completes Deployment name's rollout: its controller observed
+// the generation, and pod name-1-a is replaced by name-2-a, whose
+// container reads env.
+func (f *roundFixture) rolledOut(name string, env map[string]string) {
+	f.t.Helper()
+	ctx := context.Background()
+	deps := f.client.AppsV1().Deployments("ns")
+	d, err := deps.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	d.Status.ObservedGeneration = d.Generation
+	if _, err := deps.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	pods := f.client.CoreV1().Pods("ns")
+	old, err := pods.Get(ctx, name+"-1-a", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	p := old.DeepCopy()
+	p.Name, p.UID, p.ResourceVersion = name+"-2-a", types.UID("u-"+name+"-2-a"), ""
+	if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.ex.Containers["ns/"+p.Name+"/app"] = &readtest.Container{Env: env}
+}
+
+// said returns the events of the kinds given since the last call, as
+// "KIND ACTION TARGET OUTCOME" (actions and results) or "KIND MESSAGE",
+// and forgets every event.
+func (f *roundFixture) said(kinds ...EventKind) []string {
+	var out []string
+	for _, e := range f.events {
+		for _, k := range kinds {
+			if e.Kind != k {
+				continue
+			}
+			if e.Action != nil {
+				out = append(out, strings.TrimSpace(string(e.Kind)+" "+string(e.Action.Action)+" "+e.Action.Target.String()+" "+string(e.Outcome)))
+			} else {
+				out = append(out, string(e.Kind)+" "+e.Message)
+			}
+		}
+	}
+	f.events = nil
+	return out
+}
+
+// TestStuckRolloutDoesNotHoldTheNamespacesNextChange: a round whose
+// restart is not verified within VerifyInRound returns (it does not wait
+// for --timeout), says nothing of it yet, and the namespace's next change
+// is acted on at its debounce while that rollout is still under way.
+func TestStuckRolloutDoesNotHoldTheNamespacesNextChange(t *testing.T) {
+	f := handOverFixture(t, time.Hour)
+	f.addVolumeWorkload("vol", nil)
+	f.ex.Containers["ns/vol-1-a/app"] = &readtest.Container{Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..2026_01_02_03_00_00.1",
+		Files: map[string][]byte{"K": []byte("1"), "X": []byte("changed")}}}}
+	f.edit("b", map[string]string{"L": "2"}) // web reads L: restarted
+	began := time.Now()
+	f.step(3 * time.Second)
+	if took := time.Since(began); took > 30*time.Second {
+		t.Fatalf("the round took %s: it waited for the rollout", took)
+	}
+	if got := f.said(EventAction, EventResult, EventRetry); strings.Join(got, "; ") != "action restart deployment/web" {
+		t.Fatalf("the round: %q, want the restart and no result yet", got)
+	}
+	f.rollingOut("web")
+	f.edit("a", map[string]string{"K": "1", "X": "changed"}) // only vol reads X
+	f.step(3 * time.Second)
+	if got := strings.Join(f.said(EventAction, EventResult), "; "); !strings.HasPrefix(got, "action annotate pod/vol-1-a; result annotate pod/vol-1-a") {
+		t.Errorf("the next change, at its debounce: %q, want vol-1-a remounted and its result", got)
+	}
+	f.rolledOut("web", map[string]string{"K": "1", "L": "2"})
+	f.step(MaxRecheck)
+	if got := f.said(EventAction, EventResult, EventRetry, EventError); strings.Join(got, "; ") != "result restart deployment/web current" {
+		t.Errorf("once rolled out: %q, want the restart verified current", got)
+	}
+}
+
+// TestHandedOverRestartIsRecordedOnceVerifiedAndCountedUntilThen: the
+// record of a restarted workload is written by the later round that
+// verifies its restart, not before; until then the restart counts
+// against --max-concurrent-restarts, and another workload's restart is
+// held by it, then sent once it is verified.
+func TestHandedOverRestartIsRecordedOnceVerifiedAndCountedUntilThen(t *testing.T) {
+	f := handOverFixture(t, time.Hour)
+	f.loop.DigestKey, f.loop.MaxConcurrentRestarts = []byte("0123456789abcdef0123456789abcdef"), 1
+	envB := corev1.EnvVar{Name: "L", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "b"}, Key: "L"}}}
+	for _, o := range deploymentObjects("api", nil, corev1.Container{Env: []corev1.EnvVar{envB}}) {
+		if err := f.client.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.ex.Containers["ns/api-1-a/app"] = &readtest.Container{Env: map[string]string{"L": "1"}}
+	f.edit("a", map[string]string{"K": "2", "X": "x"}) // web only
+	f.step(3 * time.Second)
+	if got := f.said(EventAction, EventResult); strings.Join(got, "; ") != "action restart deployment/web" {
+		t.Fatalf("the round: %q, want web's restart, not verified yet", got)
+	}
+	if rec := f.record("web"); rec != "" {
+		t.Fatalf("web recorded before its restart was verified: %s", rec)
+	}
+	f.edit("b", map[string]string{"L": "2"}) // web and api; web's restart is under way
+	f.rollingOut("web")
+	f.step(3 * time.Second)
+	got := strings.Join(f.said(EventAction, EventDeferred), "; ")
+	if !strings.Contains(got, "deferred restart deployment/api") || strings.Contains(got, "action restart deployment/api") {
+		t.Fatalf("while web's restart is pending: %q, want api's restart held by the limit", got)
+	}
+	f.rolledOut("web", map[string]string{"K": "2", "L": "2"})
+	for range 4 {
+		f.step(MaxRecheck)
+	}
+	got = strings.Join(f.said(EventAction, EventResult), "; ")
+	if !strings.Contains(got, "result restart deployment/web current") || !strings.Contains(got, "action restart deployment/api") {
+		t.Errorf("once web rolled out: %q, want web verified and api restarted", got)
+	}
+	if rec := f.record("web"); !strings.Contains(rec, "configmap/a") {
+		t.Errorf("web's record after its restart was verified: %q, want configmap/a in it", rec)
+	}
+}
+
+// record is Deployment name's record ("" without one).
+func (f *roundFixture) record(name string) string {
+	f.t.Helper()
+	d, err := f.client.AppsV1().Deployments("ns").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d.Annotations[AnnotationApplied]
+}
+
+// TestEditWhileARestartIsPendingRestartsOncePerChange: an object edited
+// again while its restart's rollout is pending is not restarted for it
+// while that rollout is under way; the first restart is verified (its new
+// pod read an earlier version of data changed again since: that edit is a
+// change of its own), and the second change gets its one restart then.
+func TestEditWhileARestartIsPendingRestartsOncePerChange(t *testing.T) {
+	f := handOverFixture(t, time.Hour)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	first := f.restartedAt()
+	f.rollingOut("web")
+	f.edit("a", map[string]string{"K": "3", "X": "x"})
+	for range 5 {
+		f.step(3 * time.Second)
+	}
+	if got := strings.Join(f.said(EventAction, EventResult), "; "); got != "action restart deployment/web" || f.restartedAt() != first {
+		t.Fatalf("edited again while the rollout is under way: %q, want only the first restart", got)
+	}
+	f.rolledOut("web", map[string]string{"K": "2", "L": "1"})
+	for range 4 {
+		f.step(MaxRecheck)
+	}
+	got := strings.Join(f.said(EventAction, EventResult), "; ")
+	if !strings.HasPrefix(got, "result restart deployment/web current; action restart deployment/web") || strings.Count(got, "action restart") != 1 {
+		t.Errorf("once rolled out: %q, want the first restart verified, then one restart for the second edit", got)
+	}
+}
+
+// TestHandedOverRestartTimesOutOnce: a handed-over restart still not
+// verified --timeout after it was sent is reported timed out once and
+// verified again after a backoff, never sent again: still stale then, a
+// manual action says what to look at, as when the round waited.
+func TestHandedOverRestartTimesOutOnce(t *testing.T) {
+	f := handOverFixture(t, 2*time.Second)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	first := f.restartedAt()
+	f.rollingOut("web")
+	if got := f.said(EventResult, EventRetry); len(got) != 0 {
+		t.Fatalf("before --timeout: %q, want nothing", got)
+	}
+	var got []string
+	for end := time.Now().Add(3 * time.Second); len(got) == 0 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		f.step(recheckFloor)
+		got = f.said(EventResult, EventRetry)
+	}
+	if len(got) != 2 || got[0] != "result restart deployment/web timeout" || !strings.Contains(got[1], "verified again, not sent again") {
+		t.Fatalf("after --timeout: %q, want one timeout and one recheck", got)
+	}
+	f.step(time.Minute)
+	if got := strings.Join(f.said(EventAction, EventResult), "; "); got != "action manual deployment/web; result manual deployment/web not-applied" {
+		t.Errorf("the recheck: %q, want a manual action", got)
+	}
+	if f.restartedAt() != first {
+		t.Error("restarted a second time for the same change")
+	}
+}
+
+// TestHandedOverRestartIsToldInOneRound: the round that sends a restart
+// it hands over is told (Round) together with the round that sees the
+// restart verified: one Round names the action and how it ended, as when
+// the round waited for it.
+func TestHandedOverRestartIsToldInOneRound(t *testing.T) {
+	f := handOverFixture(t, time.Hour)
+	var rounds []Round
+	f.loop.Round = func(r Round) {
+		if len(r.Events) > 0 { // a round that only checked, and saw nothing end, says nothing
+			rounds = append(rounds, r)
+		}
+	}
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	f.step(recheckFloor) // checked again, still pending
+	if len(rounds) != 0 {
+		t.Fatalf("%d rounds told before the restart was verified, want none", len(rounds))
+	}
+	f.rolledOut("web", map[string]string{"K": "2", "L": "1"})
+	f.step(MaxRecheck)
+	if len(rounds) != 1 {
+		t.Fatalf("%d rounds told, want 1", len(rounds))
+	}
+	var got []string
+	for _, e := range rounds[0].Events {
+		got = append(got, string(e.Kind))
+	}
+	if strings.Join(got, " ") != "change action result" {
+		t.Errorf("the round told: %v, want the change, the restart and its result", got)
+	}
+}
