@@ -17,12 +17,10 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
-// TestVerifyPodMergesConcurrentCalls: pods verified at once by a wait are
-// read together (one LIST of the pods and one GET of the ConfigMap, not
-// one of each per pod), and each caller gets the items of its own pod
-// only, with the state its own container shows.
-func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
-	const n = 20
+// podsOnOneNode are ConfigMap ns/cfg (K: new) and n running pods p0..pN-1
+// of node n1 mounting it at /etc/cfg, and an Executor whose container of
+// pod i shows K as shown(i).
+func podsOnOneNode(n int, shown func(i int) string) ([]runtime.Object, *readtest.Executor) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
 	objs := []runtime.Object{cm}
 	ex := &readtest.Executor{Containers: map[string]*readtest.Container{}}
@@ -34,12 +32,23 @@ func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
 			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
 				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}},
 			Status: running})
-		data := "new"
-		if i%2 == 1 {
-			data = "old" // odd pods still show the previous value
-		}
-		ex.Containers["ns/"+name+"/app"] = &readtest.Container{Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..ts", Files: map[string][]byte{"K": []byte(data)}}}}
+		ex.Containers["ns/"+name+"/app"] = &readtest.Container{Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..ts", Files: map[string][]byte{"K": []byte(shown(i))}}}}
 	}
+	return objs, ex
+}
+
+// TestVerifyPodMergesConcurrentCalls: pods verified at once by a wait are
+// read together (one LIST of the pods and one GET of the ConfigMap, not
+// one of each per pod), and each caller gets the items of its own pod
+// only, with the state its own container shows.
+func TestVerifyPodMergesConcurrentCalls(t *testing.T) {
+	const n = 20
+	objs, ex := podsOnOneNode(n, func(i int) string {
+		if i%2 == 1 {
+			return "old" // odd pods still show the previous value
+		}
+		return "new"
+	})
 	client := fake.NewClientset(objs...)
 	// a containerread.Reader that reads all containers of one Verify: merged
 	reader := containerread.ExecReader{Executor: ex, Concurrency: 4}
@@ -134,19 +143,7 @@ func (p *preparingReader) ReadContainers(ctx context.Context, reqs []containerre
 // read, not a first for the earliest pod and a second for the rest.
 func TestVerifyPodWaitsForThePreparedReaders(t *testing.T) {
 	const n = 10
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"K": "new"}}
-	objs := []runtime.Object{cm}
-	ex := &readtest.Executor{Containers: map[string]*readtest.Container{}}
-	running := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true,
-		ContainerID: "containerd://0", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
-	for i := range n {
-		name := fmt.Sprintf("p%d", i)
-		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
-			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}},
-				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}},
-			Status: running})
-		ex.Containers["ns/"+name+"/app"] = &readtest.Container{Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..ts", Files: map[string][]byte{"K": []byte("new")}}}}
-	}
+	objs, ex := podsOnOneNode(n, func(int) string { return "new" })
 	reader := &preparingReader{ExecReader: containerread.ExecReader{Executor: ex, Concurrency: 4}, ready: make(chan struct{}), entered: make(chan struct{}, 1)}
 	v := &ClusterVerifier{Client: fake.NewClientset(objs...), Executor: ex, Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Reader: reader}}
 	key := []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}
