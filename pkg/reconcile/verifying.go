@@ -94,6 +94,13 @@ func (l *Loop) handOver(rd *roundRead, results []refresh.Result, held []refresh.
 		v.records, v.digests = recordedLater(rd.kept, append(results, heldResults(held)...), workloads, now())
 	}
 	l.mu.Lock()
+	// an edit made while the round sent and waited is a change again: the
+	// pods of the restart answer the data planned, not the newer data
+	for k := range v.changes {
+		if p := l.pending[k]; p != nil && !p.retry {
+			v.again[k] = true
+		}
+	}
 	l.verifying[rd.ns] = append(l.verifying[rd.ns], v)
 	l.bounce.After(rd.ns, v.sent.Add(recheckPendingAfter(0)))
 	l.mu.Unlock()
@@ -191,13 +198,30 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 	if len(ended) > 0 {
 		l.restarts.verified(ended)
 		l.results(ended, v.changes, nil)
-		l.recheckTimedOut(ns, v.changes, v.kept, ended)
+		l.recheckTimedOut(ns, l.notEditedSince(v), v.kept, ended)
 		l.recordVerified(ctx, v, ended)
 	}
 	if len(v.results) == 0 {
 		l.joinRound(ns, v)
 	}
 	return len(v.results) > 0
+}
+
+// notEditedSince are v's changes of the objects not edited since its
+// actions were sent. A timed-out action of an object edited since is not
+// verified again for its old change: the newer change is acted on (or
+// held) on its own, and the old change's recheck must not turn the newer
+// change's restart into a manual action.
+func (l *Loop) notEditedSince(v *verification) map[inspect.ObjectKey]*pending {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[inspect.ObjectKey]*pending{}
+	for k, p := range v.changes {
+		if !v.again[k] {
+			out[k] = p
+		}
+	}
+	return out
 }
 
 // recordVerified writes the records of the subjects whose handed-over

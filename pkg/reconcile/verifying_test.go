@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
 
 // The tests of this file drive the loop at its round boundary, as
@@ -267,5 +268,70 @@ func TestHandedOverRestartIsToldInOneRound(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "change action result" {
 		t.Errorf("the round told: %v, want the change, the restart and its result", got)
+	}
+}
+
+// TestTimedOutRestartLeavesTheNewerChangeAlone: a handed-over restart that
+// times out while a newer edit of the same object is held (deferred for the
+// rollout under way) is not verified again for its old change: the newer
+// change keeps its own restart, sent once the rollout completes, and is
+// not turned into a manual action.
+func TestTimedOutRestartLeavesTheNewerChangeAlone(t *testing.T) {
+	f := handOverFixture(t, 2*time.Second)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	first := f.restartedAt()
+	f.rollingOut("web")
+	f.edit("a", map[string]string{"K": "3", "X": "x"}) // a second change while the first restart is pending
+	f.step(3 * time.Second)
+	t.Logf("second change, rollout under way: %q", f.said(EventAction, EventResult, EventDeferred, EventRetry, EventError))
+	time.Sleep(2500 * time.Millisecond) // the first restart's --timeout passes (engine clock is real)
+	for range 3 {
+		f.step(recheckFloor)
+	}
+	t.Logf("after the first restart's timeout: %q", f.said(EventAction, EventResult, EventDeferred, EventRetry, EventError))
+	f.rolledOut("web", map[string]string{"K": "2", "L": "1"}) // the first rollout completes: its pod read K=2, not K=3
+	for range 6 {
+		f.step(MaxRecheck)
+	}
+	got := f.said(EventAction, EventResult, EventDeferred, EventRetry, EventError)
+	t.Logf("once rolled out: %q", got)
+	if f.restartedAt() == first {
+		t.Errorf("web was never restarted for the second change (K=3): %q", got)
+	}
+}
+
+// TestEditDuringTheRoundsWaitIsAChangeAgain: an edit made while the round
+// that restarts for the previous edit still waits in the round (before
+// it hands over) marks the verification handed over "changed again", as
+// an edit after the hand-over does: the new pods, which read the data
+// planned, are verified current, not judged stale until --timeout.
+func TestEditDuringTheRoundsWaitIsAChangeAgain(t *testing.T) {
+	f := handOverFixture(t, time.Hour)
+	f.loop.VerifyInRound = time.Second
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.now = f.now.Add(3 * time.Second)
+	done := make(chan struct{})
+	go func() { f.loop.settle(t.Context()); close(done) }()
+	time.Sleep(400 * time.Millisecond)                 // the round sent its restart and waits (VerifyInRound)
+	f.edit("a", map[string]string{"K": "3", "X": "x"}) // edited again before the hand-over
+	<-done
+	f.loop.mu.Lock()
+	vs := f.loop.verifying["ns"]
+	again := len(vs) == 1 && vs[0].again[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}]
+	f.loop.mu.Unlock()
+	if !again {
+		t.Errorf("verification handed over: configmap a not marked changed again (%d verifications)", len(vs))
+	}
+	f.said(EventAction, EventResult)
+	f.rollingOut("web")
+	f.rolledOut("web", map[string]string{"K": "2", "L": "1"}) // the new pod read K=2, what the restart was for
+	for range 4 {
+		f.step(MaxRecheck)
+	}
+	got := strings.Join(f.said(EventAction, EventResult), "; ")
+	t.Logf("after the rollout: %q", got)
+	if !strings.Contains(got, "result restart deployment/web current") {
+		t.Errorf("the first restart is never verified: %q", got)
 	}
 }
