@@ -142,19 +142,25 @@ func TestDashboardAcrossAPIServerRestart(t *testing.T) {
 // added (kill: a crash, the API server stays down; start: until it and the
 // cluster are healthy again; restart with KILL=1: a crash, then a start).
 //
-// Once the API server is back (start, restart) the kube-controller-manager
-// is restarted too. Its informers come back from an API server restart
-// late: after two or three restarts in a row its pod, ReplicaSet and Lease
-// caches stayed behind its own writes for 60-100 s (its log: "read version
-// … is not as new as written version"), and the Deployment rollouts the
-// tests wait for waited on that. These tests check how the plugin rides an
-// API server outage, not how the controller manager does; a fresh one lists
-// everything anew and rolls out in seconds.
+// Once the API server is back (start, restart) its clients among the
+// cluster's daemons are restarted too: the kube-scheduler, the
+// kube-controller-manager and the kubelet. client-go's reflectors retry a
+// failed list or watch with a backoff that doubles up to 30 s (jittered up
+// to 60 s) and is only reset after two minutes without a failure; the
+// refused connections while the server is down and the 403s while its
+// authorizers start count as failures. After the third API server restart
+// within two minutes the kubelet's pod watch was in that backoff: a pod
+// the controller manager created at once was first seen by the kubelet
+// 95 s later, and the rollout the test waited for with it. These tests
+// check how the plugin rides an API server outage, not how the cluster's
+// daemons do; fresh ones list everything at once (a few seconds).
 func apiServer(t *testing.T, verb string, env ...string) {
 	t.Helper()
 	component(t, verb, "kube-apiserver", env...)
 	if verb == "start" || verb == "restart" {
-		component(t, "restart", "kube-controller-manager")
+		for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kubelet"} {
+			component(t, "restart", name)
+		}
 	}
 }
 
