@@ -218,6 +218,101 @@ func (f *fx) expectReplaced(before, now []corev1.Pod, want string) {
 	}
 }
 
+// An Argo Rollout with an env consumer, run by the real Argo Rollouts
+// controller. refresh --wait restarts it through spec.restartAt: the
+// controller evicts its pods, status.restartedAt catches up, no new
+// revision is made (the pod template and the current pod hash are
+// unchanged), and every new pod reads the new value. watch does the same
+// for the next edit. A paused Rollout is restarted all the same (the
+// controller's pod restarter runs whatever the pause) and stays paused;
+// with reloader.stakater.com/rollout-strategy=rollout the paused Rollout
+// is refused with the promote step and nothing is patched, while
+// --restart-via=evict evicts its pods and leaves it alone.
+func TestArgoRollout(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	f.startArgo()
+	f.createConfigMap(configMap("app", map[string]string{"LEVEL": "v0"}))
+	f.createRollout("web", 2, podSpec(withEnv(busybox("c"), cmEnv("LEVEL", "app", "LEVEL", nil))), map[string]string{reconcile.ReloaderAuto: "true"})
+	before := f.waitRolloutPhase("web", "Healthy", 2)
+	ro0 := f.getRollout("web")
+	hash0 := stringAt(ro0, "status", "currentPodHash")
+	tmpl0, _, _ := unstructured.NestedMap(ro0.Object, "spec", "template")
+
+	// refresh --wait: spec.restartAt, the controller's evictions, verified
+	f.patchConfigMapData("app", map[string]string{"LEVEL": "v1"})
+	start := time.Now()
+	doc, errOut, code := f.refreshJSON("app", "--yes", "--wait", "--timeout", "240s")
+	t.Logf("refresh of the Rollout took %s", time.Since(start).Round(100*time.Millisecond))
+	if code != 0 || actionsOf(doc) != "restart rollout.argoproj.io/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent || !doc.Items[0].RestartAt {
+		t.Fatalf("refresh: exit %d %+v, want one restart of the Rollout through spec.restartAt, current\nstderr: %s", code, doc.Items, errOut)
+	}
+	ro1 := f.getRollout("web")
+	if at, done := stringAt(ro1, "spec", "restartAt"), stringAt(ro1, "status", "restartedAt"); at == "" || at != done {
+		t.Errorf("spec.restartAt %q, status.restartedAt %q: want both set and equal", at, done)
+	}
+	tmpl1, _, _ := unstructured.NestedMap(ro1.Object, "spec", "template")
+	if h := stringAt(ro1, "status", "currentPodHash"); h != hash0 || fmt.Sprint(tmpl1) != fmt.Sprint(tmpl0) {
+		t.Errorf("pod hash %s -> %s, template changed %v: a restartAt restart makes no new revision", hash0, h, fmt.Sprint(tmpl1) != fmt.Sprint(tmpl0))
+	}
+	after := f.waitPodsReady(2)
+	f.expectReplaced(before, after, "v1")
+
+	// watch --require-opt-in: the Rollout's own reloader.stakater.com/auto
+	// opts it in (its pods have no annotation); the next edit, the same restart
+	w := f.startWatch("--require-opt-in")
+	f.patchConfigMapData("app", map[string]string{"LEVEL": "v2"})
+	e := w.waitFor("rollout restarted", isResult(refresh.ActionRestart, "rollout.argoproj.io/web"))
+	if e.Outcome != refresh.OutcomeCurrent {
+		t.Errorf("watch: restart of the Rollout %s (%s), want current", e.Outcome, e.Message)
+	}
+	w.stop()
+	if at := stringAt(f.getRollout("web"), "spec", "restartAt"); at == stringAt(ro1, "spec", "restartAt") {
+		t.Errorf("watch: spec.restartAt still %q, want a later one", at)
+	}
+	now := f.waitPodsReady(2)
+	f.expectReplaced(after, now, "v2")
+
+	// paused: spec.restartAt restarts its pods all the same; it stays paused
+	f.patchRollout("web", `{"spec":{"paused":true}}`)
+	f.waitRolloutPhase("web", "Paused", 2)
+	f.patchConfigMapData("app", map[string]string{"LEVEL": "v3"})
+	doc, errOut, code = f.refreshJSON("app", "--yes", "--wait", "--timeout", "240s")
+	if code != 0 || actionsOf(doc) != "restart rollout.argoproj.io/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent {
+		t.Fatalf("paused: exit %d %+v, want the restart current\nstderr: %s", code, doc.Items, errOut)
+	}
+	paused := f.waitPodsReady(2)
+	f.expectReplaced(now, paused, "v3")
+	if p := stringAt(f.getRollout("web"), "status", "phase"); p != "Paused" {
+		t.Errorf("after the restart the Rollout is %s, want still Paused", p)
+	}
+
+	// paused, and restarted through the pod template: refused, nothing sent
+	f.patchRollout("web", `{"metadata":{"annotations":{"reloader.stakater.com/rollout-strategy":"rollout"}}}`)
+	f.patchConfigMapData("app", map[string]string{"LEVEL": "v4"})
+	gen := f.getRollout("web").GetGeneration()
+	doc, errOut, code = f.refreshJSON("app", "--yes", "--wait", "--timeout", "60s")
+	want := fmt.Sprintf(`Rollout "web" is paused: a new revision would stop at the pause; promote it (kubectl argo rollouts promote web -n %s)`, f.ns)
+	if actionsOf(doc) != "manual rollout.argoproj.io/web" || !strings.HasPrefix(doc.Items[0].Reason, want) {
+		t.Fatalf("paused, rollout strategy: exit %d %+v, want manual: %s\nstderr: %s", code, doc.Items, want, errOut)
+	}
+	t.Logf("paused, rollout strategy: exit %d, %s", code, doc.Items[0].Reason)
+	if got := f.getRollout("web").GetGeneration(); got != gen {
+		t.Errorf("the refused Rollout's spec was written (generation %d -> %d)", gen, got)
+	}
+
+	// --restart-via=evict: its pods evicted (their ReplicaSet re-creates
+	// them), the Rollout never written, paused or not
+	doc, errOut, code = f.refreshJSON("app", "--restart-via=evict", "--yes", "--wait", "--timeout", "240s")
+	if code != 0 || actionsOf(doc) != "evict rollout.argoproj.io/web" || doc.Items[0].Outcome != refresh.OutcomeCurrent || len(doc.Items[0].Evicted) != 2 {
+		t.Fatalf("evict: exit %d %+v, want both pods of the Rollout evicted, current\nstderr: %s", code, doc.Items, errOut)
+	}
+	f.expectReplaced(paused, f.waitPodsReady(2), "v4")
+	if got := f.getRollout("web").GetGeneration(); got != gen {
+		t.Errorf("--restart-via=evict wrote the Rollout's spec (generation %d -> %d)", gen, got)
+	}
+}
+
 // The controller as it is installed (deploy/controller, its own
 // ServiceAccount and ClusterRole: the rollouts rule is what lets it read
 // and patch the Rollout) beside the real Argo Rollouts controller: at its

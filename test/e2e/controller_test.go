@@ -368,6 +368,143 @@ func (f *fx) appliedRecord(deployment string) string {
 
 func isResume(e reconcile.Event) bool { return e.Kind == reconcile.EventResume }
 
+// The controller as it is installed (deploy/controller: two replicas, its
+// RBAC and nothing else), in the cluster: a volume edit is verified with no
+// restart; an unread key does nothing; the leader SIGKILLed between the
+// restart of an env consumer and its record is replaced (by the other
+// replica, or by itself restarted), and the next leader finishes it
+// without a second restart (the Reloader-annotated Deployment works as
+// is); restarted with nothing changed it does nothing. Metrics and Events
+// are checked on the way.
+func TestController(t *testing.T) {
+	t.Parallel()
+	f := newFx(t)
+	loadImage(t)
+	f.createConfigMap(configMap("app", map[string]string{"greeting": "v0", "level": "l0", "unread": "u0"}))
+	f.createAnnotatedDeployment("vol", 2, withVolumes(podSpec(withMounts(busybox("c"), mount("v", "/etc/app"))),
+		cmItemsVolume("v", "app", corev1.KeyToPath{Key: "greeting", Path: "greeting"})), map[string]string{reconcile.AnnotationWatch: "true"})
+	// env's pods are Ready 5 s after they start: a rollout of it lasts that long, and the leader is
+	// deleted while its wait for that rollout is under way
+	slow := withEnv(busybox("c"), cmEnv("LEVEL", "app", "level", nil))
+	slow.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+		InitialDelaySeconds: 5, PeriodSeconds: 1}
+	f.createAnnotatedDeployment("env", 1, podSpec(slow), map[string]string{reconcile.ReloaderAuto: "true"})
+	f.waitDeploymentSettled("vol")
+	f.waitDeploymentSettled("env")
+	// the default Lease timing: a graceful delete releases the Lease at once
+	f.deployController("controller", "-n", f.ns, "--secrets", "--debounce=1s", "--max-wait=5s", "--min-restart-interval=20s")
+	first := f.leader()
+	e := f.waitControllerEvent(first, "resumed", isResume)
+	if !strings.HasPrefix(e.Message, "0 consumers current by their record, 2 recorded for the first time") {
+		t.Errorf("first start: %s, want both Deployments recorded", e.Message)
+	}
+	if f.appliedRecord("vol") == "" || f.appliedRecord("env") == "" {
+		t.Fatalf("no record on the Deployments after the first start")
+	}
+
+	t.Log("a volume edit: the pods are verified current, nothing restarts")
+	before, _ := f.deploymentPods("vol")
+	f.patchConfigMapData("app", map[string]string{"greeting": "v1"})
+	for name := range before {
+		e := f.waitControllerEvent(first, "pod "+name+" refreshed", isResult(refresh.ActionAnnotate, "pod/"+name))
+		if e.Outcome != refresh.OutcomeCurrent {
+			t.Errorf("annotate pod/%s: %s (%s), want current", name, e.Outcome, e.Message)
+		}
+		if e.SinceChange != nil {
+			t.Logf("pod %s verified current %s after the edit", name, *e.SinceChange)
+		}
+		f.expectFile(name, "c", "/etc/app/greeting", "v1")
+	}
+	if after, restarts := f.deploymentPods("vol"); fmt.Sprint(after) != fmt.Sprint(before) || restarts != 0 {
+		t.Errorf("pods of vol: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
+	}
+	f.checkMetrics(first, `cmsync_leader 1`, `cmsync_results_total{action="annotate",outcome="current"} 2`)
+	f.checkKubeEvent("Pod", "Refreshed")
+
+	t.Log("an edit of a key no consumer reads: no action")
+	actions := func(pod string) int {
+		n := 0
+		for _, e := range f.controllerEvents(pod) {
+			if e.Kind == reconcile.EventAction {
+				n++
+			}
+		}
+		return n
+	}
+	n := actions(first)
+	f.patchConfigMapData("app", map[string]string{"unread": "u1"})
+	f.waitControllerEvent(first, "the unread key ignored", func(e reconcile.Event) bool {
+		return e.Kind == reconcile.EventIgnored && strings.Join(e.Keys, ",") == "unread"
+	})
+	time.Sleep(2 * time.Second)
+	if got := actions(first); got != n {
+		t.Errorf("%d actions after an unread key changed, want none", got-n)
+	}
+
+	t.Log("the leader SIGKILLed between its restart and its record: the next leader finishes it, one restart")
+	d0, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "env", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec0 := d0.Annotations[reconcile.AnnotationApplied]
+	f.patchConfigMapData("app", map[string]string{"level": "l1"})
+	var restartedAt string
+	f.poll("the rollout of env started", podReadyTimeout, func() (bool, error) {
+		d, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "env", metav1.GetOptions{})
+		if err == nil {
+			restartedAt = d.Spec.Template.Annotations[refresh.RestartedAtAnnotation]
+		}
+		return restartedAt != "", err
+	})
+	killed := f.sigkill(first)
+	second, e := f.resumedAfter(killed)
+	t.Logf("%s resumed after the leader %s was killed: %s", second, first, e.Message)
+	if !strings.Contains(e.Message, "1 changed since their record (checked)") {
+		t.Errorf("the new leader's resume: %q, want env changed since its record (the old leader was killed before it recorded); its log:\n%s",
+			e.Message, f.controllerLog(second))
+	}
+	f.poll("env's record updated by "+second, podReadyTimeout, func() (bool, error) { return f.appliedRecord("env") != rec0, nil })
+	f.waitDeploymentSettled("env")
+	// one restart: the restartedAt the first leader set is the one there now, two ReplicaSets, one Refreshing
+	// Event (the generation says nothing: the API server bumps a Deployment's for an annotation too)
+	d1, _ := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "env", metav1.GetOptions{})
+	rss, err := f.cs.AppsV1().ReplicaSets(f.ns).List(f.ctx, metav1.ListOptions{LabelSelector: "app=env"})
+	if got := d1.Spec.Template.Annotations[refresh.RestartedAtAnnotation]; got != restartedAt || err != nil || len(rss.Items) != 2 {
+		t.Errorf("env: restartedAt %q -> %q, %d ReplicaSets (%v); want one restart (the same restartedAt, 2 ReplicaSets)", restartedAt, got, len(rss.Items), err)
+	}
+	if n := f.kubeEventCount("Deployment", "env", "Refreshing"); n != 1 {
+		t.Errorf("%d Refreshing Events on deployment/env, want 1", n)
+	}
+	pods, _ := f.deploymentPods("env")
+	for name := range pods {
+		f.expectEnv(name, "c", "LEVEL", "l1")
+	}
+
+	t.Log("both replicas restarted with nothing changed: no action")
+	for _, p := range f.controllerPods() {
+		if err := f.cs.CoreV1().Pods(f.ctlNS()).Delete(f.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := f.leader(first, second)
+	e = f.waitControllerEvent(third, "resumed", isResume)
+	if want := "2 consumers current by their record, 0 recorded for the first time (left alone), 0 changed since their record (checked)"; e.Message != want {
+		t.Errorf("restart with nothing changed: %q, want %q", e.Message, want)
+	}
+	time.Sleep(3 * time.Second) // past a debounce
+	if got := actions(third); got != 0 {
+		t.Errorf("%d actions after a restart with nothing changed, want 0", got)
+	}
+	for _, p := range f.controllerPods() {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount != 0 {
+				t.Errorf("controller pod %s restarted %d times:\n%s", p.Name, s.RestartCount, f.controllerLog(p.Name))
+			}
+		}
+	}
+	f.flap(60*time.Second, 20*time.Second)
+}
+
 // flap edits app's level every 200 ms for d: env (its rollouts last 5 s)
 // is restarted at most d / interval + 1 times (--min-restart-interval;
 // every round, at most --max-wait 5s apart, finds it stale), and its pods

@@ -636,20 +636,9 @@ func jobsSetup(f *fx) {
 	f.waitPodsReady(2)
 }
 
-// TestMatrix runs every case of matrix() but those that wait for the
-// kubelet's own periodic sync (TestMatrixKubeletAlone runs those).
 func TestMatrix(t *testing.T) {
 	t.Parallel()
-	runMatrix(t, false)
-}
-
-// runMatrix runs the cases of matrix() whose kubeletAlone is kubeletAlone,
-// each as a parallel subtest.
-func runMatrix(t *testing.T, kubeletAlone bool) {
 	for _, c := range matrix() {
-		if c.kubeletAlone != kubeletAlone {
-			continue
-		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFx(t)
