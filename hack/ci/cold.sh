@@ -9,7 +9,7 @@
 #                                  installs them as on a fresh machine; the run puts them back
 #   KEEP=1                         keeps the temporary HOME and clone (several GB) for a look afterwards
 # Prints the wall time, the CPU time and peak RSS of the whole run, and the times of its stages as the log
-# shows them; the log (every line stamped with the seconds since the start) is kept in $LOG.
+# shows them; the log (every line stamped with the seconds since the start) is kept in $COLD_LOG.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . hack/cluster/lib.sh
@@ -21,7 +21,7 @@ case $APT in keep | purge) ;; *) die "APT=$APT: want keep (the default) or purge
 command -v /usr/bin/time >/dev/null || die "/usr/bin/time is missing: apt-get install -y time"
 
 work=$(mktemp -d /var/tmp/cmsync-cold.XXXXXX)
-LOG=${LOG:-/var/tmp/cmsync-cold-$(date -u +%Y%m%dT%H%M%SZ).log}
+COLD_LOG=${COLD_LOG:-/var/tmp/cmsync-cold-$(date -u +%Y%m%dT%H%M%SZ).log}
 cleanup() { [ -n "${KEEP:-}" ] && echo "kept: $work" || rm -rf "$work"; }
 trap cleanup EXIT
 
@@ -38,26 +38,26 @@ fi
 git clone -q --no-local . "$work/src"
 git -C "$work/src" checkout -q "$(git rev-parse HEAD)"
 mkdir -p "$work/home"
-echo "cold run of $(git rev-parse --short HEAD) in $work (HOME=$work/home), log: $LOG"
+echo "cold run of $(git rev-parse --short HEAD) in $work (HOME=$work/home), log: $COLD_LOG"
 start=$(date +%s)
 # a clean environment: HOME and PATH, Go's settings from its own go.env, nothing cached
 set +e
 env -i HOME="$work/home" PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb CI=true \
   /usr/bin/time -f 'TIME wall %e s, user %U s, system %S s, CPU %P, peak RSS %M KB' \
   bash -c 'cd "$1" && bash .ci/run' _ "$work/src" 2>&1 |
-  while IFS= read -r line; do printf '%6d %s\n' $(($(date +%s) - start)) "$line"; done >"$LOG"
+  while IFS= read -r line; do printf '%6d %s\n' $(($(date +%s) - start)) "$line"; done >"$COLD_LOG"
 rc=${PIPESTATUS[0]}
 set -e
 end=$(date +%s)
 # the stages as the log shows them: the first line of each
-stage() { grep -m1 -E "$2" "$LOG" | awk -v s="$1" '{ printf "  %-34s at %5d s\n", s, $1 }' || true; }
+stage() { grep -m1 -E "$2" "$COLD_LOG" | awk -v s="$1" '{ printf "  %-34s at %5d s\n", s, $1 }' || true; }
 echo "stages (seconds from the start):"
 stage "Debian packages installed" 'prereqs: (ok|all packages present)'
 stage "unit tests started (go test -race)" 'go test -race'
 stage "cluster started" 'cluster up. PIDs'
 stage "e2e suite started" 'go test -tags e2e ./test/e2e'
 stage "e2e suite ended" '(ok|FAIL)[[:space:]]+github.com/kubectl-cmsync/kubectl-cmsync/test/e2e'
-grep -E '^ *[0-9]+ (ok|FAIL|---) .*test/e2e' "$LOG" | tail -2 || true
-grep -E '^ *[0-9]+ TIME ' "$LOG" | sed 's/^ *[0-9]* TIME /  /' || true
-printf 'cold CI: %s, %d min %d s (exit %d); log: %s\n' "$([ "$rc" = 0 ] && echo passed || echo FAILED)" $(((end - start) / 60)) $(((end - start) % 60)) "$rc" "$LOG"
+grep -E '^ *[0-9]+ (ok|FAIL|---) .*test/e2e' "$COLD_LOG" | tail -2 || true
+grep -E '^ *[0-9]+ TIME ' "$COLD_LOG" | sed 's/^ *[0-9]* TIME /  /' || true
+printf 'cold CI: %s, %d min %d s (exit %d); log: %s\n' "$([ "$rc" = 0 ] && echo passed || echo FAILED)" $(((end - start) / 60)) $(((end - start) % 60)) "$rc" "$COLD_LOG"
 exit "$rc"
