@@ -26,8 +26,9 @@ cleanup() { [ -n "${KEEP:-}" ] && echo "kept: $work" || rm -rf "$work"; }
 trap cleanup EXIT
 
 if [ "$APT" = purge ]; then
+  # dpkg-query fails when a package is not known at all (already removed)
   # shellcheck disable=SC2086 # the list is words
-  removable=$(dpkg-query -W -f='${db:Status-Status} ${Package}\n' $COLD_PURGE 2>/dev/null | awk '$1 == "installed" { print $2 }')
+  removable=$(dpkg-query -W -f='${db:Status-Status} ${Package}\n' $COLD_PURGE 2>/dev/null | awk '$1 == "installed" { print $2 }' || true)
   echo "removing: ${removable:-nothing}"
   # shellcheck disable=SC2086
   [ -z "$removable" ] || DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $removable >/dev/null
