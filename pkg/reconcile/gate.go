@@ -33,8 +33,9 @@ type Hold struct {
 // Gate decides, action by action, which restarts and evictions go ahead:
 // with busy under way already, at most limit in all (0: no limit), none
 // that hold holds back (a workload whose previous rollout is not
-// complete, a restart paced). hold is asked last, so that it is asked only
-// of restarts that go ahead otherwise. Annotations always go ahead.
+// complete, a restart paced). A restart over the limit is held for its
+// workload's own rollout when one is under way (the hold that starts the
+// --rollout-wait clock), else for the limit. Annotations always go ahead.
 func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
 	held = map[int]Hold{}
 	restarts := busy
@@ -44,7 +45,11 @@ func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) H
 			continue
 		}
 		if limit > 0 && restarts >= limit {
-			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit)}
+			if h := hold(a.Target); h.Rollout {
+				held[i] = h
+			} else {
+				held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit)}
+			}
 			continue
 		}
 		if h := hold(a.Target); h.Reason != "" {

@@ -111,6 +111,18 @@ func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
 	if _, held := Gate(actions, 0, 0, rollout); !held[5].Stuck || len(held) != 2 {
 		t.Errorf("without a limit: held %+v, want rolling and stuck", held)
 	}
+	// over the limit, a workload whose own rollout goes on (its previous
+	// restart, counted as busy) is held for that rollout, not the limit
+	own := []refresh.Action{action(refresh.ActionRestart, "own"), action(refresh.ActionRestart, "other")}
+	_, held = Gate(own, 1, 1, func(t refresh.Target) Hold {
+		if t.Name == "own" {
+			return Hold{Reason: "the previous rollout of deployment/own is not complete", Rollout: true}
+		}
+		return Hold{}
+	})
+	if !held[0].Rollout || !strings.Contains(held[1].Reason, "--max-concurrent-restarts") {
+		t.Errorf("over the limit: held %+v, want own for its rollout and other for the limit", held)
+	}
 }
 
 func TestTrimKeepsNoSecretValue(t *testing.T) {

@@ -198,7 +198,9 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 	if len(ended) > 0 {
 		l.restarts.verified(ended)
 		l.results(ended, v.changes, nil)
-		l.recheckTimedOut(ns, l.notEditedSince(v), v.kept, ended)
+		if ctx.Err() == nil { // interrupted at the loop's end: said once, and a new leader checks it again
+			l.recheckTimedOut(ns, l.notEditedSince(v), v.kept, ended)
+		}
 		l.recordVerified(ctx, v, ended)
 	}
 	if len(v.results) == 0 {

@@ -335,3 +335,28 @@ func TestEditDuringTheRoundsWaitIsAChangeAgain(t *testing.T) {
 		t.Errorf("the first restart is never verified: %q", got)
 	}
 }
+
+// TestInterruptedCheckIsReportedOnce: a check of a handed-over restart
+// that the loop's end interrupts reports the restart once, as interrupted,
+// and leaves no change behind to be reported again as not acted on.
+func TestInterruptedCheckIsReportedOnce(t *testing.T) {
+	f := handOverFixture(t, time.Hour)
+	f.edit("b", map[string]string{"L": "2"}) // web reads L: restarted
+	f.step(3 * time.Second)
+	if got := f.said(EventAction, EventResult); strings.Join(got, "; ") != "action restart deployment/web" {
+		t.Fatalf("the round: %q, want the restart and no result yet", got)
+	}
+	f.rollingOut("web")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the loop ends while the check runs
+	f.loop.verifyHandedOver(ctx, "ns")
+	f.loop.dropPending()
+	f.loop.dropVerifications()
+	var said []string
+	for _, e := range f.events {
+		said = append(said, string(e.Kind)+" "+string(e.Outcome)+" "+e.Message)
+	}
+	if len(said) != 1 || !strings.HasPrefix(said[0], "result timeout interrupted before it was verified") {
+		t.Errorf("at the loop's end: %q, want the restart reported once, interrupted", said)
+	}
+}
