@@ -8,9 +8,10 @@
 # edits; the restarts (one per env Deployment is right); the API server's requests during the release
 # (apiserver_request_total, every client's); and the leader's RSS and CPU (its own metrics).
 #   hack/bench/release.sh                 (needs the cluster up: make cluster-up)
-#   STUCK=1: the env Deployment of namespace 0 never becomes ready after its restart (a readiness probe
-#   that passes only with the old value): its round waits for --timeout, and the figure is that of the
-#   other namespaces, to compare with a run without it; then cm-0 of namespace 0 (vol's) is edited again, and
+#   STUCK=1: the env Deployment of namespace 0 never becomes ready after its restart (its readiness probe,
+#   which it has in both runs, passes only with the old value): its restart is verified only at --timeout,
+#   and the figure is that of the other namespaces, to compare with a run without it (which prints the
+#   figure of the same namespaces too); then cm-0 of namespace 0 (vol's) is edited again, and
 #   the time until a round takes that change and vol's pods are verified current for it is printed.
 #   MAX_RESTARTS=N, WORKERS=N: the controller's --max-concurrent-restarts and --workers (unset: its
 #   defaults).
@@ -45,10 +46,13 @@ workload() {
     for j in $(seq "$3" "$4"); do echo "          - configMap: {name: cm-$j, items: [{key: key, path: cm-$j}]}"; done
   } | deployment_yaml "$1" "$2" "$PODS_PER" 'kubectl-cmsync.io/watch: "true"'
 }
-# env_patch NS STUCK: the env Deployment reads KEY of cm-99; stuck, its pods are ready only with v0
+# env_patch NS PROBE: the env Deployment reads KEY of cm-99; with PROBE (namespace 0's, in both runs, so that
+# the probes' load is the same with and without the stuck rollout) it has a readiness probe every second:
+# stuck, one that passes only with v0 (its rollout never completes); ready, one that passes with any value
 env_patch() {
-  local probe=""
-  [ "$2" = 1 ] && probe=',"readinessProbe":{"exec":{"command":["sh","-c","test \"$KEY\" = v0"]},"periodSeconds":1}'
+  local probe="" test='test -n \"$KEY\"'
+  [ "$2" = stuck ] && test='test \"$KEY\" = v0'
+  [ -n "$2" ] && probe=',"readinessProbe":{"exec":{"command":["sh","-c","'"$test"'"]},"periodSeconds":1}'
   echo '{"spec":{"template":{"spec":{"containers":[{"name":"c","env":[{"name":"KEY","valueFrom":{"configMapKeyRef":{"name":"cm-99","key":"KEY"}}}]'"$probe"'}]}}}}'
 }
 ts "deploying $((NSS * 2 * PODS_PER)) pods in $((NSS * 2)) Deployments reading $((NSS * 100)) ConfigMaps in $NSS namespaces"
@@ -57,8 +61,8 @@ for n in $(seq 0 $((NSS - 1))); do
   fresh_namespace "$ns"
   configmaps "$ns" v0 | kubectl apply --server-side --field-manager=bench-release -f - >/dev/null
   { workload "$ns" vol 0 49; workload "$ns" env 50 98; } | kubectl apply -f - >/dev/null
-  stuck=0; [ "$STUCK" = 1 ] && [ "$n" = 0 ] && stuck=1
-  kubectl -n "$ns" patch deployment env --type=strategic -p "$(env_patch "$ns" $stuck)" >/dev/null
+  probe=; [ "$n" = 0 ] && probe=ready; [ "$STUCK" = 1 ] && [ "$n" = 0 ] && probe=stuck
+  kubectl -n "$ns" patch deployment env --type=strategic -p "$(env_patch "$ns" "$probe")" >/dev/null
 done
 for n in $(seq 0 $((NSS - 1))); do
   for d in vol env; do kubectl -n cmsync-bench-rel-$n rollout status deployment/$d --timeout=900s >/dev/null; done
@@ -133,7 +137,8 @@ next_change() {
   last=$(after | awk '$1 == "result" && $2 == "annotate" && $3 == "current" {print $4}' | sort | tail -1)
   echo "the stuck namespace's next change (cm-0 edited again): taken by a round $(echo "$(date -d "$seen" +%s.%N) - $te" | bc | xargs printf '%.1f')s after the edit, vol's $PODS_PER pods verified $(echo "$(date -d "$last" +%s.%N) - $te" | bc | xargs printf '%.1f')s after it"
 }
-others='^cmsync-bench-rel-'; [ "$STUCK" = 1 ] && others='^cmsync-bench-rel-([1-9]|[0-9][0-9]+)$'
+nine='^cmsync-bench-rel-([1-9]|[0-9][0-9]+)$' # the namespaces but rel-0: those a stuck run counts
+others='^cmsync-bench-rel-'; [ "$STUCK" = 1 ] && others=$nine
 want_envs=$NSS; [ "$STUCK" = 1 ] && want_envs=$((NSS - 1))
 want=$(( want_envs * (PODS_PER + 1) )) # in the namespaces counted: every vol pod annotated, one restart of env
 cpu0=$(metric process_cpu_seconds_total) req0=$(requests)
@@ -156,6 +161,10 @@ restarts=$(kubectl -n $CTL logs "$leader" | jq -r 'select(.event=="action" and .
 echo "pods: $((NSS * 2 * PODS_PER)) in $((NSS * 2)) Deployments, $((NSS * 100)) ConfigMaps in $NSS namespaces, stuck: $STUCK, --max-concurrent-restarts ${MAX_RESTARTS:-default}, --workers ${WORKERS:-default}; $(kubectl get pods -A --no-headers | wc -l) pods in the cluster"
 echo "the edits: $(echo "$t1 - $t0" | bc | xargs printf '%.1f')s ($NSS server-side applies at once)"
 echo "to the last pod verified$( [ "$STUCK" = 1 ] && echo " (the $((NSS - 1)) other namespaces)"): $(echo "scale=2; $last / 1000000000" | bc)s from its namespace's first edit, $(echo "$(date -d "$at" +%s.%N) - $t1" | bc | xargs printf '%.1f')s from the end of the edits"
+if [ "$STUCK" = 0 ]; then
+  at9=$(kubectl -n $CTL logs "$leader" | jq -r --arg re "$nine" 'select(.event=="result" and .outcome=="current" and .action.action != "none" and (.action.target.namespace | test($re))) | .time' | sort | tail -1)
+  echo "to the last pod verified in the $((NSS - 1)) namespaces a STUCK=1 run counts (all but rel-0): $(echo "$(date -d "$at9" +%s.%N) - $t1" | bc | xargs printf '%.1f')s from the end of the edits"
+fi
 echo "restarts: $(echo "$restarts" | awk '{n += $1; if ($1 != 1) bad = bad " " $2 "x" $1} END {print n (bad ? ", more than one:" bad : ", one per env Deployment")}')"
 echo "API server requests during the release (every client's): $((req1 - req0))"
 echo "leader CPU during the release: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b - a}') s; RSS $(awk -v r="$rss" 'BEGIN {printf "%.1f", r / 1048576}') MiB"
