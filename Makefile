@@ -112,13 +112,13 @@ image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o dist/image/kubectl-cmsync ./cmd/kubectl-cmsync
 	$(GO) run ./hack/image -binary dist/image/kubectl-cmsync -tag $(IMAGE_TAG) -o dist/image/kubectl-cmsync.tar
 
-# The Kubernetes build (the first time; the longest job, so it starts first), the unit suite and the tools'
-# builds (the first time) run three at a time: one Go build alone leaves a core idle in its module downloads
-# and links, which the others fill. The e2e suite runs alone afterwards: beside a compiler, execs into containers took over their 10 s
+# The unit suite and the Kubernetes build (the first time) run side by side, then the Argo Rollouts controller's
+# build (the first time) in the first free slot: the builds' module downloads and links overlap the tests'
+# compiles. The e2e suite runs alone afterwards: beside a compiler, execs into containers took over their 10 s
 # timeout on 2 cores. release-fast checks the packaging beside them; release-check (goreleaser built from
 # source, a snapshot release) is the release step, `make release-check`.
 test:
-	$(MAKE) --no-print-directory -j3 --output-sync=target cluster-build unit release-fast argo-rollouts
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit release-fast cluster-build argo-rollouts
 	$(CLUSTER)/with-cluster.sh $(MAKE) --no-print-directory e2e
 
 test-oldest:
