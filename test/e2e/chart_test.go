@@ -98,7 +98,8 @@ func TestChart(t *testing.T) {
 			p, err := f.cs.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{})
 			return err == nil && p.Annotations[refresh.RefreshedAtAnnotation] != "", err
 		})
-		f.expectFile(name, "c", "/etc/app/greeting", "v1")
+		// the annotation comes before the kubelet's remount: the file follows it
+		f.waitFile(name, "c", "/etc/app/greeting", "v1")
 	}
 	f.checkKubeEvent("Pod", "Refreshed")
 	if after, restarts := f.deploymentPods("vol"); len(after) != len(before) || restarts != 0 {
