@@ -75,6 +75,18 @@ func (f *roundFixture) rolledOut(name string, env map[string]string) {
 	f.ex.Containers["ns/"+p.Name+"/app"] = &readtest.Container{Env: env}
 }
 
+// restartRollingOut edits a (web reads K), lets the round restart web and
+// hand the restart over, and makes its rollout under way; it returns
+// web's restartedAt.
+func (f *roundFixture) restartRollingOut() string {
+	f.t.Helper()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	first := f.restartedAt()
+	f.rollingOut("web")
+	return first
+}
+
 // said returns the events of the kinds given since the last call, as
 // "KIND ACTION TARGET OUTCOME" (actions and results) or "KIND MESSAGE",
 // and forgets every event.
@@ -188,10 +200,7 @@ func (f *roundFixture) record(name string) string {
 // change of its own), and the second change gets its one restart then.
 func TestEditWhileARestartIsPendingRestartsOncePerChange(t *testing.T) {
 	f := handOverFixture(t, time.Hour)
-	f.edit("a", map[string]string{"K": "2", "X": "x"})
-	f.step(3 * time.Second)
-	first := f.restartedAt()
-	f.rollingOut("web")
+	first := f.restartRollingOut()
 	f.edit("a", map[string]string{"K": "3", "X": "x"})
 	for range 5 {
 		f.step(3 * time.Second)
@@ -215,10 +224,7 @@ func TestEditWhileARestartIsPendingRestartsOncePerChange(t *testing.T) {
 // manual action says what to look at, as when the round waited.
 func TestHandedOverRestartTimesOutOnce(t *testing.T) {
 	f := handOverFixture(t, 2*time.Second)
-	f.edit("a", map[string]string{"K": "2", "X": "x"})
-	f.step(3 * time.Second)
-	first := f.restartedAt()
-	f.rollingOut("web")
+	first := f.restartRollingOut()
 	if got := f.said(EventResult, EventRetry); len(got) != 0 {
 		t.Fatalf("before --timeout: %q, want nothing", got)
 	}
@@ -278,10 +284,7 @@ func TestHandedOverRestartIsToldInOneRound(t *testing.T) {
 // not turned into a manual action.
 func TestTimedOutRestartLeavesTheNewerChangeAlone(t *testing.T) {
 	f := handOverFixture(t, 2*time.Second)
-	f.edit("a", map[string]string{"K": "2", "X": "x"})
-	f.step(3 * time.Second)
-	first := f.restartedAt()
-	f.rollingOut("web")
+	first := f.restartRollingOut()
 	f.edit("a", map[string]string{"K": "3", "X": "x"}) // a second change while the first restart is pending
 	f.step(3 * time.Second)
 	t.Logf("second change, rollout under way: %q", f.said(EventAction, EventResult, EventDeferred, EventRetry, EventError))
