@@ -8,8 +8,9 @@
 # edits; the restarts (one per env Deployment is right); the API server's requests during the release
 # (apiserver_request_total, every client's); and the leader's RSS and CPU (its own metrics).
 #   hack/bench/release.sh                 (needs the cluster up: make cluster-up)
-#   STUCK=1: the env Deployment of namespace 0 never becomes ready after its restart (its readiness probe,
-#   which it has in both runs, passes only with the old value): its restart is verified only at --timeout,
+#   STUCK=1: the env Deployment of namespace 0 never becomes ready after its restart (its container, which
+#   checks KEY in both runs, exits at once unless KEY is the old value, so its new pods crash-loop, as an app
+#   that rejects its new configuration does): its restart is verified only at --timeout,
 #   and the figure is that of the other namespaces, to compare with a run without it (which prints the
 #   figure of the same namespaces too); then cm-0 of namespace 0 (vol's) is edited again, and
 #   the time until a round takes that change and vol's pods are verified current for it is printed.
@@ -46,14 +47,16 @@ workload() {
     for j in $(seq "$3" "$4"); do echo "          - configMap: {name: cm-$j, items: [{key: key, path: cm-$j}]}"; done
   } | deployment_yaml "$1" "$2" "$PODS_PER" 'kubectl-cmsync.io/watch: "true"'
 }
-# env_patch NS PROBE: the env Deployment reads KEY of cm-99; with PROBE (namespace 0's, in both runs, so that
-# the probes' load is the same with and without the stuck rollout) it has a readiness probe every second:
-# stuck, one that passes only with v0 (its rollout never completes); ready, one that passes with any value
+# env_patch NS CHECK: the env Deployment reads KEY of cm-99; with CHECK (namespace 0's, in both runs, so that
+# its cost is the same with and without the stuck rollout) its container checks KEY before it sleeps: stuck,
+# it exits 1 unless KEY is v0 (the new pods crash-loop, the rollout never completes); ready, any value passes.
+# A check at start costs a crash loop's few restarts; a readiness probe every second would cost an exec a
+# second on every pod, and the stuck run's surge pods would add their own execs to the machine's load.
 env_patch() {
-  local probe="" test='test -n \"$KEY\"'
+  local cmd="" test='test -n \"$KEY\"'
   [ "$2" = stuck ] && test='test \"$KEY\" = v0'
-  [ -n "$2" ] && probe=',"readinessProbe":{"exec":{"command":["sh","-c","'"$test"'"]},"periodSeconds":1}'
-  echo '{"spec":{"template":{"spec":{"containers":[{"name":"c","env":[{"name":"KEY","valueFrom":{"configMapKeyRef":{"name":"cm-99","key":"KEY"}}}]'"$probe"'}]}}}}'
+  [ -n "$2" ] && cmd=',"command":["sh","-c","'"$test"' && exec sleep 1000000"]'
+  echo '{"spec":{"template":{"spec":{"containers":[{"name":"c","env":[{"name":"KEY","valueFrom":{"configMapKeyRef":{"name":"cm-99","key":"KEY"}}}]'"$cmd"'}]}}}}'
 }
 ts "deploying $((NSS * 2 * PODS_PER)) pods in $((NSS * 2)) Deployments reading $((NSS * 100)) ConfigMaps in $NSS namespaces"
 for n in $(seq 0 $((NSS - 1))); do
@@ -61,8 +64,8 @@ for n in $(seq 0 $((NSS - 1))); do
   fresh_namespace "$ns"
   configmaps "$ns" v0 | kubectl apply --server-side --field-manager=bench-release -f - >/dev/null
   { workload "$ns" vol 0 49; workload "$ns" env 50 98; } | kubectl apply -f - >/dev/null
-  probe=; [ "$n" = 0 ] && probe=ready; [ "$STUCK" = 1 ] && [ "$n" = 0 ] && probe=stuck
-  kubectl -n "$ns" patch deployment env --type=strategic -p "$(env_patch "$ns" "$probe")" >/dev/null
+  check=; [ "$n" = 0 ] && check=ready; [ "$STUCK" = 1 ] && [ "$n" = 0 ] && check=stuck
+  kubectl -n "$ns" patch deployment env --type=strategic -p "$(env_patch "$ns" "$check")" >/dev/null
 done
 for n in $(seq 0 $((NSS - 1))); do
   for d in vol env; do kubectl -n cmsync-bench-rel-$n rollout status deployment/$d --timeout=900s >/dev/null; done
