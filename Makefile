@@ -8,17 +8,23 @@ CLUSTER := hack/cluster
 # the admin kubeconfig of the local cluster (hack/cluster/up.sh)
 CLUSTER_KUBECONFIG = $(shell $(CLUSTER)/kubeconfig.sh)
 E2E_FLAGS ?=
+# Every build but the race detector's is static and -trimpath, as the released binary is (hack/release/image.sh):
+# go vet, the e2e suite, its plugin and image, and the release's amd64 image then share one compile of every
+# dependency in Go's build cache (cgo and -trimpath are part of each package's cache key). The race detector
+# needs cgo, so go test -race compiles its own.
+STATIC := CGO_ENABLED=0
 
 # The oldest Kubernetes version the e2e suite runs on (make test-oldest); the default version is
 # hack/cluster/lib.sh's K8S_DEFAULT_VERSION. K8S_VERSION=1.33.5 make cluster-up (with or without the v) picks
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build helm argo-rollouts unit fuzz e2e release-check release-fast image test test-oldest ci-cold demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
+.PHONY: help build helm argo-rollouts unit vet fuzz e2e release-check release-fast image test test-oldest ci-cold demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
-	@echo "unit            gofmt check, go vet, go test -race ./... (the fuzz targets' seed corpora included, the chart's"
+	@echo "vet             gofmt check, go vet (static, as the release is built)"
+	@echo "unit            vet, then go test -race ./... (the fuzz targets' seed corpora included, the chart's"
 	@echo "                lint and goldens with helm; no cluster)"
 	@echo "helm            build helm from the module proxy once into ~/.cache/kubectl-cmsync/tools (hack/tools/helm.sh)"
 	@echo "argo-rollouts   build the Argo Rollouts controller (and keep its CRDs) from the module proxy once into"
@@ -48,7 +54,7 @@ help:
 	@echo "cluster2-down   stop the second control plane"
 
 build:
-	$(GO) build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync
+	$(STATIC) $(GO) build -trimpath -o bin/kubectl-cmsync ./cmd/kubectl-cmsync
 
 # helm for the chart's tests (charts/, test/e2e): built once from the module proxy, cached by version
 helm:
@@ -59,12 +65,15 @@ helm:
 argo-rollouts:
 	@hack/tools/argo-rollouts.sh >/dev/null
 
-unit: helm
+unit: helm vet
+	$(GO) test -race ./...
+
+# gofmt and go vet: vet compiles every dependency, static (above), before release-fast's image build needs it
+vet:
 	@files=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*' -not -path './bin/*' -not -path './dist/*')); \
 	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/e2e/...
-	$(GO) test -race ./...
+	$(STATIC) $(GO) vet -trimpath ./...
+	$(STATIC) $(GO) vet -trimpath -tags e2e ./test/e2e/...
 
 # the fuzz targets, FUZZTIME each (10 s; FUZZTIME=5m make fuzz for longer). Not part of make test: their seed
 # corpora run in every go test, and the fuzzing itself costs a second toolchain and a build of every package
@@ -93,7 +102,7 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzReloadLists$$' ./pkg/reconcile
 
 e2e:
-	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(GO) test -tags e2e ./test/e2e/... -count=1 -timeout 45m $(E2E_FLAGS)
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(STATIC) $(GO) test -trimpath -tags e2e ./test/e2e/... -count=1 -timeout 45m $(E2E_FLAGS)
 
 # goreleaser, krew's validator and an offline krew install (hack/release/check.sh); tools cached by version
 release-check:
@@ -101,7 +110,7 @@ release-check:
 
 # the release's packaging without goreleaser: krew's validator on plugins/krew.yaml, the image index of both
 # architectures, the chart packaged (hack/release/fast.sh); part of make test
-release-fast: helm
+release-fast: helm vet
 	hack/release/fast.sh
 
 # the container image (the static binary in one layer, non-root; no registry, no daemon) as a tarball;

@@ -56,7 +56,7 @@ echo "stages (seconds from the start):"
 stage "Debian packages installed" 'prereqs: (ok|all packages present)'
 stage "unit tests started (go test -race)" 'go test -race'
 stage "cluster started" 'cluster up. PIDs'
-stage "e2e suite started" 'go test -tags e2e ./test/e2e'
+stage "e2e suite started" 'go test -trimpath -tags e2e ./test/e2e'
 stage "e2e suite ended" '(ok|FAIL)[[:space:]]+github.com/kubectl-cmsync/kubectl-cmsync/test/e2e'
 grep -E '^ *[0-9]+ (ok|FAIL|---) .*test/e2e' "$COLD_LOG" | tail -2 || true
 grep -E '^ *[0-9]+ TIME ' "$COLD_LOG" | sed 's/^ *[0-9]* TIME /  /' || true

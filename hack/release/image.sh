@@ -24,5 +24,5 @@ for arch in amd64 arm64; do
     -o "$out" ./cmd/kubectl-cmsync
   bins+=(-binary "$arch=$out")
 done
-go run ./hack/image "${bins[@]}" -tag "$IMAGE_REPO:$version" -layout dist/image/oci "${push[@]}"
+CGO_ENABLED=0 go run -trimpath ./hack/image "${bins[@]}" -tag "$IMAGE_REPO:$version" -layout dist/image/oci "${push[@]}"
 echo "image: $IMAGE_REPO:$version (linux/amd64, linux/arm64) in dist/image/oci${push:+, pushed}"

@@ -154,7 +154,7 @@ func loadImage(t *testing.T) {
 	bin, tarball := filepath.Join(dir, "kubectl-cmsync"), filepath.Join(dir, "image.tar")
 	for _, c := range [][]string{
 		{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/kubectl-cmsync"},
-		{"go", "run", "./hack/image", "-binary", bin, "-tag", cmsyncImage, "-o", tarball},
+		{"go", "run", "-trimpath", "./hack/image", "-binary", bin, "-tag", cmsyncImage, "-o", tarball},
 		{"hack/cluster/load-image.sh", tarball},
 	} {
 		cmd := exec.Command(c[0], c[1:]...)

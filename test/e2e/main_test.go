@@ -137,8 +137,10 @@ func setup() error {
 		return err
 	}
 	binDir = tmp
-	build := exec.Command("go", "build", "-o", filepath.Join(tmp, "kubectl-cmsync"), "./cmd/kubectl-cmsync")
+	// static and -trimpath, as released, and as loadImage builds it: one compile of the dependencies
+	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(tmp, "kubectl-cmsync"), "./cmd/kubectl-cmsync")
 	build.Dir = repoRoot
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		pluginBuildErr = fmt.Errorf("go build ./cmd/kubectl-cmsync failed: %v\n%s", err, out)
 		fmt.Fprintf(os.Stderr, "WARNING: %v\n(every status check will fail; the kubelet-side checks still run)\n", pluginBuildErr)
