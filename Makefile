@@ -8,10 +8,10 @@ CLUSTER := hack/cluster
 # the admin kubeconfig of the local cluster (hack/cluster/up.sh)
 CLUSTER_KUBECONFIG = $(shell $(CLUSTER)/kubeconfig.sh)
 E2E_FLAGS ?=
-# Every build but the race detector's is static and -trimpath, as the released binary is (hack/release/image.sh):
-# go vet, the e2e suite, its plugin and image, and the release's amd64 image then share one compile of every
-# dependency in Go's build cache (cgo and -trimpath are part of each package's cache key). The race detector
-# needs cgo, so go test -race compiles its own.
+# make test's builds but the race detector's are static and -trimpath, as the released binary is
+# (hack/release/image.sh): go vet, the e2e suite, its plugin and image, and the release's amd64 image then
+# share one compile of every dependency in Go's build cache (cgo and -trimpath are part of each package's
+# cache key). The race detector needs cgo, so go test -race compiles its own.
 STATIC := CGO_ENABLED=0
 
 # The oldest Kubernetes version the e2e suite runs on (make test-oldest); the default version is
@@ -22,7 +22,7 @@ K8S_OLDEST := 1.30.14
 .PHONY: help build helm argo-rollouts unit vet fuzz e2e release-check release-fast image test test-oldest ci-cold demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
 
 help:
-	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync"
+	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync (static, -trimpath)"
 	@echo "vet             gofmt check, go vet (static, as the release is built)"
 	@echo "unit            vet, then go test -race ./... (the fuzz targets' seed corpora included, the chart's"
 	@echo "                lint and goldens with helm; no cluster)"

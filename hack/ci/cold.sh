@@ -50,11 +50,14 @@ env -i HOME="$work/home" PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:
 rc=${PIPESTATUS[0]}
 set -e
 end=$(date +%s)
-# the stages as the log shows them: the first line of each
+# the stages as the log shows them: the first line of each. make --output-sync prints a target's lines when
+# the target ends, so the targets built side by side are seen at their ends
 stage() { grep -m1 -E "$2" "$COLD_LOG" | awk -v s="$1" '{ printf "  %-34s at %5d s\n", s, $1 }' || true; }
 echo "stages (seconds from the start):"
-stage "Debian packages installed" 'prereqs: (ok|all packages present)'
-stage "unit tests started (go test -race)" 'go test -race'
+stage "Debian packages installed (end)" 'prereqs: (ok|all packages present)'
+stage "go vet ended" 'go vet -trimpath -tags e2e'
+stage "release-fast ended" 'release-fast: passed'
+stage "go test -race ended" 'go test -race'
 stage "cluster started" 'cluster up. PIDs'
 stage "e2e suite started" 'go test -trimpath -tags e2e ./test/e2e'
 stage "e2e suite ended" '(ok|FAIL)[[:space:]]+github.com/kubectl-cmsync/kubectl-cmsync/test/e2e'
