@@ -150,10 +150,12 @@ func loadImage(t *testing.T) {
 	if imageOnce.done {
 		return
 	}
-	dir := t.TempDir()
-	bin, tarball := filepath.Join(dir, "kubectl-cmsync"), filepath.Join(dir, "image.tar")
+	if pluginBuildErr != nil {
+		t.Fatalf("the image needs the plugin, which was not built: %v", pluginBuildErr)
+	}
+	// the plugin setup built (static, as released) is the image's binary
+	bin, tarball := filepath.Join(binDir, "kubectl-cmsync"), filepath.Join(t.TempDir(), "image.tar")
 	for _, c := range [][]string{
-		{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/kubectl-cmsync"},
 		{"go", "run", "-trimpath", "./hack/image", "-binary", bin, "-tag", cmsyncImage, "-o", tarball},
 		{"hack/cluster/load-image.sh", tarball},
 	} {

@@ -137,8 +137,9 @@ func setup() error {
 		return err
 	}
 	binDir = tmp
-	// static and -trimpath, as released, and as loadImage builds it: one compile of the dependencies
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(tmp, "kubectl-cmsync"), "./cmd/kubectl-cmsync")
+	// static, -trimpath and stripped, as released: loadImage puts this binary in the image, and go vet
+	// (make vet) has compiled every dependency with the same flags
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(tmp, "kubectl-cmsync"), "./cmd/kubectl-cmsync")
 	build.Dir = repoRoot
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
