@@ -49,10 +49,17 @@ func NewRemoteExecutor(cfg *rest.Config) (*RemoteExecutor, error) {
 
 // Exec runs argv in the container without stdin or a TTY.
 func (e *RemoteExecutor) Exec(ctx context.Context, t Target, argv []string, stdout, stderr io.Writer) error {
+	return e.ExecStdin(ctx, t, argv, nil, stdout, stderr)
+}
+
+// ExecStdin runs argv in the container with stdin (nil for none) and no
+// TTY: the node reader's session reads its requests from it.
+func (e *RemoteExecutor) ExecStdin(ctx context.Context, t Target, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	req := e.client.Post().Resource("pods").Namespace(t.Namespace).Name(t.Pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
 			Container: t.Container,
 			Command:   argv,
+			Stdin:     stdin != nil,
 			Stdout:    stdout != nil,
 			Stderr:    stderr != nil,
 		}, scheme.ParameterCodec)
@@ -74,7 +81,7 @@ func (e *RemoteExecutor) Exec(ctx context.Context, t Target, argv []string, stdo
 			return err
 		}
 	}
-	return exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	return exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 }
 
 // limitWriter keeps at most n bytes and reports overflow.

@@ -73,6 +73,7 @@ func (r *Reader) takeIdle(now time.Time) []string {
 			continue
 		}
 		delete(r.pods, node)
+		rp.endSession()
 		names = append(names, rp.name)
 	}
 	return names

@@ -37,6 +37,17 @@ type readerPod struct {
 	// (idle.go). Both under Reader.mu.
 	reads    int
 	lastUsed time.Time
+	// session is the pod's open read session (session.go), under
+	// Reader.mu; nil when it has none
+	session *session
+}
+
+// endSession closes rp's session, if any; r.mu is held.
+func (rp *readerPod) endSession() {
+	if rp.session != nil {
+		rp.session.close()
+		rp.session = nil
+	}
 }
 
 // prepareWait bounds Prepare's wait for the API server to answer the
@@ -201,7 +212,8 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 	defer cancel()
 	defer context.AfterFunc(r.bg, cancel)()
 	r.sweep.Do(func() { r.removeEnded(ctx) })
-	rp.name, rp.err = r.start(ctx, node, rp.sent)
+	var s *session
+	rp.name, s, rp.err = r.start(ctx, node, rp.sent)
 	if rp.err != nil && r.bg.Err() != nil {
 		rp.err = &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}
@@ -211,6 +223,17 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 		// it started after Close listed this run's pods
 		_ = r.delete(rp.name)
 		rp.name, rp.err = "", &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
+	}
+	if se, ok := r.exec.(StdinExecutor); ok && rp.err == nil {
+		if s == nil {
+			// its exec starts while the first reads gather
+			s = r.openSession(se, rp.name, readDir)
+		}
+		rp.session, s = s, nil
+		rp.session.lastUsed = rp.lastUsed
+	}
+	if s != nil {
+		s.close()
 	}
 	close(rp.ready)
 	if rp.err != nil && !rp.prepared && r.pods[node] == rp {
@@ -241,6 +264,7 @@ func (r *Reader) forget(node, name string) {
 	r.mu.Lock()
 	if rp := r.pods[node]; rp != nil && rp.name == name {
 		delete(r.pods, node)
+		rp.endSession()
 	}
 	r.mu.Unlock()
 	r.delete(name)
@@ -259,6 +283,7 @@ func (r *Reader) Close() error {
 		if rp.name != "" {
 			names = append(names, rp.name)
 		}
+		rp.endSession()
 	}
 	r.pods = map[string]*readerPod{}
 	janitorDone := r.janitorDone
@@ -379,20 +404,41 @@ func Ended(p *corev1.Pod, now time.Time) bool {
 
 // start creates the node's reader pod and waits until it runs; a pod that
 // does not run is deleted. sent is closed once the create has been
-// answered.
-func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (string, *containerread.VerifyError) {
+// answered. With a StdinExecutor it returns the pod's session too, opened
+// as soon as the container ran (probe), or nil.
+func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (string, *session, *containerread.VerifyError) {
 	pod := ReaderPod(r.opts.Namespace, node, r.opts.Image, r.runID, r.opts.Lifetime)
 	created, err := r.client.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: version.FieldManager})
 	close(sent)
 	if err != nil {
 		r.unsure.Store(true)
-		return "", r.createError(err)
+		return "", nil, r.createError(err)
 	}
-	if verr := r.waitRunning(ctx, created.Name, node, created.ResourceVersion); verr != nil {
+	pctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
+	defer cancel()
+	running := make(chan struct{})
+	var probed <-chan *session
+	if se, ok := r.exec.(StdinExecutor); ok {
+		probed = r.probe(pctx, se, created.Name, running)
+	}
+	s, verr := r.waitRunning(ctx, created.Name, node, created.ResourceVersion, probed)
+	if verr != nil {
+		cancel()
+		if probed != nil {
+			for s := range probed {
+				if s != nil {
+					s.close()
+				}
+			}
+		}
 		_ = r.delete(created.Name)
-		return "", verr
+		return "", nil, verr
 	}
-	return created.Name, nil
+	if s == nil && probed != nil {
+		close(running)
+		s = <-probed // nil once closed, or when the probe gave up
+	}
+	return created.Name, s, nil
 }
 
 // createError says why the reader pod could not be created, and what to do.
@@ -419,8 +465,10 @@ func (r *Reader) createError(err error) *containerread.VerifyError {
 // what will not pass by itself (an image that cannot be pulled, a pod the
 // kubelet rejected) and at StartTimeout with the pod's last event. It
 // watches the pod from rv (the create's resourceVersion) and GETs it now
-// and then too: a watch that is refused or ends only slows it down.
-func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *containerread.VerifyError {
+// and then too: a watch that is refused or ends only slows it down. A
+// session that probed sends (nil: none) says the container runs before
+// the pod's status does; it is returned.
+func (r *Reader) waitRunning(ctx context.Context, name, node, rv string, probed <-chan *session) (*session, *containerread.VerifyError) {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
 	pods := r.client.CoreV1().Pods(r.opts.Namespace)
@@ -434,15 +482,15 @@ func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *contai
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			if done, verr := podStarted(p, where, r.opts.Image); done {
-				return verr
+				return nil, verr
 			}
 		} else if apierrors.IsNotFound(err) {
-			return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + " was deleted before it ran"}
+			return nil, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + " was deleted before it ran"}
 		} else if ctx.Err() == nil {
-			return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + ": " + firstLine(err.Error())}
+			return nil, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + ": " + firstLine(err.Error())}
 		}
-		if verr, done := r.nextEvent(ctx, &events, delay, name, where); done {
-			return verr
+		if s, verr, done := r.nextEvent(ctx, &events, &probed, delay, name, where); done {
+			return s, verr
 		}
 	}
 }
@@ -450,27 +498,32 @@ func (r *Reader) waitRunning(ctx context.Context, name, node, rv string) *contai
 // nextEvent waits for the next watch event of the pod (or delay, or the
 // end of ctx) and says whether the start is decided. A closed watch is
 // set to nil: the caller polls from then on.
-func (r *Reader) nextEvent(ctx context.Context, events *<-chan watch.Event, delay time.Duration, name, where string) (*containerread.VerifyError, bool) {
+func (r *Reader) nextEvent(ctx context.Context, events *<-chan watch.Event, probed *<-chan *session, delay time.Duration, name, where string) (*session, *containerread.VerifyError, bool) {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return &containerread.VerifyError{Reason: containerread.VerifyTimeout,
+			return nil, &containerread.VerifyError{Reason: containerread.VerifyTimeout,
 				Message: fmt.Sprintf("%s did not run within %s%s", where, r.opts.StartTimeout, r.lastEvent(name))}, true
 		case <-timer.C:
-			return nil, false
+			return nil, nil, false
+		case s := <-*probed:
+			*probed = nil // a nil session: the probe gave up, the status tells
+			if s != nil {
+				return s, nil, true
+			}
 		case ev, ok := <-*events:
 			if !ok {
 				*events = nil
 				continue
 			}
 			if ev.Type == watch.Deleted {
-				return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + " was deleted before it ran"}, true
+				return nil, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: where + " was deleted before it ran"}, true
 			}
 			if p, isPod := ev.Object.(*corev1.Pod); isPod {
 				if done, verr := podStarted(p, where, r.opts.Image); done {
-					return verr, true
+					return nil, verr, true
 				}
 			}
 		}

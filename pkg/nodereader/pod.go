@@ -54,6 +54,9 @@ const (
 	// pod's start by the kubelet's wait for its volumes to be mounted,
 	// polled every 300 ms.
 	scratchDir = "/dev/shm/cmsync"
+	// readDir is the node script's scratch directory: one read runs per
+	// node at a time (batch.go), so one directory serves
+	readDir = scratchDir + "/read"
 	// containerName is the reader container's name.
 	containerName = "reader"
 )

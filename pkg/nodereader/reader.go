@@ -132,8 +132,7 @@ func (r *Reader) RunID() string { return r.runID }
 func (r *Reader) ReadContainers(ctx context.Context, reqs []containerread.Request, o containerread.Options) []*containerread.Verified {
 	out := make([]*containerread.Verified, len(reqs))
 	fallback := make([]bool, len(reqs))
-	// one read runs per node at a time (batch.go): one directory serves
-	dir := scratchDir + "/read"
+	dir := readDir
 	nodes, failed := batchByNode(reqs, dir)
 	for i, err := range failed {
 		out[i] = &containerread.Verified{Err: err}
@@ -214,7 +213,7 @@ func (r *Reader) readOn(ctx context.Context, nr *nodeBatch, dir string, o contai
 // read failed because the pod no longer runs.
 func (r *Reader) attempt(ctx context.Context, rp *readerPod, nr *nodeBatch, dir string, o containerread.Options) (*nodeResult, *containerread.VerifyError, bool) {
 	defer r.release(rp)
-	got, verr := r.execNode(ctx, rp.name, nr, dir, o)
+	got, verr := r.execNode(ctx, rp, nr, dir, o)
 	return got, verr, verr != nil && !r.running(rp.name)
 }
 
@@ -271,16 +270,19 @@ func (r *Reader) fallBack(ctx context.Context, node string, jobs []*job) {
 	}
 }
 
-// execNode runs the node script in the reader pod and parses its output.
-func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeBatch, dir string, o containerread.Options) (*nodeResult, *containerread.VerifyError) {
-	maxBytes := o.MaxBytes
-	if maxBytes < 0 {
-		maxBytes = 0
-	}
+// execNode reads the node through the reader pod rp: through its session
+// when the Executor takes a stdin, else by one exec of the node script.
+func (r *Reader) execNode(ctx context.Context, rp *readerPod, nr *nodeBatch, dir string, o containerread.Options) (*nodeResult, *containerread.VerifyError) {
+	maxBytes := max(o.MaxBytes, 0)
 	// one read serves many containers: its timeout grows with them
 	timeout := o.Timeout
 	if timeout > 0 {
 		timeout += time.Duration(len(nr.containers)) * 100 * time.Millisecond
+	}
+	if se, ok := r.exec.(StdinExecutor); ok {
+		if got, verr, sent := r.sessionRead(ctx, se, rp, nr, dir, maxBytes, timeout); sent {
+			return got, verr
+		}
 	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
@@ -289,23 +291,43 @@ func (r *Reader) execNode(ctx context.Context, pod string, nr *nodeBatch, dir st
 	defer cancel()
 	n1, n2 := containerread.NewNonce(), containerread.NewNonce()
 	var stdout, stderr bytes.Buffer
-	err := r.exec.Exec(cctx, containerread.Target{Namespace: r.opts.Namespace, Pod: pod, Container: containerName}, nodeArgv(nr, dir, r.opts.KubeletRootDir, maxBytes, n1, n2), &stdout, &stderr)
+	err := r.exec.Exec(cctx, containerread.Target{Namespace: r.opts.Namespace, Pod: rp.name, Container: containerName}, nodeArgv(nr, dir, r.opts.KubeletRootDir, maxBytes, n1, n2), &stdout, &stderr)
 	if err == nil && cctx.Err() != nil {
 		err = cctx.Err()
 	}
-	no, perr := parseNodeOutput(stdout.Bytes(), n2)
-	if perr == nil {
-		var obs *containerread.Verified
-		if obs, perr = parsePaths(no.rest, n1, n2, nr.paths, maxBytes); perr == nil {
-			return &nodeResult{no: no, obs: obs}, nil
-		}
+	got, perr := parseRead(stdout.Bytes(), n1, n2, nr.paths, maxBytes)
+	switch {
+	case perr == nil:
+		return got, nil
+	case err != nil:
+		return nil, classify(cctx, r.opts.Namespace, rp.name, err, stderr.Bytes())
 	}
+	return nil, unexpectedOutput(r.opts.Namespace, rp.name, perr)
+}
+
+// parseRead parses the output of one run of the node script.
+func parseRead(out []byte, n1, n2 string, paths []string, maxBytes int64) (*nodeResult, error) {
+	no, err := parseNodeOutput(out, n2)
 	if err != nil {
-		ve := containerread.ClassifyExecError(cctx, err, stderr.Bytes())
-		ve.Message = "node reader " + r.opts.Namespace + "/" + pod + ": " + ve.Message
-		return nil, ve
+		return nil, err
 	}
-	return nil, &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: fmt.Sprintf("node reader %s/%s: unexpected output (%v)", r.opts.Namespace, pod, perr)}
+	obs, err := parsePaths(no.rest, n1, n2, paths, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &nodeResult{no: no, obs: obs}, nil
+}
+
+// classify says why a read of the reader pod failed.
+func classify(ctx context.Context, namespace, pod string, err error, stderr []byte) *containerread.VerifyError {
+	ve := containerread.ClassifyExecError(ctx, err, stderr)
+	ve.Message = "node reader " + namespace + "/" + pod + ": " + ve.Message
+	return ve
+}
+
+// unexpectedOutput is the failure of a read whose output did not parse.
+func unexpectedOutput(namespace, pod string, perr error) *containerread.VerifyError {
+	return &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: fmt.Sprintf("node reader %s/%s: unexpected output (%v)", namespace, pod, perr)}
 }
 
 // parsePaths parses what the node script showed of the paths: a tar (T,

@@ -81,9 +81,11 @@ for f in $(grep -lsx kubelet /proc/[0-9]*/comm); do
   host "$f" && { kp=${f#/proc/}; break; }
 done
 # the processes of the requested containers, by the first pod cgroup line of
-# each (cgroup v1 lists one per hierarchy), oldest first
+# each (cgroup v1 lists one per hierarchy), oldest first; grep -F keeps the
+# lines that name a requested ID, so that the loop sees those alone
 sf() { pp=$2 sa=${20}; }
-grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup | while IFS= read -r l; do
+printf '%s\n' $ids >"$d/ids"
+grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup | grep -F -f "$d/ids" | while IFS= read -r l; do
   c=${l##*/} c=${c%.scope} c=${c##*-}
   case $ids in *" $c "*) ;; *) continue;; esac
   p=${l#/proc/} p=${p%%/*}

@@ -2,7 +2,6 @@ package refresh
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -28,8 +27,20 @@ type ClusterVerifier struct {
 	// PodSelector is the user's -l: pods outside it are never touched.
 	PodSelector string
 
-	batches coalesce.Keyed[string, *podJob] // VerifyPod's, by namespace
-	gather  sync.Once                       // sets batches.Gather and Ready
+	batches coalesce.Keyed[batchKey, *podJob] // VerifyPod's, by namespace
+	gather  sync.Once                         // sets batches.Gather and Ready
+
+	mu sync.Mutex
+	// listed holds, by namespace, the pods listed while the batch waited
+	// for the readers (awaitReaders), for that batch alone
+	listed map[string][]corev1.Pod
+}
+
+// batchKey is a queue of VerifyPod's batches: a namespace, and whether its
+// batches read sibling Secrets.
+type batchKey struct {
+	namespace string
+	secrets   bool
 }
 
 // VerifyPods implements Verifier.
@@ -82,13 +93,73 @@ func (c *ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, 
 		if pr, ok := c.Verify.Reader.(containerread.Preparer); ok {
 			// the pods due while the prepared readers start are read
 			// together once they run
-			c.batches.Ready = func(ctx context.Context, _ string) { pr.AwaitPrepared(ctx) }
+			c.batches.Ready = func(ctx context.Context, k batchKey) { c.awaitReaders(ctx, pr, k.namespace) }
 		}
 	})
 	// a batch reads sibling Secrets only if all of its pods may
-	key := fmt.Sprintf("%s/%v", namespace, inspect.NamesSecret(objects))
+	key := batchKey{namespace: namespace, secrets: inspect.NamesSecret(objects)}
 	c.batches.Do(ctx, key, j, func(ctx context.Context, jobs []*podJob) { c.verifyBatch(ctx, namespace, jobs) })
 	return j.items, j.err
+}
+
+// readersStarting is how soon AwaitPrepared returns when the readers
+// already run.
+const readersStarting = 10 * time.Millisecond
+
+// awaitReaders waits for the readers the refresh prepared. While they
+// start, it lists the namespace's pods, for the batch taken next: under
+// load a LIST of a few hundred pods takes as long as a read of the node,
+// and it then runs beside the readers' start rather than after it. The
+// pods' specs and container IDs are what the batch takes from the list,
+// and a patch does not change them; the read of the node comes after the
+// wait, after every patch the batch verifies.
+func (c *ClusterVerifier) awaitReaders(ctx context.Context, pr containerread.Preparer, namespace string) {
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		pr.AwaitPrepared(ctx)
+	}()
+	select {
+	case <-ready:
+		return
+	case <-time.After(readersStarting):
+	}
+	list, err := c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: c.PodSelector})
+	<-ready
+	if err != nil {
+		return // the batch lists them itself
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listed == nil {
+		c.listed = map[string][]corev1.Pod{}
+	}
+	c.listed[namespace] = list.Items
+}
+
+// takeListed returns the named pods of the namespace listed by
+// awaitReaders, once; ok is false when there is no such list or a named
+// pod is not in it (created since: the batch reads afresh).
+func (c *ClusterVerifier) takeListed(namespace string, names []string) (pods []corev1.Pod, ok bool) {
+	c.mu.Lock()
+	list, found := c.listed[namespace]
+	delete(c.listed, namespace)
+	c.mu.Unlock()
+	if !found {
+		return nil, false
+	}
+	byName := map[string]*corev1.Pod{}
+	for i := range list {
+		byName[list[i].Name] = &list[i]
+	}
+	for _, n := range names {
+		p := byName[n]
+		if p == nil {
+			return nil, false
+		}
+		pods = append(pods, *p)
+	}
+	return pods, true
 }
 
 // MergesPodReads tells Wait whether concurrent VerifyPod calls are merged
@@ -137,9 +208,12 @@ func (c *ClusterVerifier) tryBatch(ctx context.Context, namespace string, jobs [
 	for i, j := range jobs {
 		names[i] = j.pod
 	}
-	pods, err := c.getPods(ctx, namespace, names)
-	if err != nil {
-		return err
+	pods, listed := c.takeListed(namespace, names)
+	if !listed {
+		var err error
+		if pods, err = c.getPods(ctx, namespace, names); err != nil {
+			return err
+		}
 	}
 	asked, objects := askedBy(jobs, pods)
 	if len(objects) == 0 {

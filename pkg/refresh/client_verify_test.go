@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
@@ -140,12 +142,22 @@ func (p *preparingReader) ReadContainers(ctx context.Context, reqs []containerre
 
 // TestVerifyPodWaitsForThePreparedReaders: the pods due while the readers
 // a refresh prepared are starting are read together once they run: one
-// read, not a first for the earliest pod and a second for the rest.
+// read, not a first for the earliest pod and a second for the rest. Their
+// pods are listed while the readers start, not after, and that list serves
+// that batch alone.
 func TestVerifyPodWaitsForThePreparedReaders(t *testing.T) {
 	const n = 10
 	objs, ex := podsOnOneNode(n, func(int) string { return "new" })
 	reader := &preparingReader{ExecReader: containerread.ExecReader{Executor: ex, Concurrency: 4}, ready: make(chan struct{}), entered: make(chan struct{}, 1)}
-	v := &ClusterVerifier{Client: fake.NewClientset(objs...), Executor: ex, Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Reader: reader}}
+	cs := fake.NewClientset(objs...)
+	var podReqs atomic.Int32
+	cs.PrependReactor("*", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() == "get" || a.GetVerb() == "list" {
+			podReqs.Add(1)
+		}
+		return false, nil, nil
+	})
+	v := &ClusterVerifier{Client: cs, Executor: ex, Verify: inspect.VerifyOptions{MaxBytes: 1 << 20, Concurrency: 4, ExecTimeout: 5 * time.Second, Reader: reader}}
 	key := []inspect.ObjectKey{{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "cfg"}}
 	var wg sync.WaitGroup
 	verify := func(i int) {
@@ -169,9 +181,15 @@ func TestVerifyPodWaitsForThePreparedReaders(t *testing.T) {
 		verify(i)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for v.batches.Queued("ns/false") < n-1 {
+	for v.batches.Queued(batchKey{namespace: "ns"}) < n-1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d pods queued while the readers start", v.batches.Queued("ns/false"), n-1)
+			t.Fatalf("%d of %d pods queued while the readers start", v.batches.Queued(batchKey{namespace: "ns"}), n-1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for podReqs.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pods were not listed while the readers start")
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -179,5 +197,13 @@ func TestVerifyPodWaitsForThePreparedReaders(t *testing.T) {
 	wg.Wait()
 	if len(reader.reads) != 1 || reader.reads[0] != n {
 		t.Fatalf("reads of %v containers, want one read of all %d", reader.reads, n)
+	}
+	if k := podReqs.Load(); k != 1 {
+		t.Fatalf("%d reads of the pods for the batch, want the one list made while the readers started", k)
+	}
+	verify(0)
+	wg.Wait()
+	if k := podReqs.Load(); k != 2 {
+		t.Fatalf("%d reads of the pods after a second batch, want it to read its pod afresh", k)
 	}
 }

@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/rbacaudit"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/nodereader"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -427,4 +429,58 @@ func TestNodeReaderAutoFallsBackToExec(t *testing.T) {
 	expectStates(t, rep, "web", map[inspect.Mode][]inspect.State{
 		inspect.ModeVolume: {inspect.StateInSync}, inspect.ModeSubPath: {inspect.StateCurrent}, inspect.ModeEnv: {inspect.StateCurrent}})
 	f.expectNoReaderPods("--reader=auto in a baseline namespace")
+}
+
+// TestNodeReaderOneExecPerReaderPod: the node reader makes every read of a
+// node through one exec into its reader pod, kept open (a session): a
+// watch that verifies two edits, each round reading the node before and
+// after its refresh, leaves one exec per reader pod in the API server's
+// audit log, and each edit's pods verified current with the value of that
+// edit.
+func TestNodeReaderOneExecPerReaderPod(t *testing.T) {
+	t.Parallel()
+	logPath := auditLogPath(t)
+	f := newFx(t)
+	f.createConfigMap(configMap("cfg", map[string]string{"a": "1"}))
+	const n = 3
+	for i := range n {
+		f.createPod(pod(fmt.Sprintf("p%d", i), withVolumes(podSpec(withMounts(busybox("c"), mount("cfg", "/etc/cfg"))), cmVolume("cfg", "cfg"))))
+	}
+	f.waitPodsReady(n)
+	kc := f.saKubeconfig("sessions", nil, "admin")
+	t0 := time.Now()
+	w := f.startWatch(append([]string{"--kubeconfig", kc, "--debounce", "1s"}, f.readerFlags()...)...)
+	current := func(e reconcile.Event) bool {
+		return e.Kind == reconcile.EventResult && e.Action != nil && e.Action.Action == refresh.ActionAnnotate && e.Outcome == refresh.OutcomeCurrent
+	}
+	for round, v := range []string{"2", "3"} {
+		f.patchConfigMapData("cfg", map[string]string{"a": v})
+		f.poll("edit "+v+": every pod verified current", podReadyTimeout, func() (bool, error) {
+			return w.count(current) >= n*(round+1), nil
+		})
+		for i := range n {
+			if got, err := f.readFile(fmt.Sprintf("p%d", i), "c", "/etc/cfg/a"); err != nil || got != v {
+				t.Fatalf("p%d was verified current with a=%q in the container (%v), want %q", i, got, err, v)
+			}
+		}
+	}
+	w.stop()
+	execs := map[string]int{}
+	for _, e := range auditEvents(t, logPath, rbacaudit.Username(f.ns, "sessions"), t0) {
+		if r := e.ObjectRef; r != nil && r.Resource == "pods" && r.Subresource == "exec" {
+			if !strings.HasPrefix(r.Name, "cmsync-reader-") {
+				t.Errorf("an exec into %s/%s, not a reader pod", r.Namespace, r.Name)
+			}
+			execs[r.Name]++
+		}
+	}
+	if len(execs) == 0 {
+		t.Fatal("no exec into a reader pod in the audit log")
+	}
+	for name, k := range execs {
+		if k != 1 {
+			t.Errorf("%d execs into reader pod %s, want 1: its reads go through one session", k, name)
+		}
+	}
+	f.expectNoReaderPods("the watch")
 }
