@@ -414,7 +414,7 @@ func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (st
 		r.unsure.Store(true)
 		return "", nil, r.createError(err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
+	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	running := make(chan struct{})
 	var probed <-chan *session
@@ -422,21 +422,26 @@ func (r *Reader) start(ctx context.Context, node string, sent chan struct{}) (st
 		probed = r.probe(pctx, se, created.Name, running)
 	}
 	s, verr := r.waitRunning(ctx, created.Name, node, created.ResourceVersion, probed)
-	if verr != nil {
+	if s == nil && verr == nil {
+		// the status came first: the probe's session, under way or tried
+		// at once, has probeGrace to greet
+		close(running)
+		defer time.AfterFunc(probeGrace, cancel).Stop()
+	} else {
 		cancel()
-		if probed != nil {
-			for s := range probed {
-				if s != nil {
-					s.close()
-				}
+	}
+	if probed != nil {
+		for ps := range probed {
+			if ps != nil && s == nil && verr == nil {
+				s = ps
+			} else if ps != nil {
+				ps.close()
 			}
 		}
+	}
+	if verr != nil {
 		_ = r.delete(created.Name)
 		return "", nil, verr
-	}
-	if s == nil && probed != nil {
-		close(running)
-		s = <-probed // nil once closed, or when the probe gave up
 	}
 	return created.Name, s, nil
 }

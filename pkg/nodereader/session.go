@@ -22,9 +22,9 @@ import (
 // busy one, where the script's own work is a few milliseconds. A wait reads
 // the pods of a node again and again until the kubelet has remounted them,
 // so the reader keeps one exec open per reader pod instead, a session,
-// opened as soon as the pod runs: its script waits for requests on its
-// stdin and runs the node script once per request, with the request's
-// arguments. It ends with its stdin, or after sessionIdleLimit without a
+// opened as soon as the pod's container runs (probe): its script waits for
+// requests on its stdin and runs the node script once per request, with
+// the request's arguments. It ends with its stdin, or after sessionIdleLimit without a
 // request (a client that died).
 //
 // A request is lines: "r", the two nonces, the max bytes, the number of
@@ -111,8 +111,8 @@ type session struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed once the exec has returned, err set
 	err    error
-	// lastUsed is when a read last asked it, served whether a read has
-	// succeeded through it (both under Reader.mu)
+	// lastUsed is when a read last asked it (or it was opened), served
+	// whether a read has succeeded through it (both under Reader.mu)
 	lastUsed time.Time
 	served   bool
 }
@@ -316,7 +316,7 @@ func (r *Reader) sessionFor(se StdinExecutor, rp *readerPod, dir string) (*sessi
 	now := r.opts.Clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s := rp.session; s != nil && !s.ended() && (!s.served || now.Sub(s.lastUsed) < sessionReuse) {
+	if s := rp.session; s != nil && !s.ended() && now.Sub(s.lastUsed) < sessionReuse {
 		s.lastUsed = now
 		return s, s.served
 	}
@@ -358,19 +358,24 @@ func stderrNote(b []byte) string {
 	return ""
 }
 
-// probeInterval is the pause between two sessions tried on a reader pod
-// that is starting.
-const probeInterval = 150 * time.Millisecond
+const (
+	// probeInterval is the pause between two sessions tried on a reader
+	// pod that is starting.
+	probeInterval = 150 * time.Millisecond
+	// probeGrace is how long the probe may still open its session once
+	// the pod's status says it runs; after it, the session is opened anew.
+	probeGrace = time.Second
+)
 
 // probe opens sessions on the new reader pod name until one greets, sends
-// it (nil when it gives up) and closes the channel. The kubelet finds the
-// container of an exec through the runtime itself, so an exec succeeds as
-// soon as the container runs: up to a second before the pod's status says
-// so (the kubelet relists its containers once a second), and the session
-// is open by then. A session that fails for another reason than a
-// container not running yet ends the probe (the first read reports it).
-// Once running is closed (the pod's status says it runs) the probe tries
-// again at once, at most three times.
+// it (nil when it gives up or ctx ends) and closes the channel. The kubelet
+// finds the container of an exec through the runtime itself, so an exec
+// succeeds as soon as the container runs: up to a second before the pod's
+// status says so (the kubelet relists its containers once a second), and
+// the session is open by then. A session that fails for another reason
+// than a container not running yet ends the probe (the pod's status and
+// the first read report it). Once running is closed (the status says the
+// pod runs) it tries again without a pause.
 func (r *Reader) probe(ctx context.Context, se StdinExecutor, name string, running <-chan struct{}) <-chan *session {
 	out := make(chan *session, 1)
 	go func() {
@@ -381,7 +386,6 @@ func (r *Reader) probe(ctx context.Context, se StdinExecutor, name string, runni
 }
 
 func (r *Reader) probeLoop(ctx context.Context, se StdinExecutor, name string, running <-chan struct{}) *session {
-	left := -1 // the attempts left once running is closed
 	for {
 		s := r.openSession(se, name, readDir)
 		select {
@@ -396,28 +400,14 @@ func (r *Reader) probeLoop(ctx context.Context, se StdinExecutor, name string, r
 		if s.err == nil || containerread.ClassifyExecError(ctx, s.err, s.stderr.Bytes()).Reason != containerread.VerifyNotRunning {
 			return nil
 		}
-		select {
-		case <-running:
-			if left < 0 {
-				left = 3
-			}
-		default:
-		}
-		if left == 0 {
-			return nil
-		}
-		if left > 0 {
-			left--
-			continue
-		}
 		t := time.NewTimer(probeInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
 		case <-running:
+			t.Stop()
 		case <-t.C:
 		}
-		t.Stop()
 	}
 }
