@@ -15,7 +15,7 @@ import (
 // from the cluster (container IDs, paths) is an argument, never script
 // text; container IDs are checked to be hex before they are passed. It
 // forks a handful of processes whatever the number of pods: one grep over
-// every process's cgroup, one sort, one tar of every path, a few to find
+// every process's cgroup and one keeping the requested IDs, one sort, one tar of every path, a few to find
 // the runtimes' state directories, and one cat per environment asked for.
 //
 // It finds, through hostPID, each requested container's main process: the

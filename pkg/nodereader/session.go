@@ -64,6 +64,7 @@ read -t 1 x </dev/null 2>/dev/null
 [ $? -eq 1 ] && t="-t $to"
 while IFS= read -r $t l && [ "$l" = r ]; do
   IFS= read -r a1 && IFS= read -r a2 && IFS= read -r sm && IFS= read -r snc && IFS= read -r snp || exit 2
+  case $sm$snc$snp in ''|*[!0-9]*) exit 2;; esac
   set -- "$sd" "$srd" "$svs" "$sm" "$a1" "$a2" "$snc"
   i=$((snc*2))
   while [ "$i" -gt 0 ]; do IFS= read -r a || exit 2; set -- "$@" "$a"; i=$((i-1)); done
@@ -72,7 +73,7 @@ while IFS= read -r $t l && [ "$l" = r ]; do
   while [ "$i" -gt 0 ]; do IFS= read -r a || exit 2; set -- "$@" "$a"; i=$((i-1)); done
   (
 ` + nodeScript + `
-  )
+  ) </dev/null
   printf '%s\0' Z "$n3" "$?"
 done
 `
@@ -111,10 +112,19 @@ type session struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed once the exec has returned, err set
 	err    error
-	// lastUsed is when a read last asked it (or it was opened), served
-	// whether a read has succeeded through it (both under Reader.mu)
+	// lastUsed is when a read last asked it, or it was opened (under
+	// Reader.mu)
 	lastUsed time.Time
-	served   bool
+}
+
+// greeted tells whether the session's script has started.
+func (s *session) greeted() bool {
+	select {
+	case <-s.out.greeted:
+		return true
+	default:
+		return false
+	}
 }
 
 // startSession opens a session on the reader pod. It ends with bg, or
@@ -154,6 +164,7 @@ func (s *session) close() {
 // ctx) closes the session: its output would come to the next read, which
 // must see the node as it is after it was asked.
 func (s *session) read(ctx context.Context, req []byte, timeout time.Duration) (frame, error) {
+	s.stderr.reset() // what this read prints on stderr, not an earlier one
 	// fails only once the exec has ended, which done reports
 	go func() { _, _ = s.in.Write(req) }()
 	var expired <-chan time.Time
@@ -269,6 +280,12 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (b *boundedBuffer) reset() {
+	b.mu.Lock()
+	b.buf.Reset()
+	b.mu.Unlock()
+}
+
 func (b *boundedBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -277,8 +294,9 @@ func (b *boundedBuffer) Bytes() []byte {
 
 // sessionRead reads nr through rp's session, opening one when it has
 // none (or it has ended, or was unused for sessionReuse). A session that
-// has served reads and fails is replaced once: the stream may have broken
-// while it was idle. ok is false when nr cannot be sent as a request.
+// had greeted and fails is replaced once, for the same read: the stream
+// may have broken while it was idle. ok is false when nr cannot be sent as
+// a request.
 func (r *Reader) sessionRead(ctx context.Context, se StdinExecutor, rp *readerPod, nr *nodeBatch, dir string, maxBytes int64, timeout time.Duration) (got *nodeResult, verr *containerread.VerifyError, ok bool) {
 	n1, n2 := containerread.NewNonce(), containerread.NewNonce()
 	req, ok := sessionRequest(nr, maxBytes, n1, n2)
@@ -286,11 +304,12 @@ func (r *Reader) sessionRead(ctx context.Context, se StdinExecutor, rp *readerPo
 		return nil, nil, false
 	}
 	for attempt := 0; ; attempt++ {
-		s, served := r.sessionFor(se, rp, dir)
+		s := r.sessionFor(se, rp, dir)
+		greeted := s.greeted()
 		f, err := s.read(ctx, req, timeout)
 		if err != nil {
 			r.dropSession(rp, s)
-			if served && attempt == 0 && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			if greeted && attempt == 0 && ctx.Err() == nil && r.bg.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 				continue
 			}
 			return nil, r.sessionError(ctx, rp.name, s, err), true
@@ -303,27 +322,24 @@ func (r *Reader) sessionRead(ctx context.Context, se StdinExecutor, rp *readerPo
 			}
 			return nil, unexpectedOutput(r.opts.Namespace, rp.name, perr), true
 		}
-		r.mu.Lock()
-		s.served = true
-		r.mu.Unlock()
 		return got, nil, true
 	}
 }
 
 // sessionFor returns rp's session, opening one when it has none fit to
-// use; served: it has served a read before.
-func (r *Reader) sessionFor(se StdinExecutor, rp *readerPod, dir string) (*session, bool) {
+// use.
+func (r *Reader) sessionFor(se StdinExecutor, rp *readerPod, dir string) *session {
 	now := r.opts.Clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s := rp.session; s != nil && !s.ended() && now.Sub(s.lastUsed) < sessionReuse {
 		s.lastUsed = now
-		return s, s.served
+		return s
 	}
 	rp.endSession()
 	rp.session = r.openSession(se, rp.name, dir)
 	rp.session.lastUsed = now
-	return rp.session, false
+	return rp.session
 }
 
 // openSession starts a session on the reader pod name.
@@ -359,9 +375,14 @@ func stderrNote(b []byte) string {
 }
 
 const (
-	// probeInterval is the pause between two sessions tried on a reader
-	// pod that is starting.
-	probeInterval = 150 * time.Millisecond
+	// probeInterval is the first pause between two sessions tried on a
+	// reader pod that is starting; it grows by half each time, up to
+	// probeMaxInterval, and the probe stops after probeFor (a pod whose
+	// image is pulled starts in its own time, which the status tells).
+	// Each refused try is two requests: WebSocket, then SPDY.
+	probeInterval    = 150 * time.Millisecond
+	probeMaxInterval = time.Second
+	probeFor         = 10 * time.Second
 	// probeGrace is how long the probe may still open its session once
 	// the pod's status says it runs; after it, the session is opened anew.
 	probeGrace = time.Second
@@ -386,7 +407,9 @@ func (r *Reader) probe(ctx context.Context, se StdinExecutor, name string, runni
 }
 
 func (r *Reader) probeLoop(ctx context.Context, se StdinExecutor, name string, running <-chan struct{}) *session {
-	for {
+	ctx, cancel := context.WithTimeout(ctx, probeFor)
+	defer cancel()
+	for pause := probeInterval; ; pause = min(pause*3/2, probeMaxInterval) {
 		s := r.openSession(se, name, readDir)
 		select {
 		case <-s.out.greeted:
@@ -400,7 +423,7 @@ func (r *Reader) probeLoop(ctx context.Context, se StdinExecutor, name string, r
 		if s.err == nil || containerread.ClassifyExecError(ctx, s.err, s.stderr.Bytes()).Reason != containerread.VerifyNotRunning {
 			return nil
 		}
-		t := time.NewTimer(probeInterval)
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -31,9 +31,9 @@ type ClusterVerifier struct {
 	gather  sync.Once                         // sets batches.Gather and Ready
 
 	mu sync.Mutex
-	// listed holds, by namespace, the pods listed while the batch waited
-	// for the readers (awaitReaders), for that batch alone
-	listed map[string][]corev1.Pod
+	// listed holds, by queue, the pods listed while its batch waited for
+	// the readers (awaitReaders), for that batch alone
+	listed map[batchKey][]corev1.Pod
 }
 
 // batchKey is a queue of VerifyPod's batches: a namespace, and whether its
@@ -93,38 +93,43 @@ func (c *ClusterVerifier) VerifyPod(ctx context.Context, namespace, pod string, 
 		if pr, ok := c.Verify.Reader.(containerread.Preparer); ok {
 			// the pods due while the prepared readers start are read
 			// together once they run
-			c.batches.Ready = func(ctx context.Context, k batchKey) { c.awaitReaders(ctx, pr, k.namespace) }
+			c.batches.Ready = func(ctx context.Context, k batchKey) { c.awaitReaders(ctx, pr, k) }
 		}
 	})
 	// a batch reads sibling Secrets only if all of its pods may
 	key := batchKey{namespace: namespace, secrets: inspect.NamesSecret(objects)}
-	c.batches.Do(ctx, key, j, func(ctx context.Context, jobs []*podJob) { c.verifyBatch(ctx, namespace, jobs) })
+	c.batches.Do(ctx, key, j, func(ctx context.Context, jobs []*podJob) { c.verifyBatch(ctx, key, jobs) })
 	return j.items, j.err
 }
 
-// readersStarting is how soon AwaitPrepared returns when the readers
-// already run.
+// readersStarting is how often awaitReaders looks at the readers and the
+// queue while the readers start.
 const readersStarting = 10 * time.Millisecond
 
 // awaitReaders waits for the readers the refresh prepared. While they
-// start, it lists the namespace's pods, for the batch taken next: under
-// load a LIST of a few hundred pods takes as long as a read of the node,
-// and it then runs beside the readers' start rather than after it. The
-// pods' specs and container IDs are what the batch takes from the list,
-// and a patch does not change them; the read of the node comes after the
-// wait, after every patch the batch verifies.
-func (c *ClusterVerifier) awaitReaders(ctx context.Context, pr containerread.Preparer, namespace string) {
+// start, once more pods are queued than a batch would GET one by one
+// (podListAbove), it lists the namespace's pods for the batch taken next:
+// under load a LIST of a few hundred pods takes as long as a read of the
+// node, and it then runs beside the readers' start rather than after it.
+// The pods' specs and container IDs are what the batch takes from the
+// list, and a patch does not change them; the read of the node comes after
+// the wait, after every patch the batch verifies.
+func (c *ClusterVerifier) awaitReaders(ctx context.Context, pr containerread.Preparer, k batchKey) {
 	ready := make(chan struct{})
 	go func() {
 		defer close(ready)
 		pr.AwaitPrepared(ctx)
 	}()
-	select {
-	case <-ready:
-		return
-	case <-time.After(readersStarting):
+	tick := time.NewTicker(readersStarting)
+	defer tick.Stop()
+	for c.batches.Queued(k) <= podListAbove {
+		select {
+		case <-ready:
+			return
+		case <-tick.C:
+		}
 	}
-	list, err := c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: c.PodSelector})
+	list, err := c.Client.CoreV1().Pods(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: c.PodSelector})
 	<-ready
 	if err != nil {
 		return // the batch lists them itself
@@ -132,18 +137,18 @@ func (c *ClusterVerifier) awaitReaders(ctx context.Context, pr containerread.Pre
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.listed == nil {
-		c.listed = map[string][]corev1.Pod{}
+		c.listed = map[batchKey][]corev1.Pod{}
 	}
-	c.listed[namespace] = list.Items
+	c.listed[k] = list.Items
 }
 
-// takeListed returns the named pods of the namespace listed by
-// awaitReaders, once; ok is false when there is no such list or a named
+// takeListed returns the named pods listed by awaitReaders for the queue
+// k, once, each once; ok is false when there is no such list or a named
 // pod is not in it (created since: the batch reads afresh).
-func (c *ClusterVerifier) takeListed(namespace string, names []string) (pods []corev1.Pod, ok bool) {
+func (c *ClusterVerifier) takeListed(k batchKey, names []string) (pods []corev1.Pod, ok bool) {
 	c.mu.Lock()
-	list, found := c.listed[namespace]
-	delete(c.listed, namespace)
+	list, found := c.listed[k]
+	delete(c.listed, k)
 	c.mu.Unlock()
 	if !found {
 		return nil, false
@@ -153,11 +158,14 @@ func (c *ClusterVerifier) takeListed(namespace string, names []string) (pods []c
 		byName[list[i].Name] = &list[i]
 	}
 	for _, n := range names {
-		p := byName[n]
-		if p == nil {
+		p, ok := byName[n]
+		if !ok {
 			return nil, false
 		}
-		pods = append(pods, *p)
+		if p != nil {
+			pods = append(pods, *p)
+			byName[n] = nil // a pod asked twice is in the batch once
+		}
 	}
 	return pods, true
 }
@@ -194,8 +202,9 @@ func (c *ClusterVerifier) verifyOne(ctx context.Context, namespace, pod string, 
 // job's uses with one Verify, then hands each job its own items. When the
 // batch fails (an object one of them asks for is gone), each job is
 // verified on its own, so that one job's error is its own.
-func (c *ClusterVerifier) verifyBatch(ctx context.Context, namespace string, jobs []*podJob) {
-	if err := c.tryBatch(ctx, namespace, jobs); err != nil {
+func (c *ClusterVerifier) verifyBatch(ctx context.Context, k batchKey, jobs []*podJob) {
+	namespace := k.namespace
+	if err := c.tryBatch(ctx, k, jobs); err != nil {
 		for _, j := range jobs {
 			j.items, j.err = c.verifyOne(ctx, namespace, j.pod, j.objects)
 		}
@@ -203,12 +212,13 @@ func (c *ClusterVerifier) verifyBatch(ctx context.Context, namespace string, job
 }
 
 // tryBatch is verifyBatch's one read for all the jobs.
-func (c *ClusterVerifier) tryBatch(ctx context.Context, namespace string, jobs []*podJob) error {
+func (c *ClusterVerifier) tryBatch(ctx context.Context, k batchKey, jobs []*podJob) error {
+	namespace := k.namespace
 	names := make([]string, len(jobs))
 	for i, j := range jobs {
 		names[i] = j.pod
 	}
-	pods, listed := c.takeListed(namespace, names)
+	pods, listed := c.takeListed(k, names)
 	if !listed {
 		var err error
 		if pods, err = c.getPods(ctx, namespace, names); err != nil {

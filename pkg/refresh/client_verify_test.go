@@ -207,3 +207,26 @@ func TestVerifyPodWaitsForThePreparedReaders(t *testing.T) {
 		t.Fatalf("%d reads of the pods after a second batch, want it to read its pod afresh", k)
 	}
 }
+
+// TestTakeListed: the pods listed for one queue serve that queue's next
+// batch alone, once, each pod once however many jobs ask for it, and not
+// at all when a pod asked is not in the list.
+func TestTakeListed(t *testing.T) {
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}}
+	k, other := batchKey{namespace: "ns"}, batchKey{namespace: "ns", secrets: true}
+	v := &ClusterVerifier{listed: map[batchKey][]corev1.Pod{k: pods}}
+	if _, ok := v.takeListed(other, []string{"a"}); ok {
+		t.Fatal("another queue's list was taken")
+	}
+	got, ok := v.takeListed(k, []string{"a", "b", "a"})
+	if !ok || len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" {
+		t.Fatalf("takeListed = %v, %v; want a and b once each", got, ok)
+	}
+	if _, ok := v.takeListed(k, []string{"a"}); ok {
+		t.Fatal("the list served a second batch")
+	}
+	v.listed = map[batchKey][]corev1.Pod{k: pods}
+	if _, ok := v.takeListed(k, []string{"a", "c"}); ok {
+		t.Fatal("a list without pod c served a batch that asks for it")
+	}
+}
