@@ -375,12 +375,14 @@ func stderrNote(b []byte) string {
 }
 
 const (
-	// probeInterval is the first pause between two sessions tried on a
-	// reader pod that is starting; it grows by half each time, up to
+	// probeInterval is the pause between two sessions tried on a reader
+	// pod that is starting, for probeSteady (a reader pod starts within a
+	// second or two); then it grows by half each time, up to
 	// probeMaxInterval, and the probe stops after probeFor (a pod whose
 	// image is pulled starts in its own time, which the status tells).
 	// Each refused try is two requests: WebSocket, then SPDY.
 	probeInterval    = 150 * time.Millisecond
+	probeSteady      = 3 * time.Second
 	probeMaxInterval = time.Second
 	probeFor         = 10 * time.Second
 	// probeGrace is how long the probe may still open its session once
@@ -409,7 +411,8 @@ func (r *Reader) probe(ctx context.Context, se StdinExecutor, name string, runni
 func (r *Reader) probeLoop(ctx context.Context, se StdinExecutor, name string, running <-chan struct{}) *session {
 	ctx, cancel := context.WithTimeout(ctx, probeFor)
 	defer cancel()
-	for pause := probeInterval; ; pause = min(pause*3/2, probeMaxInterval) {
+	start := time.Now()
+	for pause := probeInterval; ; {
 		s := r.openSession(se, name, readDir)
 		select {
 		case <-s.out.greeted:
@@ -422,6 +425,9 @@ func (r *Reader) probeLoop(ctx context.Context, se StdinExecutor, name string, r
 		}
 		if s.err == nil || containerread.ClassifyExecError(ctx, s.err, s.stderr.Bytes()).Reason != containerread.VerifyNotRunning {
 			return nil
+		}
+		if time.Since(start) > probeSteady {
+			pause = min(pause*3/2, probeMaxInterval)
 		}
 		t := time.NewTimer(pause)
 		select {
