@@ -246,9 +246,12 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 }
 
 // isReady tells whether rp's start is over, run or failed.
-func isReady(rp *readerPod) bool {
+func isReady(rp *readerPod) bool { return closed(rp.ready) }
+
+// closed tells whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
 	select {
-	case <-rp.ready:
+	case <-ch:
 		return true
 	default:
 		return false

@@ -50,14 +50,16 @@ const (
 	sessionReuse = 20 * time.Second
 )
 
-// sessionScript serves the reads of a session: $1 its nonce, $2 the idle
-// limit in seconds, $3 the scratch directory, $4 the kubelet's root
-// directory or "", $5 the verify script. Each read's output ends with Z,
-// the nonce and the read's exit status; it greets with the status "ready"
-// as it starts. read -t (busybox ash, bash)
+// sessionScript serves the reads of a session: $1 the idle limit in
+// seconds, $2 the scratch directory, $3 the kubelet's root directory or
+// "", $4 the verify script; the session's nonce is the first line of its
+// stdin, not an argument, so that no process on the node reads it in the
+// script's command line. Each read's output ends with Z, the nonce and the
+// read's exit status; it greets with the status "ready" as it starts. read -t (busybox ash, bash)
 // bounds the wait for a request; a shell without it (dash) waits for the
 // end of stdin, and the pod's deletion ends it in any case.
-const sessionScript = `n3=$1 to=$2 sd=$3 srd=$4 svs=$5
+const sessionScript = `to=$1 sd=$2 srd=$3 svs=$4
+IFS= read -r n3 || exit 2
 printf '%s\0' Z "$n3" ready
 t=
 read -t 1 x </dev/null 2>/dev/null
@@ -79,8 +81,8 @@ done
 `
 
 // sessionArgv is the argv of a session.
-func sessionArgv(dir, rootDir, nonce string) []string {
-	return []string{"sh", "-c", sessionScript, "sh", nonce, strconv.Itoa(int(sessionIdleLimit / time.Second)), dir, rootDir, verifyScriptText()}
+func sessionArgv(dir, rootDir string) []string {
+	return []string{"sh", "-c", sessionScript, "sh", strconv.Itoa(int(sessionIdleLimit / time.Second)), dir, rootDir, verifyScriptText()}
 }
 
 // sessionRequest is the request of one read of nr, false when an argument
@@ -118,14 +120,7 @@ type session struct {
 }
 
 // greeted tells whether the session's script has started.
-func (s *session) greeted() bool {
-	select {
-	case <-s.out.greeted:
-		return true
-	default:
-		return false
-	}
-}
+func (s *session) greeted() bool { return closed(s.out.greeted) }
 
 // startSession opens a session on the reader pod. It ends with bg, or
 // close.
@@ -134,9 +129,10 @@ func startSession(bg context.Context, se StdinExecutor, target containerread.Tar
 	pr, pw := io.Pipe()
 	n3 := containerread.NewNonce()
 	s := &session{in: pw, out: newFrameWriter(n3), stderr: &boundedBuffer{n: 64 << 10}, cancel: cancel, done: make(chan struct{})}
-	argv := sessionArgv(dir, rootDir, n3)
+	argv := sessionArgv(dir, rootDir)
+	stdin := io.MultiReader(strings.NewReader(n3+"\n"), pr)
 	go func() {
-		err := se.ExecStdin(ctx, target, argv, pr, s.out, s.stderr)
+		err := se.ExecStdin(ctx, target, argv, stdin, s.out, s.stderr)
 		s.err = err
 		_ = pr.CloseWithError(io.ErrClosedPipe) // a request written after the end fails
 		close(s.done)
@@ -144,14 +140,7 @@ func startSession(bg context.Context, se StdinExecutor, target containerread.Tar
 	return s
 }
 
-func (s *session) ended() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
+func (s *session) ended() bool { return closed(s.done) }
 
 // close ends the session: its stdin first (the script exits), and the
 // stream.
@@ -213,8 +202,9 @@ type frame struct {
 }
 
 // frameWriter is a session's stdout: it cuts the stream into frames at
-// each Z record with the session's nonce, which no file's content can
-// hold (the nonce is not on the node before the session starts).
+// each Z record with the session's nonce, which a file's content cannot
+// hold unless its writer knew the nonce (it is only on the session's
+// stdin); each read's own nonces (parseRead) check the frame again.
 type frameWriter struct {
 	mu     sync.Mutex
 	buf    []byte

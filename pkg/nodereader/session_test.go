@@ -29,6 +29,7 @@ type localSessions struct {
 	shell []string
 	mu    sync.Mutex
 	execs int
+	argv  []string // every exec's, one after another
 	live  sync.WaitGroup
 }
 
@@ -39,6 +40,7 @@ func (l *localSessions) Exec(ctx context.Context, t containerread.Target, argv [
 func (l *localSessions) ExecStdin(ctx context.Context, _ containerread.Target, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	l.mu.Lock()
 	l.execs++
+	l.argv = append(l.argv, argv...)
 	l.mu.Unlock()
 	l.live.Add(1)
 	defer l.live.Done()
@@ -139,6 +141,11 @@ func TestSessionReadsTheNodeAsItIsWhenAsked(t *testing.T) {
 			read("v2", reqs[0], reqs[1])
 			if n := ex.count(); n != 1 {
 				t.Fatalf("%d execs for four reads of one node, want 1 session", n)
+			}
+			for _, a := range ex.argv {
+				if strings.HasPrefix(a, "cmsync-") {
+					t.Fatalf("a nonce in the session's command line, where any process of the node reads it: %q", a)
+				}
 			}
 			// a session whose stream broke is replaced, and the read made
 			r.mu.Lock()
