@@ -383,9 +383,9 @@ const (
 // probe opens sessions on the new reader pod name until one greets, sends
 // it (nil when it gives up or ctx ends) and closes the channel. The kubelet
 // finds the container of an exec through the runtime itself, so an exec
-// succeeds as soon as the container runs: up to a second before the pod's
-// status says so (the kubelet relists its containers once a second), and
-// the session is open by then. A session that fails for another reason
+// succeeds as soon as the container runs, before the pod's status says
+// so (the kubelet relists its containers once a second), and the session
+// is open by then. A session that fails for another reason
 // than a container not running yet ends the probe (the pod's status and
 // the first read report it). Once running is closed (the status says the
 // pod runs) it tries again without a pause.
