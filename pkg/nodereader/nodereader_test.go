@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -291,6 +292,47 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 	}
 }
 
+// TestNodeScriptPathWithANewline: the node script splits its lists of
+// paths at newlines, so a path that holds one (no checked name makes one)
+// is read by the verify script, whole, beside the others.
+func TestNodeScriptPathWithANewline(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the node script reads through /proc/PID/root, which needs root")
+	}
+	fakeKubelet(t)
+	root := t.TempDir()
+	plain, odd := filepath.Join(root, "plain"), filepath.Join(root, "odd\nname")
+	atomicVolume(t, plain, map[string]string{"a": "1"})
+	atomicVolume(t, odd, map[string]string{"b": "2"})
+	nr := &nodeBatch{node: "n1", paths: []string{plain, odd}}
+	for _, shell := range [][]string{{busybox(t), "sh"}, {"dash"}} {
+		n1, n2 := containerread.NewNonce(), containerread.NewNonce()
+		argv := nodeArgv(nr, filepath.Join(t.TempDir(), "scratch"), root, 1<<20, n1, n2)
+		out, err := exec.Command(shell[0], append(shell[1:], argv[1:]...)...).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", shell[0], err)
+		}
+		got, err := parseRead(out, n1, n2, nr.paths, 1<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", shell[0], err)
+		}
+		if !bytes.HasPrefix(got.no.rest, []byte("V\x00")) {
+			t.Errorf("%s: the paths were not read by the verify script: %q", shell[0], got.no.rest[:min(len(got.no.rest), 20)])
+		}
+		for p, want := range map[string]string{plain: "1", odd: "2"} {
+			vp := got.obs.Paths[p]
+			if vp == nil || vp.Kind != containerread.PathAtomic || len(vp.Files) != 1 {
+				t.Fatalf("%s: %q = %+v", shell[0], p, vp)
+			}
+			for _, f := range vp.Files {
+				if string(f.Data) != want {
+					t.Errorf("%s: %q holds %q, want %q", shell[0], p, f.Data, want)
+				}
+			}
+		}
+	}
+}
+
 // fakeKubelet runs sleep under the name kubelet, so that the script finds
 // a kubelet sharing this test's mount namespace even where no kubelet
 // runs (a real one, when there is one, shares it too).
@@ -523,6 +565,15 @@ func fakeRuntime(t *testing.T, uid uint32, name string, args ...string) {
 // it returns its PID.
 func fakeContainer(t *testing.T, id string) int {
 	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	startIn(t, id, cmd)
+	return cmd.Process.Pid
+}
+
+// startIn starts cmd and moves it into the cgroup of the fake container
+// id (made when missing, removed at the end of the test).
+func startIn(t *testing.T, id string, cmd *exec.Cmd) {
+	t.Helper()
 	root := "/sys/fs/cgroup/pids"
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
 		root = "/sys/fs/cgroup"
@@ -531,20 +582,109 @@ func fakeContainer(t *testing.T, id string) int {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("a cgroup for the fake container (the node script finds containers by their cgroup): %v", err)
 	}
-	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		// every process of the cgroup, the children cmd forked included
+		// (gone already when another process of the same container's
+		// cleanup removed it)
+		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, pid := range strings.Fields(string(procs)) {
+			if n, err := strconv.Atoi(pid); err == nil {
+				_ = syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
 		_ = cmd.Wait()
-		_ = os.Remove(dir)
+		for i := 0; i < 100; i++ {
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // the killed children leave the cgroup as they are reaped
+		}
 		_ = os.Remove(filepath.Dir(dir))
 	})
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		t.Fatalf("moving the fake container into its cgroup: %v", err)
 	}
-	return cmd.Process.Pid
+}
+
+// TestNodeScriptFindsTheMainProcess: of a container's processes, the node
+// script reports the earliest started: not a child the main process
+// forked, nor a process started later from outside (an exec, a child of
+// the runtime's shim). (A child that shares its parent's start time, which
+// this test cannot force, is left out by its parent.) A process whose name
+// holds a newline and ") ", in another container, upsets no record.
+func TestNodeScriptFindsTheMainProcess(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the node script reads through /proc/PID/root and moves processes between cgroups, which needs root")
+	}
+	fakeKubelet(t)
+	id1, id2 := strings.Repeat("5a", 32), strings.Repeat("6b", 32)
+	// the odd one first, so that its stat line comes before the others
+	// (a process renames only itself)
+	odd := exec.Command("sh", "-c", `printf 'x\n) 1 2 ) 3' >/proc/$$/comm && echo renamed && read -r x`)
+	oddIn, err := odd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oddIn.Close()
+	oddOut, err := odd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIn(t, id2, odd)
+	if b := make([]byte, 8); func() bool { n, _ := io.ReadFull(oddOut, b); return n < 8 }() {
+		t.Fatal("the odd process did not rename itself")
+	}
+	if comm := readFile(t, fmt.Sprintf("/proc/%d/comm", odd.Process.Pid)); !strings.Contains(comm, "\n) ") {
+		t.Fatalf("comm = %q", comm)
+	}
+	// the main process forks its child once it is in the container
+	main := exec.Command("sh", "-c", "read -r x; sleep 60 & wait")
+	in, err := main.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIn(t, id1, main)
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond) // a start time later than main's (clock ticks of 10 ms)
+	execd := exec.Command("sleep", "60")
+	startIn(t, id1, execd)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(readFile(t, filepath.Join("/proc", strconv.Itoa(main.Process.Pid), "task", strconv.Itoa(main.Process.Pid), "children")), " ") {
+		if time.Now().After(deadline) {
+			t.Fatal("the main process forked no child")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	nr := &nodeBatch{node: "n1", containers: []containerPaths{{req: 0, id: id1}, {req: 1, id: id2}}}
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Fatal("dash is needed to run the node script (Debian's /bin/sh): ", err)
+	}
+	for _, shell := range [][]string{{busybox(t), "sh"}, {dash}} {
+		no, _ := runNodeScript(t, shell, nr, filepath.Join(t.TempDir(), "scratch"), t.TempDir())
+		if got, want := no.pids[id1], strconv.Itoa(main.Process.Pid); got != want {
+			t.Errorf("%s: main process of the container = %q, want %s (child and exec'd process: %v)", shell[0], got, want, no.pids)
+		}
+		for id := range no.pids {
+			if id != id1 && id != id2 {
+				t.Errorf("%s: a record for a container not asked for: %q", shell[0], id)
+			}
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func writeFile(t *testing.T, path, data string) {

@@ -15,8 +15,13 @@ import (
 // from the cluster (container IDs, paths) is an argument, never script
 // text; container IDs are checked to be hex before they are passed. It
 // forks a handful of processes whatever the number of pods: one grep over
-// every process's cgroup and one keeping the requested IDs, one sort, one tar of every path, a few to find
-// the runtimes' state directories, and one cat per environment asked for.
+// every process's cgroup and one keeping the requested IDs, one grep of
+// their stat files, one sort, one tar of every path, a few to find the
+// runtimes' state directories, and one cat per environment asked for. Its
+// loops are over lists held whole in variables, so that its time grows
+// little with the pods: busybox's read builtin makes a system call a
+// byte, set -- in a loop copies every argument each time, and ${x#*y}
+// matches in a time that grows with the square of x's length.
 //
 // It finds, through hostPID, each requested container's main process: the
 // processes whose pod cgroup line ends in the container ID, the earliest
@@ -42,23 +47,26 @@ import (
 // listings (ls -ld) of the atomic volumes' ..data links: a target that
 // moved meanwhile is a volume the kubelet swapped as it was read
 // (tarread.go parses it). Where tar is missing or fails (a file that
-// vanished as it was read, one it could not open), the exec reader's
-// script reads the paths instead.
+// vanished as it was read, one it could not open), or a path holds a
+// newline, the exec reader's script reads the paths instead.
 //
 // Arguments: $1 dir, $2 kubelet root directory or "", $3 the verify
 // script, $4 max bytes, $5 the verify script's nonce, $6 this script's
 // nonce, $7 the number of containers, then per container its ID and "1"
 // to read its environment, then "--" and the paths.
 //
-// Output (NUL-terminated fields): M ID PID per container found; R rootdir
+// Output (NUL-terminated fields, read in any order up to Y): R rootdir
 // source kubeletPID; when an environment is asked, C kind PID statedir
-// source per runtime found; per environment asked S ID path, the spec, the
-// nonce, or E ID, the environ, the nonce, or N ID; Y nonce; then T, B and the links' listing, the tar, X nonce
+// source per runtime found; M ID PID per container found; per environment
+// asked S ID path, the spec, the nonce, or E ID, the environ, the nonce,
+// or N ID; Y nonce; then T, B and the links' listing, the tar, X nonce,
 // tar's exit status and the listing again; then, unless tar's status is
 // 0, V and the verify script's output.
 const nodeScript = `d=$1 rd=$2 vs=$3 m=$4 n1=$5 n2=$6 nc=$7
 shift 7
 r() { printf '%s\0' "$@"; }
+nl='
+'
 ids=' ' envs=
 while [ "$nc" -gt 0 ]; do
   ids="$ids$1 "
@@ -80,31 +88,6 @@ for f in $(grep -lsx kubelet /proc/[0-9]*/comm); do
   f=${f%/comm}
   host "$f" && { kp=${f#/proc/}; break; }
 done
-# the processes of the requested containers, by the first pod cgroup line of
-# each (cgroup v1 lists one per hierarchy), oldest first; grep -F keeps the
-# lines that name a requested ID, so that the loop sees those alone
-sf() { pp=$2 sa=${20}; }
-printf '%s\n' $ids >"$d/ids"
-grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup | grep -F -f "$d/ids" | while IFS= read -r l; do
-  c=${l##*/} c=${c%.scope} c=${c##*-}
-  case $ids in *" $c "*) ;; *) continue;; esac
-  p=${l#/proc/} p=${p%%/*}
-  s=
-  read -r s <"/proc/$p/stat" 2>/dev/null || continue
-  set -f
-  sf ${s##*) }
-  set +f
-  printf '%s %s %s %s\n' "$sa" "$p" "$pp" "$c"
-done | sort -n >"$d/s"
-all=' '
-while read -r sa p pp c; do all="$all$c:$p "; done <"$d/s"
-pm=' '
-while read -r sa p pp c; do
-  case $all in *" $c:$pp "*) continue;; esac
-  case $pm in *" $c:"*) continue;; esac
-  pm="$pm$c:$p "
-  r M "$c" "$p"
-done <"$d/s"
 # arg PID NAME...: the value of the first flag NAME (NAME=V or NAME V) on
 # the command line of process PID
 arg() {
@@ -222,20 +205,106 @@ kr=/proc/1/root
 ln -s "$kr$rd" "$d/k"
 r R "$rd" "$src" "${kp:-0}"
 [ -n "$envs" ] && runtimes
-for c in $envs; do
-  p=
-  case $pm in *" $c:"*) p=${pm#* $c:} p=${p%% *};; esac
+# ev ID PID: the environment of container ID, whose main process is PID
+ev() {
   # true, not the special builtin ":", whose failed redirection would end the script
-  if spec "$c" "$p" && { true <"$sp"; } 2>/dev/null; then r S "$c" "$sp"; cat "$sp" 2>/dev/null; r "$n2"
-  elif [ -n "$p" ] && { true <"/proc/$p/environ"; } 2>/dev/null; then r E "$c"; cat "/proc/$p/environ" 2>/dev/null; r "$n2"
-  else r N "$c"; fi
+  if spec "$1" "$2" && { true <"$sp"; } 2>/dev/null; then r S "$1" "$sp"; cat "$sp" 2>/dev/null; r "$n2"
+  elif { true <"/proc/$2/environ"; } 2>/dev/null; then r E "$1"; cat "/proc/$2/environ" 2>/dev/null; r "$n2"
+  else r N "$1"; fi
+}
+# the processes of the requested containers, by the first pod cgroup line of
+# each (cgroup v1 lists one per hierarchy); grep -F keeps the lines that
+# name a requested ID, so that the loops see those alone.
+sf() { pp=$2 sa=${20}; }
+printf '%s\n' $ids >"$d/ids"
+cg=$(grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup | grep -F -f "$d/ids")
+set -f
+IFS=$nl
+pc=$nl fs=
+for l in $cg; do
+  c=${l##*/} c=${c%.scope} c=${c##*-}
+  case $ids in *" $c "*) ;; *) continue;; esac
+  p=${l#/proc/} p=${p%%/*}
+  case $p in ''|*[!0-9]*) continue;; esac
+  pc="$pc$p:$c$nl" fs="$fs$nl/proc/$p/stat"
+done
+st=
+[ -n "$fs" ] && st=$(grep -H '' $fs 2>/dev/null)
+# jn P:ID...: each stat line joined with its container as "ID START PID
+# PPID" in ss. The lines are in the order of the pairs (grep reads its
+# files in order), less those of processes that ended meanwhile; a line
+# that is not a stat file's own (a newline in a process's name) is skipped.
+jn() {
+  ss=
+  for l in $st; do
+    p=${l#/proc/} p=${p%%/*}
+    case $p in ''|*[!0-9]*) continue;; esac
+    case $l in "/proc/$p/stat:$p "*) ;; *) continue;; esac
+    while [ $# -gt 0 ] && [ "${1%%:*}" != "$p" ]; do shift; done
+    [ $# -gt 0 ] || return
+    IFS=' '
+    sf ${l##*) }
+    IFS=$nl
+    case $sa$pp in ''|*[!0-9]*) continue;; esac
+    ss="$ss${1#*:} $sa $p $pp$nl"
+  done
+}
+jn $pc
+so=
+[ -n "$ss" ] && so=$(printf '%s' "$ss" | sort -k1,1 -k2,2n)
+# each container's main process: of its processes, oldest first, the first
+# whose parent is not one of them (an exec's process is a child of the
+# runtime's shim, and starts later)
+sl() { c=$1 p=$3 pp=$4; }
+pm=' ' cur= ep=
+for l in $so; do
+  IFS=' '
+  sl $l
+  IFS=$nl
+  [ "$c" = "$cur" ] && continue
+  case $pc in *"$nl$pp:$c$nl"*) continue;; esac
+  cur=$c pm="$pm$c "
+  r M "$c" "$p"
+  case "$envs " in *" $c "*) ep="$ep $c:$p";; esac
+done
+unset IFS
+set +f
+for e in $ep; do ev "${e%:*}" "${e#*:}"; done
+for c in $envs; do
+  case $pm in *" $c "*) ;; *) r N "$c";; esac
 done
 r Y "$n2"
-# ll: ls -ld of the ..data links of the paths; tt: tar of the paths that exist
-ll() { for p do [ -L "$p/..data" ] && set -- "$@" "$p/..data"; shift; done; [ $# -eq 0 ] || ls -ld -- "$@" 2>/dev/null; }
-tt() { for p do { [ -e "$p" ] || [ -L "$p" ]; } && set -- "$@" "$p"; shift; done; [ $# -eq 0 ] || tar -cf - "$@" 2>/dev/null; }
-x=1
-if command -v tar >/dev/null 2>&1; then
+# ll: ls -ld of the ..data links of the paths; tt: tar of the paths that
+# exist. Their lists are strings split at newlines, which no path holds
+# here (see below).
+ll() {
+  l=
+  for p do [ -L "$p/..data" ] && l="$l$nl$p/..data"; done
+  [ -n "$l" ] || return 0
+  IFS=$nl
+  set -f
+  ls -ld -- $l 2>/dev/null
+  unset IFS
+  set +f
+}
+tt() {
+  l=
+  for p do { [ -e "$p" ] || [ -L "$p" ]; } && l="$l$nl$p"; done
+  [ -n "$l" ] || return 0
+  IFS=$nl
+  set -f
+  tar -cf - $l 2>/dev/null
+  x=$?
+  unset IFS
+  set +f
+  return $x
+}
+x=1 ut=
+command -v tar >/dev/null 2>&1 && ut=1
+# a path with a newline, which no checked name makes, is read by the verify
+# script
+case $* in *"$nl"*) ut=;; esac
+if [ -n "$ut" ]; then
   r T B "$(ll "$@")"
   tt "$@"
   x=$?

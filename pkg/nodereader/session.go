@@ -31,8 +31,11 @@ import (
 // containers, the number of paths, then each container's ID and "1" or
 // "0" (read its environment), then the paths. The script reads each line
 // into a variable and passes it to the node script as an argument, never
-// as script text. A path with a newline cannot be sent this way: its read
-// is one exec of its own.
+// as script text: the containers' and the paths' lines are joined, then
+// split at newlines into the arguments (set -- in a loop would make
+// busybox copy every argument each time). A path with a newline cannot be
+// sent this way: its read is one exec of its own; an empty line is no
+// argument, and the node script refuses the request.
 
 // StdinExecutor is an Executor that can also give the command a stdin
 // (containerread.RemoteExecutor). With one, the node reader reads each node
@@ -58,7 +61,8 @@ const (
 // read's exit status; it greets with the status "ready" as it starts. read -t (busybox ash, bash)
 // bounds the wait for a request; a shell without it (dash) waits for the
 // end of stdin, and the pod's deletion ends it in any case.
-const sessionScript = `to=$1 sd=$2 srd=$3 svs=$4
+const sessionScript = `to=$1 sd=$2 srd=$3 svs=$4 nl='
+'
 IFS= read -r n3 || exit 2
 printf '%s\0' Z "$n3" ready
 t=
@@ -67,12 +71,16 @@ read -t 1 x </dev/null 2>/dev/null
 while IFS= read -r $t l && [ "$l" = r ]; do
   IFS= read -r a1 && IFS= read -r a2 && IFS= read -r sm && IFS= read -r snc && IFS= read -r snp || exit 2
   case $sm$snc$snp in ''|*[!0-9]*) exit 2;; esac
-  set -- "$sd" "$srd" "$svs" "$sm" "$a1" "$a2" "$snc"
+  cs= ps=
   i=$((snc*2))
-  while [ "$i" -gt 0 ]; do IFS= read -r a || exit 2; set -- "$@" "$a"; i=$((i-1)); done
-  set -- "$@" --
+  while [ "$i" -gt 0 ]; do IFS= read -r a || exit 2; cs="$cs$nl$a"; i=$((i-1)); done
   i=$snp
-  while [ "$i" -gt 0 ]; do IFS= read -r a || exit 2; set -- "$@" "$a"; i=$((i-1)); done
+  while [ "$i" -gt 0 ]; do IFS= read -r a || exit 2; ps="$ps$nl$a"; i=$((i-1)); done
+  IFS=$nl
+  set -f
+  set -- "$sd" "$srd" "$svs" "$sm" "$a1" "$a2" "$snc" $cs -- $ps
+  unset IFS
+  set +f
   (
 ` + nodeScript + `
   ) </dev/null
