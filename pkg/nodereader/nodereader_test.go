@@ -614,7 +614,9 @@ func startIn(t *testing.T, id string, cmd *exec.Cmd) {
 // forked, nor a process started later from outside (an exec, a child of
 // the runtime's shim). (A child that shares its parent's start time, which
 // this test cannot force, is left out by its parent.) A process whose name
-// holds a newline and ") ", in another container, upsets no record.
+// holds a newline and ") " upsets no other record, and leaves its own
+// container's main process unknown rather than taken for an exec; a cgroup
+// named with two IDs and a space is neither container's.
 func TestNodeScriptFindsTheMainProcess(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the node script reads through /proc/PID/root and moves processes between cgroups, which needs root")
@@ -640,6 +642,12 @@ func TestNodeScriptFindsTheMainProcess(t *testing.T) {
 	if comm := readFile(t, fmt.Sprintf("/proc/%d/comm", odd.Process.Pid)); !strings.Contains(comm, "\n) ") {
 		t.Fatalf("comm = %q", comm)
 	}
+	// a cgroup whose name holds two requested IDs, made by a container
+	// that may make cgroups: its process, older than id1's main, is
+	// neither's
+	id3 := strings.Repeat("7c", 32)
+	startIn(t, id1+" "+id3, exec.Command("sleep", "60"))
+	time.Sleep(30 * time.Millisecond)
 	// the main process forks its child once it is in the container
 	main := exec.Command("sh", "-c", "read -r x; sleep 60 & wait")
 	in, err := main.StdinPipe()
@@ -651,8 +659,10 @@ func TestNodeScriptFindsTheMainProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(30 * time.Millisecond) // a start time later than main's (clock ticks of 10 ms)
-	execd := exec.Command("sleep", "60")
-	startIn(t, id1, execd)
+	startIn(t, id1, exec.Command("sleep", "60"))
+	// an exec beside the odd process, whose unreadable stat line leaves
+	// its container's main process unknown: not the exec's
+	startIn(t, id2, exec.Command("sleep", "60"))
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(readFile(t, filepath.Join("/proc", strconv.Itoa(main.Process.Pid), "task", strconv.Itoa(main.Process.Pid), "children")), " ") {
 		if time.Now().After(deadline) {
@@ -660,7 +670,7 @@ func TestNodeScriptFindsTheMainProcess(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	nr := &nodeBatch{node: "n1", containers: []containerPaths{{req: 0, id: id1}, {req: 1, id: id2}}}
+	nr := &nodeBatch{node: "n1", containers: []containerPaths{{req: 0, id: id1, env: true}, {req: 1, id: id3}, {req: 2, id: id2}}}
 	dash, err := exec.LookPath("dash")
 	if err != nil {
 		t.Fatal("dash is needed to run the node script (Debian's /bin/sh): ", err)
@@ -670,10 +680,11 @@ func TestNodeScriptFindsTheMainProcess(t *testing.T) {
 		if got, want := no.pids[id1], strconv.Itoa(main.Process.Pid); got != want {
 			t.Errorf("%s: main process of the container = %q, want %s (child and exec'd process: %v)", shell[0], got, want, no.pids)
 		}
-		for id := range no.pids {
-			if id != id1 && id != id2 {
-				t.Errorf("%s: a record for a container not asked for: %q", shell[0], id)
-			}
+		if len(no.pids) != 1 {
+			t.Errorf("%s: main processes %v, want id1's alone (id2's is unknown, id3 has none)", shell[0], no.pids)
+		}
+		if _, ok := no.env[id1]; !ok {
+			t.Errorf("%s: no environment read for id1", shell[0])
 		}
 	}
 }

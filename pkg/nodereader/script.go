@@ -216,54 +216,63 @@ ev() {
 # each (cgroup v1 lists one per hierarchy); grep -F keeps the lines that
 # name a requested ID, so that the loops see those alone.
 sf() { pp=$2 sa=${20}; }
-printf '%s\n' $ids >"$d/ids"
-cg=$(grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup | grep -F -f "$d/ids")
+cg=
+if [ "$ids" != ' ' ]; then
+  printf '%s\n' $ids >"$d/ids"
+  cg=$(grep -H -s -m 1 kubepods /proc/[0-9]*/cgroup | grep -F -f "$d/ids")
+fi
 set -f
 IFS=$nl
 pc=$nl fs=
 for l in $cg; do
   c=${l##*/} c=${c%.scope} c=${c##*-}
+  case $c in ''|*[!0-9a-f]*) continue;; esac
   case $ids in *" $c "*) ;; *) continue;; esac
   p=${l#/proc/} p=${p%%/*}
   case $p in ''|*[!0-9]*) continue;; esac
   pc="$pc$p:$c$nl" fs="$fs$nl/proc/$p/stat"
 done
 st=
-[ -n "$fs" ] && st=$(grep -H '' $fs 2>/dev/null)
-# jn P:ID...: each stat line joined with its container as "ID START PID
-# PPID" in ss. The lines are in the order of the pairs (grep reads its
-# files in order), less those of processes that ended meanwhile; a line
-# that is not a stat file's own (a newline in a process's name) is skipped.
+[ -n "$fs" ] && st=$(LC_ALL=C grep -a -H '' $fs 2>/dev/null)
+# jn P:ID...: each stat line joined with its container as "START PID PPID
+# ID" in ss. The lines are in the order of the pairs (grep reads its files
+# in order), less those of processes that ended meanwhile; a line that is
+# not a stat file's own (a newline in a process's name) is skipped. A
+# process that still runs but whose line was not used makes its container's
+# main process unknown (bad): it may be that process.
 jn() {
-  ss=
+  ss= bad=' ' u=
   for l in $st; do
     p=${l#/proc/} p=${p%%/*}
     case $p in ''|*[!0-9]*) continue;; esac
     case $l in "/proc/$p/stat:$p "*) ;; *) continue;; esac
-    while [ $# -gt 0 ] && [ "${1%%:*}" != "$p" ]; do shift; done
-    [ $# -gt 0 ] || return
+    while [ $# -gt 0 ] && [ "${1%%:*}" != "$p" ]; do un "$1"; shift; done
+    [ $# -gt 0 ] || break
     IFS=' '
     sf ${l##*) }
     IFS=$nl
     case $sa$pp in ''|*[!0-9]*) continue;; esac
-    ss="$ss${1#*:} $sa $p $pp$nl"
+    ss="$ss$sa $p $pp ${1#*:}$nl" u=$1
   done
+  while [ $# -gt 0 ]; do un "$1"; shift; done
 }
+# un P:ID: the pair jn passes over
+un() { [ "$1" = "$u" ] || [ ! -e "/proc/${1%%:*}" ] || bad="$bad${1#*:} "; }
 jn $pc
 so=
-[ -n "$ss" ] && so=$(printf '%s' "$ss" | sort -k1,1 -k2,2n)
+[ -n "$ss" ] && so=$(printf '%s' "$ss" | sort -n)
 # each container's main process: of its processes, oldest first, the first
 # whose parent is not one of them (an exec's process is a child of the
 # runtime's shim, and starts later)
-sl() { c=$1 p=$3 pp=$4; }
-pm=' ' cur= ep=
+sl() { sa=$1 p=$2 pp=$3 c=$4; }
+pm=' ' ep=
 for l in $so; do
   IFS=' '
   sl $l
   IFS=$nl
-  [ "$c" = "$cur" ] && continue
+  case $pm$bad in *" $c "*) continue;; esac
   case $pc in *"$nl$pp:$c$nl"*) continue;; esac
-  cur=$c pm="$pm$c "
+  pm="$pm$c "
   r M "$c" "$p"
   case "$envs " in *" $c "*) ep="$ep $c:$p";; esac
 done

@@ -19,7 +19,7 @@ import (
 // A read of a node is one run of the node script. Each exec costs a round
 // trip through the API server, the kubelet and the runtime, which starts a
 // process in the reader's container: 0.1 s on an idle node, 0.3-0.7 s on a
-// busy one, where the script's own work is a few milliseconds. A wait reads
+// busy one, where the script's own work is tens of milliseconds. A wait reads
 // the pods of a node again and again until the kubelet has remounted them,
 // so the reader keeps one exec open per reader pod instead, a session,
 // opened as soon as the pod's container runs (probe): its script waits for
@@ -34,8 +34,8 @@ import (
 // as script text: the containers' and the paths' lines are joined, then
 // split at newlines into the arguments (set -- in a loop would make
 // busybox copy every argument each time). A path with a newline cannot be
-// sent this way: its read is one exec of its own; an empty line is no
-// argument, and the node script refuses the request.
+// sent this way: its read is one exec of its own; an empty line ends the
+// session (exit 2), as a malformed count does.
 
 // StdinExecutor is an Executor that can also give the command a stdin
 // (containerread.RemoteExecutor). With one, the node reader reads each node
@@ -76,6 +76,7 @@ while IFS= read -r $t l && [ "$l" = r ]; do
   while [ "$i" -gt 0 ]; do IFS= read -r a || exit 2; cs="$cs$nl$a"; i=$((i-1)); done
   i=$snp
   while [ "$i" -gt 0 ]; do IFS= read -r a || exit 2; ps="$ps$nl$a"; i=$((i-1)); done
+  case $cs$ps$nl in *"$nl$nl"*) exit 2;; esac
   IFS=$nl
   set -f
   set -- "$sd" "$srd" "$svs" "$sm" "$a1" "$a2" "$snc" $cs -- $ps

@@ -294,3 +294,35 @@ func TestProbeOpensTheSessionBeforeTheStatusSays(t *testing.T) {
 		t.Fatalf("%d execs refused, want 1: the probe gives up on a refusal", n)
 	}
 }
+
+// TestSessionRefusesAnEmptyLine: a request's lines become the node
+// script's arguments by splitting at newlines, where an empty line would
+// vanish and shift the others: the session ends instead (status 2), in
+// busybox sh and in dash, and a well-formed request is answered.
+func TestSessionRefusesAnEmptyLine(t *testing.T) {
+	for _, shell := range [][]string{{busybox(t), "sh"}, {"dash"}} {
+		for _, tc := range []struct {
+			name, req string
+			status    int
+		}{
+			{"well formed", "r\nn1\nn2\n100\n0\n1\n/nowhere\n", 0},
+			{"an empty path", "r\nn1\nn2\n100\n0\n2\n/nowhere\n\n", 2},
+			{"an empty container ID", "r\nn1\nn2\n100\n1\n1\n\n0\n/nowhere\n", 2},
+		} {
+			argv := append(shell[1:], "-c", sessionScript, "sh", "60", filepath.Join(t.TempDir(), "s"), t.TempDir(), verifyScriptText())
+			cmd := exec.Command(shell[0], argv...)
+			cmd.Stdin = strings.NewReader("n3\n" + tc.req)
+			out, err := cmd.Output()
+			status := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			frames := strings.Count(string(out), "Z\x00n3\x00")
+			if status != tc.status || (status == 0) != (frames == 2) {
+				t.Errorf("%s, %s: exit status %d with %d frames, want %d (%q)", shell[0], tc.name, status, frames, tc.status, out)
+			}
+		}
+	}
+}
