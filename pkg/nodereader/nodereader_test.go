@@ -145,11 +145,43 @@ func TestPlanNodes(t *testing.T) {
 
 func busybox(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("busybox")
+	return lookPath(t, "busybox", "busybox is needed to run the node script (Debian package busybox or busybox-static)")
+}
+
+// lookPath is the path of program name, or a failure that says why it is
+// needed.
+func lookPath(t *testing.T, name, why string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatal("busybox is needed to run the node script (Debian package busybox or busybox-static): ", err)
+		t.Fatal(why+": ", err)
 	}
 	return p
+}
+
+// dash is the path of dash, Debian's /bin/sh: the node script with the
+// machine's GNU tools, as in a --reader-image built on Debian, and a shell
+// whose read has no -t.
+func dash(t *testing.T) string {
+	t.Helper()
+	return lookPath(t, "dash", "dash is needed to run the node script (Debian's /bin/sh)")
+}
+
+// shells are the argv prefixes the node script is tested with: busybox sh
+// (busybox's applets) and dash (GNU tools).
+func shells(t *testing.T) [][]string {
+	return [][]string{{busybox(t), "sh"}, {dash(t)}}
+}
+
+// asNode makes this machine a node as the node script sees it: root (the
+// script reads through /proc/PID/root; the tests make cgroups) and a
+// kubelet process (fakeKubelet).
+func asNode(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the node script reads through /proc/PID/root and its tests make cgroups, which needs root")
+	}
+	fakeKubelet(t)
 }
 
 // runNodeScript runs the node script with shell (argv: busybox sh, whose
@@ -228,10 +260,7 @@ func atomicVolume(t *testing.T, dir string, files map[string]string) {
 // dir/k, a container that is not on this machine reported as not found,
 // and cluster strings that would break a shell string kept as data.
 func TestNodeScriptReadsKubeletDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the node script reads through /proc/1/root, which needs root")
-	}
-	fakeKubelet(t)
+	asNode(t)
 	root := t.TempDir()
 	p := consumer("n1", "containerd://"+cid, true)
 	p.UID = "8e1b2c3d-0000-4000-8000-000000000001"
@@ -254,13 +283,9 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 	if len(failed) != 0 {
 		t.Fatal(failed)
 	}
-	dash, err := exec.LookPath("dash")
-	if err != nil {
-		t.Fatal("dash is needed to run the node script with GNU tar (Debian's /bin/sh): ", err)
-	}
 	no, obs := runNodeScript(t, []string{busybox(t), "sh"}, nodes[0], dir, root)
 	// dash with GNU tar, ls and grep (a --reader-image built on Debian)
-	if _, gnu := runNodeScript(t, []string{dash}, nodes[0], dir, root); !reflect.DeepEqual(obs, gnu) {
+	if _, gnu := runNodeScript(t, []string{dash(t)}, nodes[0], dir, root); !reflect.DeepEqual(obs, gnu) {
 		t.Errorf("busybox and GNU tools differ:\n%s\n%s", dump(obs), dump(gnu))
 	}
 	// the exec reader's script, where the image has no tar, shows the same
@@ -296,16 +321,13 @@ func TestNodeScriptReadsKubeletDir(t *testing.T) {
 // paths at newlines, so a path that holds one (no checked name makes one)
 // is read by the verify script, whole, beside the others.
 func TestNodeScriptPathWithANewline(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the node script reads through /proc/PID/root, which needs root")
-	}
-	fakeKubelet(t)
+	asNode(t)
 	root := t.TempDir()
 	plain, odd := filepath.Join(root, "plain"), filepath.Join(root, "odd\nname")
 	atomicVolume(t, plain, map[string]string{"a": "1"})
 	atomicVolume(t, odd, map[string]string{"b": "2"})
 	nr := &nodeBatch{node: "n1", paths: []string{plain, odd}}
-	for _, shell := range [][]string{{busybox(t), "sh"}, {"dash"}} {
+	for _, shell := range shells(t) {
 		n1, n2 := containerread.NewNonce(), containerread.NewNonce()
 		argv := nodeArgv(nr, filepath.Join(t.TempDir(), "scratch"), root, 1<<20, n1, n2)
 		out, err := exec.Command(shell[0], append(shell[1:], argv[1:]...)...).Output()
@@ -618,10 +640,7 @@ func startIn(t *testing.T, id string, cmd *exec.Cmd) {
 // container's main process unknown rather than taken for an exec; a cgroup
 // named with two IDs and a space is neither container's.
 func TestNodeScriptFindsTheMainProcess(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the node script reads through /proc/PID/root and moves processes between cgroups, which needs root")
-	}
-	fakeKubelet(t)
+	asNode(t)
 	id1, id2 := strings.Repeat("5a", 32), strings.Repeat("6b", 32)
 	// the odd one first, so that its stat line comes before the others
 	// (a process renames only itself)
@@ -671,11 +690,7 @@ func TestNodeScriptFindsTheMainProcess(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	nr := &nodeBatch{node: "n1", containers: []containerPaths{{req: 0, id: id1, env: true}, {req: 1, id: id3}, {req: 2, id: id2}}}
-	dash, err := exec.LookPath("dash")
-	if err != nil {
-		t.Fatal("dash is needed to run the node script (Debian's /bin/sh): ", err)
-	}
-	for _, shell := range [][]string{{busybox(t), "sh"}, {dash}} {
+	for _, shell := range shells(t) {
 		no, _ := runNodeScript(t, shell, nr, filepath.Join(t.TempDir(), "scratch"), t.TempDir())
 		if got, want := no.pids[id1], strconv.Itoa(main.Process.Pid); got != want {
 			t.Errorf("%s: main process of the container = %q, want %s (child and exec'd process: %v)", shell[0], got, want, no.pids)
@@ -715,10 +730,7 @@ func writeFile(t *testing.T, path, data string) {
 // container's environment is the one in its OCI spec; a container with no
 // spec is reported without one.
 func TestNodeScriptReadsTheRuntimesSpec(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the node script reads through /proc/PID/root, which needs root")
-	}
-	fakeKubelet(t)
+	asNode(t)
 	tmp := t.TempDir()
 	ctrd, crio := filepath.Join(tmp, "ctrd state"), filepath.Join(tmp, "crio")
 	writeFile(t, filepath.Join(tmp, "config.toml"), "version = 3\nroot = \"/nowhere\"\n  state   =  \""+ctrd+"\"\n[grpc]\n  state = \"/wrong\"\n")
@@ -749,11 +761,7 @@ func TestNodeScriptReadsTheRuntimesSpec(t *testing.T) {
 	writeFile(t, filepath.Join(nobody, "io.containerd.runtime.v2.task", "k8s.io", id5, "init.pid"), strconv.Itoa(pid5))
 	nr := &nodeBatch{node: "n1", containers: []containerPaths{{req: 0, id: id1, env: true}, {req: 1, id: id2, env: true}, {req: 2, id: id3, env: true},
 		{req: 3, id: id4, env: true}, {req: 4, id: id5, env: true}}}
-	dash, err := exec.LookPath("dash")
-	if err != nil {
-		t.Fatal("dash is needed to run the node script (Debian's /bin/sh): ", err)
-	}
-	for _, shell := range [][]string{{busybox(t), "sh"}, {dash}} {
+	for _, shell := range shells(t) {
 		no, _ := runNodeScript(t, shell, nr, filepath.Join(t.TempDir(), "scratch"), tmp)
 		if got := no.env[id1]; got["V"] != "from-spec" || got["W"] != "a=b" || len(got) != 3 {
 			t.Errorf("%s: containerd's container env = %v", shell[0], got)

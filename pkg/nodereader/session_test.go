@@ -95,19 +95,12 @@ func swapVolume(t *testing.T, dir, ts, v string) {
 // volume the kubelet swapped after the read before; a session that broke
 // is replaced; the sessions end with Close.
 func TestSessionReadsTheNodeAsItIsWhenAsked(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the node script reads through /proc/1/root and makes cgroups, which needs root")
-	}
-	fakeKubelet(t)
-	dash, err := exec.LookPath("dash")
-	if err != nil {
-		t.Fatal("dash is needed to run the session script without read -t (Debian's /bin/sh): ", err)
-	}
+	asNode(t)
 	ids := []string{strings.Repeat("a1", 32), strings.Repeat("b2", 32)}
 	for _, id := range ids {
 		fakeContainer(t, id)
 	}
-	for name, shell := range map[string][]string{"busybox": {busybox(t), "sh"}, "dash": {dash}} {
+	for name, shell := range map[string][]string{"busybox": {busybox(t), "sh"}, "dash": {dash(t)}} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
 			var reqs []containerread.Request
@@ -259,10 +252,7 @@ func pendingPods() *fake.Clientset {
 // never says so; the first read goes through that session. A probe
 // refused for another reason gives up at once, and the status decides.
 func TestProbeOpensTheSessionBeforeTheStatusSays(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the node script reads through /proc/1/root and makes cgroups, which needs root")
-	}
-	fakeKubelet(t)
+	asNode(t)
 	id := strings.Repeat("c3", 32)
 	fakeContainer(t, id)
 	root := t.TempDir()
@@ -300,7 +290,7 @@ func TestProbeOpensTheSessionBeforeTheStatusSays(t *testing.T) {
 // vanish and shift the others: the session ends instead (status 2), in
 // busybox sh and in dash, and a well-formed request is answered.
 func TestSessionRefusesAnEmptyLine(t *testing.T) {
-	for _, shell := range [][]string{{busybox(t), "sh"}, {"dash"}} {
+	for _, shell := range shells(t) {
 		for _, tc := range []struct {
 			name, req string
 			status    int
