@@ -27,7 +27,7 @@ type ClusterVerifier struct {
 	// PodSelector is the user's -l: pods outside it are never touched.
 	PodSelector string
 
-	batches coalesce.Keyed[batchKey, *podJob] // VerifyPod's, by namespace
+	batches coalesce.Keyed[batchKey, *podJob] // VerifyPod's, by queue (batchKey)
 	gather  sync.Once                         // sets batches.Gather and Ready
 
 	mu sync.Mutex
