@@ -275,11 +275,23 @@ func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot,
 		} else if last {
 			return nil, nil, nil, err
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(delay):
-		}
+		l.pause(ctx, delay)
 		delay *= 2
+	}
+}
+
+// pause waits d or until ctx is done, on the engine's clock
+// (refresh.Config.Sleep; the real one when unset).
+func (l *Loop) pause(ctx context.Context, d time.Duration) {
+	if l.Refresh.Sleep != nil {
+		l.Refresh.Sleep(ctx, d)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 

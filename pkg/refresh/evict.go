@@ -164,6 +164,8 @@ type EvictOptions struct {
 	// evictions and waits for replacements.
 	Deadline time.Time
 	Now      func() time.Time
+	// Sleep pauses between tries and polls (default: the real clock's).
+	Sleep func(context.Context, time.Duration)
 	// Progress gets one line per event (eviction, refusal and retry,
 	// replacement Ready).
 	Progress func(string)
@@ -176,6 +178,9 @@ type EvictOptions struct {
 func (o *EvictOptions) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
 	}
 	if o.MaxUnavailable < 1 {
 		o.MaxUnavailable = 1
@@ -341,10 +346,8 @@ func evictOne(ctx context.Context, ev Evictor, ns, pod, uid string, o EvictOptio
 			return false, "", fmt.Errorf("evicting pod %s: %s; refused %d times in %s, and --timeout ends before the next try", pod, why, attempt, o.Now().Sub(start).Round(100*time.Millisecond))
 		}
 		o.Progress(fmt.Sprintf("pod %s/%s: %s; retrying in %s (attempt %d)", ns, pod, why, delay.Round(10*time.Millisecond), attempt))
-		select {
-		case <-ctx.Done():
+		if o.Sleep(ctx, delay); ctx.Err() != nil {
 			return false, "", fmt.Errorf("evicting pod %s: interrupted: %w", pod, ctx.Err())
-		case <-time.After(delay):
 		}
 		if delay *= 2; delay > o.RetryMax {
 			delay = o.RetryMax
@@ -401,9 +404,6 @@ func waitReplacements(ctx context.Context, ev Evictor, t Target, known map[strin
 		if !o.Deadline.IsZero() && !o.Now().Before(o.Deadline) {
 			return nil, fmt.Errorf("--timeout passed %s after the eviction while waiting for the replacements to be Ready (%s)", o.Now().Sub(start).Round(100*time.Millisecond), last)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(o.Poll):
-		}
+		o.Sleep(ctx, o.Poll)
 	}
 }

@@ -52,6 +52,10 @@ type Config struct {
 	// Verify are the options of the observation before the plan.
 	Verify inspect.VerifyOptions
 	Now    func() time.Time
+	// Sleep is the wait's and the evictions' pause (nil: the real clock's);
+	// PodDelay the pause before an annotated pod's first read (WaitOptions).
+	Sleep    func(context.Context, time.Duration)
+	PodDelay time.Duration
 	// HookHostNetwork lets reload hooks go to pods with hostNetwork, whose
 	// address is their node's (HookHostNetworkFlag); refused otherwise.
 	HookHostNetwork bool
@@ -332,7 +336,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 	results := ApplyThen(ctx, r.Patcher, p.Actions, r.DryRun, r.Now, then)
 	if Counts(p.Actions)[ActionEvict] > 0 {
 		results = ApplyEvictions(ctx, r.Evictor, results, EvictOptions{MaxUnavailable: r.MaxUnavailable, DryRun: r.DryRun,
-			Deadline: deadline, Now: r.Now, Progress: func(s string) { progress(Progress{Event: s}) }})
+			Deadline: deadline, Now: r.Now, Sleep: r.Sleep, Progress: func(s string) { progress(Progress{Event: s}) }})
 	}
 	if w != nil {
 		results = w.Finish(results, r.Rollouts)
@@ -372,7 +376,7 @@ func (r *Refresher) podWaits(ctx context.Context, deadline time.Time, progress f
 	if r.DryRun != DryRunNone || !r.Wait && (hooked == 0 || r.Timeout <= 0) {
 		return nil, nil // no Timeout: no time to wait for the hooked pods
 	}
-	w := NewPodWaits(ctx, r.Verifier, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Concurrency: r.Concurrency,
+	w := NewPodWaits(ctx, r.Verifier, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Sleep: r.Sleep, PodDelay: r.PodDelay, Concurrency: r.Concurrency,
 		Progress: progress, ChangedAgain: r.ChangedAgain, Hooks: r.Hooks})
 	w.hookedOnly = !r.Wait
 	if r.HandOver > 0 && r.HandOver < r.Timeout {

@@ -67,7 +67,10 @@ type WaitOptions struct {
 	// unless the Verifier merges their reads (MergesPodReads).
 	Concurrency int
 	Now         func() time.Time
-	Progress    func(Progress)
+	// Sleep pauses for a duration or until ctx is done (default: a timer
+	// of the real clock); a simulation passes one of its virtual clock.
+	Sleep    func(context.Context, time.Duration)
+	Progress func(Progress)
 	// ChangedAgain, when set, tells whether the data of an object changed
 	// again after the plan. A restarted workload's new pod that is stale
 	// only for such an object read it after the restart was sent, so at
@@ -139,6 +142,9 @@ func Wait(ctx context.Context, results []Result, obs Verifier, rc RolloutChecker
 func (o *WaitOptions) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
 	}
 	if o.Interval == 0 {
 		o.Interval = 250 * time.Millisecond
@@ -289,7 +295,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // unverifiable).
 func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, deadline time.Time, o WaitOptions) bool {
 	if o.PodDelay > 0 && r.AppliedAt != nil {
-		sleep(ctx, r.AppliedAt.Add(o.PodDelay).Sub(o.Now()))
+		o.Sleep(ctx, r.AppliedAt.Add(o.PodDelay).Sub(o.Now()))
 	}
 	objects := objectsOf(r.Consumers)
 	interval := o.Interval
@@ -324,7 +330,7 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 			timedOut(r, ctx)
 			return false
 		}
-		sleep(ctx, min(interval, deadline.Sub(now)))
+		o.Sleep(ctx, min(interval, deadline.Sub(now)))
 		if interval *= 2; interval > o.MaxInterval {
 			interval = o.MaxInterval
 		}
@@ -391,7 +397,7 @@ func (w poller) pollRollouts(ctx context.Context, results []Result, open []int) 
 	interval := w.o.Interval
 	rolled := map[int]bool{}
 	if w.o.FirstDelay > 0 {
-		sleep(ctx, w.o.FirstDelay)
+		w.o.Sleep(ctx, w.o.FirstDelay)
 	}
 	for len(open) > 0 {
 		var now time.Time
@@ -411,7 +417,7 @@ func (w poller) pollRollouts(ctx context.Context, results []Result, open []int) 
 			}
 			break
 		}
-		sleep(ctx, interval)
+		w.o.Sleep(ctx, interval)
 		// most rollouts take seconds: poll fast first, then back off
 		if interval *= 2; interval > w.o.MaxInterval {
 			interval = w.o.MaxInterval
