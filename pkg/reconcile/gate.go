@@ -113,7 +113,8 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	var out []refresh.Action
 	for _, i := range slices.Sorted(maps.Keys(held)) {
 		a, h := plan.Actions[i], held[i]
-		var at *time.Time // as the event says it: on the API server's clock
+		said := h         // as the event says it: on the API server's clock
+		var at *time.Time // said's Until, when it has one
 		if h.Paced {
 			u := h.Until
 			at = &u
@@ -125,7 +126,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		for _, k := range objs {
 			waited := l.waitedOn(changes[k], h, now)
 			drop = drop || waited
-			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, h) || tell
+			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, said) || tell
 		}
 		if drop {
 			finish := fmt.Sprintf("`kubectl cmsync refresh` of %s", objectList(objs))
@@ -232,11 +233,14 @@ func retryWhen(h Hold) string {
 
 // firstDeferral tells whether this is the first time since the change's
 // last edit that the workload's restart is held for this kind of reason (a
-// rollout under way, or the restart limit), and remembers it.
+// rollout under way, or the restart limit) and, for a hold until a time
+// (paced, a restart window), until that time, and remembers it: a
+// deferral to a new time (the window's next opening, once a rollout held
+// the restart through the window) is said again, with that time.
 func (p *pending) firstDeferral(workload string, h Hold) bool {
 	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
 	if h.Paced {
-		key += " paced"
+		key += " paced until " + h.Until.UTC().Format(time.RFC3339)
 	}
 	if h.Window != "" {
 		key += " window"

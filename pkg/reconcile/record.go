@@ -50,7 +50,8 @@ func recordKey(k inspect.ObjectKey) string { return strings.ToLower(k.Kind) + "/
 
 // Record is the value of AnnotationApplied: per object, the digest of
 // what the subject's consumers read of it when it was last made current,
-// as "KEYID:DIGEST" (keyID: which key made it).
+// and the object's version then, as an entry (entryOf; keyID: which key
+// made it).
 type Record map[string]string
 
 // keyID names a key without telling it: the first 4 bytes of an HMAC of a
@@ -63,28 +64,52 @@ func keyID(key []byte) string {
 	return hex.EncodeToString(m.Sum(nil)[:4])
 }
 
-func keyIDOf(entry string) string {
-	id, _, _ := strings.Cut(entry, ":")
-	return id
+// recordFormat prefixes the entries this build writes:
+// "KEYID:v2.DIGEST.VERSION", DIGEST what Digest makes (without its own
+// "v1." prefix) and VERSION the resource version of the object it was
+// made from. A v1 entry ("KEYID:v1.DIGEST", the same digest) has no
+// version.
+const recordFormat = "v2"
+
+// entry is one object's entry in a record, in its parts.
+type entry struct{ keyID, format, digest, version string }
+
+func parseEntry(s string) entry {
+	id, rest, _ := strings.Cut(s, ":")
+	format, rest, _ := strings.Cut(rest, ".")
+	digest, version, _ := strings.Cut(rest, ".")
+	return entry{keyID: id, format: format, digest: digest, version: version}
 }
+
+// entryOf is the entry of an object o whose consumers read reads.
+func entryOf(key []byte, o inspect.Object, reads []Read) string {
+	d := strings.TrimPrefix(Digest(key, reads), digestVersion)
+	return keyID(key) + ":" + recordFormat + "." + d + "." + o.ResourceVersion
+}
+
+// sameDigests are the formats whose entries hold the same digest (v2 adds
+// the object's version to v1's).
+var sameDigests = map[string]bool{"v1": true, recordFormat: true}
 
 // sameKeyAndFormat tells whether two entries were made under the same key and
-// in the same digest format: only then does a difference mean the object
-// was edited (a key rotation or a newer format differs with no edit).
+// in formats of the same digest: only then can their digests be compared
+// (a key rotation or a newer format differs with no edit).
 func sameKeyAndFormat(a, b string) bool {
-	_, da, _ := strings.Cut(a, ":")
-	_, db, _ := strings.Cut(b, ":")
-	va, _, _ := strings.Cut(da, ".")
-	vb, _, _ := strings.Cut(db, ".")
-	return keyIDOf(a) == keyIDOf(b) && va == vb
+	ea, eb := parseEntry(a), parseEntry(b)
+	return ea.keyID == eb.keyID && (ea.format == eb.format || sameDigests[ea.format] && sameDigests[eb.format])
 }
 
-// edits are the objects of differ whose records were made under the same
-// key and format as now: edited since (editedFor), not only unreadable.
+// edits are the objects of differ edited since their record (editedFor):
+// recorded under the same key and format as now, and the object written
+// since. One whose version is the recorded one was not written: its
+// record differs only because its consumers read other keys of it now (a
+// new pod template), which is no edit. Without a version on either side
+// (a v1 record, an absent object) a difference is taken for an edit.
 func edits(recorded, now Record, differ []string) []string {
 	var out []string
 	for _, k := range differ {
-		if sameKeyAndFormat(recorded[k], now[k]) {
+		was, is := parseEntry(recorded[k]), parseEntry(now[k])
+		if sameKeyAndFormat(recorded[k], now[k]) && (was.version == "" || is.version == "" || was.version != is.version) {
 			out = append(out, k)
 		}
 	}
@@ -144,7 +169,7 @@ func digests(key []byte, snap *inspect.Snapshot, items []inspect.Use) map[subjec
 		if out[r.subject] == nil {
 			out[r.subject] = Record{}
 		}
-		out[r.subject][recordKey(r.object)] = keyID(key) + ":" + Digest(key, rs)
+		out[r.subject][recordKey(r.object)] = entryOf(key, rs[0].Object, rs)
 	}
 	return out
 }
@@ -176,16 +201,17 @@ func updated(old, now Record, done []string) (Record, bool) {
 }
 
 // compare tells, for one subject, which objects it reads are to be
-// checked (differ: changed since its record, recorded under another key,
-// or in another digest format: a key rotation or a newer controller checks
-// them, which restarts only what is stale) and which it has no record of
-// (unknown).
+// checked (differ: its digest changed since its record, recorded under
+// another key, or in a format of another digest: a key rotation or a newer
+// controller checks them, which restarts only what is stale) and which it
+// has no record of (unknown). The object's version alone changing (its
+// metadata written) is no difference.
 func compare(recorded, now Record) (differ, unknown []string) {
 	for _, k := range slices.Sorted(maps.Keys(now)) {
 		switch old, ok := recorded[k]; {
 		case !ok:
 			unknown = append(unknown, k)
-		case old != now[k]:
+		case !sameKeyAndFormat(old, now[k]) || parseEntry(old).digest != parseEntry(now[k]).digest:
 			differ = append(differ, k)
 		}
 	}

@@ -96,7 +96,7 @@ func TestResumeActsOnlyWhereTheRecordDiffers(t *testing.T) {
 	}
 	dep, _ := c.AppsV1().Deployments("ns").Get(context.Background(), "web-a", metav1.GetOptions{})
 	rec := ParseRecord(dep.Annotations[AnnotationApplied])
-	if len(rec) != 1 || !strings.HasPrefix(rec["configmap/a"], keyID([]byte("0123456789abcdef0123"))+":v1.") {
+	if len(rec) != 1 || !strings.HasPrefix(rec["configmap/a"], keyID([]byte("0123456789abcdef0123"))+":v2.") {
 		t.Fatalf("web-a's record = %q", dep.Annotations[AnnotationApplied])
 	}
 
@@ -269,5 +269,31 @@ func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
 	}
 	if l.pending[k].only != nil {
 		t.Errorf("after a new edit only = %v, want every use", l.pending[k].only)
+	}
+}
+
+// TestRecordEditNeedsTheObjectWritten: an entry whose digest differs is an
+// edit only when the object was written since (another resourceVersion,
+// or none known: a v1 entry); the version alone moving is no difference,
+// and a v1 entry is compared by its digest.
+func TestRecordEditNeedsTheObjectWritten(t *testing.T) {
+	for _, tc := range []struct {
+		recorded, now string
+		differ, edit  bool
+	}{
+		{"id:v2.D1.5", "id:v2.D1.5", false, false},
+		{"id:v2.D1.5", "id:v2.D1.6", false, false}, // its metadata written
+		{"id:v2.D1.5", "id:v2.D2.5", true, false},  // other keys read, the object as it was
+		{"id:v2.D1.5", "id:v2.D2.6", true, true},
+		{"id:v1.D1", "id:v2.D1.5", false, false},
+		{"id:v1.D1", "id:v2.D2.5", true, true},
+		{"id:v3.D1.5", "id:v2.D1.5", true, false}, // a newer format: checked
+		{"other:v2.D1.5", "id:v2.D2.6", true, false},
+	} {
+		differ, _ := compare(Record{"configmap/a": tc.recorded}, Record{"configmap/a": tc.now})
+		edit := edits(Record{"configmap/a": tc.recorded}, Record{"configmap/a": tc.now}, differ)
+		if (len(differ) == 1) != tc.differ || (len(edit) == 1) != tc.edit {
+			t.Errorf("%s -> %s: differ %v, edit %v; want %t, %t", tc.recorded, tc.now, differ, edit, tc.differ, tc.edit)
+		}
 	}
 }

@@ -822,6 +822,50 @@ func TestRecordUnderAnotherKeyIsNoEdit(t *testing.T) {
 	}
 }
 
+// TestRecordOfOtherKeysReadIsNoEdit: a record that differs only because
+// the consumers read another key of an object nobody edited (a deploy
+// made the pods read X of a too) is no edit: the next leader checks the
+// consumer, and does not restart a Reloader-annotated volume consumer by
+// its on-change policy.
+func TestRecordOfOtherKeysReadIsNoEdit(t *testing.T) {
+	f := newRoundFixture(t)
+	a := configMap("a", map[string]string{"K": "1", "X": "x"})
+	a.ResourceVersion = "5" // as the API server has it; nobody writes a again
+	if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reading := func(keys ...string) []runtime.Object { // Deployment vol, its ReplicaSet and a pod that reads keys of a
+		c := corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}
+		v := corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}}}
+		for _, k := range keys {
+			v.ConfigMap.Items = append(v.ConfigMap.Items, corev1.KeyToPath{Key: k, Path: k})
+		}
+		return deploymentObjects("vol", map[string]string{ReloaderAuto: "true"}, c, v)
+	}
+	for _, o := range reading("K") {
+		if err := f.client.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
+	f.resumeAsLeader() // the first leader records what vol reads: K of a
+	if err := f.client.CoreV1().Pods("ns").Delete(context.Background(), "vol-1-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next := reading("K", "X")[2].(*corev1.Pod)
+	next.Name, next.UID = "vol-1-b", "u-vol-1-b"
+	if err := f.client.Tracker().Add(next); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(time.Minute)
+	f.resumeAsLeader() // the next leader
+	for _, e := range f.events {
+		if e.Kind == EventAction && e.Action.Target.Name == "vol" && e.Action.Action == refresh.ActionRestart {
+			t.Errorf("restarted for a record that differs only by the keys read: %s", e.Action.Reason)
+		}
+	}
+}
+
 // TestFailedRestartGivesItsTokenBackLater: the token of a restart whose
 // patch failed is given back though its answer came after the token was
 // taken (the clock moves within a round on a real cluster).

@@ -37,12 +37,20 @@ func (l *Loop) watchOf(what string, inf syncedVersion) *watchState {
 }
 
 // watchFailed marks st's watch as failed: the edits made since st was
-// last known in sync may not have been seen.
+// last known in sync may not have been seen. A failure after the
+// informer listed or watched again (its version moved since the failure
+// before, which the loop has not looked at yet) is a cut of its own: the
+// informer was in sync at that list, no earlier than the last look, and
+// only a move past this failure's version ends the cut.
 func (l *Loop) watchFailed(st *watchState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !st.broken {
-		st.broken, st.brokenAt = true, st.inf.LastSyncResourceVersion()
+	rv := st.inf.LastSyncResourceVersion()
+	switch {
+	case !st.broken:
+		st.broken, st.brokenAt = true, rv
+	case rv != st.brokenAt:
+		st.rv, st.seen, st.brokenAt = rv, st.polled, rv
 	}
 }
 

@@ -42,3 +42,33 @@ func TestWatermarkWaitsForAWatchToListAgain(t *testing.T) {
 		t.Errorf("listed again: %s, want now less the margin %s", got, want)
 	}
 }
+
+// TestWatermarkHoldsThroughASecondCut: a watch that fails, lists again
+// and fails again before the loop looks is cut a second time: the
+// watermark stays at or before the last look before that list (the
+// informer was known in sync no later than the list), not the clock,
+// until the informer has listed again after the second failure.
+func TestWatermarkHoldsThroughASecondCut(t *testing.T) {
+	f := newRoundFixture(t)
+	cms := &versionStub{rv: "10"}
+	st := f.loop.watchOf("ConfigMaps", cms)
+	f.now = f.now.Add(time.Minute)
+	f.loop.actedUntil()
+	f.now = f.now.Add(20 * time.Second)
+	f.loop.watchFailed(st) // the first cut
+	f.now = f.now.Add(time.Minute)
+	lastLook := f.now
+	f.loop.actedUntil() // still cut
+	f.now = f.now.Add(10 * time.Second)
+	cms.rv = "11" // listed again: in sync at this moment, after the last look
+	f.now = f.now.Add(10 * time.Second)
+	f.loop.watchFailed(st) // cut again (a 429 storm) before the loop looks
+	f.now = f.now.Add(5 * time.Minute)
+	if got, limit := f.loop.actedUntil(), lastLook.Add(-watermarkMargin); got.After(limit) {
+		t.Errorf("5 min into the second cut: %s, want at most the last look before the list less the margin %s", got, limit)
+	}
+	cms.rv = "12" // listed again after the second cut
+	if got, want := f.loop.actedUntil(), f.now.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("listed again: %s, want now less the margin %s", got, want)
+	}
+}

@@ -188,3 +188,48 @@ func TestUnreadScheduleHoldsTheRestart(t *testing.T) {
 		t.Errorf("no deferral to the window once its annotations were read: %q", f.took(EventDeferred))
 	}
 }
+
+// TestWaitForTheNextWindowIsSaid: a restart deferred to its window, held
+// when the window opens by a rollout under way that outlasts the window,
+// waits for the next day's opening: that deferral is said too, with its
+// time and window (what the controller's gauge is fed from), and nothing
+// is restarted meanwhile.
+func TestWaitForTheNextWindowIsSaid(t *testing.T) {
+	f := newRoundFixture(t) // 2026-01-02 03:00 UTC
+	f.annotateWeb(map[string]string{restartwindow.Annotation: "03:10-03:20"})
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	deps := f.client.AppsV1().Deployments("ns")
+	d, err := deps.Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Generation = 2 // a rollout under way from 03:00 to 03:25
+	if _, err := deps.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for f.now.Before(time.Date(2026, 1, 2, 3, 25, 0, 0, time.UTC)) {
+		f.step(10 * time.Second)
+	}
+	d, _ = deps.Get(context.Background(), "web", metav1.GetOptions{})
+	d.Status.ObservedGeneration = 2
+	if _, err := deps.UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for f.now.Before(time.Date(2026, 1, 2, 3, 30, 0, 0, time.UTC)) {
+		f.step(10 * time.Second)
+	}
+	var windows []string
+	for _, e := range f.events {
+		if e.Kind == EventAction {
+			t.Errorf("%s %s at %s, outside the window", e.Action.Action, e.Action.Target, f.now.Format(time.TimeOnly))
+		}
+		if e.Kind == EventDeferred && e.Window != "" && e.Until != nil {
+			windows = append(windows, e.Window+" until "+e.Until.UTC().Format(time.RFC3339))
+		}
+	}
+	want := []string{"03:10-03:20 until 2026-01-02T03:10:00Z", "03:10-03:20 until 2026-01-03T03:10:00Z"}
+	if strings.Join(windows, "; ") != strings.Join(want, "; ") {
+		t.Errorf("deferrals to the window %q, want %q: the wait for the next opening said too", windows, want)
+	}
+}
