@@ -549,6 +549,7 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	p.change = merge(p.change, c)
 	p.edits++
 	p.only, p.retry, p.told, p.recheck = nil, false, nil, nil // a new edit concerns every use again
+	p.unreadTries = nil                                       // and its reads are attempted anew
 	p.deferredSince, p.heldSince = time.Time{}, time.Time{}
 	l.editedAgain(c.Object)
 	l.bounce.Add(c.Object.Namespace, l.Clock())
