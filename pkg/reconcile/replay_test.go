@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -185,27 +186,20 @@ func TestChangeWithCurrentConsumersEndsInALine(t *testing.T) {
 }
 
 // TestUnreadableConsumerIsNotRetriedForGood: a consumer that never
-// becomes readable is tried unreadAttempts times for one change, then left
-// as the plan's manual step, said once; no retry after it.
+// becomes readable, in a namespace where nothing else changes, is tried
+// unreadAttempts times for one change at the backoff's times, then left as
+// the plan's manual step once unreadWait has passed, said once; no retry
+// after it.
 func TestUnreadableConsumerIsNotRetriedForGood(t *testing.T) {
 	f := newRoundFixture(t)
 	f.execTimesOut()
 	f.edit("a", map[string]string{"K": "2", "X": "x"})
-	f.step(3 * time.Second)
-	for range 40 {
-		f.step(RetryMax)
+	retries, manual := f.unreadWalk(30*time.Minute, nil)
+	if len(retries) != unreadAttempts || len(manual) != 1 {
+		t.Fatalf("%d retries and %d manual actions, want %d retries then one manual action", len(retries), len(manual), unreadAttempts)
 	}
-	var retries, manual int
-	for _, e := range f.events {
-		switch {
-		case e.Kind == EventRetry:
-			retries++
-		case e.Kind == EventAction && e.Action.Action == refresh.ActionManual:
-			manual++
-		}
-	}
-	if retries != unreadAttempts || manual != 1 {
-		t.Errorf("%d retries and %d manual actions, want %d retries then one manual action", retries, manual, unreadAttempts)
+	if d := manual[0].Sub(retries[0]); d < unreadWait {
+		t.Errorf("given up %s after the first attempt, want at least %s", d, unreadWait)
 	}
 }
 
@@ -269,5 +263,29 @@ func TestNewEditDuringAnUnreadRetryStartsItsAttemptsOver(t *testing.T) {
 				t.Error("the new value was not retried")
 			}
 		})
+	}
+}
+
+// TestUnreadRetriesAreBoundedByTime: an unreadable consumer is given up
+// after about the time the namespace's backoff takes for unreadAttempts
+// attempts (about four minutes), said once, however many rounds the edits
+// of another object (here every 5 s) make in its namespace meanwhile.
+func TestUnreadRetriesAreBoundedByTime(t *testing.T) {
+	f := newRoundFixture(t)
+	if err := f.client.Tracker().Add(configMap("c", map[string]string{"N": "0"})); err != nil {
+		t.Fatal(err)
+	}
+	f.execTimesOut()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	retries, manual := f.unreadWalk(10*time.Minute, func(i int) {
+		if i%5 == 0 {
+			f.edit("c", map[string]string{"N": fmt.Sprint(i)})
+		}
+	})
+	if len(retries) == 0 || len(manual) != 1 {
+		t.Fatalf("%d retries and manual steps at %v, want retries then one manual step", len(retries), manual)
+	}
+	if d := manual[0].Sub(retries[0]); d < 4*time.Minute || d > 6*time.Minute {
+		t.Errorf("given up %s after the first attempt (%d retries), want about four minutes", d, len(retries))
 	}
 }
