@@ -197,9 +197,10 @@ type pending struct {
 	// no leader acted on it, to which their on-change policy applies as to
 	// a live edit (editedFor)
 	recordEdits map[string]bool
-	// unreadTries counts, by workload (Kind/Name), the attempts that could
-	// not read its consumers for a cause that may pass (retryUnread)
-	unreadTries map[string]int
+	// unreadSince is when the first attempt that could not read a
+	// workload's consumers for a cause that may pass was made, by workload
+	// (Kind/Name), on the loop's Clock (retryUnread)
+	unreadSince map[string]time.Time
 	// only limits a retry to the workloads whose restart was held back
 	// (by Kind/Name); nil: every use. retry: the change was reported.
 	only  map[string]bool
@@ -549,6 +550,7 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	p.change = merge(p.change, c)
 	p.edits++
 	p.only, p.retry, p.told, p.recheck = nil, false, nil, nil // a new edit concerns every use again
+	p.unreadSince = nil                                       // and its reads are attempted anew
 	p.deferredSince, p.heldSince = time.Time{}, time.Time{}
 	l.editedAgain(c.Object)
 	l.bounce.Add(c.Object.Namespace, l.Clock())
@@ -597,7 +599,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p.retry, p.told, p.only, p.recheck = true, maps.Clone(p.told), maps.Clone(p.only), maps.Clone(p.recheck) // a copy shares no map with the round's
-	p.recordEdits, p.unreadTries = maps.Clone(p.recordEdits), maps.Clone(p.unreadTries)
+	p.recordEdits, p.unreadSince = maps.Clone(p.recordEdits), maps.Clone(p.unreadSince)
 	if q := l.pending[p.change.Object]; q != nil {
 		if q.retry && q.only != nil {
 			if p.only == nil { // a retry of every use widens it
@@ -617,7 +619,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 		q.first, q.existing = p.first, q.existing || p.existing
 		q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
 		if q.retry { // no edit since: the attempts so far count
-			q.unreadTries = p.unreadTries
+			q.unreadSince = p.unreadSince
 		}
 	} else {
 		l.pending[p.change.Object] = &p

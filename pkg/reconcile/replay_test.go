@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -185,26 +186,106 @@ func TestChangeWithCurrentConsumersEndsInALine(t *testing.T) {
 }
 
 // TestUnreadableConsumerIsNotRetriedForGood: a consumer that never
-// becomes readable is tried unreadAttempts times for one change, then left
-// as the plan's manual step, said once; no retry after it.
+// becomes readable, in a namespace where nothing else changes, is tried
+// unreadAttempts times for one change at the backoff's times, then left as
+// the plan's manual step once unreadWait has passed, said once; no retry
+// after it.
 func TestUnreadableConsumerIsNotRetriedForGood(t *testing.T) {
 	f := newRoundFixture(t)
 	f.execTimesOut()
 	f.edit("a", map[string]string{"K": "2", "X": "x"})
-	f.step(3 * time.Second)
-	for range 40 {
-		f.step(RetryMax)
+	retries, manual := f.unreadWalk(30*time.Minute, nil)
+	if len(retries) != unreadAttempts || len(manual) != 1 {
+		t.Fatalf("%d retries and %d manual actions, want %d retries then one manual action", len(retries), len(manual), unreadAttempts)
 	}
-	var retries, manual int
-	for _, e := range f.events {
-		switch {
-		case e.Kind == EventRetry:
-			retries++
-		case e.Kind == EventAction && e.Action.Action == refresh.ActionManual:
-			manual++
+	if d := manual[0].Sub(retries[0]); d < unreadWait {
+		t.Errorf("given up %s after the first attempt, want at least %s", d, unreadWait)
+	}
+}
+
+// unreadWalk moves the clock a second at a time for d, letting the loop
+// act, and returns the times of web's retries and of its manual steps.
+func (f *roundFixture) unreadWalk(d time.Duration, each func(i int)) (retries, manual []time.Time) {
+	for i := 0; i < int(d/time.Second); i++ {
+		if each != nil {
+			each(i)
 		}
+		f.step(time.Second)
+		for _, e := range f.events {
+			switch {
+			case e.Kind == EventRetry && e.Object != nil && e.Object.Name == "a":
+				retries = append(retries, f.now)
+			case e.Kind == EventAction && e.Action.Action == refresh.ActionManual && e.Action.Target.Name == "web":
+				manual = append(manual, f.now)
+			}
+		}
+		f.events = nil
 	}
-	if retries != unreadAttempts || manual != 1 {
-		t.Errorf("%d retries and %d manual actions, want %d retries then one manual action", retries, manual, unreadAttempts)
+	return retries, manual
+}
+
+// TestNewEditDuringAnUnreadRetryStartsItsAttemptsOver: an edit of an
+// object whose unreadable consumer is being retried starts the attempts
+// over, whether it arrives while the retry is pending or while the round
+// that retries it runs: the new value is retried as a first change is,
+// not made a manual step on the old change's leftover attempts.
+func TestNewEditDuringAnUnreadRetryStartsItsAttemptsOver(t *testing.T) {
+	for _, during := range []string{"pending retry", "round"} {
+		t.Run(during, func(t *testing.T) {
+			f := newRoundFixture(t)
+			f.execTimesOut()
+			f.edit("a", map[string]string{"K": "2", "X": "x"})
+			var retries int
+			for i := 0; retries < unreadAttempts-1 && i < 600; i++ { // the old change nearly given up
+				r, m := f.unreadWalk(time.Second, nil)
+				if retries += len(r); len(m) > 0 {
+					t.Fatalf("the first change was given up after %d retries", retries)
+				}
+			}
+			edited, fired := f.now, during == "pending retry"
+			switch during {
+			case "pending retry":
+				f.edit("a", map[string]string{"K": "3", "X": "x"})
+			case "round": // the round that retries the old change reads web when the edit arrives
+				f.ex.Before = func() {
+					f.ex.Before, fired, edited = nil, true, f.now
+					f.edit("a", map[string]string{"K": "3", "X": "x"})
+				}
+			}
+			for i := 0; !fired && i < 600; i++ { // until the retry's round makes the edit
+				f.unreadWalk(time.Second, nil)
+			}
+			r, m := f.unreadWalk(4*time.Minute, nil)
+			if len(m) > 0 {
+				t.Errorf("the new value was made a manual step %s after its edit (retries at %v): want its attempts started over", m[0].Sub(edited), r)
+			}
+			if len(r) == 0 {
+				t.Error("the new value was not retried")
+			}
+		})
+	}
+}
+
+// TestUnreadRetriesAreBoundedByTime: an unreadable consumer is given up
+// after about the time the namespace's backoff takes for unreadAttempts
+// attempts (about four minutes), said once, however many rounds the edits
+// of another object (here every 5 s) make in its namespace meanwhile.
+func TestUnreadRetriesAreBoundedByTime(t *testing.T) {
+	f := newRoundFixture(t)
+	if err := f.client.Tracker().Add(configMap("c", map[string]string{"N": "0"})); err != nil {
+		t.Fatal(err)
+	}
+	f.execTimesOut()
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	retries, manual := f.unreadWalk(10*time.Minute, func(i int) {
+		if i%5 == 0 {
+			f.edit("c", map[string]string{"N": fmt.Sprint(i)})
+		}
+	})
+	if len(retries) == 0 || len(manual) != 1 {
+		t.Fatalf("%d retries and manual steps at %v, want retries then one manual step", len(retries), manual)
+	}
+	if d := manual[0].Sub(retries[0]); d < 4*time.Minute || d > 6*time.Minute {
+		t.Errorf("given up %s after the first attempt (%d retries), want about four minutes", d, len(retries))
 	}
 }

@@ -233,13 +233,25 @@ func (l *Loop) failed(changes map[inspect.ObjectKey]*pending, keys []inspect.Obj
 }
 
 // retryFailed puts back, for their workloads only, the changes whose
-// actions failed for a transient reason.
+// actions failed for a transient reason, or were not started after another
+// failed (evictions: refresh.ApplyEvictions); a failed eviction that will
+// not pass is said once, with the command that finishes it.
 // The next round verifies again before it acts, so a consumer made current
-// meanwhile costs nothing.
+// meanwhile costs nothing, and a pod already evicted (terminating: its
+// uses not applicable) or replaced is not evicted again.
 func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) {
-	only, why := workloadsOf(changes, kept, results, func(r refresh.Result) bool { return r.Outcome == refresh.OutcomeFailed && r.Transient })
+	only, why := workloadsOf(changes, kept, results, func(r refresh.Result) bool { return r.Transient })
 	if len(only) > 0 {
 		l.retryLater(ns, changes, only, why, false)
+	}
+	for _, r := range results {
+		if r.Action.Action != refresh.ActionEvict || r.Outcome != refresh.OutcomeFailed || r.Transient {
+			continue
+		}
+		for _, k := range consumedObjects(r.Action, changes) {
+			l.emit(Event{Kind: EventError, Object: &k, Message: fmt.Sprintf("%s: pods %s not evicted (%s); not tried again until it changes again: %s",
+				r.Target, strings.Join(r.NotEvicted, ", "), r.Error, finishHint(k))})
+		}
 	}
 }
 

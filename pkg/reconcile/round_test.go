@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -923,5 +924,104 @@ func TestChangesDroppedAtExitAreNotAlerted(t *testing.T) {
 	f.loop.dropPending()
 	if got := f.took(EventError); len(got) != 1 || len(rounds) != 0 {
 		t.Errorf("errors %q and %d rounds, want the dropped change said once and no round", got, len(rounds))
+	}
+}
+
+// evictions answers the Eviction API as a workload's controller would: the
+// evicted pod is deleted and a Ready replacement (NAME-new), which reads
+// the data of now, takes its place. The first fails[pod] evictions of a
+// pod fail with err instead. It returns the pods evicted, in order.
+func (f *roundFixture) evictions(fails map[string]int, err error) *[]string {
+	var evicted []string
+	f.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		name := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name
+		if fails[name] > 0 {
+			fails[name]--
+			return true, nil, err
+		}
+		ns := a.GetNamespace()
+		obj, gerr := f.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), ns, name)
+		if gerr != nil {
+			return true, nil, gerr
+		}
+		fresh := obj.(*corev1.Pod).DeepCopy()
+		fresh.Name, fresh.UID, fresh.ResourceVersion = name+"-new", fresh.UID+"-new", ""
+		cm, _ := f.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("configmaps"), ns, "a")
+		f.ex.Containers[ns+"/"+fresh.Name+"/app"] = &readtest.Container{Env: map[string]string{"K": cm.(*corev1.ConfigMap).Data["K"], "L": "1"}}
+		if derr := f.client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, name); derr != nil {
+			return true, nil, derr
+		}
+		evicted = append(evicted, name)
+		return true, nil, f.client.Tracker().Add(fresh)
+	})
+	return &evicted
+}
+
+// TestFailedEvictionIsRetried: with --restart-via=evict, an eviction that
+// failed for a reason that may pass (a cut connection) is tried again for
+// its workload after the namespace's backoff, and so is the eviction its
+// failure did not start; neither waits for the next edit.
+func TestFailedEvictionIsRetried(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.Refresh.RestartVia = refresh.RestartViaEvict
+	f.envWorkload("ns", "api", "a")
+	cut := &url.Error{Op: "Post", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}}
+	evicted := f.evictions(map[string]int{"api-1-a": 1}, cut)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if len(*evicted) != 0 {
+		t.Fatalf("evicted %v in the round whose first eviction failed", *evicted)
+	}
+	if got := f.took(EventRetry); len(got) != 1 {
+		t.Fatalf("retries %q, want one, for api (failed) and web (not started)", got)
+	}
+	f.step(2 * RetryBase)
+	if got := strings.Join(*evicted, " "); got != "api-1-a web-1-a" {
+		t.Errorf("evicted %q after the retry, want api-1-a web-1-a", got)
+	}
+}
+
+// TestPermanentEvictionFailureIsSaidOnce: an eviction refused for good
+// (forbidden) is said once with the command that finishes it, and not
+// tried again.
+func TestPermanentEvictionFailureIsSaidOnce(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.Refresh.RestartVia = refresh.RestartViaEvict
+	f.evictions(map[string]int{"web-1-a": 100}, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, "web-1-a", errors.New("no")))
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventError); len(got) != 1 || !strings.Contains(got[0], "finishes it") {
+		t.Fatalf("errors %q, want one that says how to finish", got)
+	}
+	f.step(10 * time.Minute)
+	if got := append(f.took(EventRetry), f.took(EventAction)...); len(got) != 0 {
+		t.Errorf("after a permanent eviction failure: %v, want nothing until the object changes", got)
+	}
+}
+
+// TestTerminatingPodIsNotEvictedAgain: a pod already terminating (an
+// earlier attempt evicted it) is not evicted again when its change is
+// tried again: its replacement reads the object when it starts.
+func TestTerminatingPodIsNotEvictedAgain(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.Refresh.RestartVia = refresh.RestartViaEvict
+	evicted := f.evictions(nil, nil)
+	pods := f.client.CoreV1().Pods("ns")
+	p, err := pods.Get(context.Background(), "web-1-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewTime(f.now)
+	p.DeletionTimestamp = &now
+	if _, err := pods.Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if len(*evicted) != 0 {
+		t.Errorf("evicted %v, a pod already terminating", *evicted)
 	}
 }

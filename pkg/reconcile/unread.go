@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -15,10 +16,12 @@ import (
 // that did not answer), and puts their changes back, for those workloads
 // only, after the namespace's backoff: the next attempt reads them again,
 // and restarts the stale ones. A change is never left as a manual step
-// that nothing tries again, nor retried for good: after unreadAttempts
-// attempts for one change (a pod that stays not running, crash-looping on
-// the very configuration being fixed) the step is left as the plan's
-// manual step, said once. Such a step of a workload the plan restarts
+// that nothing tries again, nor retried for good: once unreadWait has
+// passed since the first attempt that could not read a workload's
+// consumers for one change (a pod that stays not running, crash-looping on
+// the very configuration being fixed), whatever other edits made rounds of
+// the namespace meanwhile, the step is left as the plan's manual step,
+// said once. Such a step of a workload the plan restarts
 // anyway is folded into the restart. It returns the steps it took out,
 // which are not recorded as done.
 func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
@@ -36,9 +39,10 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 	only := map[inspect.ObjectKey]map[string]bool{}
 	var why string
 	var out []refresh.Action
+	now := l.Clock()
 	plan.Actions = slices.DeleteFunc(plan.Actions, func(a refresh.Action) bool {
 		reason, ok := unreadMayPass(a, uses)
-		if !ok || triedUnread(a, rd.changes) >= unreadAttempts {
+		if !ok || unreadFor(a, rd.changes, now) >= unreadWait {
 			return false
 		}
 		why = reason
@@ -53,11 +57,13 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 			w := a.Target.Kind + "/" + a.Target.Name
 			only[k][w] = true
 			p := rd.changes[k]
-			p.unreadTries = maps.Clone(p.unreadTries) // the copy put back carries the count
-			if p.unreadTries == nil {
-				p.unreadTries = map[string]int{}
+			p.unreadSince = maps.Clone(p.unreadSince) // the copy put back carries it
+			if p.unreadSince == nil {
+				p.unreadSince = map[string]time.Time{}
 			}
-			p.unreadTries[w]++
+			if _, ok := p.unreadSince[w]; !ok {
+				p.unreadSince[w] = now
+			}
 		}
 		out = append(out, a)
 		return true
@@ -68,20 +74,30 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 	return out
 }
 
-// unreadAttempts bounds the attempts to read a workload's consumers for
-// one change (with the namespace's backoff, about four minutes).
-const unreadAttempts = 8
+// unreadWait bounds the time a workload's consumers are tried again for
+// one change, from the first attempt that could not read them: what the
+// namespace's backoff takes for unreadAttempts attempts (1 s doubling:
+// 255 s, about four minutes). Time, not rounds: an edit of another object
+// makes a round of the namespace, and tries the read again, at once.
+const (
+	unreadAttempts = 8
+	unreadWait     = (1<<unreadAttempts - 1) * RetryBase
+)
 
-// triedUnread is how many times a's consumers could not be read for the
-// changes they read.
-func triedUnread(a refresh.Action, changes map[inspect.ObjectKey]*pending) int {
-	n := 0
+// unreadFor is how long a's consumers have not been read, at now, for the
+// changes they read (zero before a first attempt failed).
+func unreadFor(a refresh.Action, changes map[inspect.ObjectKey]*pending, now time.Time) time.Duration {
+	var d time.Duration
 	for _, c := range a.Consumers {
-		if p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]; p != nil {
-			n = max(n, p.unreadTries[a.Target.Kind+"/"+a.Target.Name])
+		p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]
+		if p == nil {
+			continue
+		}
+		if since, ok := p.unreadSince[a.Target.Kind+"/"+a.Target.Name]; ok {
+			d = max(d, now.Sub(since))
 		}
 	}
-	return n
+	return d
 }
 
 // unreadMayPass tells whether a is the manual step of a restartable

@@ -95,7 +95,8 @@ type Result struct {
 	// whose pod has one).
 	Hook *HookResult `json:"reloadHook,omitempty"`
 	// Transient: the action failed for a reason that may pass (Transient),
-	// so a caller that runs again (the continuous refresh) may retry it.
+	// or, an evict action, was not started after another one failed, so a
+	// caller that runs again (the continuous refresh) may retry it.
 	Transient bool `json:"-"`
 	// Pending: applied and not verified yet when the wait handed it over
 	// (Config.HandOver): Outcome is still applied, and Recheck verifies it

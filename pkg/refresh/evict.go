@@ -205,7 +205,8 @@ func (o *EvictOptions) defaults() {
 // With DryRunClient nothing is sent; with DryRunServer every eviction is
 // sent with dryRun=All and nothing is waited for. Each result says which
 // pods were evicted and which not; after an error the remaining evict
-// actions are not started.
+// actions are not started (Transient: nothing of theirs failed, a caller
+// that runs again may send them).
 func ApplyEvictions(ctx context.Context, ev Evictor, results []Result, o EvictOptions) []Result {
 	o.defaults()
 	stopped := ""
@@ -216,7 +217,7 @@ func ApplyEvictions(ctx context.Context, ev Evictor, results []Result, o EvictOp
 		}
 		if stopped != "" {
 			r.NotEvicted = append([]string(nil), r.Pods...)
-			r.Error = "not started: " + stopped
+			r.Error, r.Transient = "not started: "+stopped, true
 			continue
 		}
 		evictWorkload(ctx, ev, r, o)
@@ -227,19 +228,22 @@ func ApplyEvictions(ctx context.Context, ev Evictor, results []Result, o EvictOp
 	return results
 }
 
-// evictWorkload evicts the pods of one action, batch by batch.
+// evictWorkload evicts the pods of one action, batch by batch. A failure
+// is Transient when its cause may pass (a cut connection, a 5xx, a LIST
+// that failed, a refusal that outlasted the deadline); an interruption or
+// replacements not Ready by the deadline are not.
 func evictWorkload(ctx context.Context, ev Evictor, r *Result, o EvictOptions) {
 	ns := r.Target.Namespace
 	dry := o.DryRun == DryRunServer
-	fail := func(i int, msg string) {
-		r.Outcome, r.Error = OutcomeFailed, msg
+	fail := func(i int, msg string, transient bool) {
+		r.Outcome, r.Error, r.Transient = OutcomeFailed, msg, transient
 		r.NotEvicted = append([]string(nil), r.Pods[i:]...)
 	}
 	known := map[string]bool{}
 	if !dry {
 		pods, err := ev.WorkloadPods(ctx, r.Target.Kind, ns, r.Target.Name)
 		if err != nil {
-			fail(0, fmt.Sprintf("listing the pods of %s: %v; no pod was evicted", r.Target, err))
+			fail(0, fmt.Sprintf("listing the pods of %s: %v; no pod was evicted", r.Target, err), Transient(err))
 			return
 		}
 		for _, p := range pods {
@@ -252,7 +256,7 @@ func evictWorkload(ctx context.Context, ev Evictor, r *Result, o EvictOptions) {
 		expect := 0
 		for _, pod := range batch {
 			if ctx.Err() != nil {
-				fail(done, "interrupted: "+ctx.Err().Error())
+				fail(done, "interrupted: "+ctx.Err().Error(), false)
 				return
 			}
 			done++
@@ -262,7 +266,7 @@ func evictWorkload(ctx context.Context, ev Evictor, r *Result, o EvictOptions) {
 				notes = append(notes, note)
 			}
 			if err != nil {
-				fail(done-1, err.Error())
+				fail(done-1, err.Error(), Transient(err))
 				return
 			}
 			r.Evicted = append(r.Evicted, pod)
@@ -280,7 +284,7 @@ func evictWorkload(ctx context.Context, ev Evictor, r *Result, o EvictOptions) {
 		o.Progress(fmt.Sprintf("waiting for %d new %s of %s to be Ready", expect, map[bool]string{true: "pod", false: "pods"}[expect == 1], r.Target))
 		fresh, err := waitReplacements(ctx, ev, r.Target, known, expect, o)
 		if err != nil {
-			fail(done, fmt.Sprintf("evicted %s, but %v", strings.Join(batch, ", "), err))
+			fail(done, fmt.Sprintf("evicted %s, but %v", strings.Join(batch, ", "), err), false)
 			return
 		}
 		for _, p := range fresh {

@@ -3,8 +3,11 @@ package refresh
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,6 +40,7 @@ type fakeEvictor struct {
 	n        int
 	minReady int
 	noNew    bool // replacements never become Ready
+	listErr  error
 }
 
 func newFakeEvictor(names ...string) *fakeEvictor {
@@ -83,6 +87,9 @@ func (f *fakeEvictor) Evict(_ context.Context, _, name, uid string, dryRun bool)
 func (f *fakeEvictor) WorkloadPods(context.Context, string, string, string) ([]WorkloadPod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
 	out := append([]WorkloadPod(nil), f.pods...)
 	if !f.noNew {
 		for i := range f.pods { // the next listing sees them Ready
@@ -311,5 +318,46 @@ func TestWaitEvictConvergesOnReplacements(t *testing.T) {
 	res := Wait(context.Background(), []Result{a}, obs, &rolloutAfter{}, WaitOptions{Timeout: time.Minute, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now})
 	if res[0].Outcome != OutcomeCurrent || obs.calls != 3 || obs.skipped != 3 {
 		t.Fatalf("outcome %s after %d rounds (%d skipped): %s", res[0].Outcome, obs.calls, obs.skipped, res[0].Detail)
+	}
+}
+
+// A failed eviction says whether its cause may pass (Transient), for a
+// caller that runs again: a cut connection, a failed LIST, a refusal that
+// outlasts --timeout may; forbidden and replacements not Ready by
+// --timeout do not. An evict action not started after a failure may be
+// sent again.
+func TestApplyEvictionsSaysWhichFailuresMayPass(t *testing.T) {
+	cut := &url.Error{Op: "Post", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}}
+	for _, tc := range []struct {
+		name      string
+		setup     func(*fakeEvictor)
+		transient bool
+	}{
+		{"broken pipe", func(f *fakeEvictor) { f.fails["a"] = []error{cut} }, true},
+		{"failed LIST", func(f *fakeEvictor) { f.listErr = apierrors.NewServiceUnavailable("restarting") }, true},
+		{"PDB until --timeout", func(f *fakeEvictor) {
+			for range 1000 {
+				f.fails["a"] = append(f.fails["a"], pdbRefusal())
+			}
+		}, true},
+		{"forbidden", func(f *fakeEvictor) {
+			f.fails["a"] = []error{apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, "a", fmt.Errorf("no"))}
+		}, false},
+		{"replacement not Ready by --timeout", func(f *fakeEvictor) { f.noNew = true }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeEvictor("a", "b")
+			tc.setup(f)
+			second := evictAction("other-1")
+			second.Target.Name = "other"
+			res := ApplyEvictions(context.Background(), f, []Result{evictAction("a", "b"), second},
+				fastEvict(EvictOptions{Deadline: time.Now().Add(150 * time.Millisecond)}))
+			if r := res[0]; r.Outcome != OutcomeFailed || r.Transient != tc.transient {
+				t.Errorf("outcome %s transient %v (%s), want failed, transient %v", r.Outcome, r.Transient, r.Error, tc.transient)
+			}
+			if r := res[1]; r.Outcome != OutcomeNotApplied || !r.Transient {
+				t.Errorf("the action not started: outcome %s transient %v, want not-applied and transient", r.Outcome, r.Transient)
+			}
+		})
 	}
 }
