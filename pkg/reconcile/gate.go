@@ -32,11 +32,13 @@ type Hold struct {
 
 // Gate decides, action by action, which restarts and evictions go ahead:
 // with busy under way already, at most limit in all (0: no limit), none
-// that hold holds back (a workload whose previous rollout is not
-// complete, a restart paced). A restart over the limit is held for its
-// workload's own rollout when one is under way (the hold that starts the
-// --rollout-wait clock), else for the limit. Annotations always go ahead.
-func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
+// that rollout holds back (a workload whose previous rollout is not
+// complete) and none that schedule holds back (a restart window, the
+// pace). A restart over the limit is held for its workload's own rollout
+// when one is under way (the hold that starts the --rollout-wait clock),
+// else for the limit; its schedule is not asked, so that a restart the
+// limit holds spends nothing of the pace. Annotations always go ahead.
+func Gate(actions []refresh.Action, limit, busy int, rollout, schedule func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
 	held = map[int]Hold{}
 	restarts := busy
 	for i, a := range actions {
@@ -44,15 +46,15 @@ func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) H
 			send = append(send, a)
 			continue
 		}
-		if limit > 0 && restarts >= limit {
-			if h := hold(a.Target); h.Rollout {
-				held[i] = h
-			} else {
-				held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit)}
-			}
+		h := rollout(a.Target)
+		switch {
+		case limit > 0 && restarts >= limit && !h.Rollout:
+			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit)}
 			continue
+		case h.Reason == "":
+			h = schedule(a.Target)
 		}
-		if h := hold(a.Target); h.Reason != "" {
+		if h.Reason != "" {
 			held[i] = h
 			continue
 		}
@@ -94,12 +96,8 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	for t, h := range rollouts {
 		underWay[t] = h.Rollout
 	}
-	send, gated := l.restarts.gate(ctx, l, actions, underWay, func(t refresh.Target) Hold {
-		if h := rollouts[t]; h.Reason != "" {
-			return h
-		}
-		return l.scheduleHold(t, schedules[t])
-	})
+	send, gated := l.restarts.gate(ctx, l, actions, underWay, func(t refresh.Target) Hold { return rollouts[t] },
+		func(t refresh.Target) Hold { return l.scheduleHold(t, schedules[t]) })
 	held := windowed
 	for i, h := range gated {
 		if idx != nil {
@@ -305,10 +303,10 @@ func isRestart(a refresh.Action) bool {
 // one sent before while the round sees its rollout under way, underWay,
 // else as the one it sends). The restarts it lets through are under way
 // from then on. With no limit, nothing is counted.
-func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, underWay map[refresh.Target]bool, hold func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
+func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, underWay map[refresh.Target]bool, rollout, schedule func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
 	limit := l.MaxConcurrentRestarts
 	if limit <= 0 {
-		return Gate(actions, 0, 0, hold)
+		return Gate(actions, 0, 0, rollout, schedule)
 	}
 	own := map[refresh.Target]bool{} // the round reads their rollouts itself (rolloutHold)
 	for _, a := range actions {
@@ -325,7 +323,7 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 			busy++
 		}
 	}
-	send, held := Gate(actions, limit, busy, hold)
+	send, held := Gate(actions, limit, busy, rollout, schedule)
 	for _, a := range send {
 		if isRestart(a) {
 			f.targets[a.Target] = &flight{sending: true, since: l.Now()}

@@ -277,3 +277,32 @@ func TestOldRestartsAreNotUnderWay(t *testing.T) {
 		t.Errorf("actions %q, want the restart of web (api's restart is days old)", got)
 	}
 }
+
+// TestRestartHeldByTheLimitSpendsNoToken: a restart held by
+// --max-concurrent-restarts takes no --restart-rate token, however often it
+// is checked again: with a limit of 1 and a burst of 2 at one restart an
+// hour, web, held while api's rollout goes on, is restarted once that
+// rollout completes, not an hour later.
+func TestRestartHeldByTheLimitSpendsNoToken(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts, f.loop.RestartRate, f.loop.RestartBurst = 1, 1.0/3600, 2
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held by the limit", got)
+	}
+	f.setGeneration("api", true)
+	for range 3 {
+		f.step(MaxRecheck)
+	}
+	f.took(EventAction)
+	f.setGeneration("api", false)
+	f.step(MaxRecheck)
+	events := f.events
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		f.events = events
+		t.Fatalf("once api's rollout completed: %q, want the restart of web (the burst's second token); deferred: %q", got, f.messages(EventDeferred))
+	}
+}
