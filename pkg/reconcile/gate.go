@@ -334,12 +334,12 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 
 // prune forgets the restarts sent by rounds that ended whose rollout is
 // complete now, or will not complete by itself (its progress deadline
-// passed: the gate reports it), or is gone or has no rollout status (an
-// error that will not pass), one GET each, made without the lock (not for
-// skip: the round's own, whose rollouts it reads itself); and those not
-// complete after RolloutWait, reported: a rollout that never
-// ends (a crash-looping StatefulSet has no progress deadline) must not
-// hold every other restart for good.
+// passed: reported, with the command that shows it), or is gone or has no
+// rollout status (an error that will not pass), one GET each, made without
+// the lock (not for skip: the round's own, whose rollouts it reads
+// itself); and those not complete after RolloutWait, reported: a rollout
+// that never ends (a crash-looping StatefulSet has no progress deadline)
+// must not hold every other restart for good.
 func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]bool) {
 	f.mu.Lock()
 	var sent []refresh.Target
@@ -354,14 +354,20 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 		if l.Cluster.Rollouts != nil {
 			done, _, err = l.Cluster.Rollouts.RolloutDone(ctx, t.Kind, t.Namespace, t.Name)
 		}
+		stuck := err != nil && isDeadlineExceeded(err)
 		f.mu.Lock()
 		fl := f.targets[t]
 		expired := fl != nil && !fl.sending && l.Now().Sub(fl.since) >= l.RolloutWait
-		if fl != nil && !fl.sending && (done || (err != nil && !refresh.Transient(err)) || expired) {
+		forget := fl != nil && !fl.sending && (done || stuck || (err != nil && !refresh.Transient(err)) || expired)
+		if forget {
 			delete(f.targets, t)
 		}
 		f.mu.Unlock()
-		if expired && !done && err == nil { // a workload gone, or unreadable, is no rollout to report
+		switch {
+		case forget && stuck: // forgotten here once: said once
+			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s is stuck: %v; no longer counted against --max-concurrent-restarts: see `%s`",
+				t, err, rolloutStatusCommand(t))})
+		case expired && !done && err == nil: // a workload gone, or unreadable, is no rollout to report
 			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s restarted more than %s ago is not complete (--rollout-wait); no longer counted against --max-concurrent-restarts: see `%s`",
 				t, l.RolloutWait, rolloutStatusCommand(t))})
 		}
