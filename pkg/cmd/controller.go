@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -202,7 +203,8 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 		Config: controller.Config{Namespace: o.KeyNamespace, LeaderElect: o.LeaderElect, LeaseName: o.LeaseName, Identity: o.Identity,
 			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, KeySecret: o.KeySecret,
 			MetricsAddr: o.MetricsAddr, DryRun: o.DryRun != string(refresh.DryRunNone)},
-		Client: o.Client,
+		Client:   o.Client,
+		Rollouts: func(ns string) dynamic.ResourceInterface { return refresh.RolloutsOf(o.Client, ns) },
 		NewLoop: func(key []byte) *reconcile.Loop {
 			l := o.newLoop()
 			l.DigestKey, l.Resume = key, len(key) > 0

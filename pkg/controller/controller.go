@@ -15,6 +15,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -62,6 +63,10 @@ type Controller struct {
 	Events  EventPoster
 	// Ready, when set, is told the address served once it listens.
 	Ready func(addr string)
+	// Rollouts, when set, is the Argo Rollouts resource of a namespace
+	// (refresh.RolloutsOf): a new leader counts the Rollout restarts under
+	// way too. A cluster without the Rollout CRD has none.
+	Rollouts func(namespace string) dynamic.ResourceInterface
 
 	probes Probes
 	logMu  sync.Mutex
@@ -234,7 +239,7 @@ func (c *Controller) lead(ctx context.Context) error {
 // is reported and leaves them for the next start. It returns the restarts
 // cmsync sent whose rollouts may be under way, for the loop's count.
 func (c *Controller) moveFieldManagers(ctx context.Context, namespace string) map[refresh.Target]time.Time {
-	n, underWay, err := MoveFieldManagers(ctx, c.Client, namespace)
+	n, underWay, err := MoveFieldManagers(ctx, c.Client, c.Rollouts, namespace)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		c.handle(reconcile.Event{Kind: reconcile.EventError, Message: fmt.Sprintf("moving the fields other builds of cmsync own to field manager %s: %v "+

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -104,11 +107,13 @@ func managedFieldsPatch(resourceVersion string, entries []metav1.ManagedFieldsEn
 // error); an object that changed meanwhile is left for the next start.
 //
 // It also returns the restarts under way that cmsync sent (a template
-// restartedAt that version.FieldManager or another build of cmsync owns,
-// on a workload whose rollout may not be complete), with when they were
-// sent: a new leader counts them against --max-concurrent-restarts until
-// it sees their rollouts complete.
-func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace string) (int, map[refresh.Target]time.Time, error) {
+// restartedAt, or a Rollout's spec.restartAt, that version.FieldManager
+// or another build of cmsync owns, on a workload whose rollout may not be
+// complete), with when they were sent: a new leader counts them against
+// --max-concurrent-restarts until it sees their rollouts complete. The
+// Argo Rollouts are read through rollouts (nil, or a cluster that serves
+// no Rollout CRD: none); their fields are not moved.
+func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, rollouts func(namespace string) dynamic.ResourceInterface, namespace string) (int, map[refresh.Target]time.Time, error) {
 	objs, err := listWorkloads(ctx, c, namespace)
 	if err != nil {
 		return 0, nil, err
@@ -128,14 +133,56 @@ func MoveFieldManagers(ctx context.Context, c kubernetes.Interface, namespace st
 			n++
 		}
 	}
+	argo, err := rolloutsUnderWay(ctx, rollouts, namespace)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	maps.Copy(underWay, argo)
 	return n, underWay, errors.Join(errs...)
 }
 
-// restartedAtPath is the template's restart annotation in managedFields.
-var restartedAtPath = fieldpath.MakePathOrDie("spec", "template", "metadata", "annotations", refresh.RestartedAtAnnotation)
+// rolloutsUnderWay are the Argo Rollouts of namespace ("" for all) whose
+// restart cmsync sent may be under way (restartUnderWay), with when it was
+// sent; none where the Rollout CRD is not served.
+func rolloutsUnderWay(ctx context.Context, rollouts func(namespace string) dynamic.ResourceInterface, namespace string) (map[refresh.Target]time.Time, error) {
+	out := map[refresh.Target]time.Time{}
+	if rollouts == nil {
+		return out, nil
+	}
+	l, err := rollouts(namespace).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return out, nil // no Rollout CRD: no Rollout
+	}
+	if err != nil {
+		return out, fmt.Errorf("listing rollouts: %w", err)
+	}
+	var errs []error
+	for i := range l.Items {
+		u := &l.Items[i]
+		restartedAt, rolling, err := refresh.RolloutRestart(u)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o := workloadMeta{refresh.RolloutKind, metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), ManagedFields: u.GetManagedFields()}, restartedAt, rolling}
+		if at, ok := restartUnderWay(o); ok {
+			out[refresh.Target{Kind: refresh.RolloutKind, Namespace: o.meta.Namespace, Name: o.meta.Name}] = at
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// restartedAtPath is the template's restart annotation in managedFields,
+// and restartAtPath a Rollout's spec.restartAt (how cmsync restarts a
+// Rollout by default).
+var (
+	restartedAtPath = fieldpath.MakePathOrDie("spec", "template", "metadata", "annotations", refresh.RestartedAtAnnotation)
+	restartAtPath   = fieldpath.MakePathOrDie("spec", "restartAt")
+)
 
 // restartUnderWay tells whether o's rollout may be under way after a
-// restart cmsync sent, and when that restart was sent.
+// restart cmsync sent (the restart field it owns), and when that restart
+// was sent.
 func restartUnderWay(o workloadMeta) (time.Time, bool) {
 	at, err := time.Parse(time.RFC3339, o.restartedAt)
 	if !o.rolling || err != nil {
@@ -146,17 +193,18 @@ func restartUnderWay(o workloadMeta) (time.Time, bool) {
 			continue
 		}
 		set := &fieldpath.Set{}
-		if set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)) == nil && set.Has(restartedAtPath) {
+		if set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)) == nil && (set.Has(restartedAtPath) || set.Has(restartAtPath)) {
 			return at, true
 		}
 	}
 	return time.Time{}, false
 }
 
-// workloadMeta is the metadata of one Deployment, StatefulSet or DaemonSet,
-// with its template's restartedAt and whether a rollout of it may be under
-// way (rolling: its status does not show every replica updated and
-// available).
+// workloadMeta is the metadata of one Deployment, StatefulSet, DaemonSet
+// or Argo Rollout, with its last restart (its template's restartedAt; a
+// Rollout's spec.restartAt when later) and whether a rollout of it may be
+// under way (rolling: its status does not show every replica updated and
+// available; a Rollout's restart is not done).
 type workloadMeta struct {
 	kind        string
 	meta        metav1.ObjectMeta

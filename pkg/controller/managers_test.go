@@ -1,12 +1,23 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/version"
 )
 
@@ -94,6 +105,56 @@ func TestRestartUnderWay(t *testing.T) {
 		got, ok := restartUnderWay(o)
 		if ok != tc.want || (ok && got.Format(time.RFC3339) != at) {
 			t.Errorf("%s: %s %v, want under way %v since %s", tc.name, got, ok, tc.want, at)
+		}
+	}
+}
+
+// TestRolloutRestartsUnderWayAreCounted: a new leader counts an Argo
+// Rollout whose restart cmsync sent (its spec.restartAt, owned by cmsync's
+// field manager) is not done, as it counts a Deployment's; a Rollout whose
+// restart is done is not counted; a cluster that serves no Rollout CRD has
+// none, and its Deployments are counted all the same.
+func TestRolloutRestartsUnderWayAreCounted(t *testing.T) {
+	at := "2026-01-02T03:00:00Z"
+	rollout := func(name string, status map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+			"metadata": map[string]any{"name": name, "namespace": "shop", "generation": int64(2), "managedFields": []any{map[string]any{
+				"manager": version.FieldManager, "operation": "Update", "apiVersion": "argoproj.io/v1alpha1", "fieldsType": "FieldsV1",
+				"fieldsV1": map[string]any{"f:spec": map[string]any{"f:restartAt": map[string]any{}}}}}},
+			"spec":   map[string]any{"restartAt": at},
+			"status": status}}
+	}
+	canary := rollout("canary", map[string]any{"observedGeneration": "2", "phase": "Progressing"}) // its pods not restarted yet
+	stable := rollout("stable", map[string]any{"observedGeneration": "2", "phase": "Healthy", "restartedAt": at})
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Generation: 2,
+		ManagedFields: []metav1.ManagedFieldsEntry{entry(version.FieldManager, metav1.ManagedFieldsOperationUpdate, restartField)}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1}}
+	dep.Spec.Template.Annotations = map[string]string{refresh.RestartedAtAnnotation: at}
+	gvr := refresh.RolloutResource
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "RolloutList"}, canary, stable)
+	noCRD := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "RolloutList"})
+	noCRD.PrependReactor("list", "rollouts", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+	})
+	web := refresh.Target{Kind: "Deployment", Namespace: "shop", Name: "web"}
+	for _, tc := range []struct {
+		name string
+		dyn  *dynamicfake.FakeDynamicClient
+		want []refresh.Target
+	}{
+		{"Rollouts served", dyn, []refresh.Target{web, {Kind: refresh.RolloutKind, Namespace: "shop", Name: "canary"}}},
+		{"no Rollout CRD", noCRD, []refresh.Target{web}},
+	} {
+		rollouts := func(ns string) dynamic.ResourceInterface { return tc.dyn.Resource(gvr).Namespace(ns) }
+		_, underWay, err := MoveFieldManagers(context.Background(), fake.NewClientset(dep), rollouts, "shop")
+		if err != nil || len(underWay) != len(tc.want) {
+			t.Errorf("%s: under way %v, %v; want %v", tc.name, underWay, err, tc.want)
+			continue
+		}
+		for _, w := range tc.want {
+			if got, ok := underWay[w]; !ok || got.Format(time.RFC3339) != at {
+				t.Errorf("%s: under way %v; want %s since %s", tc.name, underWay, w, at)
+			}
 		}
 	}
 }

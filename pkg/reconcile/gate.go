@@ -32,11 +32,13 @@ type Hold struct {
 
 // Gate decides, action by action, which restarts and evictions go ahead:
 // with busy under way already, at most limit in all (0: no limit), none
-// that hold holds back (a workload whose previous rollout is not
-// complete, a restart paced). A restart over the limit is held for its
-// workload's own rollout when one is under way (the hold that starts the
-// --rollout-wait clock), else for the limit. Annotations always go ahead.
-func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
+// that rollout holds back (a workload whose previous rollout is not
+// complete) and none that schedule holds back (a restart window, the
+// pace). A restart over the limit is held for its workload's own rollout
+// when one is under way (the hold that starts the --rollout-wait clock),
+// else for the limit; its schedule is not asked, so that a restart the
+// limit holds spends nothing of the pace. Annotations always go ahead.
+func Gate(actions []refresh.Action, limit, busy int, rollout, schedule func(refresh.Target) Hold) (send []refresh.Action, held map[int]Hold) {
 	held = map[int]Hold{}
 	restarts := busy
 	for i, a := range actions {
@@ -44,15 +46,15 @@ func Gate(actions []refresh.Action, limit, busy int, hold func(refresh.Target) H
 			send = append(send, a)
 			continue
 		}
-		if limit > 0 && restarts >= limit {
-			if h := hold(a.Target); h.Rollout {
-				held[i] = h
-			} else {
-				held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit)}
-			}
+		h := rollout(a.Target)
+		switch {
+		case limit > 0 && restarts >= limit && !h.Rollout:
+			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit)}
 			continue
+		case h.Reason == "":
+			h = schedule(a.Target)
 		}
-		if h := hold(a.Target); h.Reason != "" {
+		if h.Reason != "" {
 			held[i] = h
 			continue
 		}
@@ -94,12 +96,8 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	for t, h := range rollouts {
 		underWay[t] = h.Rollout
 	}
-	send, gated := l.restarts.gate(ctx, l, actions, underWay, func(t refresh.Target) Hold {
-		if h := rollouts[t]; h.Reason != "" {
-			return h
-		}
-		return l.scheduleHold(t, schedules[t])
-	})
+	send, gated := l.restarts.gate(ctx, l, actions, underWay, func(t refresh.Target) Hold { return rollouts[t] },
+		func(t refresh.Target) Hold { return l.scheduleHold(t, schedules[t]) })
 	held := windowed
 	for i, h := range gated {
 		if idx != nil {
@@ -309,10 +307,10 @@ func isRestart(a refresh.Action) bool {
 // one sent before while the round sees its rollout under way, underWay,
 // else as the one it sends). The restarts it lets through are under way
 // from then on. With no limit, nothing is counted.
-func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, underWay map[refresh.Target]bool, hold func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
+func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, underWay map[refresh.Target]bool, rollout, schedule func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
 	limit := l.MaxConcurrentRestarts
 	if limit <= 0 {
-		return Gate(actions, 0, 0, hold)
+		return Gate(actions, 0, 0, rollout, schedule)
 	}
 	own := map[refresh.Target]bool{} // the round reads their rollouts itself (rolloutHold)
 	for _, a := range actions {
@@ -329,7 +327,7 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 			busy++
 		}
 	}
-	send, held := Gate(actions, limit, busy, hold)
+	send, held := Gate(actions, limit, busy, rollout, schedule)
 	for _, a := range send {
 		if isRestart(a) {
 			f.targets[a.Target] = &flight{sending: true, since: l.Now()}
@@ -340,12 +338,12 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 
 // prune forgets the restarts sent by rounds that ended whose rollout is
 // complete now, or will not complete by itself (its progress deadline
-// passed: the gate reports it), or is gone or has no rollout status (an
-// error that will not pass), one GET each, made without the lock (not for
-// skip: the round's own, whose rollouts it reads itself); and those not
-// complete after RolloutWait, reported: a rollout that never
-// ends (a crash-looping StatefulSet has no progress deadline) must not
-// hold every other restart for good.
+// passed: reported, with the command that shows it), or is gone or has no
+// rollout status (an error that will not pass), one GET each, made without
+// the lock (not for skip: the round's own, whose rollouts it reads
+// itself); and those not complete after RolloutWait, reported: a rollout
+// that never ends (a crash-looping StatefulSet has no progress deadline)
+// must not hold every other restart for good.
 func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]bool) {
 	f.mu.Lock()
 	var sent []refresh.Target
@@ -360,14 +358,20 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 		if l.Cluster.Rollouts != nil {
 			done, _, err = l.Cluster.Rollouts.RolloutDone(ctx, t.Kind, t.Namespace, t.Name)
 		}
+		stuck := err != nil && isDeadlineExceeded(err)
 		f.mu.Lock()
 		fl := f.targets[t]
 		expired := fl != nil && !fl.sending && l.Now().Sub(fl.since) >= l.RolloutWait
-		if fl != nil && !fl.sending && (done || (err != nil && !refresh.Transient(err)) || expired) {
+		forget := fl != nil && !fl.sending && (done || stuck || (err != nil && !refresh.Transient(err)) || expired)
+		if forget {
 			delete(f.targets, t)
 		}
 		f.mu.Unlock()
-		if expired && !done && err == nil { // a workload gone, or unreadable, is no rollout to report
+		switch {
+		case forget && stuck: // forgotten here once: said once
+			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s is stuck: %v; no longer counted against --max-concurrent-restarts: see `%s`",
+				t, err, rolloutStatusCommand(t))})
+		case expired && !done && err == nil: // a workload gone, or unreadable, is no rollout to report
 			l.emit(Event{Kind: EventError, Target: &t, Message: fmt.Sprintf("the rollout of %s restarted more than %s ago is not complete (--rollout-wait); no longer counted against --max-concurrent-restarts: see `%s`",
 				t, l.RolloutWait, rolloutStatusCommand(t))})
 		}

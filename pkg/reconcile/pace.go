@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -20,27 +21,26 @@ import (
 // then restarts its consumers at most once per interval, not at every edit
 // that finds the previous rollout complete. Annotations restart nothing
 // and are not paced.
+//
+// Only a restart the API server accepted takes a token of the bucket, when
+// it is accepted (sent); hold only asks whether one is there, counting the
+// restarts it let through whose answer is not in yet, so a restart held,
+// refused or not sent spends nothing, and nothing is ever given back.
 type pacer struct {
 	mu       sync.Mutex // the workers of several namespaces ask it
 	interval time.Duration
 	bucket   *rate.Limiter // nil: no rate limit
-	last     map[refresh.Target]time.Time
-	// reserved are the restarts let through whose patch is not answered
-	// yet, with their token (nil without a rate limit) and when it was
-	// taken: only a restart the API server accepts counts (sent)
-	reserved map[refresh.Target]reservation
-}
-
-// reservation is a token taken for a restart at when: it is given back as
-// of that moment (rate.Reservation.CancelAt restores nothing for a later
-// time than the token's).
-type reservation struct {
-	token *rate.Reservation
-	when  time.Time
+	// takenAt is when the latest token was taken: a restart accepted
+	// earlier takes its token then (the bucket's clock never goes back)
+	takenAt time.Time
+	last    map[refresh.Target]time.Time
+	// letThrough are the restarts hold let through whose patch is not
+	// answered yet: each counts against the bucket until sent ends it
+	letThrough map[refresh.Target]bool
 }
 
 func newPacer(interval time.Duration, perSecond float64, burst int) *pacer {
-	p := &pacer{interval: interval, last: map[refresh.Target]time.Time{}, reserved: map[refresh.Target]reservation{}}
+	p := &pacer{interval: interval, last: map[refresh.Target]time.Time{}, letThrough: map[refresh.Target]bool{}}
 	if perSecond > 0 {
 		p.bucket = rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))
 	}
@@ -50,8 +50,8 @@ func newPacer(interval time.Duration, perSecond float64, burst int) *pacer {
 // hold says why the restart of t waits, and until when; interval is the
 // workload's (the longer of --min-restart-interval and its pause period),
 // restartedAt the time its template says it was last restarted (zero:
-// never). A restart that is not held takes a token, kept only if the API
-// server accepts it (sent).
+// never). A restart it lets through counts against the bucket until sent
+// says how it ended; one it holds counts for nothing.
 func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now time.Time) Hold {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -66,42 +66,59 @@ func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now 
 		return Hold{Reason: fmt.Sprintf("%s was restarted %s ago, less than %s", t, max(now.Sub(last), 0).Round(time.Second), intervalName(interval, p.interval)),
 			Paced: true, Until: last.Add(interval)}
 	}
-	var token *rate.Reservation
-	if p.bucket != nil {
-		token = p.bucket.ReserveN(now, 1)
-		if d := token.DelayFrom(now); d > 0 {
-			token.CancelAt(now)
-			return Hold{Reason: fmt.Sprintf("the restart rate limit is reached (--restart-rate %g/s, --restart-burst %d)", float64(p.bucket.Limit()), p.bucket.Burst()),
-				Paced: true, Until: now.Add(d)}
-		}
+	if d := p.tokenIn(t, now); d > 0 {
+		return Hold{Reason: fmt.Sprintf("the restart rate limit is reached (--restart-rate %g/s, --restart-burst %d)", float64(p.bucket.Limit()), p.bucket.Burst()),
+			Paced: true, Until: now.Add(d)}
 	}
-	p.reserved[t] = reservation{token: token, when: now}
+	p.letThrough[t] = true
 	return Hold{}
+}
+
+// tokenIn is how long from now until the bucket has a token for t once the
+// other restarts let through have taken theirs (0: one is there now).
+func (p *pacer) tokenIn(t refresh.Target, now time.Time) time.Duration {
+	if p.bucket == nil {
+		return 0
+	}
+	others := len(p.letThrough)
+	if p.letThrough[t] { // t asked again: it replaces its own
+		others--
+	}
+	missing := 1 + float64(others) - p.bucket.TokensAt(now)
+	if missing <= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(missing / float64(p.bucket.Limit()) * float64(time.Second)))
 }
 
 // sent ends the restarts hold let through with their results: one the API
 // server accepted counts from when it was accepted for the interval and
-// keeps its token; one that failed or was not sent counts for nothing, so
-// that a restart refused for a moment is sent again at its retry, not an
-// interval (or a restart window) later. would (a shadow) counts every
-// restart let through as sent: it is the one the acting loop would have
-// sent.
+// takes its token then; one that failed or was not sent counts for
+// nothing, so that a restart refused for a moment is sent again at its
+// retry, not an interval (or a restart window, or a token) later. would
+// (a shadow) counts every restart let through as sent: it is the one the
+// acting loop would have sent.
 func (p *pacer) sent(results []refresh.Result, now time.Time, would bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range results {
-		res, ok := p.reserved[r.Target]
-		if !isRestart(r.Action) || !ok {
+		if !isRestart(r.Action) || !p.letThrough[r.Target] {
 			continue
 		}
-		delete(p.reserved, r.Target)
+		delete(p.letThrough, r.Target)
+		at := now
 		switch {
 		case r.AppliedAt != nil:
-			p.last[r.Target] = r.AppliedAt.Time
-		case would:
-			p.last[r.Target] = now
-		case res.token != nil:
-			res.token.CancelAt(res.when)
+			at = r.AppliedAt.Time
+		case !would:
+			continue
+		}
+		p.last[r.Target] = at
+		if p.bucket != nil {
+			if at.After(p.takenAt) {
+				p.takenAt = at
+			}
+			p.bucket.ReserveN(p.takenAt, 1)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -275,5 +276,83 @@ func TestOldRestartsAreNotUnderWay(t *testing.T) {
 	f.step(3 * time.Second)
 	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
 		t.Errorf("actions %q, want the restart of web (api's restart is days old)", got)
+	}
+}
+
+// TestRestartHeldByTheLimitSpendsNoToken: a restart held by
+// --max-concurrent-restarts takes no --restart-rate token, however often it
+// is checked again: with a limit of 1 and a burst of 2 at one restart an
+// hour, web, held while api's rollout goes on, is restarted once that
+// rollout completes, not an hour later.
+func TestRestartHeldByTheLimitSpendsNoToken(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts, f.loop.RestartRate, f.loop.RestartBurst = 1, 1.0/3600, 2
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held by the limit", got)
+	}
+	f.setGeneration("api", true)
+	for range 3 {
+		f.step(MaxRecheck)
+	}
+	f.took(EventAction)
+	f.setGeneration("api", false)
+	f.step(MaxRecheck)
+	events := f.events
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		f.events = events
+		t.Fatalf("once api's rollout completed: %q, want the restart of web (the burst's second token); deferred: %q", got, f.messages(EventDeferred))
+	}
+}
+
+// progressDeadlineExceeded makes Deployment name's rollout stuck: its
+// controller observed its generation and reports it past its progress
+// deadline.
+func (f *roundFixture) progressDeadlineExceeded(name string) {
+	f.t.Helper()
+	deps := f.client.AppsV1().Deployments("ns")
+	d, err := deps.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	d.Generation = d.Status.ObservedGeneration
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}
+	if _, err := deps.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestStuckRolloutFreesItsSlotAtOnce: a restart whose rollout passed its
+// progress deadline stops counting against --max-concurrent-restarts at
+// the next check, not after --rollout-wait (an hour here), reported once
+// with the command that shows it; the restart it held goes.
+func TestStuckRolloutFreesItsSlotAtOnce(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts = 1
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held by the limit", got)
+	}
+	f.progressDeadlineExceeded("api")
+	var acted, reports []string
+	for range 3 {
+		f.step(MaxRecheck)
+		for _, e := range f.events {
+			if e.Kind == EventError && e.Target != nil && e.Target.Name == "api" {
+				reports = append(reports, e.Message)
+			}
+		}
+		acted = append(acted, f.took(EventAction)...)
+	}
+	if got := strings.Join(acted, "; "); got != "restart deployment/web" {
+		t.Errorf("once api's rollout is stuck: %q, want the restart of web", got)
+	}
+	if len(reports) != 1 || !strings.Contains(reports[0], "kubectl rollout status deployment/api -n ns") {
+		t.Errorf("reports of api's rollout %q, want one that names `kubectl rollout status deployment/api -n ns`", reports)
 	}
 }

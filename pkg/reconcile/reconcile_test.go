@@ -96,7 +96,12 @@ func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
 		}
 		return Hold{}
 	}
-	send, held := Gate(actions, 2, 0, rollout)
+	asked := map[string]bool{} // whose schedule (the pace) was asked
+	schedule := func(t refresh.Target) Hold {
+		asked[t.Name] = true
+		return Hold{}
+	}
+	send, held := Gate(actions, 2, 0, rollout, schedule)
 	var sent []string
 	for _, a := range send {
 		sent = append(sent, string(a.Action)+" "+a.Target.Name)
@@ -108,7 +113,10 @@ func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
 		!strings.Contains(held[5].Reason, "--max-concurrent-restarts") {
 		t.Errorf("held %+v, want rolling (rollout), c and stuck (the limit)", held)
 	}
-	if _, held := Gate(actions, 0, 0, rollout); !held[5].Stuck || len(held) != 2 {
+	if asked["c"] || asked["stuck"] || asked["rolling"] || !asked["a"] || !asked["b"] {
+		t.Errorf("schedules asked %v, want only those of a and b: a restart held by the limit or a rollout spends nothing of the pace", asked)
+	}
+	if _, held := Gate(actions, 0, 0, rollout, schedule); !held[5].Stuck || len(held) != 2 {
 		t.Errorf("without a limit: held %+v, want rolling and stuck", held)
 	}
 	// over the limit, a workload whose own rollout goes on (its previous
@@ -119,7 +127,7 @@ func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
 			return Hold{Reason: "the previous rollout of deployment/own is not complete", Rollout: true}
 		}
 		return Hold{}
-	})
+	}, schedule)
 	if !held[0].Rollout || !strings.Contains(held[1].Reason, "--max-concurrent-restarts") {
 		t.Errorf("over the limit: held %+v, want own for its rollout and other for the limit", held)
 	}

@@ -365,12 +365,17 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 		t.Errorf("sent a second ago by this loop: %+v, want held", h)
 	}
 	p = newPacer(0, 0.5, 2) // one restart every 2 s, two at once
-	for i, want := range []bool{false, false, true} {
-		if h := p.hold(db, 0, time.Time{}, t0); h.Paced != want {
+	api := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
+	var results []refresh.Result
+	for i, w := range []refresh.Target{db, web, api} {
+		want := i == 2
+		if h := p.hold(w, 0, time.Time{}, t0); h.Paced != want {
 			t.Errorf("restart %d at once: held %v, want %v (%s)", i+1, h.Paced, want, h.Reason)
 		}
+		results = append(results, refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart, Target: w}, AppliedAt: &metav1.Time{Time: t0}})
 	}
-	if h := p.hold(db, 0, time.Time{}, t0.Add(2*time.Second)); h.Reason != "" {
+	p.sent(results, t0, false)
+	if h := p.hold(api, 0, time.Time{}, t0.Add(2*time.Second)); h.Reason != "" {
 		t.Errorf("2 s later: %+v, want a token", h)
 	}
 }
@@ -1023,5 +1028,81 @@ func TestTerminatingPodIsNotEvictedAgain(t *testing.T) {
 	f.step(3 * time.Second)
 	if len(*evicted) != 0 {
 		t.Errorf("evicted %v, a pod already terminating", *evicted)
+	}
+}
+
+// apiRestartedAt is Deployment api's restart annotation ("" without one).
+func (f *roundFixture) apiRestartedAt() string {
+	f.t.Helper()
+	d, err := f.client.AppsV1().Deployments("ns").Get(context.Background(), "api", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d.Spec.Template.Annotations[refresh.RestartedAtAnnotation]
+}
+
+// TestFailedRestartSpendsNoTokenAfterAHeldOne: at one restart an hour,
+// burst 1, api's restart is let through and web's, in the same round, is
+// held by the rate; api's PATCH fails on a cut connection. The clock moves
+// within the round (web is held after api was let through): api's retry
+// is sent all the same, its failure spent no token, and web still waits.
+func TestFailedRestartSpendsNoTokenAfterAHeldOne(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.RestartRate, f.loop.RestartBurst = 1.0/3600, 1
+	f.loop.Now = func() time.Time {
+		f.now = f.now.Add(time.Millisecond)
+		return f.now
+	}
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.failRestarts("api", 1)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	deferred := f.messages(EventDeferred)
+	if f.apiRestartedAt() != "" || len(deferred) != 1 || !strings.Contains(deferred[0], "restart rate limit") {
+		t.Fatalf("first round: api restarted %t, deferred %q; want api's PATCH failed and web held by the rate (burst 1)", f.apiRestartedAt() != "", deferred)
+	}
+	f.step(2 * RetryBase)
+	f.step(2 * RetryBase)
+	events := f.events
+	if f.apiRestartedAt() == "" {
+		t.Fatalf("api not restarted at its retry; deferred: %q", f.messages(EventDeferred))
+	}
+	if f.restartedAt() != "" {
+		f.events = events
+		t.Errorf("web restarted within the hour; actions %q", f.took(EventAction))
+	}
+}
+
+// TestPacerTakesATokenOnlyForAnAcceptedRestart: a restart let through
+// counts against the burst until its answer (a second one at once is held,
+// until a token is there); one that failed gives nothing back because it
+// took nothing, though another was held since; one accepted takes its
+// token when it was accepted.
+func TestPacerTakesATokenOnlyForAnAcceptedRestart(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	api, web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "api"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	restart := func(t refresh.Target, applied *metav1.Time) []refresh.Result {
+		r := refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart, Target: t}, AppliedAt: applied}
+		if applied == nil {
+			r.Outcome, r.Error = refresh.OutcomeFailed, "broken pipe"
+		}
+		return []refresh.Result{r}
+	}
+	p := newPacer(0, 1.0/3600, 1)
+	if h := p.hold(api, 0, time.Time{}, t0); h.Reason != "" {
+		t.Fatalf("first restart held: %+v", h)
+	}
+	near := func(a, b time.Time) bool { return a.Sub(b).Abs() < time.Millisecond }
+	if h := p.hold(web, 0, time.Time{}, t0.Add(time.Second)); !h.Paced || !near(h.Until, t0.Add(time.Second+time.Hour)) {
+		t.Errorf("second restart in the same round: %+v, want held an hour (burst 1)", h)
+	}
+	p.sent(restart(api, nil), t0.Add(2*time.Second), false)
+	if h := p.hold(api, 0, time.Time{}, t0.Add(3*time.Second)); h.Reason != "" {
+		t.Fatalf("after a failed restart and one held since: %+v, want the token there", h)
+	}
+	p.sent(restart(api, &metav1.Time{Time: t0.Add(3 * time.Second)}), t0.Add(3*time.Second), false)
+	if h := p.hold(web, 0, time.Time{}, t0.Add(4*time.Second)); !h.Paced || !near(h.Until, t0.Add(3*time.Second+time.Hour)) {
+		t.Errorf("after an accepted restart: %+v, want held until an hour after it was accepted", h)
 	}
 }

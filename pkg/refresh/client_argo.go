@@ -164,3 +164,16 @@ func detail(msg string) string {
 	}
 	return " (" + msg + ")"
 }
+
+// RolloutRestart reads what a new leader counts of a listed Rollout: its
+// last restart (the later of spec.restartAt and its template's
+// restartedAt, as RFC 3339; "" without one) and whether that restart may
+// be under way (RolloutStatus does not say done).
+func RolloutRestart(u *unstructured.Unstructured) (restartedAt string, rolling bool, err error) {
+	r, err := rolloutOf(u)
+	if err != nil {
+		return "", false, err
+	}
+	done, _ := RolloutStatus(r)
+	return r.templateAnnotations()[RestartedAtAnnotation], !done, nil
+}
