@@ -208,10 +208,17 @@ func Username(namespace, serviceAccount string) string {
 	return "system:serviceaccount:" + namespace + ":" + serviceAccount
 }
 
-func boundTo(subjects []rbacv1.Subject, namespace, serviceAccount string) bool {
+// boundTo tells whether subjects name the ServiceAccount; bindingNamespace
+// is a RoleBinding's namespace ("" for a ClusterRoleBinding), which a
+// ServiceAccount subject without a namespace means, as the authorizer reads it.
+func boundTo(subjects []rbacv1.Subject, bindingNamespace, namespace, serviceAccount string) bool {
 	for _, s := range subjects {
+		saNamespace := s.Namespace
+		if saNamespace == "" {
+			saNamespace = bindingNamespace
+		}
 		switch {
-		case s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount && s.Namespace == namespace:
+		case s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount && saNamespace == namespace:
 			return true
 		case s.Kind == rbacv1.UserKind && s.Name == Username(namespace, serviceAccount):
 			return true
@@ -239,7 +246,7 @@ func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
 		}
 	}
 	for _, b := range o.ClusterRoleBindings {
-		if !boundTo(b.Subjects, namespace, serviceAccount) {
+		if !boundTo(b.Subjects, "", namespace, serviceAccount) {
 			continue
 		}
 		if b.RoleRef.Kind != "ClusterRole" {
@@ -252,7 +259,7 @@ func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
 		add("", "ClusterRole/"+cr.Name+" via ClusterRoleBinding/"+b.Name, cr.Rules)
 	}
 	for _, b := range o.RoleBindings {
-		if !boundTo(b.Subjects, namespace, serviceAccount) {
+		if !boundTo(b.Subjects, b.Namespace, namespace, serviceAccount) {
 			continue
 		}
 		via := " via RoleBinding/" + b.Namespace + "/" + b.Name

@@ -362,3 +362,40 @@ func TestDocsAllowList(t *testing.T) {
 		}
 	}
 }
+
+// A RoleBinding's ServiceAccount subject without a namespace is the
+// ServiceAccount of the binding's namespace, as the authorizer reads it:
+// bound in ctl, it grants cmsync of ctl; in shop, cmsync of shop only.
+func TestRoleBindingSubjectWithoutNamespace(t *testing.T) {
+	o, err := ParseManifests([]byte(manifests+`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: local, namespace: ctl}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: other}
+subjects:
+- {kind: ServiceAccount, name: cmsync}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: theirs, namespace: shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: other}
+subjects:
+- {kind: ServiceAccount, name: cmsync}
+`), "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := o.GrantsTo("ctl", "cmsync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from []string
+	for _, x := range g {
+		if strings.HasPrefix(x.From, "ClusterRole/other") {
+			from = append(from, x.Namespace+" "+x.From)
+		}
+	}
+	if want := "ctl ClusterRole/other via RoleBinding/ctl/local"; strings.Join(from, ",") != want {
+		t.Errorf("grants of ClusterRole/other: %q, want only %q", from, want)
+	}
+}
