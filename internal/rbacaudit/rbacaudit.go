@@ -201,6 +201,10 @@ type Grant struct {
 	Namespace string
 	From      string // "ClusterRole/NAME via RoleBinding/NS/NAME"
 	Rule      rbacv1.PolicyRule
+	// Unknown says why the rules of From are not known, so that nothing
+	// is known of what it grants: an aggregated ClusterRole, whose rules
+	// the cluster's controller fills in from other roles.
+	Unknown string
 }
 
 // Username is the name the API server authenticates a ServiceAccount as.
@@ -230,20 +234,23 @@ func boundTo(subjects []rbacv1.Subject, bindingNamespace, namespace, serviceAcco
 // GrantsTo returns the rules bound to the ServiceAccount namespace/name by
 // these objects (its groups' bindings are not followed). A binding whose
 // role is not among the objects is an error: what it grants is unknown.
+// An aggregated ClusterRole is one Grant whose rules are Unknown: its
+// manifest's rules are not what the cluster grants.
 func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
-	clusterRole := func(name string) (*rbacv1.ClusterRole, error) {
-		for i := range o.ClusterRoles {
-			if o.ClusterRoles[i].Name == name {
-				return &o.ClusterRoles[i], nil
-			}
-		}
-		return nil, fmt.Errorf("ClusterRole %s is bound but not among the objects", name)
-	}
 	var out []Grant
 	add := func(ns, from string, rules []rbacv1.PolicyRule) {
 		for _, r := range rules {
 			out = append(out, Grant{Namespace: ns, From: from, Rule: r})
 		}
+	}
+	addCluster := func(ns, via string, cr *rbacv1.ClusterRole) {
+		from := "ClusterRole/" + cr.Name + via
+		if cr.AggregationRule != nil {
+			out = append(out, Grant{Namespace: ns, From: from, Unknown: "an aggregated ClusterRole (aggregationRule): " +
+				"its rules are those of the cluster's ClusterRoles its selectors match, not its manifest's"})
+			return
+		}
+		add(ns, from, cr.Rules)
 	}
 	for _, b := range o.ClusterRoleBindings {
 		if !boundTo(b.Subjects, "", namespace, serviceAccount) {
@@ -252,11 +259,11 @@ func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
 		if b.RoleRef.Kind != "ClusterRole" {
 			return nil, fmt.Errorf("ClusterRoleBinding %s refers to a %s", b.Name, b.RoleRef.Kind)
 		}
-		cr, err := clusterRole(b.RoleRef.Name)
+		cr, err := o.clusterRole(b.RoleRef.Name)
 		if err != nil {
 			return nil, err
 		}
-		add("", "ClusterRole/"+cr.Name+" via ClusterRoleBinding/"+b.Name, cr.Rules)
+		addCluster("", " via ClusterRoleBinding/"+b.Name, cr)
 	}
 	for _, b := range o.RoleBindings {
 		if !boundTo(b.Subjects, b.Namespace, namespace, serviceAccount) {
@@ -265,11 +272,11 @@ func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
 		via := " via RoleBinding/" + b.Namespace + "/" + b.Name
 		switch b.RoleRef.Kind {
 		case "ClusterRole":
-			cr, err := clusterRole(b.RoleRef.Name)
+			cr, err := o.clusterRole(b.RoleRef.Name)
 			if err != nil {
 				return nil, err
 			}
-			add(b.Namespace, "ClusterRole/"+cr.Name+via, cr.Rules)
+			addCluster(b.Namespace, via, cr)
 		case "Role":
 			i := slices.IndexFunc(o.Roles, func(r rbacv1.Role) bool { return r.Name == b.RoleRef.Name && r.Namespace == b.Namespace })
 			if i < 0 {
@@ -281,6 +288,16 @@ func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
 		}
 	}
 	return out, nil
+}
+
+// clusterRole is the ClusterRole of that name among the objects.
+func (o Objects) clusterRole(name string) (*rbacv1.ClusterRole, error) {
+	for i := range o.ClusterRoles {
+		if o.ClusterRoles[i].Name == name {
+			return &o.ClusterRoles[i], nil
+		}
+	}
+	return nil, fmt.Errorf("ClusterRole %s is bound but not among the objects", name)
 }
 
 // Permission is one verb on one resource (with its subresource) of one API
@@ -304,6 +321,9 @@ func (p Permission) String() string {
 // (a wildcard or nonResourceURLs).
 func (g Grant) Permissions() ([]Permission, error) {
 	r := g.Rule
+	if g.Unknown != "" {
+		return nil, fmt.Errorf("%s: %s", g.From, g.Unknown)
+	}
 	if len(r.NonResourceURLs) > 0 {
 		return nil, fmt.Errorf("%s: nonResourceURLs %v are not resources", g.From, r.NonResourceURLs)
 	}

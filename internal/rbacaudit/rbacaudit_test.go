@@ -399,3 +399,37 @@ subjects:
 		t.Errorf("grants of ClusterRole/other: %q, want only %q", from, want)
 	}
 }
+
+// A bound ClusterRole with an aggregationRule grants what the cluster's
+// matching roles grant, not its manifest's (empty) rules: the comparison
+// cannot pass on it.
+func TestAggregatedClusterRoleUnverifiable(t *testing.T) {
+	o, err := ParseManifests([]byte(manifests+`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: aggregated}
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels: {rbac.example.com/aggregate-to-cmsync: "true"}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: aggregated}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: aggregated}
+subjects:
+- {kind: ServiceAccount, name: cmsync, namespace: ctl}
+`), "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := o.GrantsTo("ctl", "cmsync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := ReadEvents(strings.NewReader(fullLog), sa, time.Time{})
+	rep := Compare(g, events, nil)
+	if rep.OK() || len(rep.Unverifiable) != 1 || !strings.Contains(rep.Unverifiable[0], "ClusterRole/aggregated") || !strings.Contains(rep.Unverifiable[0], "aggregat") {
+		t.Errorf("an aggregated ClusterRole: OK %v, unverifiable %q, want it reported:\n%s", rep.OK(), rep.Unverifiable, rep)
+	}
+}
