@@ -360,6 +360,49 @@ func (p Permission) UsedBy(e Event) bool {
 	return p.Name == "" || e.ObjectRef.Name == p.Name
 }
 
+// AuthenticatedDefaults are what Kubernetes grants every authenticated
+// user (the bootstrap ClusterRoles system:basic-user, system:discovery
+// and system:public-info-viewer, bound to system:authenticated): a request
+// they allow needs no rule of the grants under test.
+var AuthenticatedDefaults = []Grant{
+	{From: "ClusterRole/system:basic-user", Rule: rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"},
+		Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}}},
+	{From: "ClusterRole/system:basic-user", Rule: rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"},
+		Resources: []string{"selfsubjectreviews"}}},
+	{From: "ClusterRole/system:discovery", Rule: rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: []string{
+		"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"}}},
+}
+
+// Allows tells whether the grant allows the request, wildcards included,
+// as the RBAC authorizer matches a rule; a grant whose rules are Unknown
+// allows nothing that can be shown.
+func (g Grant) Allows(e Event) bool {
+	r := g.Rule
+	if g.Unknown != "" || !anyOf(r.Verbs, e.Verb) {
+		return false
+	}
+	if e.ObjectRef == nil {
+		path, _, _ := strings.Cut(e.RequestURI, "?")
+		return slices.ContainsFunc(r.NonResourceURLs, func(u string) bool {
+			prefix, wild := strings.CutSuffix(u, "*")
+			return u == path || wild && strings.HasPrefix(path, prefix)
+		})
+	}
+	o := e.ObjectRef
+	if g.Namespace != "" && o.Namespace != g.Namespace || !anyOf(r.APIGroups, o.APIGroup) {
+		return false
+	}
+	resource := slices.ContainsFunc(r.Resources, func(res string) bool {
+		return res == "*" || res == e.Resource() || o.Subresource != "" && res == "*/"+o.Subresource
+	})
+	return resource && (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, o.Name))
+}
+
+// anyOf tells whether list holds v or the wildcard.
+func anyOf(list []string, v string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, v)
+}
+
 // AllowListHeading is the heading of docs/rbac.md's allow-list for the
 // in-cluster controller; CLIAllowListHeading that of the CLI's roles, whose
 // table has a first column naming the role each row is for.
@@ -511,17 +554,25 @@ type Report struct {
 	Used map[Permission]int
 	// Unverifiable: rules that cannot be expanded into permissions
 	Unverifiable []string
+	// Ungranted: requests the API server allowed that no grant under test
+	// (nor AuthenticatedDefaults) allows: a binding left in the cluster, or
+	// one to a group, answered for a rule the grants lack.
+	Ungranted []Event
 }
 
-// OK: nothing refused, nothing granted but unused and unexcused.
+// OK: nothing refused, nothing allowed that the grants do not allow,
+// nothing granted but unused and unexcused.
 func (r Report) OK() bool {
-	return len(r.Forbidden) == 0 && len(r.Unused) == 0 && len(r.Unverifiable) == 0
+	return len(r.Forbidden) == 0 && len(r.Unused) == 0 && len(r.Unverifiable) == 0 && len(r.Ungranted) == 0
 }
 
 func (r Report) String() string {
 	var b strings.Builder
 	for _, e := range r.Forbidden {
 		fmt.Fprintf(&b, "forbidden: %s\n", e)
+	}
+	for _, e := range r.Ungranted {
+		fmt.Fprintf(&b, "allowed, yet granted by no rule under test: %s\n", e)
 	}
 	for _, p := range r.Unused {
 		fmt.Fprintf(&b, "granted, never used and not in the allow-list: %s\n", p)
@@ -544,12 +595,18 @@ func (r Report) String() string {
 }
 
 // Compare checks the events of one user (ReadEvents) against the grants
-// made to it (GrantsTo) and the allow-list.
+// made to it (GrantsTo) and the allow-list: every request the API server
+// allowed must be one the grants (or AuthenticatedDefaults) allow, whatever
+// else in the cluster allowed it.
 func Compare(grants []Grant, events []Event, allow []Allowance) Report {
 	rep := Report{Used: map[Permission]int{}}
+	allowedBy := append(slices.Clone(grants), AuthenticatedDefaults...)
 	for _, e := range events {
-		if e.Forbidden() {
+		switch {
+		case e.Forbidden():
 			rep.Forbidden = append(rep.Forbidden, e)
+		case !slices.ContainsFunc(allowedBy, func(g Grant) bool { return g.Allows(e) }):
+			rep.Ungranted = append(rep.Ungranted, e)
 		}
 	}
 	seen := map[Permission]bool{}
