@@ -34,7 +34,7 @@ const (
 	// ClassSpared: the peer restarted, cmsync would only remount.
 	ClassSpared Class = "spared"
 	// ClassPeerMissed: cmsync would restart (a stale env or subPath
-	// consumer), the peer did nothing.
+	// consumer), at once or once its hold ends, the peer did nothing.
 	ClassPeerMissed Class = "peer-missed"
 	// ClassUnreadKey: the peer restarted for a change of keys no
 	// container reads.
@@ -216,7 +216,7 @@ func inWindow(at, first time.Time, window time.Duration, until time.Time) bool {
 // consumer.
 func classify(peer bool, restarts int, act Action, unread bool) Class {
 	switch {
-	case !peer && (act == ActRestart || act == ActEvict):
+	case !peer && act.restarts():
 		return ClassPeerMissed
 	case !peer:
 		return ClassAgree

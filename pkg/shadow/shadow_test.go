@@ -136,6 +136,7 @@ func TestPairClassifies(t *testing.T) {
 		{"agree, both restart", decision(false, WorkloadDecision{Workload: w("a"), Action: ActRestart, Pods: 2}), []Marker{marker("a", time.Second, "cfg", 2)}, ClassAgree, 0},
 		{"agree, neither", decision(false, WorkloadDecision{Workload: w("a"), Action: ActRemount, Pods: 1}), nil, ClassAgree, 0},
 		{"peer missed", decision(false, WorkloadDecision{Workload: w("a"), Action: ActRestart, Pods: 2}), nil, ClassPeerMissed, 0},
+		{"peer missed a held restart", decision(false, WorkloadDecision{Workload: w("a"), Action: ActDeferred, Pods: 2}), nil, ClassPeerMissed, 0},
 		{"unread key", decision(true), []Marker{marker("a", time.Second, "cfg", 3)}, ClassUnreadKey, 3},
 		{"outside window", decision(false, WorkloadDecision{Workload: w("a"), Action: ActWindow}), []Marker{marker("a", time.Second, "cfg", 1)}, ClassOutsideWindow, 0},
 		{"paced", decision(false, WorkloadDecision{Workload: w("a"), Action: ActPaced}), []Marker{marker("a", time.Second, "cfg", 1)}, ClassOverPace, 0},
