@@ -201,6 +201,10 @@ type Grant struct {
 	Namespace string
 	From      string // "ClusterRole/NAME via RoleBinding/NS/NAME"
 	Rule      rbacv1.PolicyRule
+	// Unknown says why the rules of From are not known, so that nothing
+	// is known of what it grants: an aggregated ClusterRole, whose rules
+	// the cluster's controller fills in from other roles.
+	Unknown string
 }
 
 // Username is the name the API server authenticates a ServiceAccount as.
@@ -208,10 +212,17 @@ func Username(namespace, serviceAccount string) string {
 	return "system:serviceaccount:" + namespace + ":" + serviceAccount
 }
 
-func boundTo(subjects []rbacv1.Subject, namespace, serviceAccount string) bool {
+// boundTo tells whether subjects name the ServiceAccount; bindingNamespace
+// is a RoleBinding's namespace ("" for a ClusterRoleBinding), which a
+// ServiceAccount subject without a namespace means, as the authorizer reads it.
+func boundTo(subjects []rbacv1.Subject, bindingNamespace, namespace, serviceAccount string) bool {
 	for _, s := range subjects {
+		saNamespace := s.Namespace
+		if saNamespace == "" {
+			saNamespace = bindingNamespace
+		}
 		switch {
-		case s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount && s.Namespace == namespace:
+		case s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount && saNamespace == namespace:
 			return true
 		case s.Kind == rbacv1.UserKind && s.Name == Username(namespace, serviceAccount):
 			return true
@@ -223,46 +234,49 @@ func boundTo(subjects []rbacv1.Subject, namespace, serviceAccount string) bool {
 // GrantsTo returns the rules bound to the ServiceAccount namespace/name by
 // these objects (its groups' bindings are not followed). A binding whose
 // role is not among the objects is an error: what it grants is unknown.
+// An aggregated ClusterRole is one Grant whose rules are Unknown: its
+// manifest's rules are not what the cluster grants.
 func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
-	clusterRole := func(name string) (*rbacv1.ClusterRole, error) {
-		for i := range o.ClusterRoles {
-			if o.ClusterRoles[i].Name == name {
-				return &o.ClusterRoles[i], nil
-			}
-		}
-		return nil, fmt.Errorf("ClusterRole %s is bound but not among the objects", name)
-	}
 	var out []Grant
 	add := func(ns, from string, rules []rbacv1.PolicyRule) {
 		for _, r := range rules {
 			out = append(out, Grant{Namespace: ns, From: from, Rule: r})
 		}
 	}
+	addCluster := func(ns, via string, cr *rbacv1.ClusterRole) {
+		from := "ClusterRole/" + cr.Name + via
+		if cr.AggregationRule != nil {
+			out = append(out, Grant{Namespace: ns, From: from, Unknown: "an aggregated ClusterRole (aggregationRule): " +
+				"its rules are those of the cluster's ClusterRoles its selectors match, not its manifest's"})
+			return
+		}
+		add(ns, from, cr.Rules)
+	}
 	for _, b := range o.ClusterRoleBindings {
-		if !boundTo(b.Subjects, namespace, serviceAccount) {
+		if !boundTo(b.Subjects, "", namespace, serviceAccount) {
 			continue
 		}
 		if b.RoleRef.Kind != "ClusterRole" {
 			return nil, fmt.Errorf("ClusterRoleBinding %s refers to a %s", b.Name, b.RoleRef.Kind)
 		}
-		cr, err := clusterRole(b.RoleRef.Name)
+		cr, err := o.clusterRole(b.RoleRef.Name)
 		if err != nil {
 			return nil, err
 		}
-		add("", "ClusterRole/"+cr.Name+" via ClusterRoleBinding/"+b.Name, cr.Rules)
+		addCluster("", " via ClusterRoleBinding/"+b.Name, cr)
 	}
 	for _, b := range o.RoleBindings {
-		if !boundTo(b.Subjects, namespace, serviceAccount) {
+		if !boundTo(b.Subjects, b.Namespace, namespace, serviceAccount) {
 			continue
 		}
 		via := " via RoleBinding/" + b.Namespace + "/" + b.Name
 		switch b.RoleRef.Kind {
 		case "ClusterRole":
-			cr, err := clusterRole(b.RoleRef.Name)
+			cr, err := o.clusterRole(b.RoleRef.Name)
 			if err != nil {
 				return nil, err
 			}
-			add(b.Namespace, "ClusterRole/"+cr.Name+via, cr.Rules)
+			addCluster(b.Namespace, via, cr)
 		case "Role":
 			i := slices.IndexFunc(o.Roles, func(r rbacv1.Role) bool { return r.Name == b.RoleRef.Name && r.Namespace == b.Namespace })
 			if i < 0 {
@@ -274,6 +288,16 @@ func (o Objects) GrantsTo(namespace, serviceAccount string) ([]Grant, error) {
 		}
 	}
 	return out, nil
+}
+
+// clusterRole is the ClusterRole of that name among the objects.
+func (o Objects) clusterRole(name string) (*rbacv1.ClusterRole, error) {
+	for i := range o.ClusterRoles {
+		if o.ClusterRoles[i].Name == name {
+			return &o.ClusterRoles[i], nil
+		}
+	}
+	return nil, fmt.Errorf("ClusterRole %s is bound but not among the objects", name)
 }
 
 // Permission is one verb on one resource (with its subresource) of one API
@@ -297,6 +321,9 @@ func (p Permission) String() string {
 // (a wildcard or nonResourceURLs).
 func (g Grant) Permissions() ([]Permission, error) {
 	r := g.Rule
+	if g.Unknown != "" {
+		return nil, fmt.Errorf("%s: %s", g.From, g.Unknown)
+	}
 	if len(r.NonResourceURLs) > 0 {
 		return nil, fmt.Errorf("%s: nonResourceURLs %v are not resources", g.From, r.NonResourceURLs)
 	}
@@ -331,6 +358,49 @@ func (p Permission) UsedBy(e Event) bool {
 		return false
 	}
 	return p.Name == "" || e.ObjectRef.Name == p.Name
+}
+
+// AuthenticatedDefaults are what Kubernetes grants every authenticated
+// user (the bootstrap ClusterRoles system:basic-user, system:discovery
+// and system:public-info-viewer, bound to system:authenticated): a request
+// they allow needs no rule of the grants under test.
+var AuthenticatedDefaults = []Grant{
+	{From: "ClusterRole/system:basic-user", Rule: rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"},
+		Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}}},
+	{From: "ClusterRole/system:basic-user", Rule: rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"},
+		Resources: []string{"selfsubjectreviews"}}},
+	{From: "ClusterRole/system:discovery", Rule: rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: []string{
+		"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"}}},
+}
+
+// Allows tells whether the grant allows the request, wildcards included,
+// as the RBAC authorizer matches a rule; a grant whose rules are Unknown
+// allows nothing that can be shown.
+func (g Grant) Allows(e Event) bool {
+	r := g.Rule
+	if g.Unknown != "" || !anyOf(r.Verbs, e.Verb) {
+		return false
+	}
+	if e.ObjectRef == nil {
+		path, _, _ := strings.Cut(e.RequestURI, "?")
+		return slices.ContainsFunc(r.NonResourceURLs, func(u string) bool {
+			prefix, wild := strings.CutSuffix(u, "*")
+			return u == path || wild && strings.HasPrefix(path, prefix)
+		})
+	}
+	o := e.ObjectRef
+	if g.Namespace != "" && o.Namespace != g.Namespace || !anyOf(r.APIGroups, o.APIGroup) {
+		return false
+	}
+	resource := slices.ContainsFunc(r.Resources, func(res string) bool {
+		return res == "*" || res == e.Resource() || o.Subresource != "" && res == "*/"+o.Subresource
+	})
+	return resource && (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, o.Name))
+}
+
+// anyOf tells whether list holds v or the wildcard.
+func anyOf(list []string, v string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, v)
 }
 
 // AllowListHeading is the heading of docs/rbac.md's allow-list for the
@@ -484,17 +554,25 @@ type Report struct {
 	Used map[Permission]int
 	// Unverifiable: rules that cannot be expanded into permissions
 	Unverifiable []string
+	// Ungranted: requests the API server allowed that no grant under test
+	// (nor AuthenticatedDefaults) allows: a binding left in the cluster, or
+	// one to a group, answered for a rule the grants lack.
+	Ungranted []Event
 }
 
-// OK: nothing refused, nothing granted but unused and unexcused.
+// OK: nothing refused, nothing allowed that the grants do not allow,
+// nothing granted but unused and unexcused.
 func (r Report) OK() bool {
-	return len(r.Forbidden) == 0 && len(r.Unused) == 0 && len(r.Unverifiable) == 0
+	return len(r.Forbidden) == 0 && len(r.Unused) == 0 && len(r.Unverifiable) == 0 && len(r.Ungranted) == 0
 }
 
 func (r Report) String() string {
 	var b strings.Builder
 	for _, e := range r.Forbidden {
 		fmt.Fprintf(&b, "forbidden: %s\n", e)
+	}
+	for _, e := range r.Ungranted {
+		fmt.Fprintf(&b, "allowed, yet granted by no rule under test: %s\n", e)
 	}
 	for _, p := range r.Unused {
 		fmt.Fprintf(&b, "granted, never used and not in the allow-list: %s\n", p)
@@ -517,12 +595,18 @@ func (r Report) String() string {
 }
 
 // Compare checks the events of one user (ReadEvents) against the grants
-// made to it (GrantsTo) and the allow-list.
+// made to it (GrantsTo) and the allow-list: every request the API server
+// allowed must be one the grants (or AuthenticatedDefaults) allow, whatever
+// else in the cluster allowed it.
 func Compare(grants []Grant, events []Event, allow []Allowance) Report {
 	rep := Report{Used: map[Permission]int{}}
+	allowedBy := append(slices.Clone(grants), AuthenticatedDefaults...)
 	for _, e := range events {
-		if e.Forbidden() {
+		switch {
+		case e.Forbidden():
 			rep.Forbidden = append(rep.Forbidden, e)
+		case !slices.ContainsFunc(allowedBy, func(g Grant) bool { return g.Allows(e) }):
+			rep.Ungranted = append(rep.Ungranted, e)
 		}
 	}
 	seen := map[Permission]bool{}

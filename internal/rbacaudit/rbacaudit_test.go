@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 const sa = "system:serviceaccount:ctl:cmsync"
@@ -360,5 +362,98 @@ func TestDocsAllowList(t *testing.T) {
 		if len(a) == 0 {
 			t.Fatalf("%s: empty allow-list", h)
 		}
+	}
+}
+
+// A RoleBinding's ServiceAccount subject without a namespace is the
+// ServiceAccount of the binding's namespace, as the authorizer reads it:
+// bound in ctl, it grants cmsync of ctl; in shop, cmsync of shop only.
+func TestRoleBindingSubjectWithoutNamespace(t *testing.T) {
+	o, err := ParseManifests([]byte(manifests+`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: local, namespace: ctl}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: other}
+subjects:
+- {kind: ServiceAccount, name: cmsync}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: theirs, namespace: shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: other}
+subjects:
+- {kind: ServiceAccount, name: cmsync}
+`), "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := o.GrantsTo("ctl", "cmsync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from []string
+	for _, x := range g {
+		if strings.HasPrefix(x.From, "ClusterRole/other") {
+			from = append(from, x.Namespace+" "+x.From)
+		}
+	}
+	if want := "ctl ClusterRole/other via RoleBinding/ctl/local"; strings.Join(from, ",") != want {
+		t.Errorf("grants of ClusterRole/other: %q, want only %q", from, want)
+	}
+}
+
+// A bound ClusterRole with an aggregationRule grants what the cluster's
+// matching roles grant, not its manifest's (empty) rules: the comparison
+// cannot pass on it.
+func TestAggregatedClusterRoleUnverifiable(t *testing.T) {
+	o, err := ParseManifests([]byte(manifests+`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: aggregated}
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels: {rbac.example.com/aggregate-to-cmsync: "true"}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: aggregated}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: aggregated}
+subjects:
+- {kind: ServiceAccount, name: cmsync, namespace: ctl}
+`), "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := o.GrantsTo("ctl", "cmsync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := ReadEvents(strings.NewReader(fullLog), sa, time.Time{})
+	rep := Compare(g, events, nil)
+	if rep.OK() || len(rep.Unverifiable) != 1 || !strings.Contains(rep.Unverifiable[0], "ClusterRole/aggregated") || !strings.Contains(rep.Unverifiable[0], "aggregat") {
+		t.Errorf("an aggregated ClusterRole: OK %v, unverifiable %q, want it reported:\n%s", rep.OK(), rep.Unverifiable, rep)
+	}
+}
+
+// A request the API server allowed for a rule the grants under test lack
+// (a binding left in the test cluster, a group's) fails the comparison;
+// what every authenticated user may do (an access review, discovery) and
+// what a wildcard rule grants do not.
+func TestAllowedRequestNotGranted(t *testing.T) {
+	review := `{"kind":"Event","auditID":"8","stage":"ResponseComplete","requestURI":"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews","verb":"create",` +
+		`"user":{"username":"` + sa + `"},"objectRef":{"resource":"selfsubjectaccessreviews","apiGroup":"authorization.k8s.io"},"responseStatus":{"code":201}}` + "\n"
+	discovery := `{"kind":"Event","auditID":"9","stage":"ResponseComplete","requestURI":"/apis/apps/v1?timeout=32s","verb":"get",` +
+		`"user":{"username":"` + sa + `"},"responseStatus":{"code":200}}` + "\n"
+	if rep := compare(t, fullLog+review+discovery, nil); !rep.OK() {
+		t.Errorf("an access review and discovery, allowed to every user: not OK:\n%s", rep)
+	}
+	rep := compare(t, fullLog+ev("10", "list", "", "secrets", "", "kube-system", "", 200)+ev("11", "get", "", "secrets", "", "ctl", "other", 200), nil)
+	if rep.OK() || len(rep.Ungranted) != 2 || rep.Ungranted[0].AuditID != "10" || rep.Ungranted[1].AuditID != "11" {
+		t.Errorf("allowed requests no grant allows: OK %v, ungranted %v, want both reported:\n%s", rep.OK(), rep.Ungranted, rep)
+	}
+	wild := Grant{Rule: rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{""}, Resources: []string{"*/exec"}}}
+	if e := (Event{Verb: "create", ObjectRef: &ObjectRef{Resource: "pods", Subresource: "exec", Namespace: "a"}}); !wild.Allows(e) {
+		t.Errorf("a wildcard rule does not allow %s", e)
 	}
 }

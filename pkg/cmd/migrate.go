@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/migrate"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/render"
@@ -73,7 +74,7 @@ func (o *MigrateReloaderOptions) Complete(_ []string) error {
 	if err != nil {
 		return err
 	}
-	o.RESTConfig, o.Client, o.Cluster = cfg, client, migrate.ClientCluster{Client: client}
+	o.RESTConfig, o.Client, o.Cluster = cfg, client, migrate.ClientCluster{Client: client, Dynamic: dynamic.New(client.Discovery().RESTClient())}
 	return nil
 }
 

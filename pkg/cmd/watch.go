@@ -86,6 +86,7 @@ type WatchOptions struct {
 	DryRun                string
 	SyncExisting          bool
 	RequireOptIn          bool
+	ReloaderOnChange      string
 	Debounce              time.Duration
 	MaxWait               time.Duration
 	MaxConcurrentRestarts int
@@ -151,6 +152,9 @@ func (o *WatchOptions) addFlags(cmd *cobra.Command, controller bool) {
 		fs.BoolVar(&o.SyncExisting, "sync-existing", false, "At start, make every selected consumer current once (by default only changes seen while watching are acted on).")
 		fs.BoolVar(&o.RequireOptIn, "require-opt-in", o.RequireOptIn, "Act only on workloads annotated "+reconcile.AnnotationWatch+"=true or with one of Reloader's annotations.")
 	}
+	fs.StringVar(&o.ReloaderOnChange, "reloader-on-change", reconcile.OnChangeRestart, "What a change does to a workload opted in through Reloader's annotations: "+
+		reconcile.OnChangeRestart+" (restart on every change, as Reloader does) or "+reconcile.OnChangeRemount+" (volumes remounted, env and subPath uses restarted); its own "+
+		reconcile.AnnotationOnChange+" annotation wins.")
 	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Act on the changes of a namespace this long after its last edit (edits in between are coalesced).")
 	fs.DurationVar(&o.MaxWait, "max-wait", o.MaxWait, "Act on the changes of a namespace at the latest this long after its first edit, even if the edits go on.")
 	fs.IntVar(&o.MaxConcurrentRestarts, "max-concurrent-restarts", o.MaxConcurrentRestarts, "Restart (or evict the pods of) at most this many workloads at once, in all namespaces: a restart whose rollout is not complete yet counts; the others wait and are checked again.")
@@ -202,6 +206,9 @@ func (o *WatchOptions) Validate() error {
 	}
 	if err := validateDryRun(o.DryRun); err != nil {
 		return err
+	}
+	if v := o.ReloaderOnChange; v != "" && v != reconcile.OnChangeRestart && v != reconcile.OnChangeRemount {
+		return usageError("--reloader-on-change must be %s or %s, got %q", reconcile.OnChangeRestart, reconcile.OnChangeRemount, v)
 	}
 	if err := o.Shadow.validate(o.DryRun, o.MaxWait); err != nil {
 		return err
@@ -281,7 +288,7 @@ func (o *WatchOptions) newLoop() *reconcile.Loop {
 	cluster.Hooks = refresh.NewHookSender(o.ReloadHookVia, o.Client)
 	return &reconcile.Loop{
 		Config: reconcile.Config{Namespace: o.Namespace, Names: o.Names, PodSelector: o.Selector, Secrets: o.Secrets,
-			IncludeSystem: o.IncludeSystem, Scope: scope, RequireOptIn: o.RequireOptIn, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
+			IncludeSystem: o.IncludeSystem, Scope: scope, RequireOptIn: o.RequireOptIn, ReloaderOnChange: o.ReloaderOnChange, SyncExisting: o.SyncExisting, Debounce: o.Debounce,
 			MaxWait: o.MaxWait, MaxConcurrentRestarts: o.MaxConcurrentRestarts, Workers: o.Workers, RolloutWait: o.RolloutWait, Refresh: rc, Now: o.Now,
 			MinRestartInterval: o.MinRestartInterval, RestartRate: o.RestartRate, RestartBurst: o.RestartBurst, Shadow: o.Shadow.Shadow},
 		Client:      o.Client,

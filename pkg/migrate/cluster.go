@@ -8,10 +8,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // Cluster is what migrate reads: Deployments (to find Reloader) and the
@@ -21,13 +25,47 @@ type Cluster interface {
 	Deployments(ctx context.Context, namespace string) ([]appsv1.Deployment, error)
 	// Deployment gets one.
 	Deployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
-	// Workloads lists the Deployments, StatefulSets, DaemonSets, Jobs and
-	// CronJobs of namespace ("": all).
+	// Workloads lists the Deployments, StatefulSets, DaemonSets, Jobs,
+	// CronJobs and Argo Rollouts of namespace ("": all).
 	Workloads(ctx context.Context, namespace string) ([]Workload, error)
 }
 
-// ClientCluster is the Cluster of a clientset.
-type ClientCluster struct{ Client kubernetes.Interface }
+// ClientCluster is the Cluster of a clientset; Dynamic (nil: none) lists
+// Argo Rollouts, where their CRD is served.
+type ClientCluster struct {
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// rollouts lists the Argo Rollouts of ns ("": all); none where their CRD
+// is not served.
+func (c ClientCluster) rollouts(ctx context.Context, ns string) ([]Workload, error) {
+	if c.Dynamic == nil {
+		return nil, nil
+	}
+	l, err := c.Dynamic.Resource(refresh.RolloutResource).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &inspect.ListError{Resource: "rollouts.argoproj.io", Namespace: ns, Err: err}
+	}
+	var out []Workload
+	for _, u := range l.Items {
+		var r struct {
+			metav1.ObjectMeta `json:"metadata"`
+			Spec              struct {
+				Template corev1.PodTemplateSpec `json:"template"`
+			} `json:"spec"`
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
+			continue // not a Rollout this version reads
+		}
+		out = append(out, Workload{Kind: "Rollout", APIVersion: u.GetAPIVersion(), Namespace: r.Namespace, Name: r.Name,
+			Annotations: r.Annotations, TemplateAnnotations: r.Spec.Template.Annotations, Spec: r.Spec.Template.Spec})
+	}
+	return out, nil
+}
 
 // Deployments implements Cluster.
 func (c ClientCluster) Deployments(ctx context.Context, namespace string) ([]appsv1.Deployment, error) {
@@ -82,7 +120,8 @@ func (c ClientCluster) Workloads(ctx context.Context, ns string) ([]Workload, er
 		t := j.Spec.JobTemplate.Spec.Template
 		out = append(out, Workload{Kind: "CronJob", Namespace: j.Namespace, Name: j.Name, Annotations: j.Annotations, TemplateAnnotations: t.Annotations, Spec: t.Spec})
 	}
-	return out, nil
+	rs, err := c.rollouts(ctx, ns)
+	return append(out, rs...), err
 }
 
 // Reloader's images and labels, by which its Deployment is found.
@@ -136,7 +175,7 @@ func FromDeployment(d appsv1.Deployment) (Reloader, string) {
 	if len(c.Command) > 1 {
 		args = append(args, c.Command[1:]...)
 	}
-	return Reloader{Namespace: d.Namespace, Args: append(args, c.Args...), Env: c.Env}, c.Image
+	return Reloader{Namespace: d.Namespace, Args: append(args, c.Args...), Env: c.Env, EnvFrom: c.EnvFrom}, c.Image
 }
 
 // HelmRelease names the Helm release that installed d, "" for none.

@@ -1,12 +1,20 @@
 package migrate
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 func deployment(ns, name, image string, labels map[string]string) appsv1.Deployment {
@@ -63,5 +71,18 @@ func TestInScope(t *testing.T) {
 	}
 	if got := ns(InScope(ws, Values{Namespaces: []string{"web"}})); !reflect.DeepEqual(got, []string{"web"}) {
 		t.Errorf("one namespace: %v", got)
+	}
+}
+
+// TestWorkloadsListsRollouts: Argo Rollouts are listed beside the built-in
+// workloads where their CRD is served, and none where it is not.
+func TestWorkloadsListsRollouts(t *testing.T) {
+	ro := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"namespace": "shop", "name": "canary", "annotations": map[string]any{"reloader.stakater.com/auto": "true"}},
+		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "x"}}}}}}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{refresh.RolloutResource: "RolloutList"}, ro)
+	ws, err := ClientCluster{Client: fake.NewClientset(), Dynamic: dyn}.Workloads(context.Background(), "shop")
+	if err != nil || len(ws) != 1 || ws[0].ref().String() != "rollout.argoproj.io/canary" || ws[0].Annotations["reloader.stakater.com/auto"] != "true" || len(ws[0].Spec.Containers) != 1 {
+		t.Fatalf("workloads %+v (%v), want the Rollout", ws, err)
 	}
 }

@@ -28,6 +28,9 @@ type Reloader struct {
 	// Args are the container's command after the binary, then its args.
 	Args []string
 	Env  []corev1.EnvVar
+	// EnvFrom are the ConfigMaps and Secrets whose keys the container
+	// reads as variables: KUBERNETES_NAMESPACE and ALERT_* among them.
+	EnvFrom []corev1.EnvFromSource
 }
 
 // Item is one Reloader setting and what it becomes, or what to do.
@@ -46,6 +49,28 @@ type Mapping struct {
 	// Custom are the custom annotation names in use, each to the standard
 	// name cmsync reads, in the order of Reloader's flags.
 	Custom []CustomAnnotation `json:"customAnnotations,omitempty"`
+	// oneNamespace: Reloader watches the one namespace of
+	// KUBERNETES_NAMESPACE, where it reads no namespace selector.
+	oneNamespace bool
+	// argoRollouts: Reloader restarts Argo Rollouts (--is-Argo-Rollouts).
+	argoRollouts bool
+}
+
+// RolloutsLeftAlone notes the Argo Rollouts among rows that cmsync will
+// act on and Reloader, without --is-Argo-Rollouts, left alone.
+func (m *Mapping) RolloutsLeftAlone(rows []Row) {
+	if m.argoRollouts {
+		return
+	}
+	var names []string
+	for _, r := range rows {
+		if strings.HasPrefix(r.Workload, "rollout.argoproj.io/") {
+			names = append(names, r.Namespace+"/"+r.Workload)
+		}
+	}
+	if len(names) > 0 {
+		m.note("--is-Argo-Rollouts (unset or false)", "Reloader leaves Argo Rollouts alone without it; cmsync acts on those its annotations opt in: "+strings.Join(names, ", "))
+	}
 }
 
 // CustomAnnotation is an annotation name Reloader was told to read instead
@@ -114,6 +139,7 @@ func Map(r Reloader) Mapping {
 	for _, name := range unknownFlags(fs, r.Args) {
 		m.unsupported("--"+name, "not a Reloader flag cmsync knows: check it against docs/controller.md, \"Migrating from Reloader\"")
 	}
+	m.envFrom(r.EnvFrom)
 	m.scope(fs, r)
 	m.selectors(fs)
 	m.kinds(fs)
@@ -121,6 +147,29 @@ func Map(r Reloader) Mapping {
 	m.custom(fs)
 	m.alerts(r.Env)
 	return m
+}
+
+// envFrom reports each envFrom source of Reloader's container: it may set
+// KUBERNETES_NAMESPACE (one namespace) and ALERT_* (the alerts), which
+// migrate does not read from it (variables set by env win over it).
+func (m *Mapping) envFrom(sources []corev1.EnvFromSource) {
+	for _, src := range sources {
+		what := ""
+		switch {
+		case src.ConfigMapRef != nil:
+			what = "ConfigMap " + src.ConfigMapRef.Name
+		case src.SecretRef != nil:
+			what = "Secret " + src.SecretRef.Name
+		default:
+			continue
+		}
+		if src.Prefix != "" {
+			what += fmt.Sprintf(" (prefix %q)", src.Prefix)
+		}
+		m.unsupported("envFrom "+what, "migrate does not read its keys: if it sets KUBERNETES_NAMESPACE, Reloader watches that namespace only (set watchGlobally: false "+
+			"and namespaces: [NS]); if it sets ALERT_*, Reloader alerts with them (set the alerts values as docs/controller.md's table says); "+
+			"the values below assume it sets neither, except as env sets them")
+	}
 }
 
 func (m *Mapping) note(setting, advice string) {
@@ -178,10 +227,38 @@ func boolean(fs *pflag.FlagSet, name string) bool {
 	return v
 }
 
-// scope maps KUBERNETES_NAMESPACE, --watch-globally and --namespaces to
-// one namespace or all.
+// scope maps --namespaces, KUBERNETES_NAMESPACE and --watch-globally to
+// one namespace or all. Reloader takes --namespaces over
+// KUBERNETES_NAMESPACE; with KUBERNETES_NAMESPACE alone it watches that one
+// namespace (oneNamespace), where it reads no namespace selector.
 func (m *Mapping) scope(fs *pflag.FlagSet, r Reloader) {
 	ns, from := "", ""
+	if nss := list(fs, "namespaces"); len(nss) > 0 {
+		if len(nss) > 1 {
+			m.unsupported("--namespaces="+strings.Join(nss, ","), "cmsync watches one namespace or all: label these namespaces and set namespaceSelector (--namespace-selector), or run one controller per namespace")
+			return
+		}
+		ns, from = nss[0], "--namespaces"
+	} else {
+		var ok bool
+		if ns, from, ok = m.envNamespace(r); !ok {
+			return
+		}
+		if ns == "" && set(fs, "watch-globally") && !boolean(fs, "watch-globally") {
+			ns, from = r.Namespace, "--watch-globally=false"
+		}
+		m.oneNamespace = ns != ""
+	}
+	if ns != "" {
+		m.Values.WatchGlobally, m.Values.Namespaces = false, []string{ns}
+		m.note(from, "watches namespace "+ns+" only, as Reloader does")
+	}
+}
+
+// envNamespace is the namespace KUBERNETES_NAMESPACE names ("" when
+// unset), and where it was read; false, with an unsupported item, when its
+// value comes from a reference migrate does not resolve.
+func (m *Mapping) envNamespace(r Reloader) (ns, from string, ok bool) {
 	for _, e := range r.Env {
 		if e.Name != "KUBERNETES_NAMESPACE" {
 			continue
@@ -192,37 +269,32 @@ func (m *Mapping) scope(fs *pflag.FlagSet, r Reloader) {
 			ns = r.Namespace
 		case e.ValueFrom != nil:
 			m.unsupported(from, "its value comes from a reference migrate does not resolve: set namespaces: [NS] (-n NS) to the namespace Reloader watches")
-			return
+			return "", from, false
 		default:
 			ns = e.Value
 		}
 	}
-	if ns == "" && set(fs, "watch-globally") && !boolean(fs, "watch-globally") {
-		ns, from = r.Namespace, "--watch-globally=false"
-	}
-	if nss := list(fs, "namespaces"); ns == "" && len(nss) > 0 {
-		if len(nss) > 1 {
-			m.unsupported("--namespaces="+strings.Join(nss, ","), "cmsync watches one namespace or all: label these namespaces and set namespaceSelector (--namespace-selector), or run one controller per namespace")
-			return
-		}
-		ns, from = nss[0], "--namespaces"
-	}
-	if ns != "" {
-		m.Values.WatchGlobally, m.Values.Namespaces = false, []string{ns}
-		m.note(from, "watches namespace "+ns+" only, as Reloader does")
-	}
+	return ns, from, true
 }
 
 // selectors maps the namespace and resource selectors, turning Reloader's
 // legacy forms (key:value, key=*) into Kubernetes label selectors.
 func (m *Mapping) selectors(fs *pflag.FlagSet) {
-	m.Values.IgnoreNamespaces = list(fs, "namespaces-to-ignore")
+	if m.oneNamespace {
+		for _, f := range []string{"namespace-selector", "namespaces-to-ignore"} {
+			if raw := list(fs, f); len(raw) > 0 {
+				m.note("--"+f+"="+strings.Join(raw, ","), "left out: Reloader ignores it when it watches one namespace (KUBERNETES_NAMESPACE)")
+			}
+		}
+	} else {
+		m.Values.IgnoreNamespaces = list(fs, "namespaces-to-ignore")
+	}
 	for _, s := range []struct {
 		flag string
 		to   *string
 	}{{"namespace-selector", &m.Values.NamespaceSelector}, {"resource-label-selector", &m.Values.ResourceLabelSelector}} {
 		raw := list(fs, s.flag)
-		if len(raw) == 0 {
+		if len(raw) == 0 || m.oneNamespace && s.flag == "namespace-selector" {
 			continue
 		}
 		sel, legacy := labelSelector(raw)
@@ -232,18 +304,20 @@ func (m *Mapping) selectors(fs *pflag.FlagSet) {
 		}
 		*s.to = sel
 		if legacy {
-			m.note("--"+s.flag+"="+strings.Join(raw, ","), fmt.Sprintf("Reloader's legacy key:value or key=* forms, written as the label selector %q", sel))
+			m.note("--"+s.flag+"="+strings.Join(raw, ","), fmt.Sprintf("Reloader's legacy key:value, key:* or key=* forms, written as the label selector %q", sel))
 		}
 	}
 }
 
 // labelSelector joins Reloader's selector terms into one label selector:
-// key:value becomes key=value and key=* becomes key; legacy tells whether
+// key:value becomes key=value, key=* and key:* become key; legacy tells whether
 // a term was rewritten.
 func labelSelector(terms []string) (sel string, legacy bool) {
 	out := make([]string, len(terms))
 	for i, t := range terms {
 		switch k, v, ok := strings.Cut(t, ":"); {
+		case ok && v == "*" && !strings.ContainsAny(t, "=!"):
+			t, legacy = k, true
 		case ok && !strings.ContainsAny(t, "=!"):
 			t, legacy = k+"="+v, true
 		case strings.HasSuffix(t, "=*"):
@@ -256,7 +330,10 @@ func labelSelector(terms []string) (sel string, legacy bool) {
 
 // kinds maps what Reloader ignores: Secrets, ConfigMaps, Jobs, CronJobs.
 func (m *Mapping) kinds(fs *pflag.FlagSet) {
-	res := list(fs, "resources-to-ignore")
+	var res []string // Reloader compares them in lower case
+	for _, r := range list(fs, "resources-to-ignore") {
+		res = append(res, strings.ToLower(r))
+	}
 	if boolean(fs, "ignore-secrets") || slices.Contains(res, "secrets") {
 		m.Values.Secrets = false
 	}
@@ -269,14 +346,21 @@ func (m *Mapping) kinds(fs *pflag.FlagSet) {
 			m.unsupported("--resources-to-ignore="+r, "Reloader knows only secrets and configmaps here: drop it")
 		}
 	}
-	for _, k := range list(fs, "ignored-workload-types") {
-		k = strings.ToLower(k)
+	m.workloadTypes(list(fs, "ignored-workload-types"))
+}
+
+// workloadTypes maps --ignored-workload-types as Reloader reads it: each
+// entry exactly jobs or cronjobs, else the whole list is void and Reloader
+// ignores no kind.
+func (m *Mapping) workloadTypes(kinds []string) {
+	for _, k := range kinds {
 		if k != "jobs" && k != "cronjobs" {
-			m.unsupported("--ignored-workload-types="+k, "Reloader takes only jobs and cronjobs: drop it, or list a kind in ignoreWorkloadKinds (--ignore-workload-kinds)")
-			continue
+			m.unsupported("--ignored-workload-types="+strings.Join(kinds, ","), fmt.Sprintf("Reloader takes only jobs and cronjobs, in lower case: "+
+				"%q voids the whole list, so Reloader ignores no kind and neither will cmsync; list the kinds to ignore in ignoreWorkloadKinds (--ignore-workload-kinds)", k))
+			return
 		}
-		m.Values.IgnoreWorkloadKinds = append(m.Values.IgnoreWorkloadKinds, k)
 	}
+	m.Values.IgnoreWorkloadKinds = kinds
 }
 
 // behaviour maps the flags that change what a change does.
@@ -303,7 +387,8 @@ func (m *Mapping) behaviour(fs *pflag.FlagSet) {
 		}
 		m.note("--"+f+"="+str(fs, f), "no flag: cmsync always acts on creations and deletions, for stale consumers only")
 	}
-	if v := str(fs, "is-Argo-Rollouts"); set(fs, "is-Argo-Rollouts") {
+	m.argoRollouts = str(fs, "is-Argo-Rollouts") == "true"
+	if v := str(fs, "is-Argo-Rollouts"); set(fs, "is-Argo-Rollouts") && m.argoRollouts {
 		m.note("--is-Argo-Rollouts="+v, "none needed: Argo Rollouts are handled whenever their CRD exists")
 	}
 	for _, f := range []string{"log-format", "log-level"} {

@@ -61,6 +61,19 @@ func TestMap(t *testing.T) {
 			flags: "--all-namespaces --ignore-workload-kinds=jobs,cronjobs --secrets --require-opt-in=true"},
 		{name: "ignored-workload-types unknown", args: []string{"--ignored-workload-types=pods"}, flags: defaultFlags,
 			unsupported: []string{"--ignored-workload-types=pods"}},
+		{name: "KUBERNETES_NAMESPACE and --namespaces: --namespaces wins", args: []string{"--namespaces=web"},
+			env:   []corev1.EnvVar{{Name: "KUBERNETES_NAMESPACE", Value: "shop"}},
+			flags: "--namespace=web --secrets --require-opt-in=true", notes: []string{"--namespaces"}},
+		{name: "one namespace: no namespace selector, no ignored namespaces",
+			args:  []string{"--namespace-selector=team=a", "--namespaces-to-ignore=shop,kube-system"},
+			env:   []corev1.EnvVar{{Name: "KUBERNETES_NAMESPACE", Value: "shop"}},
+			flags: "--namespace=shop --secrets --require-opt-in=true",
+			notes: []string{"env KUBERNETES_NAMESPACE", "--namespace-selector=team=a", "--namespaces-to-ignore=shop,kube-system"}},
+		{name: "resources-to-ignore in any case", args: []string{"--resources-to-ignore=Secrets"}, flags: "--all-namespaces --require-opt-in=true"},
+		{name: "ignored-workload-types: one bad entry voids the list", args: []string{"--ignored-workload-types=jobs,CronJobs"}, flags: defaultFlags,
+			unsupported: []string{"--ignored-workload-types=jobs,CronJobs"}},
+		{name: "namespace-selector key:*", args: []string{"--namespace-selector=team:*"},
+			flags: "--all-namespaces --namespace-selector=team --secrets --require-opt-in=true", notes: []string{"--namespace-selector=team:*"}},
 		{name: "is-Argo-Rollouts", args: []string{"--is-Argo-Rollouts=true"}, flags: defaultFlags, notes: []string{"--is-Argo-Rollouts=true"}},
 		{name: "log-format", args: []string{"--log-format=json", "--log-level=debug"}, flags: defaultFlags,
 			notes: []string{"--log-format=json", "--log-level=debug"}},
@@ -92,12 +105,21 @@ func TestMap(t *testing.T) {
 		{name: "webhook-url and csi", args: []string{"--webhook-url=https://hooks.example/x", "--enable-csi-integration"}, flags: defaultFlags,
 			unsupported: []string{"--enable-csi-integration", "--webhook-url"}},
 		{name: "alerts from a Secret",
-			env: []corev1.EnvVar{secretEnv("ALERT_WEBHOOK_URL", "alerts", "url"), {Name: "ALERT_SINK", Value: "slack"},
+			env: []corev1.EnvVar{{Name: "ALERT_ON_RELOAD", Value: "true"}, secretEnv("ALERT_WEBHOOK_URL", "alerts", "url"), {Name: "ALERT_SINK", Value: "slack"},
 				secretEnv("ALERT_WEBHOOK_PROXY", "proxy", "url"), {Name: "ALERT_ADDITIONAL_INFO", Value: "prod-eu"}},
 			flags: "--all-namespaces --secrets --require-opt-in=true --alert-format=slack --alert-info=prod-eu",
 			notes: []string{"env ALERT_WEBHOOK_URL"}},
-		{name: "alert URL in plain text", env: []corev1.EnvVar{{Name: "ALERT_WEBHOOK_URL", Value: "https://hooks.example/T0K3N"}},
+		{name: "alert URL in plain text", env: []corev1.EnvVar{{Name: "ALERT_ON_RELOAD", Value: "true"}, {Name: "ALERT_WEBHOOK_URL", Value: "https://hooks.example/T0K3N"}},
 			flags: defaultFlags, unsupported: []string{"env ALERT_WEBHOOK_URL"}},
+		{name: "alerts off: ALERT_ON_RELOAD unset", env: []corev1.EnvVar{secretEnv("ALERT_WEBHOOK_URL", "alerts", "url"), {Name: "ALERT_SINK", Value: "slack"}},
+			flags: defaultFlags, notes: []string{"env ALERT_ON_RELOAD"}},
+		{name: "alerts off: ALERT_ON_RELOAD false", env: []corev1.EnvVar{{Name: "ALERT_ON_RELOAD", Value: "false"}, secretEnv("ALERT_WEBHOOK_URL", "alerts", "url")},
+			flags: defaultFlags, notes: []string{"env ALERT_ON_RELOAD"}},
+		{name: "alerts from the chart's env.secret",
+			env: []corev1.EnvVar{secretEnv("ALERT_ON_RELOAD", "reloader", "ALERT_ON_RELOAD"), secretEnv("ALERT_WEBHOOK_URL", "reloader", "ALERT_WEBHOOK_URL"),
+				secretEnv("ALERT_SINK", "reloader", "ALERT_SINK"), secretEnv("ALERT_ADDITIONAL_INFO", "reloader", "ALERT_ADDITIONAL_INFO")},
+			flags: defaultFlags, notes: []string{"env ALERT_WEBHOOK_URL"},
+			unsupported: []string{"env ALERT_ON_RELOAD", "env ALERT_SINK", "env ALERT_ADDITIONAL_INFO"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,7 +152,7 @@ func settings(items []Item) []string {
 func TestValuesYAML(t *testing.T) {
 	m := Map(Reloader{Namespace: "reloader", Args: []string{"--reload-strategy=annotations", "--namespaces-to-ignore=kube-system",
 		"--resource-label-selector=team=a", "--auto-reload-all=true", "--auto-annotation=example.com/auto", "--ignored-workload-types=cronjobs"},
-		Env: []corev1.EnvVar{secretEnv("ALERT_WEBHOOK_URL", "alerts", "url"), {Name: "ALERT_SINK", Value: "teams"}}})
+		Env: []corev1.EnvVar{{Name: "ALERT_ON_RELOAD", Value: "true"}, secretEnv("ALERT_WEBHOOK_URL", "alerts", "url"), {Name: "ALERT_SINK", Value: "teams"}}})
 	got, err := m.Values.YAML()
 	if err != nil {
 		t.Fatal(err)
@@ -176,8 +198,10 @@ func TestUnsupportedAdvice(t *testing.T) {
 			advice: "cmsync watches one namespace or all: label these namespaces and set namespaceSelector (--namespace-selector), or run one controller per namespace"},
 		{args: []string{"--webhook-url=https://hooks.example/T0K3N"},
 			advice: "cmsync has no notify-only mode: use kubectl-cmsync.io/reload-hook on the workloads (sent to each pod after a verified remount), or alerts.webhook to tell another system"},
-		{env: []corev1.EnvVar{{Name: "ALERT_WEBHOOK_URL", Value: "https://hooks.example/T0K3N"}},
+		{env: []corev1.EnvVar{{Name: "ALERT_ON_RELOAD", Value: "true"}, {Name: "ALERT_WEBHOOK_URL", Value: "https://hooks.example/T0K3N"}},
 			advice: "cmsync reads this URL from a Secret only (it may hold a token): put it in a Secret and set its name and key in the alerts values"},
+		{env: []corev1.EnvVar{{Name: "ALERT_ON_RELOAD", Value: "true"}, secretEnv("ALERT_WEBHOOK_URL", "alerts", "url"), secretEnv("ALERT_SINK", "reloader", "sink")},
+			advice: "its value comes from Secret reloader, key sink, which migrate does not read: set alerts.format to its value in lower case (slack, teams or gchat; raw for any other)"},
 	}
 	for _, tc := range tests {
 		m := Map(Reloader{Args: tc.args, Env: tc.env})
@@ -189,5 +213,37 @@ func TestUnsupportedAdvice(t *testing.T) {
 				t.Errorf("the URL is printed: %+v", it)
 			}
 		}
+	}
+}
+
+// TestMapEnvFrom: a ConfigMap or Secret read through envFrom may set
+// KUBERNETES_NAMESPACE and ALERT_*: each is one item a person checks, not
+// silently taken as all namespaces and no alerts.
+func TestMapEnvFrom(t *testing.T) {
+	m := Map(Reloader{Namespace: "reloader", EnvFrom: []corev1.EnvFromSource{
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "reloader-env"}}},
+		{Prefix: "X_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "reloader-alerts"}}},
+	}})
+	if got := settings(m.Unsupported); !reflect.DeepEqual(got, []string{"envFrom ConfigMap reloader-env", `envFrom Secret reloader-alerts (prefix "X_")`}) {
+		t.Errorf("unsupported: %q, want both envFrom sources", got)
+	}
+	if !m.NeedsPerson() || !strings.Contains(m.Unsupported[0].Advice, "KUBERNETES_NAMESPACE") || !strings.Contains(m.Unsupported[0].Advice, "ALERT_") {
+		t.Errorf("advice %q, want it to name KUBERNETES_NAMESPACE and ALERT_*", m.Unsupported[0].Advice)
+	}
+}
+
+// TestRolloutsLeftAlone: without --is-Argo-Rollouts Reloader leaves Argo
+// Rollouts alone, which cmsync does not: each annotated one is named.
+func TestRolloutsLeftAlone(t *testing.T) {
+	rows := []Row{{Namespace: "shop", Workload: "deployment/web"}, {Namespace: "shop", Workload: "rollout.argoproj.io/canary"}}
+	m := Map(Reloader{})
+	m.RolloutsLeftAlone(rows)
+	if len(m.Notes) != 1 || !strings.Contains(m.Notes[0].Advice, "shop/rollout.argoproj.io/canary") || strings.Contains(m.Notes[0].Advice, "deployment/web") {
+		t.Errorf("notes %+v, want one naming the Rollout only", m.Notes)
+	}
+	m = Map(Reloader{Args: []string{"--is-Argo-Rollouts=true"}})
+	m.RolloutsLeftAlone(rows)
+	if settings(m.Notes)[0] != "--is-Argo-Rollouts=true" || len(m.Notes) != 1 {
+		t.Errorf("with --is-Argo-Rollouts=true: notes %+v", m.Notes)
 	}
 }

@@ -60,8 +60,10 @@ func Build(ctx context.Context, c Cluster, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	rows := Rows(InScope(ws, m.Values), m)
+	m.RolloutsLeftAlone(rows)
 	r := Report{Reloader: d.Namespace + "/" + d.Name, Image: image, Helm: HelmRelease(d), Mapping: m,
-		Flags: m.Values.Flags(), FlagEnv: m.Values.FlagEnv(), Rows: Rows(InScope(ws, m.Values), m)}
+		Flags: m.Values.Flags(), FlagEnv: m.Values.FlagEnv(), Rows: rows}
 	r.Carriers = carriers(r.Rows, m.Custom)
 	return r, nil
 }

@@ -64,7 +64,9 @@ func (v Values) Flags() []string {
 	}
 	out = append(out, fmt.Sprintf("--require-opt-in=%t", v.RequireOptIn))
 	if a := v.Alerts; a != nil {
-		out = append(out, "--alert-format="+a.Format)
+		if a.Format != "" {
+			out = append(out, "--alert-format="+a.Format)
+		}
 		if a.Info != "" {
 			out = append(out, "--alert-info="+a.Info)
 		}
@@ -86,8 +88,11 @@ func (v Values) FlagEnv() []string {
 	return out
 }
 
-// alerts maps Reloader's ALERT_* env. A URL is a credential: it is mapped
-// only from a Secret's key, and never printed.
+// alerts maps Reloader's ALERT_* env. Reloader alerts only when
+// ALERT_ON_RELOAD is "true". A URL is a credential: it is mapped only from
+// a Secret's key, and never printed; the other variables may come from a
+// Secret too (the chart's env.secret and env.existing), whose values
+// migrate does not read: a person sets them.
 func (m *Mapping) alerts(env []corev1.EnvVar) {
 	vars := map[string]corev1.EnvVar{}
 	for _, e := range env {
@@ -102,16 +107,19 @@ func (m *Mapping) alerts(env []corev1.EnvVar) {
 		}
 		return
 	}
+	if !m.alertsOn(vars["ALERT_ON_RELOAD"]) {
+		return
+	}
 	ref, ok := secretRef(m, hook)
 	if !ok {
 		return
 	}
 	a := &Alerts{Webhook: ref, Format: "raw"}
-	switch sink := strings.ToLower(vars["ALERT_SINK"].Value); sink {
-	case "slack", "teams", "gchat":
+	if sink, ok := m.literal(vars, "ALERT_SINK", "alerts.format to its value in lower case (slack, teams or gchat; raw for any other)"); !ok {
+		a.Format = ""
+	} else if sink = strings.ToLower(sink); sink == "slack" || sink == "teams" || sink == "gchat" {
 		a.Format = sink
-	case "":
-	default:
+	} else if sink != "" {
 		m.note("env ALERT_SINK="+sink, "format: raw, which is what Reloader sends for a sink it does not know")
 	}
 	if p, ok := vars["ALERT_WEBHOOK_PROXY"]; ok {
@@ -119,9 +127,48 @@ func (m *Mapping) alerts(env []corev1.EnvVar) {
 			a.Proxy = &ref
 		}
 	}
-	a.Info = vars["ALERT_ADDITIONAL_INFO"].Value
+	a.Info, _ = m.literal(vars, "ALERT_ADDITIONAL_INFO", "alerts.info to its value")
 	m.Values.Alerts = a
 	m.note("env ALERT_WEBHOOK_URL", "alerts.webhook (env CMSYNC_ALERT_WEBHOOK): one message per round, retried with backoff; Reloader sends one per restarted workload")
+}
+
+// alertsOn tells whether Reloader sends alerts, by ALERT_ON_RELOAD: only
+// "true" does. One read from a reference maps the alerts, and a person
+// checks it.
+func (m *Mapping) alertsOn(on corev1.EnvVar) bool {
+	switch {
+	case on.ValueFrom != nil:
+		m.unsupported("env ALERT_ON_RELOAD", "its value comes from "+source(on)+", which migrate does not read: Reloader alerts only when it is \"true\"; "+
+			"the alerts values below assume it is: drop them if it is not")
+		return true
+	case on.Value != "true":
+		m.note("env ALERT_ON_RELOAD", fmt.Sprintf("ALERT_ON_RELOAD is %q, not \"true\": Reloader sends no alert, so none are mapped; set alerts.webhook to send cmsync's", on.Value))
+		return false
+	}
+	return true
+}
+
+// literal is the value of the variable name among vars ("" when unset);
+// false, with an unsupported item saying to set what, when its value
+// comes from a reference migrate does not read.
+func (m *Mapping) literal(vars map[string]corev1.EnvVar, name, what string) (string, bool) {
+	e := vars[name]
+	if e.ValueFrom == nil {
+		return e.Value, true
+	}
+	m.unsupported("env "+name, "its value comes from "+source(e)+", which migrate does not read: set "+what)
+	return "", false
+}
+
+// source names where a variable's value comes from.
+func source(e corev1.EnvVar) string {
+	switch v := e.ValueFrom; {
+	case v.SecretKeyRef != nil:
+		return fmt.Sprintf("Secret %s, key %s", v.SecretKeyRef.Name, v.SecretKeyRef.Key)
+	case v.ConfigMapKeyRef != nil:
+		return fmt.Sprintf("ConfigMap %s, key %s", v.ConfigMapKeyRef.Name, v.ConfigMapKeyRef.Key)
+	}
+	return "a reference"
 }
 
 // secretRef is the Secret key an env variable is read from; false, with an

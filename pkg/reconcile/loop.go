@@ -37,6 +37,10 @@ type Config struct {
 	Scope Scope
 	// RequireOptIn acts only on workloads that opt in (Select).
 	RequireOptIn bool
+	// ReloaderOnChange is the on-change policy of the workloads opted in
+	// through Reloader's annotations (OnChangeFor): OnChangeRestart ("")
+	// or OnChangeRemount; a workload's own AnnotationOnChange wins.
+	ReloaderOnChange string
 	// SyncExisting makes every selected consumer current once at start;
 	// otherwise what was stale before the loop started is left alone.
 	SyncExisting bool

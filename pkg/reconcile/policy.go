@@ -22,6 +22,19 @@ import (
 // only at startup); OnChangeRemount otherwise, the least disruptive
 // action: volumes remounted, env and subPath uses restarted.
 func OnChange(workload, template map[string]string, kind string) (policy, why string) {
+	return OnChangeFor(workload, template, kind, OnChangeRestart)
+}
+
+// PolicyRestartReason begins the reason of a restart that only the
+// on-change policy asks for (no consumer is stale that a remount cannot
+// make current): with OnChangeRemount its workload would be remounted.
+const PolicyRestartReason = "on-change: restart: "
+
+// OnChangeFor is OnChange where reloaderDefault (OnChangeRestart or
+// OnChangeRemount, the controller's --reloader-on-change) is the policy of
+// a workload opted in through Reloader's annotations; its own
+// AnnotationOnChange still wins.
+func OnChangeFor(workload, template map[string]string, kind, reloaderDefault string) (policy, why string) {
 	for _, ann := range []map[string]string{workload, template} {
 		if _, ok := ann[refresh.ReloadHookAnnotation]; ok {
 			return OnChangeRemount, refresh.ReloadHookAnnotation + " is set: volumes are remounted and the application told, never restarted for them (" +
@@ -37,7 +50,11 @@ func OnChange(workload, template map[string]string, kind string) (policy, why st
 	keys := []string{ReloaderAuto, ReloaderSearch, typed(kind, ReloaderConfigMapAuto, ReloaderSecretAuto), typed(kind, ReloaderConfigMapReload, ReloaderSecretReload)}
 	for _, ann := range []map[string]string{workload, template} {
 		for _, k := range keys {
-			if v := ann[k]; v != "" && v != "false" {
+			switch v := ann[k]; {
+			case v == "" || v == "false":
+			case reloaderDefault == OnChangeRemount:
+				return OnChangeRemount, "opted in through " + k + ", remounted as --reloader-on-change=" + OnChangeRemount + " says; " + AnnotationOnChange + "=" + OnChangeRestart + " restarts instead"
+			default:
 				return OnChangeRestart, "opted in through " + k + ", which restarts on every change; " + AnnotationOnChange + "=" + OnChangeRemount + " remounts instead"
 			}
 		}
@@ -53,15 +70,16 @@ func RestartsOnRollout(w inspect.WorkloadRef) bool {
 }
 
 // restartsOnChange are the workloads among meta whose policy is
-// OnChangeRestart for some kind of object, with why, by kind.
-func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns string) map[refresh.WorkloadKey]map[string]string {
+// OnChangeRestart for some kind of object, with why, by kind;
+// reloaderDefault is the policy of Reloader's opt-ins (OnChangeFor).
+func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns, reloaderDefault string) map[refresh.WorkloadKey]map[string]string {
 	out := map[refresh.WorkloadKey]map[string]string{}
 	for w, m := range meta {
 		if !RestartsOnRollout(w) {
 			continue
 		}
 		for _, kind := range []string{inspect.KindConfigMap, inspect.KindSecret} {
-			if p, why := OnChange(m.workload, m.template, kind); p == OnChangeRestart {
+			if p, why := OnChangeFor(m.workload, m.template, kind, reloaderDefault); p == OnChangeRestart {
 				wk := refresh.WorkloadKey{Kind: w.GroupKind(), Namespace: ns, Name: w.Name}
 				if out[wk] == nil {
 					out[wk] = map[string]string{}
@@ -110,7 +128,7 @@ func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, res
 		case i >= 0:
 			// evicting its stale pods: the others are remounted
 		default:
-			r, ok := l.restartOf(ctx, wk, "on-change: restart: "+why)
+			r, ok := l.restartOf(ctx, wk, PolicyRestartReason+why)
 			if !ok {
 				continue
 			}

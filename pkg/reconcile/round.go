@@ -98,7 +98,7 @@ func (l *Loop) read(ctx context.Context, ns string, changes map[inspect.ObjectKe
 // current, with the named restarts, the on-change policy and the gate, and
 // records what it made current.
 func (l *Loop) act(ctx context.Context, rd *roundRead) {
-	onRestart := restartsOnChange(rd.meta, rd.ns)
+	onRestart := restartsOnChange(rd.meta, rd.ns, l.ReloaderOnChange)
 	spared := restarting(rd.named) // no early annotation: folded into their restarts
 	for wk := range onRestart {
 		spared[wk] = true

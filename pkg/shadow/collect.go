@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -133,6 +134,9 @@ func (c *Collector) action(e reconcile.Event, owners Owners, sizes Sizes) {
 	default:
 		return
 	}
+	if a.Action == refresh.ActionRestart && strings.HasPrefix(a.Reason, reconcile.PolicyRestartReason) {
+		wd.RemountPolicy, wd.RemountPods = ActRemount, hotPods(a.Consumers)
+	}
 	if e.Kind == reconcile.EventDeferred {
 		wd.Action, wd.Reason = deferral(e), e.Message
 	}
@@ -148,6 +152,18 @@ func (c *Collector) action(e reconcile.Event, owners Owners, sizes Sizes) {
 		done = append(done, d)
 		d.set(wd)
 	}
+}
+
+// hotPods counts the pods of the consumers a remount makes current: the
+// pods a restart made only by the on-change policy would remount instead.
+func hotPods(cs []refresh.Consumer) int {
+	pods := map[string]bool{}
+	for _, c := range cs {
+		if c.Mode.HotUpdating() {
+			pods[c.Pod] = true
+		}
+	}
+	return len(pods)
 }
 
 // deferral is the kind of hold a deferred event reports.

@@ -34,7 +34,7 @@ const (
 	// ClassSpared: the peer restarted, cmsync would only remount.
 	ClassSpared Class = "spared"
 	// ClassPeerMissed: cmsync would restart (a stale env or subPath
-	// consumer), the peer did nothing.
+	// consumer), at once or once its hold ends, the peer did nothing.
 	ClassPeerMissed Class = "peer-missed"
 	// ClassUnreadKey: the peer restarted for a change of keys no
 	// container reads.
@@ -87,6 +87,23 @@ type WorkloadDecision struct {
 	// came; Action is what cmsync would have done had it come first, which
 	// counts only where a peer restarted the workload.
 	AlreadyCurrent bool `json:"alreadyCurrent,omitempty"`
+	// RemountPolicy is what cmsync's least disruptive policy (on-change:
+	// remount) would do instead, where that differs from Action: a remount
+	// of RemountPods pods where only the policy restarts.
+	RemountPolicy Action `json:"remountPolicy,omitempty"`
+	RemountPods   int    `json:"remountPods,omitempty"`
+}
+
+// remount is what the remount policy would do to the workload, and to how
+// many pods.
+func (wd WorkloadDecision) remount() (Action, int) {
+	if wd.RemountPolicy == "" {
+		return wd.Action, wd.pods()
+	}
+	if wd.Desired > 0 {
+		return wd.RemountPolicy, min(wd.RemountPods, wd.Desired)
+	}
+	return wd.RemountPolicy, wd.RemountPods
 }
 
 // pods are the pods of the decision, at most the workload's desired pods:
@@ -107,11 +124,14 @@ type Row struct {
 	Class  Class     `json:"class"`
 	// PeerPods and CmsyncPods are the pods each restarted; Spared those
 	// the peer restarted and cmsync would not have.
-	PeerPods   int           `json:"peerPods"`
-	CmsyncPods int           `json:"cmsyncPods"`
-	Spared     int           `json:"spared"`
-	Ignored    string        `json:"ignored,omitempty"`
-	Workloads  []WorkloadRow `json:"workloads,omitempty"`
+	PeerPods   int `json:"peerPods"`
+	CmsyncPods int `json:"cmsyncPods"`
+	Spared     int `json:"spared"`
+	// SparedByRemount are the pods the peer restarted that cmsync's
+	// remount policy (on-change: remount) would not have: Spared and more.
+	SparedByRemount int           `json:"sparedByRemount"`
+	Ignored         string        `json:"ignored,omitempty"`
+	Workloads       []WorkloadRow `json:"workloads,omitempty"`
 }
 
 // WorkloadRow is one workload of a change.
@@ -128,6 +148,13 @@ type WorkloadRow struct {
 	Remounted int    `json:"remounted,omitempty"`
 	Class     Class  `json:"class"`
 	Reason    string `json:"reason,omitempty"`
+	// RemountPolicy is what the remount policy would do where it differs
+	// from Cmsync (a remount where only the policy restarts: the
+	// application must re-read its files, or it stays stale), and
+	// RemountClass how that compares with the peer.
+	RemountPolicy   Action `json:"remountPolicy,omitempty"`
+	RemountClass    Class  `json:"remountClass,omitempty"`
+	SparedByRemount int    `json:"sparedByRemount,omitempty"`
 }
 
 // Slack is how long before a change's first edit as cmsync saw it a
@@ -151,10 +178,14 @@ func Pair(d Decision, markers []Marker, window time.Duration, until time.Time) R
 		return byWorkload[w]
 	}
 	current := map[Workload]bool{}
+	remount := map[Workload]Action{}
 	for _, wd := range d.Workloads {
 		r := get(wd.Workload)
 		current[wd.Workload] = wd.AlreadyCurrent
 		r.Cmsync, r.Reason = wd.Action, wd.Reason
+		if act, _ := wd.remount(); act != wd.Action {
+			r.RemountPolicy, remount[wd.Workload] = act, act
+		}
 		if wd.Action.restarts() {
 			r.CmsyncPods = wd.pods()
 		} else if wd.Action == ActRemount || wd.Action == ActHook {
@@ -189,10 +220,19 @@ func Pair(d Decision, markers []Marker, window time.Duration, until time.Time) R
 			*r = WorkloadRow{Workload: w, Reason: "its pods already read the change"}
 		}
 		r.Class = classify(r.Peer != "", r.Restarts, r.Cmsync, d.Unread)
+		alt := r.Class
+		if act, ok := remount[w]; ok && r.Cmsync != ActNone {
+			alt = classify(r.Peer != "", r.Restarts, act, d.Unread)
+			r.RemountClass = alt
+		}
 		row.PeerPods += r.PeerPods
 		row.CmsyncPods += r.CmsyncPods
 		if r.Class == ClassSpared || r.Class == ClassUnreadKey {
 			row.Spared += r.PeerPods
+		}
+		if alt == ClassSpared || alt == ClassUnreadKey {
+			r.SparedByRemount = r.PeerPods
+			row.SparedByRemount += r.PeerPods
 		}
 		if slices.Index(classOrder, r.Class) < slices.Index(classOrder, row.Class) {
 			row.Class = r.Class
@@ -216,7 +256,7 @@ func inWindow(at, first time.Time, window time.Duration, until time.Time) bool {
 // consumer.
 func classify(peer bool, restarts int, act Action, unread bool) Class {
 	switch {
-	case !peer && (act == ActRestart || act == ActEvict):
+	case !peer && act.restarts():
 		return ClassPeerMissed
 	case !peer:
 		return ClassAgree
@@ -256,6 +296,8 @@ func (r Row) Cmsync() string {
 		case w.Cmsync == ActNone:
 		case w.Remounted > 0:
 			s = append(s, fmt.Sprintf("%s %d pods of %s", w.Cmsync, w.Remounted, w.Workload))
+		case w.RemountPolicy != "":
+			s = append(s, fmt.Sprintf("%s %s (%s with on-change: remount)", w.Cmsync, w.Workload, w.RemountPolicy))
 		default:
 			s = append(s, fmt.Sprintf("%s %s", w.Cmsync, w.Workload))
 		}

@@ -19,9 +19,15 @@ type Summary struct {
 	PeerPods       int `json:"peerPods"`
 	CmsyncPods     int `json:"cmsyncPods"`
 	PodsSpared     int `json:"podsSpared"`
-	PeerMissed     int `json:"peerMissed"`     // changes the peer missed
-	UnreadRestarts int `json:"unreadRestarts"` // changes the peer restarted for keys no container reads
-	Disagreements  int `json:"disagreements"`
+	// PodsSparedByRemount are the pods the peer restarted that cmsync's
+	// remount policy (on-change: remount) would not have; RemountLeavesStale
+	// the workloads it would remount where the settings run restart them:
+	// stale if their applications read their files only at start.
+	PodsSparedByRemount int      `json:"podsSparedByRemount"`
+	RemountLeavesStale  []string `json:"remountLeavesStale,omitempty"`
+	PeerMissed          int      `json:"peerMissed"`     // changes the peer missed
+	UnreadRestarts      int      `json:"unreadRestarts"` // changes the peer restarted for keys no container reads
+	Disagreements       int      `json:"disagreements"`
 	// Dropped are the oldest rows the record's cap dropped.
 	Dropped int `json:"dropped,omitempty"`
 }
@@ -51,7 +57,12 @@ func NewReport(rows []Row, ns string, since time.Time, dropped int) Report {
 		s.PeerPods += row.PeerPods
 		s.CmsyncPods += row.CmsyncPods
 		s.PodsSpared += row.Spared
+		s.PodsSparedByRemount += row.SparedByRemount
 		for _, w := range row.Workloads {
+			name := w.Workload.Namespace + "/" + w.Workload.String()
+			if w.RemountPolicy == ActRemount && !slices.Contains(s.RemountLeavesStale, name) {
+				s.RemountLeavesStale = append(s.RemountLeavesStale, name)
+			}
 			if w.Peer != "" {
 				s.PeerRestarts++
 			}
@@ -79,6 +90,10 @@ func (r Report) PrintTable(w io.Writer) error {
 		s.Changes, s.PeerRestarts, s.PeerPods, s.CmsyncRestarts, s.CmsyncPods, s.PodsSpared)
 	fmt.Fprintf(w, "Changes the peer missed: %d. Changes restarted for keys no container reads: %d. Disagreements: %d.\n",
 		s.PeerMissed, s.UnreadRestarts, s.Disagreements)
+	fmt.Fprintf(w, "With on-change: remount (--reloader-on-change=remount for Reloader's opt-ins): pods spared: %d.\n", s.PodsSparedByRemount)
+	if len(s.RemountLeavesStale) > 0 {
+		fmt.Fprintf(w, "It would remount, not restart: %s. Each stays stale unless its application re-reads its files.\n", text.Printable(strings.Join(s.RemountLeavesStale, ", ")))
+	}
 	if s.Dropped > 0 {
 		fmt.Fprintf(w, "The record's oldest %d rows were dropped (its cap).\n", s.Dropped)
 	}

@@ -3,6 +3,7 @@ package shadow
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,7 @@ func TestPairClassifies(t *testing.T) {
 		{"agree, both restart", decision(false, WorkloadDecision{Workload: w("a"), Action: ActRestart, Pods: 2}), []Marker{marker("a", time.Second, "cfg", 2)}, ClassAgree, 0},
 		{"agree, neither", decision(false, WorkloadDecision{Workload: w("a"), Action: ActRemount, Pods: 1}), nil, ClassAgree, 0},
 		{"peer missed", decision(false, WorkloadDecision{Workload: w("a"), Action: ActRestart, Pods: 2}), nil, ClassPeerMissed, 0},
+		{"peer missed a held restart", decision(false, WorkloadDecision{Workload: w("a"), Action: ActDeferred, Pods: 2}), nil, ClassPeerMissed, 0},
 		{"unread key", decision(true), []Marker{marker("a", time.Second, "cfg", 3)}, ClassUnreadKey, 3},
 		{"outside window", decision(false, WorkloadDecision{Workload: w("a"), Action: ActWindow}), []Marker{marker("a", time.Second, "cfg", 1)}, ClassOutsideWindow, 0},
 		{"paced", decision(false, WorkloadDecision{Workload: w("a"), Action: ActPaced}), []Marker{marker("a", time.Second, "cfg", 1)}, ClassOverPace, 0},
@@ -329,7 +331,7 @@ func TestReportTableAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Report
-	if err := json.Unmarshal(js, &back); err != nil || back.Kind != "ShadowReport" || back.Summary != s || len(back.Items) != 2 || back.Items[0].Class != ClassSpared {
+	if err := json.Unmarshal(js, &back); err != nil || back.Kind != "ShadowReport" || !reflect.DeepEqual(back.Summary, s) || len(back.Items) != 2 || back.Items[0].Class != ClassSpared {
 		t.Errorf("JSON round trip = %+v (%v)", back, err)
 	}
 	if all := NewReport(sampleRows(), "", t0.Add(90*time.Minute), 0); len(all.Items) != 1 || all.Items[0].Object.Namespace != "other" {
@@ -354,5 +356,56 @@ func TestRecordRoundTrip(t *testing.T) {
 	rows, bad := ParseRecord(rec)
 	if len(rows) != 3 || bad != 1 || rows[0].Class != ClassPeerMissed {
 		t.Errorf("rows %+v, unreadable %d", rows, bad)
+	}
+}
+
+// TestRemountPolicyBesideTheRunningOne: a Reloader opt-in restarted only by
+// the on-change policy agrees with a peer's restart, and the remount policy
+// would spare its pods; the report says both, and names the workload the
+// remount policy would leave stale unless it re-reads its files.
+func TestRemountPolicyBesideTheRunningOne(t *testing.T) {
+	cfg := inspect.ObjectKey{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}
+	ref := inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}
+	first := t0
+	var c Collector
+	for _, e := range []reconcile.Event{
+		{Kind: reconcile.EventChange, Object: &cfg, Keys: []string{"k"}, FirstEdit: &first, Time: t0.Add(2 * time.Second)},
+		{Kind: reconcile.EventAction, Action: &refresh.Action{Action: refresh.ActionRestart, Reason: reconcile.PolicyRestartReason + "opted in through reloader.stakater.com/auto",
+			Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "vol"}, Pods: []string{"vol-1", "vol-2"},
+			Consumers: []refresh.Consumer{{Object: ref, Pod: "vol-1", Mode: inspect.ModeVolume}, {Object: ref, Pod: "vol-2", Mode: inspect.ModeVolume}}}},
+		{Kind: reconcile.EventAction, Action: &refresh.Action{Action: refresh.ActionRestart, Reason: "stale env",
+			Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "env"}, Pods: []string{"env-1"},
+			Consumers: []refresh.Consumer{{Object: ref, Pod: "env-1", Mode: inspect.ModeEnv}}}},
+	} {
+		c.Handle(e, nil, nil)
+	}
+	rows := c.Due(t0.Add(3*time.Minute), 2*time.Minute, []Marker{marker("vol", time.Second, "cfg", 2), marker("env", time.Second, "cfg", 1)})
+	if len(rows) != 1 || len(rows[0].Workloads) != 2 {
+		t.Fatalf("rows = %+v", rows)
+	}
+	r := rows[0]
+	vol, env := r.Workloads[0], r.Workloads[1]
+	if vol.Cmsync != ActRestart || vol.Class != ClassAgree || vol.RemountPolicy != ActRemount || vol.RemountClass != ClassSpared || vol.SparedByRemount != 2 {
+		t.Errorf("vol = %+v, want a restart that agrees, spared (2 pods) by the remount policy", vol)
+	}
+	if env.RemountPolicy != "" || env.SparedByRemount != 0 || env.Class != ClassAgree {
+		t.Errorf("env = %+v, want a restart under either policy", env)
+	}
+	if r.Spared != 0 || r.SparedByRemount != 2 || r.Class != ClassAgree {
+		t.Errorf("row: spared %d, by remount %d, class %s; want 0, 2, agree", r.Spared, r.SparedByRemount, r.Class)
+	}
+	rep := NewReport(rows, "", time.Time{}, 0)
+	if s := rep.Summary; s.PodsSpared != 0 || s.PodsSparedByRemount != 2 || !reflect.DeepEqual(s.RemountLeavesStale, []string{"ns/deployment/vol"}) {
+		t.Errorf("summary = %+v", s)
+	}
+	var b bytes.Buffer
+	if err := rep.PrintTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Pods spared: 0.", "With on-change: remount (--reloader-on-change=remount for Reloader's opt-ins): pods spared: 2.",
+		"It would remount, not restart: ns/deployment/vol. Each stays stale unless its application re-reads its files.", "restart deployment/vol (remount with on-change: remount)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
 	}
 }
