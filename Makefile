@@ -19,7 +19,7 @@ STATIC := CGO_ENABLED=0
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build helm argo-rollouts unit vet fuzz e2e release-check release-fast image test test-oldest ci-cold demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
+.PHONY: help build simulate helm argo-rollouts unit vet fuzz e2e release-check release-fast image test test-oldest ci-cold demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync (static, -trimpath)"
@@ -29,6 +29,8 @@ help:
 	@echo "helm            build helm from the module proxy once into ~/.cache/kubectl-cmsync/tools (hack/tools/helm.sh)"
 	@echo "argo-rollouts   build the Argo Rollouts controller (and keep its CRDs) from the module proxy once into"
 	@echo "                ~/.cache/kubectl-cmsync/tools, for the e2e suite's Rollout test (hack/tools/argo-rollouts.sh)"
+	@echo "simulate        the loop's simulator over SEEDS fresh seeds (default 10000; FROM=N the first, else drawn and"
+	@echo "                printed), ending with one line: simulated N seeds, S steps, V violations in T s"
 	@echo "fuzz            the fuzz targets, FUZZTIME each (default 10s, on Go FUZZ_TOOLCHAIN; FUZZTIME=5m make fuzz)"
 	@echo "release-check   goreleaser check + snapshot release, krew manifest checks and an offline krew install, of all"
 	@echo "                five platforms (RELEASE_PLATFORMS=host: this machine's platform only)"
@@ -100,6 +102,13 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzParseHook$$' ./pkg/refresh
 	$(FUZZ) -fuzz='^FuzzParse$$' ./internal/restartwindow
 	$(FUZZ) -fuzz='^FuzzReloadLists$$' ./pkg/reconcile
+
+# the continuous engine against its simulated world (pkg/reconcile/sim_test.go), SEEDS fresh seeds on every core;
+# a failing seed prints the command that replays it. Not part of make test, which runs its corpus and a short budget.
+SEEDS ?= 10000
+FROM ?= 0
+simulate:
+	$(GO) test ./pkg/reconcile -run 'TestSimulate$$' -count=1 -timeout 0 -sim.seeds=$(SEEDS) -sim.from=$(FROM) | tail -1
 
 e2e:
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(STATIC) $(GO) test -trimpath -tags e2e ./test/e2e/... -count=1 -timeout 45m $(E2E_FLAGS)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -172,6 +173,9 @@ type Loop struct {
 	verifying map[string][]*verification
 	// restarts are the restarts under way (Gate's count)
 	restarts inFlight
+	// jitter spreads the retries' backoff (wait.Jitter; a simulation's
+	// is drawn from its seed)
+	jitter func(time.Duration, float64) time.Duration
 }
 
 // The backoff of a namespace whose round failed for a transient reason (an
@@ -386,6 +390,9 @@ func (l *Loop) defaults() {
 	l.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](RetryBase, RetryMax)
 	l.steps = map[string]*retryStep{}
 	l.pace = newPacer(l.MinRestartInterval, l.RestartRate, l.RestartBurst)
+	if l.jitter == nil {
+		l.jitter = wait.Jitter
+	}
 	if l.Workers <= 0 {
 		l.Workers = DefaultWorkers
 	}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -366,7 +364,7 @@ func (l *Loop) takeStep(ns string, failed bool) (attempt int, delay time.Duratio
 	defer l.mu.Unlock()
 	st := l.steps[ns]
 	if st == nil {
-		st = &retryStep{attempt: l.retries.NumRequeues(ns) + 1, delay: wait.Jitter(l.retries.When(ns), retryJitter)}
+		st = &retryStep{attempt: l.retries.NumRequeues(ns) + 1, delay: l.jitter(l.retries.When(ns), retryJitter)}
 		l.steps[ns] = st
 	}
 	st.failed = st.failed || failed

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 )
@@ -185,23 +184,56 @@ func Apply(ctx context.Context, p Patcher, actions []Action, dry DryRun, now fun
 // then may start work that goes on updating the result in place (a
 // PodWaits); ApplyThen never touches a result again once handed over.
 func ApplyThen(ctx context.Context, p Patcher, actions []Action, dry DryRun, now func() time.Time, then func(*Result)) []Result {
+	return ApplyWith(ctx, p, actions, ApplyOptions{DryRun: dry, Now: now, Then: then})
+}
+
+// ApplyOptions are how ApplyWith sends the patches.
+type ApplyOptions struct {
+	DryRun DryRun
+	Now    func() time.Time
+	// Then gets each sent result as soon as its patch is answered.
+	Then func(*Result)
+	// Sleep pauses between the tries of a patch (default: the real
+	// clock's); Backoff spaces them (default: the package's Backoff).
+	Sleep   func(context.Context, time.Duration)
+	Backoff *wait.Backoff
+	// Serial sends one patch at a time, in order, each handed to Then
+	// before the next is sent: a simulation on a virtual clock replays.
+	Serial bool
+}
+
+// ApplyWith is ApplyThen with its options.
+func ApplyWith(ctx context.Context, p Patcher, actions []Action, o ApplyOptions) []Result {
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	if o.Backoff == nil {
+		o.Backoff = &Backoff
+	}
 	results := make([]Result, len(actions))
 	sem := make(chan struct{}, ApplyConcurrency)
 	var wg sync.WaitGroup
 	for i, a := range actions {
 		results[i] = Result{Action: a, Outcome: OutcomeNotApplied}
-		if a.Action != ActionAnnotate && a.Action != ActionRestart || dry == DryRunClient {
+		if a.Action != ActionAnnotate && a.Action != ActionRestart || o.DryRun == DryRunClient {
+			continue
+		}
+		send := func(r *Result) {
+			applyOne(ctx, p, r, o)
+			if o.Then != nil {
+				o.Then(r)
+			}
+		}
+		if o.Serial {
+			send(&results[i])
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(r *Result) {
 			defer wg.Done()
-			applyOne(ctx, p, r, dry, now)
+			send(r)
 			<-sem
-			if then != nil {
-				then(r)
-			}
 		}(&results[i])
 	}
 	wg.Wait()
@@ -209,12 +241,13 @@ func ApplyThen(ctx context.Context, p Patcher, actions []Action, dry DryRun, now
 }
 
 // applyOne sends the patch of one action and records the outcome in r.
-func applyOne(ctx context.Context, p Patcher, r *Result, dry DryRun, now func() time.Time) {
+func applyOne(ctx context.Context, p Patcher, r *Result, o ApplyOptions) {
 	if ctx.Err() != nil {
 		r.Error = "not sent: " + ctx.Err().Error()
 		return
 	}
-	t := now()
+	dry := o.DryRun
+	t := o.Now()
 	var patch []byte
 	pt := types.MergePatchType
 	switch {
@@ -227,7 +260,7 @@ func applyOne(ctx context.Context, p Patcher, r *Result, dry DryRun, now func() 
 	default:
 		patch, pt = RestartPatch(t), types.StrategicMergePatchType
 	}
-	err := retry.OnError(Backoff, Retriable, func() error {
+	err := retryPatch(ctx, *o.Backoff, o.Sleep, func() error {
 		return p.Patch(ctx, r.Target, pt, patch, dry == DryRunServer)
 	})
 	switch {
@@ -238,6 +271,19 @@ func applyOne(ctx context.Context, p Patcher, r *Result, dry DryRun, now func() 
 	default:
 		at := metav1.NewTime(t)
 		r.Outcome, r.AppliedAt = OutcomeApplied, &at
+	}
+}
+
+// retryPatch calls send until it succeeds, fails for a reason that is not
+// Retriable, or b's steps are spent, pausing b's steps with sleep
+// (client-go's retry.OnError, with the pause injectable).
+func retryPatch(ctx context.Context, b wait.Backoff, sleep func(context.Context, time.Duration), send func() error) error {
+	for {
+		err := send()
+		if err == nil || !Retriable(err) || b.Steps <= 1 || ctx.Err() != nil {
+			return err
+		}
+		sleep(ctx, b.Step())
 	}
 }
 

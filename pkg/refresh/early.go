@@ -58,7 +58,7 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need
 	done := make(chan []Result, 1)
 	go func() {
 		w, then := r.podWaits(ctx, deadline, nil, plan)
-		results := ApplyThen(ctx, r.Patcher, plan, DryRunNone, r.Now, then)
+		results := ApplyWith(ctx, r.Patcher, plan, ApplyOptions{DryRun: DryRunNone, Now: r.Now, Then: then, Sleep: r.Sleep, Backoff: r.PatchBackoff, Serial: r.Serial})
 		if w != nil {
 			results = w.Finish(results, r.Rollouts)
 		}

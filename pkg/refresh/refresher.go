@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread"
@@ -56,6 +57,11 @@ type Config struct {
 	// PodDelay the pause before an annotated pod's first read (WaitOptions).
 	Sleep    func(context.Context, time.Duration)
 	PodDelay time.Duration
+	// Serial sends the patches one at a time and waits for each annotated
+	// pod before the next (a simulation on a virtual clock replays);
+	// PatchBackoff spaces a patch's retries (nil: Backoff).
+	Serial       bool
+	PatchBackoff *wait.Backoff
 	// HookHostNetwork lets reload hooks go to pods with hostNetwork, whose
 	// address is their node's (HookHostNetworkFlag); refused otherwise.
 	HookHostNetwork bool
@@ -333,7 +339,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 	deadline := r.Now().Add(r.Timeout)
 	r.prepare(ctx, p.nodes)
 	w, then := r.podWaits(ctx, deadline, progress, p.Actions)
-	results := ApplyThen(ctx, r.Patcher, p.Actions, r.DryRun, r.Now, then)
+	results := ApplyWith(ctx, r.Patcher, p.Actions, ApplyOptions{DryRun: r.DryRun, Now: r.Now, Then: then, Sleep: r.Sleep, Backoff: r.PatchBackoff, Serial: r.Serial})
 	if Counts(p.Actions)[ActionEvict] > 0 {
 		results = ApplyEvictions(ctx, r.Evictor, results, EvictOptions{MaxUnavailable: r.MaxUnavailable, DryRun: r.DryRun,
 			Deadline: deadline, Now: r.Now, Sleep: r.Sleep, Progress: func(s string) { progress(Progress{Event: s}) }})
@@ -376,7 +382,7 @@ func (r *Refresher) podWaits(ctx context.Context, deadline time.Time, progress f
 	if r.DryRun != DryRunNone || !r.Wait && (hooked == 0 || r.Timeout <= 0) {
 		return nil, nil // no Timeout: no time to wait for the hooked pods
 	}
-	w := NewPodWaits(ctx, r.Verifier, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Sleep: r.Sleep, PodDelay: r.PodDelay, Concurrency: r.Concurrency,
+	w := NewPodWaits(ctx, r.Verifier, WaitOptions{Timeout: max(deadline.Sub(r.Now()), time.Millisecond), Now: r.Now, Sleep: r.Sleep, PodDelay: r.PodDelay, Serial: r.Serial, Concurrency: r.Concurrency,
 		Progress: progress, ChangedAgain: r.ChangedAgain, Hooks: r.Hooks})
 	w.hookedOnly = !r.Wait
 	if r.HandOver > 0 && r.HandOver < r.Timeout {

@@ -71,6 +71,9 @@ type WaitOptions struct {
 	// of the real clock); a simulation passes one of its virtual clock.
 	Sleep    func(context.Context, time.Duration)
 	Progress func(Progress)
+	// Serial waits for each annotated pod as it is added, to its end,
+	// instead of beside the others (a simulation's clock then replays).
+	Serial bool
 	// ChangedAgain, when set, tells whether the data of an object changed
 	// again after the plan. A restarted workload's new pod that is stale
 	// only for such an object read it after the restart was sent, so at
@@ -227,12 +230,19 @@ func (w *PodWaits) Add(r *Result) {
 	w.mu.Lock()
 	w.added++
 	w.mu.Unlock()
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
+	wait := func() {
 		if waitPod(w.ctx, r, w.obs, w.sem, w.deadline, w.o) {
 			w.report(1)
 		}
+	}
+	if w.o.Serial {
+		wait()
+		return
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		wait()
 	}()
 }
 

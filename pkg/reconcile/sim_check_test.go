@@ -1,0 +1,347 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
+)
+
+// The checker of the simulator: the promises of the loop, checked on what
+// a run did (the world's rollouts and evictions, the loop's events).
+//   (a) every edit of a read key ends, once the faults stop, with every
+//       consumer current or with a line that says why not;
+//   (b) no workload is restarted twice for one change;
+//   (c) no restart outside its window, within its interval or pause, above
+//       the limit or beyond the rate; a held or failed restart spends
+//       nothing (a hold for the rate or the limit is true when it is said);
+//   (d) every deferral to a time says when;
+//   (e) nothing is restarted that reads no changed key, unless Reloader's
+//       semantics (restart on every change) ask for it;
+//   (f) a new leader restarts nothing current and loses nothing owed: (a),
+//       (b) and (e) hold across leader changes;
+//   (g) an unreadable consumer is given up only after its retries had
+//       their time (about four minutes), counted from its last edit.
+
+// simRestart is one restart cmsync sent: a rollout, or the evictions of
+// one workload in one round.
+type simRestart struct {
+	w     string // ns/name
+	at    time.Time
+	index int
+}
+
+// restarts are cmsync's restarts in the order sent.
+func (r *simRun) restarts() []simRestart {
+	var out []simRestart
+	for i, ro := range r.world.rollouts {
+		if ro.byCmsync {
+			out = append(out, simRestart{w: ro.w.ns + "/" + ro.w.name, at: ro.sent, index: i})
+		}
+	}
+	last := map[string]time.Time{}
+	for _, e := range r.world.evictions {
+		if at, ok := last[e.w]; ok && e.at.Sub(at) < r.plan.settings.timeout {
+			continue // the same round's evictions
+		}
+		last[e.w] = e.at
+		out = append(out, simRestart{w: e.w, at: e.at, index: -1})
+	}
+	slices.SortStableFunc(out, func(a, b simRestart) int { return a.at.Compare(b.at) })
+	return out
+}
+
+// annAt are the workload's annotations and uses at t.
+func (r *simRun) annAt(w string, t time.Time) simAnn {
+	hist := r.anns[w]
+	cur := hist[0]
+	for _, h := range hist {
+		if !h.at.After(t) {
+			cur = h
+		}
+	}
+	return cur
+}
+
+// restartsOnAnyChange tells whether the workload's annotations ask for a
+// restart at every change of an object it references (Reloader's
+// semantics, or on-change=restart).
+func restartsOnAnyChange(ann map[string]string) bool {
+	p, _ := OnChange(ann, nil, inspect.KindConfigMap)
+	return p == OnChangeRestart
+}
+
+// reasonFor tells whether an edit in (from, to] gives workload w a reason
+// to be restarted.
+func (r *simRun) reasonFor(w string, from, to time.Time) bool {
+	ns, _, _ := strings.Cut(w, "/")
+	for _, e := range r.edits {
+		if e.ns != ns || !e.at.After(from) || e.at.After(to) {
+			continue
+		}
+		a := r.annAt(w, e.at)
+		for _, u := range a.uses {
+			if u.cm == e.cm && (u.key == "" || slices.Contains(e.keys, u.key) || restartsOnAnyChange(a.ann)) {
+				return true
+			}
+		}
+		if a.ann[ReloaderConfigMapReload] == e.cm {
+			return true
+		}
+	}
+	return false
+}
+
+// check returns the violations of the run.
+func (r *simRun) check() []string {
+	var v []string
+	v = append(v, r.checkRestarts()...)
+	v = append(v, r.checkHolds()...)
+	v = append(v, r.checkStale()...)
+	v = append(v, r.checkGiveUps()...)
+	return v
+}
+
+// checkRestarts: (b), (c) and (e) for every restart sent.
+func (r *simRun) checkRestarts() []string {
+	var v []string
+	s := r.plan.settings
+	prev := map[string]time.Time{}
+	rs := r.restarts()
+	for _, x := range rs {
+		from, had := prev[x.w]
+		if !had {
+			from = simStart.Add(-time.Hour)
+		}
+		if !r.reasonFor(x.w, from, x.at) {
+			v = append(v, fmt.Sprintf("(b/e) %s restarted at %s with no edit of a key it reads since %s", x.w, r.rel(x.at), r.relOr(from, had)))
+		}
+		a := r.annAt(x.w, x.at)
+		if win := a.ann[restartwindow.Annotation]; win != "" {
+			if sch, err := restartwindow.Parse(win); err == nil {
+				if open, _ := sch.Open(x.at); !open {
+					v = append(v, fmt.Sprintf("(c) %s restarted at %s outside its window %q", x.w, r.rel(x.at), win))
+				}
+			}
+		}
+		interval := s.minInterval
+		if d, err := time.ParseDuration(a.ann[ReloaderPausePeriod]); err == nil {
+			interval = max(interval, d)
+		}
+		if had && x.at.Sub(from) < interval {
+			v = append(v, fmt.Sprintf("(c) %s restarted at %s and %s: less than its interval %s apart", x.w, r.rel(from), r.rel(x.at), interval))
+		}
+		prev[x.w] = x.at
+		if s.maxConcurrent > 0 {
+			if n := r.underWayAt(x.at, x.index); n >= s.maxConcurrent {
+				v = append(v, fmt.Sprintf("(c) %s restarted at %s with %d restarts under way (--max-concurrent-restarts %d)", x.w, r.rel(x.at), n, s.maxConcurrent))
+			}
+		}
+	}
+	return append(v, r.checkRate(rs)...)
+}
+
+// underWayAt counts cmsync's rollouts sent before the one of index before
+// (-1: all) that are under way at t.
+func (r *simRun) underWayAt(t time.Time, before int) int {
+	n := 0
+	for i, ro := range r.world.rollouts {
+		if (before >= 0 && i >= before) || !ro.byCmsync || ro.sent.After(t) {
+			continue
+		}
+		if ro.underWayAt(t, r.plan.settings.rolloutWait) {
+			n++
+		}
+	}
+	return n
+}
+
+// tokens replays the rate's bucket over the restarts sent before t (and
+// sentAt, at t) since the leader of t started: what is left at t.
+func (r *simRun) tokens(rs []simRestart, t time.Time, sentAt int) float64 {
+	s := r.plan.settings
+	from := r.leaderStart(t)
+	tok, last := float64(max(s.burst, 1)), from
+	for _, x := range rs {
+		if x.at.Before(from) || !x.at.Before(t) {
+			continue
+		}
+		tok = min(float64(max(s.burst, 1)), tok+s.rate*x.at.Sub(last).Seconds()) - 1
+		last = x.at
+	}
+	return min(float64(max(s.burst, 1)), tok+s.rate*t.Sub(last).Seconds()) - float64(sentAt)
+}
+
+func (r *simRun) leaderStart(t time.Time) time.Time {
+	from := simStart
+	for _, l := range r.leaders {
+		if !l.After(t) {
+			from = l
+		}
+	}
+	return from
+}
+
+// checkRate: (c) no restart beyond the rate (each leader's bucket).
+func (r *simRun) checkRate(rs []simRestart) []string {
+	if r.plan.settings.rate <= 0 {
+		return nil
+	}
+	for _, x := range rs {
+		if tok := r.tokens(rs, x.at, 0); tok < 1-1e-6 {
+			return []string{fmt.Sprintf("(c) %s restarted at %s beyond the rate (%.2f tokens left)", x.w, r.rel(x.at), tok)}
+		}
+	}
+	return nil
+}
+
+// sentInRound counts the restarts the round at t let through (its action
+// lines at t).
+func (r *simRun) sentInRound(t time.Time) int {
+	n := 0
+	for _, e := range r.events {
+		if e.Kind == EventAction && e.Time.Equal(t) && isRestart(*e.Action) {
+			n++
+		}
+	}
+	return n
+}
+
+// checkHolds: (c) a restart held for the rate or the limit is held when
+// the rate or the limit says so; (d) a deferral to a time says when.
+func (r *simRun) checkHolds() []string {
+	var v []string
+	s := r.plan.settings
+	rs := r.restarts()
+	for _, e := range r.events {
+		if e.Kind != EventDeferred {
+			continue
+		}
+		t := e.Target
+		if e.Action != nil {
+			t = &e.Action.Target
+		}
+		w := t.Namespace + "/" + t.Name
+		switch {
+		case strings.Contains(e.Message, "restart rate limit"):
+			if tok := r.tokens(rs, e.Time, r.sentInRound(e.Time)); tok >= 1 {
+				v = append(v, fmt.Sprintf("(c) %s held for the rate at %s with %.2f tokens free", w, r.rel(e.Time), tok))
+			}
+		case strings.Contains(e.Message, "--max-concurrent-restarts"):
+			if n := r.underWayAt(e.Time, -1) + r.sentInRound(e.Time); n < s.maxConcurrent {
+				v = append(v, fmt.Sprintf("(c) %s held for the limit at %s with %d under way (limit %d)", w, r.rel(e.Time), n, s.maxConcurrent))
+			}
+		}
+		if (e.Window != "" || strings.Contains(e.Message, "rate limit") || strings.Contains(e.Message, " ago, less than")) && e.Until == nil {
+			v = append(v, fmt.Sprintf("(d) %s deferred at %s without saying until when: %s", w, r.rel(e.Time), e.Message))
+		}
+	}
+	return v
+}
+
+// said tells whether a line after from says why the consumers of cm by
+// workload w are not current: an error, a skip, an ignored change, a
+// manual step, or a deferral to a restart window.
+func (r *simRun) said(w, cm string, from time.Time) bool {
+	ns, name, _ := strings.Cut(w, "/")
+	for _, e := range r.events {
+		if e.Time.Before(from) {
+			continue
+		}
+		about := (e.Object != nil && e.Object.Namespace == ns && e.Object.Name == cm) ||
+			(e.Action != nil && e.Action.Target.Namespace == ns && e.Action.Target.Name == name) ||
+			(e.Target != nil && e.Target.Namespace == ns && e.Target.Name == name)
+		if !about {
+			continue
+		}
+		switch {
+		case e.Kind == EventError, e.Kind == EventSkip, e.Kind == EventIgnored:
+			return true
+		case e.Kind == EventAction && e.Action.Action == refresh.ActionManual:
+			return true
+		case e.Kind == EventDeferred && e.Window != "" && e.Until != nil && e.Until.After(r.end.Add(-3*time.Minute)):
+			return true
+		}
+	}
+	return false
+}
+
+// checkStale: (a) and (f) at the end of the run.
+func (r *simRun) checkStale() []string {
+	var v []string
+	stale := r.world.stale()
+	keys := mapsKeys(stale)
+	slices.Sort(keys)
+	for _, w := range keys {
+		for _, use := range stale[w] {
+			cm, _, _ := strings.Cut(use, "/")
+			ns, _, _ := strings.Cut(w, "/")
+			last := r.lastEdit(ns, cm)
+			if !r.said(w, cm, last) {
+				v = append(v, fmt.Sprintf("(a) %s is stale for %s (last edit %s) and no line says why", w, use, r.rel(last)))
+			}
+		}
+	}
+	return v
+}
+
+func (r *simRun) lastEdit(ns, cm string) time.Time { return r.lastEditBefore(ns, cm, r.end) }
+
+func (r *simRun) lastEditBefore(ns, cm string, t time.Time) time.Time {
+	last := simStart
+	for _, e := range r.edits {
+		if e.ns == ns && e.cm == cm && !e.at.After(t) {
+			last = e.at
+		}
+	}
+	return last
+}
+
+// simGiveUpAfter is the shortest time from an edit to giving up on reading
+// its consumers: the namespace's backoff over eight attempts takes about
+// four minutes, and at least this long.
+const simGiveUpAfter = 100 * time.Second
+
+// checkGiveUps: (g) a consumer that cannot be read is given up (a manual
+// step of a Deployment with an unverifiable consumer) only after its
+// retries had their time since the last edit of what it reads.
+func (r *simRun) checkGiveUps() []string {
+	var v []string
+	for _, e := range r.events {
+		if e.Kind != EventAction || e.Action.Action != refresh.ActionManual || e.Action.Target.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range e.Action.Consumers {
+			if c.State != inspect.StateUnverifiable {
+				continue
+			}
+			last := r.lastEditBefore(c.Object.Namespace, c.Object.Name, e.Time)
+			if e.Time.Sub(last) < simGiveUpAfter {
+				v = append(v, fmt.Sprintf("(g) %s given up at %s, %s after the last edit of %s", e.Action.Target, r.rel(e.Time), e.Time.Sub(last), c.Object.Name))
+			}
+			break
+		}
+	}
+	return v
+}
+
+func (r *simRun) rel(t time.Time) string { return "+" + t.Sub(simStart).String() }
+
+func (r *simRun) relOr(t time.Time, ok bool) string {
+	if !ok {
+		return "the start"
+	}
+	return r.rel(t)
+}
+
+func mapsKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
