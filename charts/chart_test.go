@@ -288,20 +288,31 @@ func TestDeploymentMatchesDeploy(t *testing.T) {
 	}
 }
 
-// Values the controller cannot honour fail the install, saying why.
+// Values the controller cannot honour fail the install, saying why: the
+// templates' checks, which hold with --skip-schema-validation too; where
+// values.schema.json refuses the value first, its message (schema).
 func TestInvalidValues(t *testing.T) {
-	for _, tc := range []struct{ set, want string }{
-		{"leaderElection.enabled=false", "replicas > 1 needs leaderElection.enabled"},
-		{"reader.mode=ssh", `reader.mode "ssh": exec or node`},
-		{"watchGlobally=false,namespaces={a,b}", "the controller watches one namespace"},
-		{"watchGlobally=false,namespaces={a},ignoreNamespaces={b,a}", `ignoreNamespaces: "a" is the namespace watched`},
-		{"alerts.info=prod", "alerts.format, alerts.proxy and alerts.info need alerts.webhook.existingSecret"},
-		{"alerts.format=slack", "alerts.format, alerts.proxy and alerts.info need alerts.webhook.existingSecret"},
-		{"alerts.webhook.existingSecret=hook,alerts.format=discord", `alerts.format "discord": slack, teams, gchat or raw`},
+	for _, tc := range []struct{ set, want, schema string }{
+		{"leaderElection.enabled=false", "replicas > 1 needs leaderElection.enabled", ""},
+		{"reader.mode=ssh", `reader.mode "ssh": exec or node`, `at '/reader/mode': value must be one of 'exec', 'node'`},
+		{"watchGlobally=false,namespaces={a,b}", "the controller watches one namespace", ""},
+		{"watchGlobally=false,namespaces={a},ignoreNamespaces={b,a}", `ignoreNamespaces: "a" is the namespace watched`, ""},
+		{"alerts.info=prod", "alerts.format, alerts.proxy and alerts.info need alerts.webhook.existingSecret", ""},
+		{"alerts.format=slack", "alerts.format, alerts.proxy and alerts.info need alerts.webhook.existingSecret", ""},
+		{"alerts.webhook.existingSecret=hook,alerts.format=discord", `alerts.format "discord": slack, teams, gchat or raw`,
+			`at '/alerts/format': value must be one of 'slack', 'teams', 'gchat', 'raw'`},
 	} {
-		_, err := run(t, "template", "x", chart, "--set", tc.set)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("--set %s: %v, want an error saying %q", tc.set, err, tc.want)
+		for _, skip := range []bool{false, true} {
+			args, want := []string{"template", "x", chart, "--set", tc.set}, tc.want
+			if skip {
+				args = append(args, "--skip-schema-validation")
+			} else if tc.schema != "" {
+				want = tc.schema
+			}
+			_, err := run(t, args...)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: %v, want an error saying %q", args[3:], err, want)
+			}
 		}
 	}
 	_, docs := render(t, "--set", "watchGlobally=false,leaderElection.enabled=false,replicas=1")
