@@ -21,7 +21,7 @@ var documented = map[string][]string{
 	"namespaceSelector escaped": {"--set", `namespaceSelector=team=a\,env!=prod`},
 	// docs/controller.md, "Helm values": Reloader's values in cmsync's
 	"reloader's values": {"--set", "watchGlobally=false,namespaces={shop},ignoreNamespaces={kube-system},secrets=false",
-		"--set", "ignoreWorkloadKinds={jobs,cronjobs},requireOptIn=false,extraArgs={--restart-via=evict}",
+		"--set", "ignoreWorkloadKinds={jobs,cronjobs},requireOptIn=false,reloaderOnChange=remount,extraArgs={--restart-via=evict}",
 		"--set", "leaderElection.enabled=true,replicas=2,resourceLabelSelector=team=a"},
 	// docs/controller.md's table: the node reader, alerts from Secrets, hooks to hostNetwork pods, monitors
 	"table": {"--set", "reader.mode=node,reader.image=registry.example/busybox:1.37,reader.createNamespace=false",
@@ -86,6 +86,7 @@ var schemaRefusals = []struct{ name, set, want string }{
 	{"a port out of range", "metrics.port=70000", `at '/metrics/port': maximum: got 70,000, want 65,535`},
 	{"a negative replica count", "replicas=-1", `at '/replicas': minimum: got -1, want 0`},
 	{"an unknown pull policy", "image.pullPolicy=always", `at '/image/pullPolicy': value must be one of 'Always', 'IfNotPresent', 'Never'`},
+	{"an unknown policy for Reloader's opt-ins", "reloaderOnChange=reload", `at '/reloaderOnChange': value must be one of 'restart', 'remount'`},
 	{"an unknown workload kind", "ignoreWorkloadKinds={jobs,cronjob,replicationcontrollers}", `at '/ignoreWorkloadKinds/2': value must be one of`},
 	{"a scrape interval without a unit", "metrics.podMonitor.interval=30", `at '/metrics/podMonitor/interval': got number, want string`},
 	{"a scrape interval Prometheus cannot read", "metrics.podMonitor.interval=30sec", `at '/metrics/podMonitor/interval': '30sec' does not match pattern`},
