@@ -193,6 +193,9 @@ type simEviction struct {
 	w   string
 	pod string
 	at  time.Time
+	// repl is the replacement the eviction started: a later eviction of
+	// it is another restart, never part of the round that started it
+	repl string
 }
 
 func newSimWorld(seed int64, clock *simClock) *simWorld {
@@ -509,9 +512,9 @@ func (w *simWorld) evict(a k8stesting.CreateAction) error {
 		return apierrors.NewNotFound(gvrPods.GroupResource(), name)
 	}
 	wl := w.workloads[p.ns+"/"+p.workload]
-	w.evictions = append(w.evictions, simEviction{w: wl.ns + "/" + wl.name, pod: name, at: w.clock.Now()})
 	w.deletePod(wl, name)
 	w.startPod(wl)
+	w.evictions = append(w.evictions, simEviction{w: wl.ns + "/" + wl.name, pod: name, at: w.clock.Now(), repl: wl.pods[len(wl.pods)-1]})
 	return nil
 }
 
