@@ -151,19 +151,21 @@ func (r *simRun) checkRestarts() []string {
 	return append(v, r.checkRate(rs)...)
 }
 
-// underWayAt counts cmsync's rollouts sent before the one of index before
-// (-1: all) that are under way at t.
+// underWayAt counts the workloads with a rollout of cmsync's sent before
+// the one of index before (-1: all) under way at t: the limit counts
+// workloads, and a workload restarted again (its earlier rollout
+// superseded) is one.
 func (r *simRun) underWayAt(t time.Time, before int) int {
-	n := 0
+	w := map[*simWorkload]bool{}
 	for i, ro := range r.world.rollouts {
 		if (before >= 0 && i >= before) || !ro.byCmsync || ro.sent.After(t) {
 			continue
 		}
 		if ro.underWayAt(t, r.plan.settings.rolloutWait) {
-			n++
+			w[ro.w] = true
 		}
 	}
-	return n
+	return len(w)
 }
 
 // tokens replays the rate's bucket over the restarts sent before t (and

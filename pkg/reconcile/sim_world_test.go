@@ -458,8 +458,14 @@ func (w *simWorld) startRollout(wl *simWorkload, byCmsync bool, now time.Time) {
 			r.done = r.deadline.Add(w.deadlineAfter)
 		}
 	}
-	if wl.rollout != nil && !wl.rollout.completed {
-		wl.rollout.done, wl.rollout.deadline = time.Time{}, time.Time{} // superseded
+	if old := wl.rollout; old != nil && !old.completed {
+		// superseded: the Deployment rolls out the newest template, the
+		// old restart's pods with it; it ends as the new rollout does (a
+		// deadline that passed was seen: it stays)
+		old.done = r.done
+		if old.deadline.IsZero() || now.Before(old.deadline) {
+			old.deadline = r.deadline
+		}
 	}
 	wl.rollout = r
 	w.rollouts = append(w.rollouts, r)
