@@ -322,8 +322,10 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	busy := 0
-	for t := range f.targets {
-		if !own[t] || underWay[t] {
+	for t, fl := range f.targets {
+		// the round's own (not pruned) count while their rollout goes on,
+		// up to RolloutWait after they were sent, as prune counts the others
+		if !own[t] || underWay[t] && (fl.sending || l.Now().Sub(fl.since) < l.RolloutWait) {
 			busy++
 		}
 	}
