@@ -387,3 +387,24 @@ func TestRestartHeldAgainIsNotCountedPastRolloutWait(t *testing.T) {
 		t.Fatalf("after --rollout-wait: %q, want web restarted", got)
 	}
 }
+
+// TestStuckRolloutSeenByTheRoundFreesItsSlot: a restart whose rollout the
+// round itself sees past its progress deadline (its workload's change is
+// in the round) does not count against --max-concurrent-restarts in that
+// round: the restart it held goes at once.
+func TestStuckRolloutSeenByTheRoundFreesItsSlot(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts = 1
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held by the limit", got)
+	}
+	f.progressDeadlineExceeded("api")
+	f.edit("a", map[string]string{"K": "3", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		t.Errorf("the round that sees api's rollout stuck: %q, want the restart of web", got)
+	}
+}
