@@ -95,6 +95,9 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	underWay := map[refresh.Target]bool{} // a restart sent earlier whose rollout goes on counts, held again or not
 	for t, h := range rollouts {
 		underWay[t] = h.Rollout
+		if h.Stuck { // seen stuck: no longer counted, though its workload rolls again later
+			l.restarts.forget(t)
+		}
 	}
 	send, gated := l.restarts.gate(ctx, l, actions, underWay, func(t refresh.Target) Hold { return rollouts[t] },
 		func(t refresh.Target) Hold { return l.scheduleHold(t, schedules[t]) })
@@ -305,8 +308,9 @@ func isRestart(a refresh.Action) bool {
 // those a round is sending now, and those sent whose rollout was not yet
 // seen complete (a restart of this round's actions counts once: as the
 // one sent before while the round sees its rollout under way, underWay,
-// else as the one it sends). The restarts it lets through are under way
-// from then on. With no limit, nothing is counted.
+// else as the one it sends; not RolloutWait after it was sent). The
+// restarts it lets through are under way from then on. With no limit,
+// nothing is counted.
 func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, underWay map[refresh.Target]bool, rollout, schedule func(refresh.Target) Hold) ([]refresh.Action, map[int]Hold) {
 	limit := l.MaxConcurrentRestarts
 	if limit <= 0 {
@@ -322,8 +326,10 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	busy := 0
-	for t := range f.targets {
-		if !own[t] || underWay[t] {
+	for t, fl := range f.targets {
+		// the round's own (not pruned) count while their rollout goes on,
+		// up to RolloutWait after they were sent, as prune counts the others
+		if !own[t] || underWay[t] && (fl.sending || l.Now().Sub(fl.since) < l.RolloutWait) {
 			busy++
 		}
 	}
@@ -376,6 +382,14 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 				t, l.RolloutWait, rolloutStatusCommand(t))})
 		}
 	}
+}
+
+// forget stops counting the restart of t: the round saw its rollout
+// stuck (and reports it), which frees its slot at once.
+func (f *inFlight) forget(t refresh.Target) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.targets, t)
 }
 
 // sent records how the round's restarts ended: one whose rollout may go

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -354,5 +355,56 @@ func TestStuckRolloutFreesItsSlotAtOnce(t *testing.T) {
 	}
 	if len(reports) != 1 || !strings.Contains(reports[0], "kubectl rollout status deployment/api -n ns") {
 		t.Errorf("reports of api's rollout %q, want one that names `kubectl rollout status deployment/api -n ns`", reports)
+	}
+}
+
+// TestRestartHeldAgainIsNotCountedPastRolloutWait: a restart whose
+// rollout never completes stops counting against
+// --max-concurrent-restarts --rollout-wait after it was sent, though new
+// edits keep its workload's change held for that rollout in every round
+// of the namespace: the restart it held goes.
+func TestRestartHeldAgainIsNotCountedPastRolloutWait(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts, f.loop.RolloutWait = 1, 10*time.Minute
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held", got)
+	}
+	f.setGeneration("api", true) // and so it stays
+	var acted []string
+	for i := range 30 {
+		if i%6 == 5 { // edited again every three minutes
+			f.edit("a", map[string]string{"K": "2", "X": strconv.Itoa(i)})
+		}
+		f.step(MaxRecheck)
+		if acted = f.took(EventAction); len(acted) > 0 {
+			break
+		}
+	}
+	if got := strings.Join(acted, "; "); got != "restart deployment/web" {
+		t.Fatalf("after --rollout-wait: %q, want web restarted", got)
+	}
+}
+
+// TestStuckRolloutSeenByTheRoundFreesItsSlot: a restart whose rollout the
+// round itself sees past its progress deadline (its workload's change is
+// in the round) does not count against --max-concurrent-restarts in that
+// round: the restart it held goes at once.
+func TestStuckRolloutSeenByTheRoundFreesItsSlot(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts = 1
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held by the limit", got)
+	}
+	f.progressDeadlineExceeded("api")
+	f.edit("a", map[string]string{"K": "3", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		t.Errorf("the round that sees api's rollout stuck: %q, want the restart of web", got)
 	}
 }

@@ -43,12 +43,18 @@ func (r *simRun) restarts() []simRestart {
 			out = append(out, simRestart{w: ro.w.ns + "/" + ro.w.name, at: ro.sent, index: i})
 		}
 	}
+	// one round's evictions of a workload evict the pods it had when the
+	// first was sent, within --timeout: an eviction of a replacement one
+	// of them started is the next round's (a restart of its own, however
+	// soon after)
 	last := map[string]time.Time{}
+	repls := map[string]map[string]bool{}
 	for _, e := range r.world.evictions {
-		if at, ok := last[e.w]; ok && e.at.Sub(at) < r.plan.settings.timeout {
+		if at, ok := last[e.w]; ok && e.at.Sub(at) < r.plan.settings.timeout && !repls[e.w][e.pod] {
+			repls[e.w][e.repl] = true
 			continue // the same round's evictions
 		}
-		last[e.w] = e.at
+		last[e.w], repls[e.w] = e.at, map[string]bool{e.repl: true}
 		out = append(out, simRestart{w: e.w, at: e.at, index: -1})
 	}
 	slices.SortStableFunc(out, func(a, b simRestart) int { return a.at.Compare(b.at) })
@@ -145,19 +151,21 @@ func (r *simRun) checkRestarts() []string {
 	return append(v, r.checkRate(rs)...)
 }
 
-// underWayAt counts cmsync's rollouts sent before the one of index before
-// (-1: all) that are under way at t.
+// underWayAt counts the workloads with a rollout of cmsync's sent before
+// the one of index before (-1: all) under way at t: the limit counts
+// workloads, and a workload restarted again (its earlier rollout
+// superseded) is one.
 func (r *simRun) underWayAt(t time.Time, before int) int {
-	n := 0
+	w := map[*simWorkload]bool{}
 	for i, ro := range r.world.rollouts {
 		if (before >= 0 && i >= before) || !ro.byCmsync || ro.sent.After(t) {
 			continue
 		}
 		if ro.underWayAt(t, r.plan.settings.rolloutWait) {
-			n++
+			w[ro.w] = true
 		}
 	}
-	return n
+	return len(w)
 }
 
 // tokens replays the rate's bucket over the restarts sent before t (and

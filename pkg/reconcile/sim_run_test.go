@@ -127,14 +127,16 @@ func (r *simRun) jitter(d time.Duration, f float64) time.Duration {
 	return d + time.Duration(float64(d)*f*float64(r.world.hash("jitter", r.draws)%1000)/1000)
 }
 
-// underWay are the restarts a new leader finds under way: those cmsync
-// sent whose rollout is not complete, as the controller's start finds them.
+// underWay are the restarts a new leader finds under way, as the
+// controller's start finds them: a Deployment that rolls out and whose
+// template has a restartedAt cmsync wrote, with that time, whoever's
+// change the rollout is of (a deploy that superseded the restart).
 func (r *simRun) underWay() map[refresh.Target]time.Time {
 	out := map[refresh.Target]time.Time{}
 	r.world.mu.Lock()
 	defer r.world.mu.Unlock()
-	for _, wl := range r.world.workloads {
-		if ro := wl.rollout; ro != nil && ro.byCmsync && !ro.completed {
+	for _, ro := range r.world.rollouts { // in the order sent: the last restart of each workload
+		if wl := ro.w; ro.byCmsync && wl.rollout != nil && !wl.rollout.completed {
 			out[refresh.Target{Kind: "Deployment", Namespace: wl.ns, Name: wl.name}] = ro.sent
 		}
 	}
@@ -320,6 +322,7 @@ func (r *simRun) addRead(ns, name, ref string) {
 	u := simUse{cm: cm, key: key}
 	r.world.mu.Lock()
 	defer r.world.mu.Unlock()
+	r.world.advance() // the rollout under way as of now, before the deploy supersedes it
 	wl := r.world.workloads[ns+"/"+name]
 	if slices.Contains(wl.uses, u) {
 		return

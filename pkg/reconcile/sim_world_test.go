@@ -193,6 +193,9 @@ type simEviction struct {
 	w   string
 	pod string
 	at  time.Time
+	// repl is the replacement the eviction started: a later eviction of
+	// it is another restart, never part of the round that started it
+	repl string
 }
 
 func newSimWorld(seed int64, clock *simClock) *simWorld {
@@ -455,8 +458,14 @@ func (w *simWorld) startRollout(wl *simWorkload, byCmsync bool, now time.Time) {
 			r.done = r.deadline.Add(w.deadlineAfter)
 		}
 	}
-	if wl.rollout != nil && !wl.rollout.completed {
-		wl.rollout.done, wl.rollout.deadline = time.Time{}, time.Time{} // superseded
+	if old := wl.rollout; old != nil && !old.completed {
+		// superseded: the Deployment rolls out the newest template, the
+		// old restart's pods with it; it ends as the new rollout does (a
+		// deadline that passed was seen: it stays)
+		old.done = r.done
+		if old.deadline.IsZero() || now.Before(old.deadline) {
+			old.deadline = r.deadline
+		}
 	}
 	wl.rollout = r
 	w.rollouts = append(w.rollouts, r)
@@ -509,9 +518,9 @@ func (w *simWorld) evict(a k8stesting.CreateAction) error {
 		return apierrors.NewNotFound(gvrPods.GroupResource(), name)
 	}
 	wl := w.workloads[p.ns+"/"+p.workload]
-	w.evictions = append(w.evictions, simEviction{w: wl.ns + "/" + wl.name, pod: name, at: w.clock.Now()})
 	w.deletePod(wl, name)
 	w.startPod(wl)
+	w.evictions = append(w.evictions, simEviction{w: wl.ns + "/" + wl.name, pod: name, at: w.clock.Now(), repl: wl.pods[len(wl.pods)-1]})
 	return nil
 }
 
