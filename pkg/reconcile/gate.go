@@ -405,6 +405,9 @@ func (f *inFlight) sent(results []refresh.Result) {
 		}
 		if (r.Outcome == refresh.OutcomeApplied || r.Outcome == refresh.OutcomeTimeout) && r.Target.Kind != "Pod" {
 			fl.sending = false
+			if r.AppliedAt != nil { // --rollout-wait counts from the API server's acceptance, not the gate's
+				fl.since = r.AppliedAt.Time
+			}
 		} else {
 			delete(f.targets, r.Target)
 		}

@@ -408,3 +408,18 @@ func TestStuckRolloutSeenByTheRoundFreesItsSlot(t *testing.T) {
 		t.Errorf("the round that sees api's rollout stuck: %q, want the restart of web", got)
 	}
 }
+
+// TestRestartUnderWayCountsFromItsAcceptance: a restart let through by the
+// gate and accepted by the API server later (the round's annotated pods
+// were waited for in between) is under way from its acceptance, so that
+// --rollout-wait does not end its count early.
+func TestRestartUnderWayCountsFromItsAcceptance(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	f := inFlight{targets: map[refresh.Target]*flight{web: {sending: true, since: t0}}}
+	at := metav1.NewTime(t0.Add(30 * time.Second))
+	f.sent([]refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, Outcome: refresh.OutcomeApplied, AppliedAt: &at}})
+	if fl := f.targets[web]; fl == nil || fl.sending || !fl.since.Equal(at.Time) {
+		t.Errorf("under way %+v, want since the acceptance at %s", fl, at.Time)
+	}
+}
