@@ -150,12 +150,19 @@ func (r *simRun) checkRestarts() []string {
 // when, to any leader), or an eviction that leader sent. An eviction
 // writes nothing on the workload, so the interval is measured from the
 // evictions of the leader that sent them only: a new leader cannot know
-// those of the one before (docs/controller.md, "Restarts, paced").
+// those of the one before (docs/controller.md, "Restarts, paced"). A
+// rollout of a leader before is known by restartedAt alone, in whole
+// seconds: the interval is measured from that second.
 func (r *simRun) lastKnown(rs []simRestart, i int) (time.Time, bool) {
 	x := rs[i]
+	from := r.leaderStart(x.at)
 	for j := i - 1; j >= 0; j-- {
-		if y := rs[j]; y.w == x.w && (y.index >= 0 || !y.at.Before(r.leaderStart(x.at))) {
+		switch y := rs[j]; {
+		case y.w != x.w:
+		case !y.at.Before(from):
 			return y.at, true
+		case y.index >= 0:
+			return y.at.Truncate(time.Second), true
 		}
 	}
 	return time.Time{}, false
