@@ -125,6 +125,56 @@ func TestResumeActsOnlyWhereTheRecordDiffers(t *testing.T) {
 	}
 }
 
+// A record that differs because of an edit the leader before restarted the
+// workload for (its template's restartedAt after the object's last write:
+// the leader change cut the restart's verification, so nothing was
+// recorded) is no edit no leader acted on: the consumer is checked, and
+// restarted only if stale, not restarted again by its on-change policy.
+// The same edit with the last restart before it is one.
+func TestResumeTakesNoEditForTheRestartSentAfterIt(t *testing.T) {
+	for _, tc := range []struct {
+		restartedAt time.Duration // after the edit, in whole seconds; -1: none
+		edit        bool
+	}{
+		{2 * time.Second, false},
+		{0, true}, // the same second: which came first is not known
+		{-time.Minute, true},
+		{-1, true},
+	} {
+		objs := []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "1"}, Data: map[string]string{"k": "1"}}}
+		objs = append(objs, deployment("web", "a", "k", 1)...)
+		c := fake.NewClientset(objs...)
+		if out, _, _ := resumeOnce(t, c); len(out) != 0 { // records it
+			t.Fatalf("first start: pending %v", out)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "2"}, Data: map[string]string{"k": "2"}}
+		if _, err := c.CoreV1().ConfigMaps("ns").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.CoreV1().ConfigMaps("ns").Get(context.Background(), "a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit := inspect.ConfigMapObject(got).LastChange.Truncate(time.Second) // its managedFields' time, as the fake wrote it
+		if tc.restartedAt != -1 {
+			dep, _ := c.AppsV1().Deployments("ns").Get(context.Background(), "web", metav1.GetOptions{})
+			// a time ahead of the loop's clock counts as now, still after the edit
+			dep.Spec.Template.Annotations = map[string]string{refresh.RestartedAtAnnotation: edit.Add(tc.restartedAt).Format(time.RFC3339)}
+			if _, err := c.AppsV1().Deployments("ns").Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, _, _ := resumeOnce(t, c)
+		p := out[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}]
+		if p == nil || !p.only["Deployment/web"] {
+			t.Fatalf("restarted %v after the edit: the changed consumer is not checked: %+v", tc.restartedAt, out)
+		}
+		if got := editedFor(p, "Deployment/web"); got != tc.edit {
+			t.Errorf("restarted %v after the edit: an edit for its policy = %t, want %t", tc.restartedAt, got, tc.edit)
+		}
+	}
+}
+
 // A new leader whose first reads fail (the pod list, then a workload's
 // annotations) reads the namespace again rather than leave its consumers
 // to their next change.

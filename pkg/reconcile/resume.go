@@ -222,6 +222,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 		old := ParseRecord(l.recordOf(s, meta, snap))
 		differ, unknown := compare(old, now[s])
 		edited := edits(old, now[s], differ) // recorded, and different now: an edit no leader acted on
+		edited = l.notRestartedSince(snap, ns, meta[s.workload], edited)
 		if l.SyncExisting {
 			differ, unknown = append(differ, unknown...), nil
 		}
@@ -242,6 +243,27 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 			l.checkAgain(out, s, o, snap.Object(o).LastChange, slices.Contains(edited, k))
 		}
 	}
+}
+
+// notRestartedSince keeps the edited objects (record keys) last written
+// before the workload's last restart (its template's restartedAt, in whole
+// seconds, strictly after the write): that restart was sent for the edit
+// (the leader before, whose change cut its verification, so nothing was
+// recorded) or replaced the pods after it all the same. Such an object is
+// no edit no leader acted on: its consumers are checked, and restarted
+// only if stale, not restarted again by their on-change policy.
+func (l *Loop) notRestartedSince(snap *inspect.Snapshot, ns string, m subjectMeta, edited []string) []string {
+	at, err := time.Parse(time.RFC3339, m.template[refresh.RestartedAtAnnotation])
+	if err != nil || len(edited) == 0 {
+		return edited
+	}
+	if now := l.Now(); at.After(now) { // written by a client whose clock is ahead
+		at = now
+	}
+	return slices.DeleteFunc(edited, func(k string) bool {
+		written := snap.Object(recordObject(ns, k)).LastChange
+		return !written.IsZero() && at.After(written.Truncate(time.Second))
+	})
 }
 
 // resumeAttempts bounds the reads of a namespace at the start of

@@ -118,7 +118,7 @@ func (r *simRun) checkRestarts() []string {
 	s := r.plan.settings
 	prev := map[string]time.Time{}
 	rs := r.restarts()
-	for _, x := range rs {
+	for i, x := range rs {
 		from, had := prev[x.w]
 		if !had {
 			from = simStart.Add(-time.Hour)
@@ -138,8 +138,8 @@ func (r *simRun) checkRestarts() []string {
 		if d, err := time.ParseDuration(a.ann[ReloaderPausePeriod]); err == nil {
 			interval = max(interval, d)
 		}
-		if had && x.at.Sub(from) < interval {
-			v = append(v, fmt.Sprintf("(c) %s restarted at %s and %s: less than its interval %s apart", x.w, r.rel(from), r.rel(x.at), interval))
+		if known, ok := r.lastKnown(rs, i); ok && x.at.Sub(known) < interval {
+			v = append(v, fmt.Sprintf("(c) %s restarted at %s and %s: less than its interval %s apart", x.w, r.rel(known), r.rel(x.at), interval))
 		}
 		prev[x.w] = x.at
 		if s.maxConcurrent > 0 {
@@ -149,6 +149,29 @@ func (r *simRun) checkRestarts() []string {
 		}
 	}
 	return append(v, r.checkRate(rs)...)
+}
+
+// lastKnown is the last restart of rs[i]'s workload before it that the
+// leader of rs[i] can know of: a rollout (its template's restartedAt says
+// when, to any leader), or an eviction that leader sent. An eviction
+// writes nothing on the workload, so the interval is measured from the
+// evictions of the leader that sent them only: a new leader cannot know
+// those of the one before (docs/controller.md, "Restarts, paced"). A
+// rollout of a leader before is known by restartedAt alone, in whole
+// seconds: the interval is measured from that second.
+func (r *simRun) lastKnown(rs []simRestart, i int) (time.Time, bool) {
+	x := rs[i]
+	from := r.leaderStart(x.at)
+	for j := i - 1; j >= 0; j-- {
+		switch y := rs[j]; {
+		case y.w != x.w:
+		case !y.at.Before(from):
+			return y.at, true
+		case y.index >= 0:
+			return y.at.Truncate(time.Second), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // underWayAt counts the workloads with a rollout of cmsync's sent before
