@@ -245,7 +245,9 @@ func (r *simRun) checkHolds() []string {
 
 // said tells whether a line after from says why the consumers of cm by
 // workload w are not current: an error, a skip, an ignored change, a
-// manual step, or a deferral to a restart window.
+// manual step, or a deferral to a time the run ended before (a restart
+// window, or the restart rate: a bucket that earns a token an hour owes
+// its restarts beyond the horizon, and says until when).
 func (r *simRun) said(w, cm string, from time.Time) bool {
 	ns, name, _ := strings.Cut(w, "/")
 	for _, e := range r.events {
@@ -263,7 +265,7 @@ func (r *simRun) said(w, cm string, from time.Time) bool {
 			return true
 		case e.Kind == EventAction && e.Action.Action == refresh.ActionManual:
 			return true
-		case e.Kind == EventDeferred && e.Window != "" && e.Until != nil && e.Until.After(r.end.Add(-3*time.Minute)):
+		case e.Kind == EventDeferred && e.Until != nil && e.Until.After(r.end.Add(-3*time.Minute)):
 			return true
 		}
 	}
