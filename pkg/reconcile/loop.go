@@ -563,7 +563,7 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	p.only, p.retry, p.told, p.recheck = nil, false, nil, nil // a new edit concerns every use again
 	p.unreadSince = nil                                       // and its reads are attempted anew
 	p.deferredSince, p.heldSince = time.Time{}, time.Time{}
-	l.editedAgain(c.Object)
+	l.editedAgain(c)
 	l.bounce.Add(c.Object.Namespace, l.Clock())
 	l.mu.Unlock()
 	l.poke()

@@ -129,7 +129,7 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	results := l.handOver(rd, all, held, now)
 	l.results(results, rd.changes, rd.snap)
 	l.retryFailed(rd.ns, rd.changes, rd.kept, results)
-	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results)
+	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results, nil)
 	l.record(ctx, rd.snap, rd.kept, rd.meta, append(all, heldResults(held)...), now)
 }
 
@@ -256,12 +256,17 @@ func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, ke
 // recheckTimedOut puts back the changes whose actions were sent and not
 // verified within --timeout (a slow rollout, pods slow to become ready):
 // their workloads are verified again after a backoff, and reported current
-// once they are; an action is never sent twice for one change.
-func (l *Loop) recheckTimedOut(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) {
+// once they are; an action is never sent twice for one change. actedOn
+// (nil: none) tells the workloads of an object that a newer change acts
+// on (or holds) on its own: they are left to it.
+func (l *Loop) recheckTimedOut(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result, actedOn func(inspect.ObjectKey, string) bool) {
 	only, why := workloadsOf(changes, kept, results, func(r refresh.Result) bool { return r.Outcome == refresh.OutcomeTimeout })
 	for k, ws := range only {
 		for w := range ws {
-			if changes[k].recheck[w] { // timed out again when verified again: once is enough
+			switch {
+			case actedOn != nil && actedOn(k, w):
+				delete(ws, w)
+			case changes[k].recheck[w]: // timed out again when verified again: once is enough
 				delete(ws, w)
 				l.emit(Event{Kind: EventError, Object: &k, Message: fmt.Sprintf("%s is still not current after its action for this change timed out twice; not tried again until it changes: %s", w, finishHint(k))})
 			}

@@ -276,7 +276,9 @@ func (r *simRun) checkHolds() []string {
 
 // said tells whether a line after from says why the consumers of cm by
 // workload w are not current: an error, a skip, an ignored change, a
-// manual step, or a deferral to a restart window.
+// manual step, or a deferral to a time the run ended before (a restart
+// window, or the restart rate: a bucket that earns a token an hour owes
+// its restarts beyond the horizon, and says until when).
 func (r *simRun) said(w, cm string, from time.Time) bool {
 	ns, name, _ := strings.Cut(w, "/")
 	for _, e := range r.events {
@@ -294,7 +296,7 @@ func (r *simRun) said(w, cm string, from time.Time) bool {
 			return true
 		case e.Kind == EventAction && e.Action.Action == refresh.ActionManual:
 			return true
-		case e.Kind == EventDeferred && e.Window != "" && e.Until != nil && e.Until.After(r.end.Add(-3*time.Minute)):
+		case e.Kind == EventDeferred && e.Until != nil && e.Until.After(r.end.Add(-3*time.Minute)):
 			return true
 		}
 	}
@@ -309,9 +311,9 @@ func (r *simRun) checkStale() []string {
 	slices.Sort(keys)
 	for _, w := range keys {
 		for _, use := range stale[w] {
-			cm, _, _ := strings.Cut(use, "/")
+			cm, key, _ := strings.Cut(use, "/")
 			ns, _, _ := strings.Cut(w, "/")
-			last := r.lastEdit(ns, cm)
+			last := r.lastEditOf(w, ns, cm, key)
 			if !r.said(w, cm, last) {
 				v = append(v, fmt.Sprintf("(a) %s is stale for %s (last edit %s) and no line says why", w, use, r.rel(last)))
 			}
@@ -320,7 +322,38 @@ func (r *simRun) checkStale() []string {
 	return v
 }
 
-func (r *simRun) lastEdit(ns, cm string) time.Time { return r.lastEditBefore(ns, cm, r.end) }
+// lastEditOf is the last edit that gives workload w's stale use of key of
+// ns/cm (key "*": a volume) a reason to act: an edit of that key, or, where
+// the workload restarts on every change of cm, of any key it reads of cm
+// (its restart would make every use current). A later edit of another key
+// is no reason to act on this use, and the loop rightly says nothing of it
+// (only the uses that read a changed key are acted on): the line that says
+// why was said at the edit of the stale key.
+func (r *simRun) lastEditOf(w, ns, cm, key string) time.Time {
+	last := simStart
+	for _, e := range r.edits {
+		if e.ns != ns || e.cm != cm {
+			continue
+		}
+		if key == "*" || slices.Contains(e.keys, key) || r.restartsFor(w, e) {
+			last = e.at
+		}
+	}
+	return last
+}
+
+// restartsFor tells whether edit e is a reason to restart workload w on
+// its on-change policy: w restarts on every change of e's object (not a
+// reload list naming others) and one of its uses reads a key e changed.
+func (r *simRun) restartsFor(w string, e simEdit) bool {
+	a := r.annAt(w, e.at)
+	if list := a.ann[ReloaderConfigMapReload]; !restartsOnAnyChange(a.ann) || (list != "" && list != e.cm) {
+		return false
+	}
+	return slices.ContainsFunc(a.uses, func(u simUse) bool {
+		return u.cm == e.cm && (u.key == "" || slices.Contains(e.keys, u.key))
+	})
+}
 
 func (r *simRun) lastEditBefore(ns, cm string, t time.Time) time.Time {
 	last := simStart

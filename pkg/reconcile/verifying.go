@@ -40,8 +40,10 @@ type verification struct {
 	// sent is when the round handed them over, on Clock
 	sent time.Time
 	// again are the objects edited since (guarded by Loop.mu): a new pod
-	// stale only for one of them read it after the restart was sent
+	// stale only for one of them read it after the restart was sent;
+	// since are those edits, merged
 	again map[inspect.ObjectKey]bool
+	since map[inspect.ObjectKey]Change
 	// round is the round that sent them, for Round (guarded by
 	// Loop.emitMu): told with the round that sees them end (joinRound)
 	round *Round
@@ -76,7 +78,8 @@ func (l *Loop) handOver(rd *roundRead, results []refresh.Result, held []refresh.
 	if len(pend) == 0 {
 		return results
 	}
-	v := &verification{results: pend, changes: map[inspect.ObjectKey]*pending{}, sent: l.Clock(), again: map[inspect.ObjectKey]bool{}}
+	v := &verification{results: pend, changes: map[inspect.ObjectKey]*pending{}, sent: l.Clock(), again: map[inspect.ObjectKey]bool{},
+		since: map[inspect.ObjectKey]Change{}}
 	workloads := map[string]bool{}
 	for _, r := range pend {
 		workloads[r.Target.Kind+"/"+r.Target.Name] = true
@@ -98,7 +101,7 @@ func (l *Loop) handOver(rd *roundRead, results []refresh.Result, held []refresh.
 	// pods of the restart answer the data planned, not the newer data
 	for k := range v.changes {
 		if p := l.pending[k]; p != nil && !p.retry {
-			v.again[k] = true
+			v.again[k], v.since[k] = true, p.change
 		}
 	}
 	l.verifying[rd.ns] = append(l.verifying[rd.ns], v)
@@ -199,7 +202,7 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 		l.restarts.verified(ended)
 		l.results(ended, v.changes, nil)
 		if ctx.Err() == nil { // interrupted at the loop's end: said once, and a new leader checks it again
-			l.recheckTimedOut(ns, l.notEditedSince(v), v.kept, ended)
+			l.recheckTimedOut(ns, v.changes, v.kept, ended, l.actedOnSince(v))
 		}
 		l.recordVerified(ctx, v, ended)
 	}
@@ -209,21 +212,34 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 	return len(v.results) > 0
 }
 
-// notEditedSince are v's changes of the objects not edited since its
-// actions were sent. A timed-out action of an object edited since is not
-// verified again for its old change: the newer change is acted on (or
-// held) on its own, and the old change's recheck must not turn the newer
-// change's restart into a manual action.
-func (l *Loop) notEditedSince(v *verification) map[inspect.ObjectKey]*pending {
+// actedOnSince tells, of v's timed-out workloads, those that a change of
+// the object made since its actions were sent concerns (it edited a key
+// they read; or they have no use of it in the round: a named restart):
+// that newer change is acted on (or held) on its own, and the old
+// change's recheck must not turn its restart into a manual action. A
+// workload the edits since do not concern (they changed only keys it does
+// not read) is verified again for the old change: no newer change reaches
+// it, and nothing else would say it is still not current.
+func (l *Loop) actedOnSince(v *verification) func(inspect.ObjectKey, string) bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[inspect.ObjectKey]*pending{}
-	for k, p := range v.changes {
-		if !v.again[k] {
-			out[k] = p
+	again, since := maps.Clone(v.again), maps.Clone(v.since)
+	l.mu.Unlock()
+	return func(k inspect.ObjectKey, w string) bool {
+		if !again[k] {
+			return false
 		}
+		reads := false
+		for _, it := range v.kept {
+			if it.Key() != k || onlyKey(it.Workload) != w {
+				continue
+			}
+			if _, concerned := Concerns(it, since[k]); concerned {
+				return true
+			}
+			reads = true
+		}
+		return !reads
 	}
-	return out
 }
 
 // recordVerified writes the records of the subjects whose handed-over
@@ -254,12 +270,13 @@ func (l *Loop) recordVerified(ctx context.Context, v *verification, ended []refr
 	})
 }
 
-// editedAgain marks k edited for the verifications of its namespace that
-// answer a change of it. Called with l.mu held.
-func (l *Loop) editedAgain(k inspect.ObjectKey) {
+// editedAgain marks c's object edited, by c, for the verifications of its
+// namespace that answer a change of it. Called with l.mu held.
+func (l *Loop) editedAgain(c Change) {
+	k := c.Object
 	for _, v := range l.verifying[k.Namespace] {
 		if v.changes[k] != nil {
-			v.again[k] = true
+			v.again[k], v.since[k] = true, merge(v.since[k], c)
 		}
 	}
 }

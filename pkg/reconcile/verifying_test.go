@@ -363,3 +363,31 @@ func TestInterruptedCheckIsReportedOnce(t *testing.T) {
 		t.Errorf("at the loop's end: %q, want the restart reported once, interrupted", said)
 	}
 }
+
+// TestTimedOutRestartIsVerifiedAgainAfterAnEditOfAnotherKey: a handed-over
+// restart that times out after its object was edited again, at a key its
+// workload does not read, is verified again for its change: that newer
+// change does not reach the workload, so nothing else would say it is
+// still not current.
+func TestTimedOutRestartIsVerifiedAgainAfterAnEditOfAnotherKey(t *testing.T) {
+	f := handOverFixture(t, 2*time.Second)
+	first := f.restartRollingOut()
+	f.edit("a", map[string]string{"K": "2", "X": "y"}) // X: web does not read it
+	f.step(3 * time.Second)
+	f.said(EventAction, EventResult, EventRetry)
+	var got []string
+	for end := time.Now().Add(3 * time.Second); len(got) < 2 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		f.step(recheckFloor)
+		got = append(got, f.said(EventResult, EventRetry)...)
+	}
+	if len(got) != 2 || got[0] != "result restart deployment/web timeout" || !strings.Contains(got[1], "verified again, not sent again") {
+		t.Fatalf("after --timeout: %q, want one timeout and one recheck", got)
+	}
+	f.step(time.Minute)
+	if got := strings.Join(f.said(EventAction, EventResult), "; "); got != "action manual deployment/web; result manual deployment/web not-applied" {
+		t.Errorf("the recheck: %q, want a manual action", got)
+	}
+	if f.restartedAt() != first {
+		t.Error("restarted a second time for the same change")
+	}
+}
