@@ -347,3 +347,40 @@ func TestRecordEditNeedsTheObjectWritten(t *testing.T) {
 		}
 	}
 }
+
+// A new leader says, for an object written since the watermark, that a
+// workload reading it is left alone (not opted in): the loop before it did
+// not see that edit, and no other line would say so. An object written
+// before the watermark was the earlier loop's to say; at a first start (no
+// watermark) nothing is news.
+func TestResumeSaysTheSkipOfAnEditSinceTheWatermark(t *testing.T) {
+	written := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		watermark time.Time
+		want      int
+	}{
+		{"written after the watermark", written.Add(-time.Minute), 1},
+		{"written before the watermark", written.Add(time.Minute), 0},
+		{"no watermark", time.Time{}, 0},
+	} {
+		objs := deployment("web", "app", "K", 1)
+		objs[0].(*appsv1.Deployment).Annotations = nil // not opted in
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", CreationTimestamp: metav1.NewTime(written)},
+			Data: map[string]string{"K": "2"}}
+		var events []Event
+		l, _ := resumeLoop(fake.NewClientset(append(objs, cm)...), &events)
+		l.Watermark = tc.watermark
+		var n resumeCounts
+		l.resumeIn(context.Background(), "ns", map[inspect.ObjectKey]*pending{}, &n)
+		skips := 0
+		for _, e := range events {
+			if e.Kind == EventSkip && e.Object != nil && e.Object.Name == "app" {
+				skips++
+			}
+		}
+		if skips != tc.want {
+			t.Errorf("%s: %d skip lines for configmap/app, want %d (%+v)", tc.name, skips, tc.want, events)
+		}
+	}
+}

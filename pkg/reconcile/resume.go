@@ -283,15 +283,24 @@ func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot,
 		snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
 		last := attempt == resumeAttempts || ctx.Err() != nil
 		if err == nil {
-			// skips are not news at a start; an unread workload is, once
-			// no attempt is left
+			// an unread workload is news once no attempt is left; a skip
+			// is news only for an object changed since the watermark (the
+			// earlier loop did not see that edit, and nothing else says
+			// that the workload is left alone for it)
+			var skips []Event
 			report := func(e Event) {
-				if last && e.Kind == EventError {
+				switch {
+				case last && e.Kind == EventError:
 					l.emit(e)
+				case e.Kind == EventSkip && l.writtenSinceWatermark(snap, e.Object):
+					skips = append(skips, e)
 				}
 			}
 			kept, meta := l.selected(ctx, snap, l.allItems(snap), report)
 			if last || !anyUnread(meta) {
+				for _, e := range skips {
+					l.emit(e)
+				}
 				return snap, kept, meta, nil
 			}
 		} else if last {
@@ -300,6 +309,12 @@ func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot,
 		l.pause(ctx, delay)
 		delay *= 2
 	}
+}
+
+// writtenSinceWatermark tells whether object k of snap was written after
+// the watermark (never at a first start, with no watermark).
+func (l *Loop) writtenSinceWatermark(snap *inspect.Snapshot, k *inspect.ObjectKey) bool {
+	return k != nil && !l.Watermark.IsZero() && snap.Object(*k).LastChange.After(l.Watermark)
 }
 
 // pause waits d or until ctx is done, on the engine's clock

@@ -27,6 +27,9 @@ type simEvent struct {
 
 // simEdit is one edit of a ConfigMap: the keys it changed.
 type simEdit struct {
+	// seen is how many events the loop had said when the edit reached it
+	// (-1: not yet, a watch cut)
+	seen int
 	at   time.Time
 	ns   string
 	cm   string
@@ -281,7 +284,7 @@ func (r *simRun) edit(ns, name, key string) {
 	data[key] = fmt.Sprintf("v%d", r.values)
 	r.world.putConfigMap(ns, name, data)
 	r.world.mu.Unlock()
-	r.edits = append(r.edits, simEdit{at: r.clock.Now(), ns: ns, cm: name, keys: []string{key}})
+	r.edits = append(r.edits, simEdit{seen: -1, at: r.clock.Now(), ns: ns, cm: name, keys: []string{key}})
 	if !r.cut {
 		r.deliver(ns + "/" + name)
 	}
@@ -295,6 +298,11 @@ func (r *simRun) deliver(k string) {
 	r.world.mu.Unlock()
 	old := r.delivered[k]
 	r.delivered[k] = cur
+	for i := range r.edits {
+		if e := &r.edits[i]; e.seen < 0 && e.ns == ns && e.cm == name {
+			e.seen = len(r.events)
+		}
+	}
 	r.rv++
 	r.loop.noteChange(inspect.ConfigMapObject(old), inspect.ConfigMapObject(cur))
 }
