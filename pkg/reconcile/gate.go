@@ -25,6 +25,9 @@ type Hold struct {
 	// until Until.
 	Paced bool
 	Until time.Time
+	// Rate: paced by the restart rate, whose Until moves on with the
+	// clock while the burst is spent (said once per edit, not per time)
+	Rate bool
 	// Window is the restart window (its annotation) that holds the
 	// restart until Until: the event carries it.
 	Window string
@@ -237,10 +240,15 @@ func retryWhen(h Hold) string {
 // rollout under way, or the restart limit) and, for a hold until a time
 // (paced, a restart window), until that time, and remembers it: a
 // deferral to a new time (the window's next opening, once a rollout held
-// the restart through the window) is said again, with that time.
+// the restart through the window) is said again, with that time. A hold
+// by the rate is said once: its time moves on with every check while the
+// burst is spent.
 func (p *pending) firstDeferral(workload string, h Hold) bool {
 	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
-	if h.Paced {
+	switch {
+	case h.Rate:
+		key += " paced by the rate"
+	case h.Paced || h.Window != "": // a deferral to a new time is said again
 		key += " paced until " + h.Until.UTC().Format(time.RFC3339)
 	}
 	if h.Window != "" {

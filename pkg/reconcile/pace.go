@@ -68,7 +68,7 @@ func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now 
 	}
 	if d := p.tokenIn(t, now); d > 0 {
 		return Hold{Reason: fmt.Sprintf("the restart rate limit is reached (--restart-rate %g/s, --restart-burst %d)", float64(p.bucket.Limit()), p.bucket.Burst()),
-			Paced: true, Until: now.Add(d)}
+			Paced: true, Rate: true, Until: now.Add(d)}
 	}
 	p.letThrough[t] = true
 	return Hold{}

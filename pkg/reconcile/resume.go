@@ -245,7 +245,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 	}
 }
 
-// notRestartedSince keeps the edited objects (record keys) last written
+// notRestartedSince drops the edited objects (record keys) last written
 // before the workload's last restart (its template's restartedAt, in whole
 // seconds, strictly after the write): that restart was sent for the edit
 // (the leader before, whose change cut its verification, so nothing was

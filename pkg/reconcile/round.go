@@ -128,7 +128,7 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	now := l.digestsOf(rd.snap)
 	results := l.handOver(rd, all, held, now)
 	l.results(results, rd.changes, rd.snap)
-	l.retryFailed(rd.ns, rd.changes, rd.kept, results)
+	l.retryFailed(ctx, rd.ns, rd.changes, rd.kept, results)
 	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results, nil)
 	l.record(ctx, rd.snap, rd.kept, rd.meta, append(all, heldResults(held)...), now)
 }
@@ -237,7 +237,10 @@ func (l *Loop) failed(changes map[inspect.ObjectKey]*pending, keys []inspect.Obj
 // The next round verifies again before it acts, so a consumer made current
 // meanwhile costs nothing, and a pod already evicted (terminating: its
 // uses not applicable) or replaced is not evicted again.
-func (l *Loop) retryFailed(ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) {
+func (l *Loop) retryFailed(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result) {
+	if ctx.Err() != nil { // interrupted, not failed: the next leader resumes it from the records
+		return
+	}
 	only, why := workloadsOf(changes, kept, results, func(r refresh.Result) bool { return r.Transient })
 	if len(only) > 0 {
 		l.retryLater(ns, changes, only, why, false)

@@ -233,3 +233,22 @@ func TestWaitForTheNextWindowIsSaid(t *testing.T) {
 		t.Errorf("deferrals to the window %q, want %q: the wait for the next opening said too", windows, want)
 	}
 }
+
+// A hold by the restart rate is said once per edit, though each check
+// names a later time (the burst is spent meanwhile); a hold until a fixed
+// time that changes (the window's next opening) is said again.
+func TestRateDeferralIsSaidOncePerEdit(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	p := &pending{}
+	for i, want := range []bool{true, false, false} {
+		h := Hold{Reason: "the restart rate limit is reached", Paced: true, Rate: true, Until: t0.Add(time.Duration(10*(i+1)) * time.Second)}
+		if got := p.firstDeferral("Deployment/web", h); got != want {
+			t.Errorf("rate hold %d: said %t, want %t", i+1, got, want)
+		}
+	}
+	for i, until := range []time.Time{t0.Add(time.Hour), t0.Add(25 * time.Hour)} {
+		if !p.firstDeferral("Deployment/web", Hold{Reason: "window", Window: "03:00-04:00", Until: until}) {
+			t.Errorf("window hold %d until %s: not said", i+1, until)
+		}
+	}
+}
