@@ -324,12 +324,7 @@ func (l *Loop) pause(ctx context.Context, d time.Duration) {
 		l.Refresh.Sleep(ctx, d)
 		return
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	refresh.Pause(ctx, d)
 }
 
 // anyUnread tells whether a workload's annotations could not be read.

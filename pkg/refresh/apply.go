@@ -205,7 +205,7 @@ type ApplyOptions struct {
 // ApplyWith is ApplyThen with its options.
 func ApplyWith(ctx context.Context, p Patcher, actions []Action, o ApplyOptions) []Result {
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = Pause
 	}
 	if o.Backoff == nil {
 		o.Backoff = &Backoff

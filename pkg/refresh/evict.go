@@ -180,7 +180,7 @@ func (o *EvictOptions) defaults() {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = Pause
 	}
 	if o.MaxUnavailable < 1 {
 		o.MaxUnavailable = 1

@@ -147,7 +147,7 @@ func (o *WaitOptions) defaults() {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = Pause
 	}
 	if o.Interval == 0 {
 		o.Interval = 250 * time.Millisecond
@@ -283,8 +283,9 @@ func (w *PodWaits) Finish(results []Result, rc RolloutChecker) []Result {
 	return results
 }
 
-// sleep pauses for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) {
+// Pause waits d or until ctx is done, on the real clock: the default of
+// Config.Sleep.
+func Pause(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
