@@ -108,7 +108,9 @@ fuzz:
 SEEDS ?= 10000
 FROM ?= 0
 simulate:
-	$(GO) test ./pkg/reconcile -run 'TestSimulate$$' -count=1 -timeout 0 -sim.seeds=$(SEEDS) -sim.from=$(FROM) | tail -1
+	@out=$$(mktemp); status=0; \
+	$(GO) test ./pkg/reconcile -run 'TestSimulate$$' -count=1 -timeout 0 -sim.seeds=$(SEEDS) -sim.from=$(FROM) >$$out 2>&1 || status=$$?; \
+	grep -v '^simulated ' $$out || true; grep '^simulated ' $$out || true; rm -f $$out; exit $$status
 
 e2e:
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(STATIC) $(GO) test -trimpath -tags e2e ./test/e2e/... -count=1 -timeout 45m $(E2E_FLAGS)
