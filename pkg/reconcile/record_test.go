@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -382,5 +383,37 @@ func TestResumeSaysTheSkipOfAnEditSinceTheWatermark(t *testing.T) {
 		if skips != tc.want {
 			t.Errorf("%s: %d skip lines for configmap/app, want %d (%+v)", tc.name, skips, tc.want, events)
 		}
+	}
+}
+
+// A workload whose restart for one object is held back has its other
+// object recorded when that object's own action completed: its pods
+// started after that edit. Otherwise the next controller takes the edit,
+// from the record, for one no consumer has seen, and restarts the workload
+// a second time.
+func TestHeldRestartForOneObjectRecordsTheOther(t *testing.T) {
+	w := inspect.WorkloadRef{Kind: "Deployment", Name: "web"}
+	use := func(pod, cm string) inspect.Use {
+		return inspect.Use{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: cm}, Pod: inspect.PodRef{Name: pod}, Workload: w}
+	}
+	consumer := func(pod, cm string) refresh.Consumer {
+		return refresh.Consumer{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: cm}, Pod: pod}
+	}
+	kept := []inspect.Use{use("web-1", "a"), use("web-2", "a"), use("web-1", "b"), use("web-2", "b")}
+	results := []refresh.Result{
+		{Action: refresh.Action{Action: refresh.ActionNone, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "web-1"},
+			Consumers: []refresh.Consumer{consumer("web-1", "a")}}, Outcome: refresh.OutcomeNotApplied},
+		{Action: refresh.Action{Action: refresh.ActionNone, Target: refresh.Target{Kind: "Pod", Namespace: "ns", Name: "web-2"},
+			Consumers: []refresh.Consumer{consumer("web-2", "a")}}, Outcome: refresh.OutcomeNotApplied},
+		{Action: refresh.Action{Action: refresh.ActionEvict, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"},
+			Consumers: []refresh.Consumer{consumer("web-1", "b"), consumer("web-2", "b")}}, Outcome: refresh.OutcomeNotApplied, Error: "held back"},
+	}
+	got := recordable(kept, results)
+	if s := subjectOf(kept[0]); len(got) != 1 || !slices.Equal(got[s], []string{"configmap/a"}) {
+		t.Fatalf("recorded %v, want web's record of configmap/a only: b's eviction was held back", got)
+	}
+	results[1].Action.Action, results[1].Error = refresh.ActionAnnotate, "connection refused"
+	if got := recordable(kept, results); len(got) != 0 {
+		t.Fatalf("recorded %v, want nothing: a's action failed on web-2 and b's was held back", got)
 	}
 }

@@ -70,7 +70,11 @@ func (l *Loop) recording(ctx context.Context) bool {
 }
 
 // recordable are, by subject, the objects (record keys) of the uses kept
-// whose actions all completed.
+// whose actions all completed. An action that did not complete keeps from
+// the record the objects its consumers read, on each subject it concerns:
+// a pod's, or for a workload's restart every one of the workload's; the
+// objects whose own actions completed are recorded all the same, so that
+// the next controller does not take their edits for new ones.
 func recordable(kept []inspect.Use, results []refresh.Result) map[subject][]string {
 	bySubject := map[subject][]string{}
 	byPod := map[string]subject{}
@@ -85,18 +89,41 @@ func recordable(kept []inspect.Use, results []refresh.Result) map[subject][]stri
 		if completed(r) {
 			continue
 		}
+		var subjects []subject
 		for _, c := range r.Consumers {
-			delete(bySubject, byPod[c.Pod])
+			subjects = append(subjects, byPod[c.Pod])
 		}
 		if r.Target.Kind != "Pod" { // a workload's restart: none of its pods is done
 			for s := range bySubject {
 				if onlyKey(s.workload) == r.Target.Kind+"/"+r.Target.Name {
-					delete(bySubject, s)
+					subjects = append(subjects, s)
 				}
 			}
 		}
+		for _, s := range subjects {
+			notDone(bySubject, s, r.Consumers)
+		}
 	}
 	return bySubject
+}
+
+// notDone takes from subject s's objects those the consumers of an action
+// that did not complete read; all of them when it names no consumer.
+func notDone(bySubject map[subject][]string, s subject, consumers []refresh.Consumer) {
+	if len(consumers) == 0 {
+		delete(bySubject, s)
+		return
+	}
+	keys := slices.DeleteFunc(bySubject[s], func(k string) bool {
+		return slices.ContainsFunc(consumers, func(c refresh.Consumer) bool {
+			return recordKey(inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}) == k
+		})
+	})
+	if len(keys) == 0 {
+		delete(bySubject, s)
+		return
+	}
+	bySubject[s] = keys
 }
 
 // writeRecords writes on each subject its record updated with the digests
