@@ -289,3 +289,36 @@ func TestUnreadRetriesAreBoundedByTime(t *testing.T) {
 		t.Errorf("given up %s after the first attempt (%d retries), want about four minutes", d, len(retries))
 	}
 }
+
+// TestFreshEditIsNotGivenUpWithAnOldOne: a workload whose consumers of
+// one object have been unread for unreadWait, and whose consumers of
+// another object were just edited, gets the new edit's retries: the round
+// that takes both does not give the new edit up at its first attempt.
+func TestFreshEditIsNotGivenUpWithAnOldOne(t *testing.T) {
+	walk := func(editB time.Duration) (edited, manual time.Time) {
+		f := newRoundFixture(t)
+		f.execTimesOut()
+		start := f.now
+		f.edit("a", map[string]string{"K": "2", "X": "x"})
+		for f.now.Sub(start) < 15*time.Minute && manual.IsZero() {
+			if f.now.Sub(start) == editB {
+				edited = f.now
+				f.edit("b", map[string]string{"L": "2"})
+			}
+			_, m := f.unreadWalk(time.Second, nil)
+			if len(m) > 0 {
+				manual = m[0]
+			}
+		}
+		if manual.IsZero() {
+			t.Fatalf("web was never given up (b edited at +%s)", editB)
+		}
+		return edited, manual
+	}
+	_, gaveUpA := walk(-1) // a alone: when its retries end
+	// b edited so that its first round is the one that gives a up
+	edited, manual := walk(gaveUpA.Sub(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)) - 2*time.Second)
+	if d := manual.Sub(edited); d < unreadWait {
+		t.Errorf("web given up %s after b's edit, want at least %s: b's consumer was not retried", d, unreadWait)
+	}
+}

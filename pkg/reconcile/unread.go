@@ -85,16 +85,23 @@ const (
 )
 
 // unreadFor is how long a's consumers have not been read, at now, for the
-// changes they read (zero before a first attempt failed).
+// changes they read: the shortest of those times, so that an edit first
+// found unread now has its own retries even when another object's, read
+// by the same workload, has had its time (zero before a first attempt
+// failed).
 func unreadFor(a refresh.Action, changes map[inspect.ObjectKey]*pending, now time.Time) time.Duration {
-	var d time.Duration
+	d, seen := time.Duration(0), false
 	for _, c := range a.Consumers {
 		p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]
 		if p == nil {
 			continue
 		}
-		if since, ok := p.unreadSince[a.Target.Kind+"/"+a.Target.Name]; ok {
-			d = max(d, now.Sub(since))
+		since, ok := p.unreadSince[a.Target.Kind+"/"+a.Target.Name]
+		if !ok {
+			return 0
+		}
+		if e := now.Sub(since); !seen || e < d {
+			d, seen = e, true
 		}
 	}
 	return d
