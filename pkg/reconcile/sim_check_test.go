@@ -96,17 +96,38 @@ func (r *simRun) reasonFor(w string, from, to time.Time) bool {
 		if e.ns != ns || !e.at.After(from) || e.at.After(to) {
 			continue
 		}
-		a := r.annAt(w, e.at)
-		for _, u := range a.uses {
-			if u.cm == e.cm && (u.key == "" || slices.Contains(e.keys, u.key) || restartsOnAnyChange(a.ann)) {
+		for _, a := range r.annsIn(w, e.at, to) {
+			if editConcerns(a, e) {
 				return true
 			}
 		}
-		if a.ann[ReloaderConfigMapReload] == e.cm {
+	}
+	return false
+}
+
+// annsIn are w's annotations and uses in effect at some time in [from,
+// to]: the loop reads them when its round runs, not when the edit was
+// made, as Reloader does (a reload list that names the object once the
+// edit is made, before the round, asks for the restart).
+func (r *simRun) annsIn(w string, from, to time.Time) []simAnn {
+	out := []simAnn{r.annAt(w, from)}
+	for _, h := range r.anns[w] {
+		if h.at.After(from) && !h.at.After(to) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// editConcerns tells whether edit e gives a workload of annotations and
+// uses a a reason to be restarted.
+func editConcerns(a simAnn, e simEdit) bool {
+	for _, u := range a.uses {
+		if u.cm == e.cm && (u.key == "" || slices.Contains(e.keys, u.key) || restartsOnAnyChange(a.ann)) {
 			return true
 		}
 	}
-	return false
+	return a.ann[ReloaderConfigMapReload] == e.cm
 }
 
 // check returns the violations of the run.
