@@ -198,6 +198,31 @@ func (r *simRun) underWayAt(t time.Time, before int) int {
 	return len(w)
 }
 
+// countedAt counts the workloads a hold for the limit at t may count: those
+// underWayAt counts, and those cmsync restarted less than rolloutWait
+// before t that roll out at t for another reason (a deploy after the
+// restart, whose rollout superseded it or began once it was complete).
+// The loop counts a restart until it sees its workload's rollout complete,
+// which it reads only at its rounds, and a new leader counts a workload
+// rolling out whose template has cmsync's restartedAt (docs/controller.md,
+// "Restarts, safely"): neither can tell whose rollout a workload's is,
+// nor whether the restart's own completed between two looks.
+func (r *simRun) countedAt(t time.Time) int {
+	wait := r.plan.settings.rolloutWait
+	w := map[*simWorkload]bool{}
+	for _, ro := range r.world.rollouts {
+		if !ro.byCmsync || ro.sent.After(t) || t.Sub(ro.sent) >= wait {
+			continue
+		}
+		for _, other := range r.world.rollouts {
+			if other.w == ro.w && other.underWayAt(t, wait) {
+				w[ro.w] = true
+			}
+		}
+	}
+	return len(w)
+}
+
 // tokens replays the rate's bucket over the restarts sent before t (and
 // sentAt, at t) since from, when the leader whose bucket it is started:
 // what is left at t.
@@ -277,7 +302,7 @@ func (r *simRun) checkHolds() []string {
 				v = append(v, fmt.Sprintf("(c) %s held for the rate at %s with %.2f tokens free", w, r.rel(e.Time), tok))
 			}
 		case strings.Contains(e.Message, "--max-concurrent-restarts"):
-			if n := r.underWayAt(e.Time, -1) + r.sentInRound(e.Time, e.leader); n < s.maxConcurrent {
+			if n := r.countedAt(e.Time) + r.sentInRound(e.Time, e.leader); n < s.maxConcurrent {
 				v = append(v, fmt.Sprintf("(c) %s held for the limit at %s with %d under way (limit %d)", w, r.rel(e.Time), n, s.maxConcurrent))
 			}
 		}
