@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -1104,5 +1105,44 @@ func TestPacerTakesATokenOnlyForAnAcceptedRestart(t *testing.T) {
 	p.sent(restart(api, &metav1.Time{Time: t0.Add(3 * time.Second)}), t0.Add(3*time.Second), false)
 	if h := p.hold(web, 0, time.Time{}, t0.Add(4*time.Second)); !h.Paced || !near(h.Until, t0.Add(3*time.Second+time.Hour)) {
 		t.Errorf("after an accepted restart: %+v, want held until an hour after it was accepted", h)
+	}
+}
+
+// TestRestartRetriedInItsPatchIsTimedWhenAccepted: api's PATCH is refused
+// twice with a 500 and accepted at its third attempt, 3 s after its first
+// (the patch's own retries, within the round). The restart is of when it
+// was accepted: the template's restartedAt says that time (a new leader
+// measures the interval from it), and the restart rate's token is taken
+// then, so that web's restart, held by the rate (one a minute, burst 1),
+// waits a minute from api's acceptance, not from its first attempt.
+func TestRestartRetriedInItsPatchIsTimedWhenAccepted(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.RestartRate, f.loop.RestartBurst = 1.0/60, 1
+	f.loop.Refresh.Serial = true
+	f.loop.Refresh.Sleep = func(_ context.Context, d time.Duration) { f.now = f.now.Add(d) }
+	f.loop.Refresh.PatchBackoff = &wait.Backoff{Steps: 5, Duration: time.Second, Factor: 2}
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	refused := 2
+	f.client.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.PatchAction).GetName() != "api" || refused == 0 {
+			return false, nil, nil
+		}
+		refused--
+		return true, nil, apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
+	})
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if want := f.now.UTC().Format(time.RFC3339); f.apiRestartedAt() != want || f.restartedAt() != "" {
+		t.Errorf("api's restartedAt %q, want %q (its acceptance, 3 s after its first attempt); web restarted %t, want held by the rate",
+			f.apiRestartedAt(), want, f.restartedAt() != "")
+	}
+	f.step(58 * time.Second) // 61 s after api's first attempt, 58 s after its acceptance
+	if f.restartedAt() != "" {
+		t.Errorf("web restarted 58 s after api's restart was accepted, at one restart a minute")
+	}
+	f.step(3 * time.Second)
+	if f.restartedAt() == "" {
+		t.Errorf("web not restarted 61 s after api's; deferred: %q", f.messages(EventDeferred))
 	}
 }

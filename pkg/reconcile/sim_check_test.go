@@ -219,11 +219,36 @@ func (r *simRun) underWayAt(t time.Time, before int) int {
 	return len(w)
 }
 
+// countedAt counts the workloads a hold for the limit at t may count: those
+// underWayAt counts, and those cmsync restarted less than rolloutWait
+// before t that roll out at t for another reason (a deploy after the
+// restart, whose rollout superseded it or began once it was complete).
+// The loop counts a restart until it sees its workload's rollout complete,
+// which it reads only at its rounds, and a new leader counts a workload
+// rolling out whose template has cmsync's restartedAt (docs/controller.md,
+// "Restarts, safely"): neither can tell whose rollout a workload's is,
+// nor whether the restart's own completed between two looks.
+func (r *simRun) countedAt(t time.Time) int {
+	wait := r.plan.settings.rolloutWait
+	w := map[*simWorkload]bool{}
+	for _, ro := range r.world.rollouts {
+		if !ro.byCmsync || ro.sent.After(t) || t.Sub(ro.sent) >= wait {
+			continue
+		}
+		for _, other := range r.world.rollouts {
+			if other.w == ro.w && other.underWayAt(t, wait) {
+				w[ro.w] = true
+			}
+		}
+	}
+	return len(w)
+}
+
 // tokens replays the rate's bucket over the restarts sent before t (and
-// sentAt, at t) since the leader of t started: what is left at t.
-func (r *simRun) tokens(rs []simRestart, t time.Time, sentAt int) float64 {
+// sentAt, at t) since from, when the leader whose bucket it is started:
+// what is left at t.
+func (r *simRun) tokens(rs []simRestart, from, t time.Time, sentAt int) float64 {
 	s := r.plan.settings
-	from := r.leaderStart(t)
 	tok, last := float64(max(s.burst, 1)), from
 	for _, x := range rs {
 		if x.at.Before(from) || !x.at.Before(t) {
@@ -251,19 +276,19 @@ func (r *simRun) checkRate(rs []simRestart) []string {
 		return nil
 	}
 	for _, x := range rs {
-		if tok := r.tokens(rs, x.at, 0); tok < 1-1e-6 {
+		if tok := r.tokens(rs, r.leaderStart(x.at), x.at, 0); tok < 1-1e-6 {
 			return []string{fmt.Sprintf("(c) %s restarted at %s beyond the rate (%.2f tokens left)", x.w, r.rel(x.at), tok)}
 		}
 	}
 	return nil
 }
 
-// sentInRound counts the restarts the round at t let through (its action
-// lines at t).
-func (r *simRun) sentInRound(t time.Time) int {
+// sentInRound counts the restarts the round of leader at t let through
+// (its action lines at t).
+func (r *simRun) sentInRound(t time.Time, leader int) int {
 	n := 0
 	for _, e := range r.events {
-		if e.Kind == EventAction && e.Time.Equal(t) && isRestart(*e.Action) {
+		if e.Kind == EventAction && e.Time.Equal(t) && e.leader == leader && isRestart(*e.Action) {
 			n++
 		}
 	}
@@ -287,14 +312,18 @@ func (r *simRun) checkHolds() []string {
 		w := t.Namespace + "/" + t.Name
 		switch {
 		case strings.Contains(e.Message, "restart rate limit"):
-			// the pacer takes an eviction's token when the API server
+			// the bucket of the leader that said it, whatever leader
+			// follows at the same instant (the driver applies an
+			// operation once the loop settled: a leader change at the
+			// time of a round comes after it, with a full bucket); the
+			// pacer takes an eviction's token when the API server
 			// accepted it, the replay at its first eviction: a few
 			// hundredths of a token apart at the rates drawn
-			if tok := r.tokens(rs, e.Time, r.sentInRound(e.Time)); tok >= 1.05 {
+			if tok := r.tokens(rs, r.leaders[e.leader], e.Time, r.sentInRound(e.Time, e.leader)); tok >= 1.05 {
 				v = append(v, fmt.Sprintf("(c) %s held for the rate at %s with %.2f tokens free", w, r.rel(e.Time), tok))
 			}
 		case strings.Contains(e.Message, "--max-concurrent-restarts"):
-			if n := r.underWayAt(e.Time, -1) + r.sentInRound(e.Time); n < s.maxConcurrent {
+			if n := r.countedAt(e.Time) + r.sentInRound(e.Time, e.leader); n < s.maxConcurrent {
 				v = append(v, fmt.Sprintf("(c) %s held for the limit at %s with %d under way (limit %d)", w, r.rel(e.Time), n, s.maxConcurrent))
 			}
 		}

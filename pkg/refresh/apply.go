@@ -77,7 +77,8 @@ type Result struct {
 	Action
 	Outcome Outcome `json:"outcome"`
 	Error   string  `json:"error,omitempty"`
-	// AppliedAt is when the patch was accepted.
+	// AppliedAt is when the patch was accepted: the time its accepted
+	// attempt stamped (a restart's restartedAt), after any retries.
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 	// CurrentAfter is the time from the patch until every consumer of the
 	// action was verified current.
@@ -247,20 +248,13 @@ func applyOne(ctx context.Context, p Patcher, r *Result, o ApplyOptions) {
 		return
 	}
 	dry := o.DryRun
-	t := o.Now()
-	var patch []byte
-	pt := types.MergePatchType
-	switch {
-	case r.Action.Action == ActionAnnotate:
-		patch = AnnotatePatch(t)
-	case r.Action.RestartAt:
-		patch = RestartAtPatch(t)
-	case IsRollout(r.Target.Kind):
-		patch = RestartPatch(t) // a custom resource takes no strategic merge patch; this one merges the same
-	default:
-		patch, pt = RestartPatch(t), types.StrategicMergePatchType
-	}
+	// every attempt stamps its own time: the one accepted says when the
+	// restart was made (restartedAt, and AppliedAt), not when the first
+	// attempt was, a backoff of retries earlier
+	var t time.Time
 	err := retryPatch(ctx, *o.Backoff, o.Sleep, func() error {
+		t = o.Now()
+		patch, pt := actionPatch(r, t)
 		return p.Patch(ctx, r.Target, pt, patch, dry == DryRunServer)
 	})
 	switch {
@@ -271,6 +265,20 @@ func applyOne(ctx context.Context, p Patcher, r *Result, o ApplyOptions) {
 	default:
 		at := metav1.NewTime(t)
 		r.Outcome, r.AppliedAt = OutcomeApplied, &at
+	}
+}
+
+// actionPatch is the patch of r's action stamped with t, and its type.
+func actionPatch(r *Result, t time.Time) ([]byte, types.PatchType) {
+	switch {
+	case r.Action.Action == ActionAnnotate:
+		return AnnotatePatch(t), types.MergePatchType
+	case r.Action.RestartAt:
+		return RestartAtPatch(t), types.MergePatchType
+	case IsRollout(r.Target.Kind):
+		return RestartPatch(t), types.MergePatchType // a custom resource takes no strategic merge patch; this one merges the same
+	default:
+		return RestartPatch(t), types.StrategicMergePatchType
 	}
 }
 
