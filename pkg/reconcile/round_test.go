@@ -1110,11 +1110,11 @@ func TestPacerTakesATokenOnlyForAnAcceptedRestart(t *testing.T) {
 
 // TestRestartRetriedInItsPatchIsTimedWhenAccepted: api's PATCH is refused
 // twice with a 500 and accepted at its third attempt, 3 s after its first
-// (the patch's own retries, within the round). The restart is of when it
-// was accepted: the template's restartedAt says that time (a new leader
-// measures the interval from it), and the restart rate's token is taken
-// then, so that web's restart, held by the rate (one a minute, burst 1),
-// waits a minute from api's acceptance, not from its first attempt.
+// (the patch's own retries, within the round). Every attempt sends the
+// same patch, so that a retry of one that was applied after all starts no
+// second rollout; the restart rate's token is taken when it was accepted,
+// so that web's restart, held by the rate (one a minute, burst 1), waits a
+// minute from api's acceptance, not from its first attempt.
 func TestRestartRetriedInItsPatchIsTimedWhenAccepted(t *testing.T) {
 	f := newRoundFixture(t)
 	f.loop.RestartRate, f.loop.RestartBurst = 1.0/60, 1
@@ -1124,7 +1124,11 @@ func TestRestartRetriedInItsPatchIsTimedWhenAccepted(t *testing.T) {
 	f.loop.defaults()
 	f.envWorkload("ns", "api", "a")
 	refused := 2
+	var sent []string
 	f.client.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if pa := a.(k8stesting.PatchAction); pa.GetName() == "api" && strings.Contains(string(pa.GetPatch()), "restartedAt") {
+			sent = append(sent, string(pa.GetPatch()))
+		}
 		if a.(k8stesting.PatchAction).GetName() != "api" || refused == 0 {
 			return false, nil, nil
 		}
@@ -1132,9 +1136,13 @@ func TestRestartRetriedInItsPatchIsTimedWhenAccepted(t *testing.T) {
 		return true, nil, apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
 	})
 	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	first := f.now.Add(3 * time.Second) // the round
 	f.step(3 * time.Second)
-	if want := f.now.UTC().Format(time.RFC3339); f.apiRestartedAt() != want || f.restartedAt() != "" {
-		t.Errorf("api's restartedAt %q, want %q (its acceptance, 3 s after its first attempt); web restarted %t, want held by the rate",
+	if len(sent) != 3 || sent[1] != sent[0] || sent[2] != sent[0] {
+		t.Errorf("api's patches %q, want three the same", sent)
+	}
+	if want := first.UTC().Format(time.RFC3339); f.apiRestartedAt() != want || f.restartedAt() != "" {
+		t.Errorf("api's restartedAt %q, want %q (its first attempt); web restarted %t, want held by the rate",
 			f.apiRestartedAt(), want, f.restartedAt() != "")
 	}
 	f.step(58 * time.Second) // 61 s after api's first attempt, 58 s after its acceptance

@@ -33,6 +33,7 @@ import (
 type simRestart struct {
 	w     string // ns/name
 	at    time.Time
+	stamp time.Time // a rollout's restartedAt: its first attempt, in whole seconds
 	index int
 }
 
@@ -41,7 +42,7 @@ func (r *simRun) restarts() []simRestart {
 	var out []simRestart
 	for i, ro := range r.world.rollouts {
 		if ro.byCmsync {
-			out = append(out, simRestart{w: ro.w.ns + "/" + ro.w.name, at: ro.sent, index: i})
+			out = append(out, simRestart{w: ro.w.ns + "/" + ro.w.name, at: ro.sent, stamp: ro.stamp, index: i})
 		}
 	}
 	// one round's evictions of a workload evict the pods it had when the
@@ -186,7 +187,8 @@ func (r *simRun) checkRestarts() []string {
 // evictions of the leader that sent them only: a new leader cannot know
 // those of the one before (docs/controller.md, "Restarts, paced"). A
 // rollout of a leader before is known by restartedAt alone, in whole
-// seconds: the interval is measured from that second.
+// seconds, stamped at the patch's first attempt (its retries send the
+// same patch): the interval is measured from that second.
 func (r *simRun) lastKnown(rs []simRestart, i int) (time.Time, bool) {
 	x := rs[i]
 	from := r.leaderStart(x.at)
@@ -196,7 +198,7 @@ func (r *simRun) lastKnown(rs []simRestart, i int) (time.Time, bool) {
 		case !y.at.Before(from):
 			return y.at, true
 		case y.index >= 0:
-			return y.at.Truncate(time.Second), true
+			return y.stamp, true
 		}
 	}
 	return time.Time{}, false

@@ -132,6 +132,7 @@ type simRollout struct {
 	w              *simWorkload
 	byCmsync       bool
 	sent, done     time.Time
+	stamp          time.Time // the template's restartedAt (a restart of cmsync's)
 	deadline       time.Time
 	completed      bool
 	completedAt    time.Time
@@ -438,6 +439,7 @@ func (w *simWorld) noticeRestart(wl *simWorkload, now time.Time) {
 	d.Generation++
 	w.must(w.tracker().Update(gvrDeployments, d, wl.ns))
 	w.startRollout(wl, true, now)
+	wl.rollout.stamp, _ = time.Parse(time.RFC3339, at)
 }
 
 // startRollout draws how the rollout goes: most complete within

@@ -77,8 +77,8 @@ type Result struct {
 	Action
 	Outcome Outcome `json:"outcome"`
 	Error   string  `json:"error,omitempty"`
-	// AppliedAt is when the patch was accepted: the time its accepted
-	// attempt stamped (a restart's restartedAt), after any retries.
+	// AppliedAt is when the patch was accepted, after any retries (a
+	// restart's restartedAt says when its first attempt was made).
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 	// CurrentAfter is the time from the patch until every consumer of the
 	// action was verified current.
@@ -248,13 +248,13 @@ func applyOne(ctx context.Context, p Patcher, r *Result, o ApplyOptions) {
 		return
 	}
 	dry := o.DryRun
-	// every attempt stamps its own time: the one accepted says when the
-	// restart was made (restartedAt, and AppliedAt), not when the first
-	// attempt was, a backoff of retries earlier
-	var t time.Time
+	// every attempt sends the same patch: one that failed ambiguously (a
+	// timeout, a lost connection) may have been applied, and its retry
+	// must then change nothing rather than start a second rollout. The
+	// restart is applied when the API server accepts it (AppliedAt, from
+	// which the pacer counts), a backoff of retries after its stamp.
+	patch, pt := actionPatch(r, o.Now())
 	err := retryPatch(ctx, *o.Backoff, o.Sleep, func() error {
-		t = o.Now()
-		patch, pt := actionPatch(r, t)
 		return p.Patch(ctx, r.Target, pt, patch, dry == DryRunServer)
 	})
 	switch {
@@ -263,7 +263,7 @@ func applyOne(ctx context.Context, p Patcher, r *Result, o ApplyOptions) {
 	case dry == DryRunServer:
 		r.Outcome = OutcomeDryRun
 	default:
-		at := metav1.NewTime(t)
+		at := metav1.NewTime(o.Now())
 		r.Outcome, r.AppliedAt = OutcomeApplied, &at
 	}
 }
