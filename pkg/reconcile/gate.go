@@ -130,7 +130,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		for _, k := range objs {
 			waited := l.waitedOn(changes[k], h, now)
 			drop = drop || waited
-			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, said) || tell
+			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, said, now) || tell
 		}
 		if drop {
 			finish := fmt.Sprintf("`kubectl cmsync refresh` of %s", objectList(objs))
@@ -241,9 +241,11 @@ func retryWhen(h Hold) string {
 // (paced, a restart window), until that time, and remembers it: a
 // deferral to a new time (the window's next opening, once a rollout held
 // the restart through the window) is said again, with that time. A hold
-// by the rate is said once: its time moves on with every check while the
-// burst is spent.
-func (p *pending) firstDeferral(workload string, h Hold) bool {
+// by the rate is said once while the time it said is ahead (now, on the
+// clock of h.Until): its time moves on with every check while the burst
+// is spent; once that time passed and the restart is held again (another
+// restart took the token), it is said again, with its new time.
+func (p *pending) firstDeferral(workload string, h Hold, now time.Time) bool {
 	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
 	switch {
 	case h.Rate:
@@ -254,13 +256,13 @@ func (p *pending) firstDeferral(workload string, h Hold) bool {
 	if h.Window != "" {
 		key += " window"
 	}
-	if p.told[key] {
+	if said, ok := p.told[key]; ok && (!h.Rate || now.Before(said)) {
 		return false
 	}
 	if p.told == nil {
-		p.told = map[string]bool{}
+		p.told = map[string]time.Time{}
 	}
-	p.told[key] = true
+	p.told[key] = h.Until
 	return true
 }
 

@@ -196,8 +196,9 @@ type pending struct {
 	// of a rollout under way; heldSince, for any reason (the rechecks'
 	// backoff grows from it).
 	deferredSince, heldSince time.Time
-	// told are the deferrals already reported (firstDeferral)
-	told map[string]bool
+	// told are the deferrals already reported, with the time each said
+	// (firstDeferral)
+	told map[string]time.Time
 	// existing: every use is concerned (--sync-existing)
 	existing bool
 	// recordEdits are the workloads (by Kind/Name) whose record of the
@@ -651,7 +652,7 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-func joinTold(a, b map[string]bool) map[string]bool {
+func joinTold[V any](a, b map[string]V) map[string]V {
 	if a == nil {
 		return b
 	}

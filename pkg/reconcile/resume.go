@@ -416,7 +416,7 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Use, changes m
 			h = l.rolloutHold(ctx, refresh.Target{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name})
 			h.Stuck = h.Stuck || l.waitedOn(p, h, l.Now())
 			holds[it.Workload] = h
-			if h.Rollout && !h.Stuck && p.firstDeferral(onlyKey(it.Workload), h) { // said once, not at every retry
+			if h.Rollout && !h.Stuck && p.firstDeferral(onlyKey(it.Workload), h, l.Now()) { // said once, not at every retry
 				k := it.Key()
 				l.emit(Event{Kind: EventDeferred, Object: &k, Target: &refresh.Target{Kind: it.Workload.GroupKind(), Namespace: k.Namespace, Name: it.Workload.Name},
 					Message: h.Reason + "; checked once it completes"})

@@ -234,21 +234,58 @@ func TestWaitForTheNextWindowIsSaid(t *testing.T) {
 	}
 }
 
-// A hold by the restart rate is said once per edit, though each check
-// names a later time (the burst is spent meanwhile); a hold until a fixed
-// time that changes (the window's next opening) is said again.
+// A hold by the restart rate is said once per edit while the time it
+// said is ahead, though each check names a later time (the burst is spent
+// meanwhile), and again once that time passed; a hold until a fixed time
+// that changes (the window's next opening) is said again.
 func TestRateDeferralIsSaidOncePerEdit(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	p := &pending{}
 	for i, want := range []bool{true, false, false} {
 		h := Hold{Reason: "the restart rate limit is reached", Paced: true, Rate: true, Until: t0.Add(time.Duration(10*(i+1)) * time.Second)}
-		if got := p.firstDeferral("Deployment/web", h); got != want {
+		if got := p.firstDeferral("Deployment/web", h, t0.Add(time.Duration(i)*time.Second)); got != want {
 			t.Errorf("rate hold %d: said %t, want %t", i+1, got, want)
 		}
 	}
+	later := Hold{Reason: "the restart rate limit is reached", Paced: true, Rate: true, Until: t0.Add(time.Hour)}
+	if !p.firstDeferral("Deployment/web", later, t0.Add(10*time.Second)) {
+		t.Error("rate hold checked at the time it said: not said again")
+	}
 	for i, until := range []time.Time{t0.Add(time.Hour), t0.Add(25 * time.Hour)} {
-		if !p.firstDeferral("Deployment/web", Hold{Reason: "window", Window: "03:00-04:00", Until: until}) {
+		if !p.firstDeferral("Deployment/web", Hold{Reason: "window", Window: "03:00-04:00", Until: until}, t0) {
 			t.Errorf("window hold %d until %s: not said", i+1, until)
 		}
+	}
+}
+
+// TestRateDeferralIsSaidAgainWhenItsTimePasses: at one restart an hour,
+// burst 1, three workloads read the edited key: one is restarted, two are
+// deferred to the next token. At that time one of them takes it; the other
+// is held an hour more, and says so with its new time: the time said
+// before has passed, and a deferral never said again would leave it stale
+// with a line whose time is gone.
+func TestRateDeferralIsSaidAgainWhenItsTimePasses(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.RestartRate, f.loop.RestartBurst = 1.0/3600, 1
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.envWorkload("ns", "db", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventAction); len(got) != 1 {
+		t.Fatalf("first round: actions %q, want one restart (burst 1)", got)
+	}
+	f.step(time.Hour + time.Second)
+	var restarts, deferred []string
+	for _, e := range f.events {
+		switch {
+		case e.Kind == EventAction:
+			restarts = append(restarts, e.Action.Target.Name)
+		case e.Kind == EventDeferred && e.Until != nil && e.Until.After(f.now.Add(59*time.Minute)):
+			deferred = append(deferred, e.Action.Target.Name)
+		}
+	}
+	if len(restarts) != 1 || len(deferred) != 1 || restarts[0] == deferred[0] {
+		t.Errorf("at the next token: restarted %q, deferred to the next hour %q; want one of each", restarts, deferred)
 	}
 }
