@@ -989,6 +989,31 @@ func TestFailedEvictionIsRetried(t *testing.T) {
 	}
 }
 
+// TestConflictingEvictionOfALivePodIsNotCurrent: an eviction answered 409
+// while the pod it names is still there with its UID (the pod was modified
+// while the API server evicted it) evicted nothing: the workload is not
+// reported current, and the eviction is sent again. Only a pod gone or
+// re-created under its name (the UID precondition) needs no eviction.
+func TestConflictingEvictionOfALivePodIsNotCurrent(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.Refresh.RestartVia = refresh.RestartViaEvict
+	modified := apierrors.NewConflict(schema.GroupResource{Resource: "pods/eviction"}, "web-1-a", errors.New("the object has been modified"))
+	evicted := f.evictions(map[string]int{"web-1-a": 1}, modified)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	for _, e := range f.events {
+		if e.Kind == EventResult && e.Outcome != refresh.OutcomeFailed {
+			t.Errorf("%s %s: %s (%s), and no pod was evicted", e.Action.Action, e.Action.Target, e.Outcome, e.Message)
+		}
+	}
+	for range 3 {
+		f.step(2 * RetryBase)
+	}
+	if got := strings.Join(*evicted, " "); got != "web-1-a" {
+		t.Errorf("evicted %q, want web-1-a once the conflict passed", got)
+	}
+}
+
 // TestPermanentEvictionFailureIsSaidOnce: an eviction refused for good
 // (forbidden) is said once with the command that finishes it, and not
 // tried again.
