@@ -241,10 +241,13 @@ func retryWhen(h Hold) string {
 // (paced, a restart window), until that time, and remembers it: a
 // deferral to a new time (the window's next opening, once a rollout held
 // the restart through the window) is said again, with that time. A hold
-// by the rate is said once while the time it said is ahead (now, on the
-// clock of h.Until): its time moves on with every check while the burst
-// is spent; once that time passed and the restart is held again (another
-// restart took the token), it is said again, with its new time.
+// by the rate is said once while the line said last names a time ahead
+// (now, on the clock of h.Until): its time moves on with every check while
+// the burst is spent. Once the time the last line named has passed, the
+// restart held again (another restart took the token, or the limit is
+// reached) is said again, whatever holds it; and a hold until a time after
+// a line that named none (held for the limit, then by the rate) is said,
+// with its time.
 func (p *pending) firstDeferral(workload string, h Hold, now time.Time) bool {
 	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
 	switch {
@@ -256,13 +259,21 @@ func (p *pending) firstDeferral(workload string, h Hold, now time.Time) bool {
 	if h.Window != "" {
 		key += " window"
 	}
-	if said, ok := p.told[key]; ok && (!h.Rate || now.Before(said)) {
+	last := workload + " until" // the time the last line said of the workload named, if it named one
+	until, timed := p.told[last]
+	_, said := p.told[key]
+	if said && (timed && now.Before(until) || !timed && h.Until.IsZero()) {
 		return false
 	}
 	if p.told == nil {
 		p.told = map[string]time.Time{}
 	}
 	p.told[key] = h.Until
+	if h.Until.IsZero() {
+		delete(p.told, last)
+	} else {
+		p.told[last] = h.Until
+	}
 	return true
 }
 

@@ -289,3 +289,31 @@ func TestRateDeferralIsSaidAgainWhenItsTimePasses(t *testing.T) {
 		t.Errorf("at the next token: restarted %q, deferred to the next hour %q; want one of each", restarts, deferred)
 	}
 }
+
+// TestHoldIsSaidAgainOnceTheTimeItSaidPasses: web, held for the limit
+// (said), then by the rate until the next token (said, with that time), is
+// held for the limit again when that time comes (another restart is under
+// way): the line that named the time is no longer true, so the hold is
+// said again, though its reason was said before for this edit.
+func TestHoldIsSaidAgainOnceTheTimeItSaidPasses(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts, f.loop.RestartRate, f.loop.RestartBurst, f.loop.RolloutWait = 1, 1.0/3600, 1, 3*time.Hour
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held by the limit", got)
+	}
+	f.step(MaxRecheck)
+	if got := f.messages(EventDeferred); len(got) != 1 || !strings.Contains(got[0], "restart rate limit") {
+		t.Fatalf("once api's rollout completed: deferred %q, want web held by the rate", got)
+	}
+	f.setGeneration("api", true)
+	api := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
+	f.loop.restarts.targets[api] = &flight{since: f.now} // api restarted again, by this loop: under way
+	f.step(time.Hour)
+	if got := f.messages(EventDeferred); len(got) != 1 || !strings.Contains(got[0], "--max-concurrent-restarts") {
+		t.Errorf("at the time the rate's hold said: deferred %q, want web's hold for the limit said again", got)
+	}
+}
