@@ -140,7 +140,7 @@ type Loop struct {
 	// under way handed over, whose events wait for it (verifying.go)
 	roundFrom map[string]time.Time
 	handing   map[string]*verification
-	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete
+	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete, resumeAgain
 	pending   map[inspect.ObjectKey]*pending
 	bounce    Debouncer[string] // by namespace
 	wake      chan struct{}
@@ -148,6 +148,9 @@ type Loop struct {
 	// resumeIncomplete: the resume could not check some consumers (a
 	// namespace or workload not read); the watermark stays at Watermark
 	resumeIncomplete bool
+	// resumeAgain are the namespaces whose resume failed for a cause that
+	// may pass: resumed again once their backoff passed (resumeDue)
+	resumeAgain map[string]resumeRetry
 	// watches are the informers' states, by what they watch: the
 	// watermark never passes the moment one whose watch failed was last
 	// known in sync, until it has listed again (actedUntil)
@@ -390,6 +393,7 @@ func (l *Loop) defaults() {
 	l.wake = make(chan struct{}, 1)
 	l.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](RetryBase, RetryMax)
 	l.steps = map[string]*retryStep{}
+	l.resumeAgain = map[string]resumeRetry{}
 	l.pace = newPacer(l.MinRestartInterval, l.RestartRate, l.RestartBurst)
 	if l.jitter == nil {
 		l.jitter = wait.Jitter

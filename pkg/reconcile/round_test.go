@@ -1131,3 +1131,32 @@ func TestPacerTakesATokenOnlyForAnAcceptedRestart(t *testing.T) {
 		t.Errorf("after an accepted restart: %+v, want held until an hour after it was accepted", h)
 	}
 }
+
+// TestFailedResumeIsResumedAgain: a new leader whose resume cannot list
+// the namespace (the API server unavailable, through every attempt) says
+// so once and resumes it again after a backoff: an edit made while no
+// leader ran is acted on once the server answers, not left to the
+// object's next change.
+func TestFailedResumeIsResumedAgain(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
+	f.loop.Refresh.Sleep = func(context.Context, time.Duration) {}
+	f.resumeAsLeader() // the first leader records what web reads
+	a := configMap("a", map[string]string{"K": "2", "X": "x"})
+	if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(time.Minute)
+	f.failPodLists(resumeAttempts, apierrors.NewServiceUnavailable("the API server is restarting"))
+	f.events = nil
+	f.resumeAsLeader() // the next leader, while no pod can be listed
+	if got := f.took(EventError); len(got) != 1 || f.restartedAt() != "" {
+		t.Fatalf("errors %q, restarted %t: want the failed resume said once, nothing restarted", got, f.restartedAt() != "")
+	}
+	for range 3 {
+		f.step(RetryBase * 2)
+	}
+	if f.restartedAt() == "" {
+		t.Errorf("web not restarted once the namespace could be read; said %q", f.took(EventError))
+	}
+}
