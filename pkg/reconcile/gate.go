@@ -130,7 +130,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		for _, k := range objs {
 			waited := l.waitedOn(changes[k], h, now)
 			drop = drop || waited
-			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, said) || tell
+			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, said, now) || tell
 		}
 		if drop {
 			finish := fmt.Sprintf("`kubectl cmsync refresh` of %s", objectList(objs))
@@ -241,9 +241,14 @@ func retryWhen(h Hold) string {
 // (paced, a restart window), until that time, and remembers it: a
 // deferral to a new time (the window's next opening, once a rollout held
 // the restart through the window) is said again, with that time. A hold
-// by the rate is said once: its time moves on with every check while the
-// burst is spent.
-func (p *pending) firstDeferral(workload string, h Hold) bool {
+// by the rate is said once while the line said last names a time ahead
+// (now, on the clock of h.Until): its time moves on with every check while
+// the burst is spent. Once the time the last line named has passed, the
+// restart held again (another restart took the token, or the limit is
+// reached) is said again, whatever holds it; and a hold until a time after
+// a line that named none (held for the limit, then by the rate) is said,
+// with its time.
+func (p *pending) firstDeferral(workload string, h Hold, now time.Time) bool {
 	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
 	switch {
 	case h.Rate:
@@ -254,13 +259,21 @@ func (p *pending) firstDeferral(workload string, h Hold) bool {
 	if h.Window != "" {
 		key += " window"
 	}
-	if p.told[key] {
+	last := workload + " until" // the time the last line said of the workload named, if it named one
+	until, timed := p.told[last]
+	_, said := p.told[key]
+	if said && (timed && now.Before(until) || !timed && h.Until.IsZero()) {
 		return false
 	}
 	if p.told == nil {
-		p.told = map[string]bool{}
+		p.told = map[string]time.Time{}
 	}
-	p.told[key] = true
+	p.told[key] = h.Until
+	if h.Until.IsZero() {
+		delete(p.told, last)
+	} else {
+		p.told[last] = h.Until
+	}
 	return true
 }
 

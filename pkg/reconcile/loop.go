@@ -140,7 +140,7 @@ type Loop struct {
 	// under way handed over, whose events wait for it (verifying.go)
 	roundFrom map[string]time.Time
 	handing   map[string]*verification
-	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete
+	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete, resumeAgain
 	pending   map[inspect.ObjectKey]*pending
 	bounce    Debouncer[string] // by namespace
 	wake      chan struct{}
@@ -148,6 +148,9 @@ type Loop struct {
 	// resumeIncomplete: the resume could not check some consumers (a
 	// namespace or workload not read); the watermark stays at Watermark
 	resumeIncomplete bool
+	// resumeAgain are the namespaces whose resume failed for a cause that
+	// may pass: resumed again once their backoff passed (resumeDue)
+	resumeAgain map[string]resumeRetry
 	// watches are the informers' states, by what they watch: the
 	// watermark never passes the moment one whose watch failed was last
 	// known in sync, until it has listed again (actedUntil)
@@ -196,8 +199,9 @@ type pending struct {
 	// of a rollout under way; heldSince, for any reason (the rechecks'
 	// backoff grows from it).
 	deferredSince, heldSince time.Time
-	// told are the deferrals already reported (firstDeferral)
-	told map[string]bool
+	// told are the deferrals already reported, with the time each said
+	// (firstDeferral)
+	told map[string]time.Time
 	// existing: every use is concerned (--sync-existing)
 	existing bool
 	// recordEdits are the workloads (by Kind/Name) whose record of the
@@ -389,6 +393,7 @@ func (l *Loop) defaults() {
 	l.wake = make(chan struct{}, 1)
 	l.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](RetryBase, RetryMax)
 	l.steps = map[string]*retryStep{}
+	l.resumeAgain = map[string]resumeRetry{}
 	l.pace = newPacer(l.MinRestartInterval, l.RestartRate, l.RestartBurst)
 	if l.jitter == nil {
 		l.jitter = wait.Jitter
@@ -651,7 +656,7 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-func joinTold(a, b map[string]bool) map[string]bool {
+func joinTold[V any](a, b map[string]V) map[string]V {
 	if a == nil {
 		return b
 	}

@@ -91,6 +91,7 @@ func (l *Loop) work(ctx context.Context) bool {
 	if ctx.Err() != nil { // shutting down: the changes stay pending, reported as interrupted
 		return true
 	}
+	l.resumeDue(ctx, ns)
 	changes := l.take(ns)
 	if len(changes) == 0 && !l.handedOverIn(ns) { // taken by the round before (an edit made while it ran)
 		return true

@@ -245,12 +245,12 @@ func TestDeferralIsToldOncePerEdit(t *testing.T) {
 		want     bool
 	}{{"Deployment/a", rollout, true}, {"Deployment/a", rollout, false}, {"Deployment/b", rollout, true}, {"Deployment/a", limit, true}, {"Deployment/a", limit, false}}
 	for i, s := range steps {
-		if got := p.firstDeferral(s.workload, s.hold); got != s.want {
+		if got := p.firstDeferral(s.workload, s.hold, time.Time{}); got != s.want {
 			t.Errorf("step %d (%s, rollout %t): %t, want %t", i, s.workload, s.hold.Rollout, got, s.want)
 		}
 	}
 	l.noteChange(cm("1"), cm("2"))
-	if !p.firstDeferral("Deployment/a", rollout) {
+	if !p.firstDeferral("Deployment/a", rollout, time.Time{}) {
 		t.Errorf("after a new edit: not told again")
 	}
 }

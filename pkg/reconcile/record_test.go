@@ -298,11 +298,12 @@ func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l.requeue(pending{change: Change{Object: k}, existing: true, only: map[string]bool{"Deployment/a": true}})
 	l.requeue(pending{change: Change{Object: k}, existing: true, only: map[string]bool{"Deployment/b": true},
-		told: map[string]bool{"Deployment/b rollout=true": true}, deferredSince: t0})
+		told: map[string]time.Time{"Deployment/b rollout=true": {}}, deferredSince: t0})
 	if only := l.pending[k].only; len(only) != 2 || !only["Deployment/a"] || !only["Deployment/b"] {
 		t.Fatalf("only = %v, want both workloads", only)
 	}
-	if q := l.pending[k]; !q.told["Deployment/b rollout=true"] || !q.deferredSince.Equal(t0) {
+	q := l.pending[k]
+	if _, told := q.told["Deployment/b rollout=true"]; !told || !q.deferredSince.Equal(t0) {
 		t.Errorf("told %v, deferred since %s: the second hold's report and clock are kept", q.told, q.deferredSince)
 	}
 	held := subject{Kind: "Deployment", Namespace: "ns", Name: "a", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "a"}}

@@ -241,9 +241,12 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 		l.mu.Unlock()
 	}
 	if err != nil {
-		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("resuming in namespace %s: %v; its consumers are acted on at their next change", ns, err)})
+		l.resumeLater(ctx, ns, err)
 		return
 	}
+	l.mu.Lock()
+	delete(l.resumeAgain, ns)
+	l.mu.Unlock()
 	now := digests(l.DigestKey, snap, kept)
 	for _, s := range slices.SortedFunc(maps.Keys(now), compareSubjects) {
 		old := ParseRecord(l.recordOf(s, meta, snap))
@@ -291,6 +294,54 @@ func (l *Loop) notRestartedSince(snap *inspect.Snapshot, ns string, m subjectMet
 		written := snap.Object(recordObject(ns, k)).LastChange
 		return !written.IsZero() && at.After(written.Truncate(time.Second))
 	})
+}
+
+// resumeRetry is a namespace's resume that failed for a cause that may
+// pass: the attempts made, and when it is resumed again.
+type resumeRetry struct {
+	attempts int
+	at       time.Time
+}
+
+// resumeLater says that the resume of ns failed, once, and resumes it
+// again after a backoff (RetryBase doubling to RetryMax) while the failure
+// may pass: an edit made while no leader ran is owed as much as one seen
+// live. A failure that will not pass leaves its consumers to their next
+// change.
+func (l *Loop) resumeLater(ctx context.Context, ns string, err error) {
+	again := refresh.Transient(err) && ctx.Err() == nil
+	l.mu.Lock()
+	r, failed := l.resumeAgain[ns]
+	delete(l.resumeAgain, ns)
+	if again {
+		r.at = l.Clock().Add(l.jitter(min(RetryBase<<min(r.attempts, 9), RetryMax), retryJitter))
+		r.attempts++
+		l.resumeAgain[ns] = r
+		l.bounce.After(ns, r.at)
+	}
+	l.mu.Unlock()
+	switch {
+	case !again:
+		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("resuming in namespace %s: %v; its consumers are acted on at their next change", ns, err)})
+	case !failed:
+		l.emit(Event{Kind: EventError, Message: fmt.Sprintf("resuming in namespace %s: %v; resumed again after a backoff", ns, err)})
+	}
+}
+
+// resumeDue resumes ns again when its resume failed for a cause that may
+// pass and its backoff has passed: what it finds is acted on in the round
+// about to run.
+func (l *Loop) resumeDue(ctx context.Context, ns string) {
+	l.mu.Lock()
+	r, again := l.resumeAgain[ns]
+	l.mu.Unlock()
+	if !again || l.Clock().Before(r.at) {
+		return
+	}
+	out := map[inspect.ObjectKey]*pending{}
+	var n resumeCounts
+	l.resumeIn(ctx, ns, out, &n)
+	l.putDue(out)
 }
 
 // resumeAttempts bounds the reads of a namespace at the start of
@@ -443,7 +494,7 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Use, changes m
 			h = l.rolloutHold(ctx, refresh.Target{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name})
 			h.Stuck = h.Stuck || l.waitedOn(p, h, l.Now())
 			holds[it.Workload] = h
-			if h.Rollout && !h.Stuck && p.firstDeferral(onlyKey(it.Workload), h) { // said once, not at every retry
+			if h.Rollout && !h.Stuck && p.firstDeferral(onlyKey(it.Workload), h, l.Now()) { // said once, not at every retry
 				k := it.Key()
 				l.emit(Event{Kind: EventDeferred, Object: &k, Target: &refresh.Target{Kind: it.Workload.GroupKind(), Namespace: k.Namespace, Name: it.Workload.Name},
 					Message: h.Reason + "; checked once it completes"})

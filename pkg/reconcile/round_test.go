@@ -990,6 +990,31 @@ func TestFailedEvictionIsRetried(t *testing.T) {
 	}
 }
 
+// TestConflictingEvictionOfALivePodIsNotCurrent: an eviction answered 409
+// while the pod it names is still there with its UID (the pod was modified
+// while the API server evicted it) evicted nothing: the workload is not
+// reported current, and the eviction is sent again. Only a pod gone or
+// re-created under its name (the UID precondition) needs no eviction.
+func TestConflictingEvictionOfALivePodIsNotCurrent(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.Refresh.RestartVia = refresh.RestartViaEvict
+	modified := apierrors.NewConflict(schema.GroupResource{Resource: "pods/eviction"}, "web-1-a", errors.New("the object has been modified"))
+	evicted := f.evictions(map[string]int{"web-1-a": 1}, modified)
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	for _, e := range f.events {
+		if e.Kind == EventResult && e.Outcome != refresh.OutcomeFailed {
+			t.Errorf("%s %s: %s (%s), and no pod was evicted", e.Action.Action, e.Action.Target, e.Outcome, e.Message)
+		}
+	}
+	for range 3 {
+		f.step(2 * RetryBase)
+	}
+	if got := strings.Join(*evicted, " "); got != "web-1-a" {
+		t.Errorf("evicted %q, want web-1-a once the conflict passed", got)
+	}
+}
+
 // TestPermanentEvictionFailureIsSaidOnce: an eviction refused for good
 // (forbidden) is said once with the command that finishes it, and not
 // tried again.
@@ -1152,5 +1177,34 @@ func TestRestartRetriedInItsPatchIsTimedWhenAccepted(t *testing.T) {
 	f.step(3 * time.Second)
 	if f.restartedAt() == "" {
 		t.Errorf("web not restarted 61 s after api's; deferred: %q", f.messages(EventDeferred))
+	}
+}
+
+// TestFailedResumeIsResumedAgain: a new leader whose resume cannot list
+// the namespace (the API server unavailable, through every attempt) says
+// so once and resumes it again after a backoff: an edit made while no
+// leader ran is acted on once the server answers, not left to the
+// object's next change.
+func TestFailedResumeIsResumedAgain(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
+	f.loop.Refresh.Sleep = func(context.Context, time.Duration) {}
+	f.resumeAsLeader() // the first leader records what web reads
+	a := configMap("a", map[string]string{"K": "2", "X": "x"})
+	if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(time.Minute)
+	f.failPodLists(resumeAttempts, apierrors.NewServiceUnavailable("the API server is restarting"))
+	f.events = nil
+	f.resumeAsLeader() // the next leader, while no pod can be listed
+	if got := f.took(EventError); len(got) != 1 || f.restartedAt() != "" {
+		t.Fatalf("errors %q, restarted %t: want the failed resume said once, nothing restarted", got, f.restartedAt() != "")
+	}
+	for range 3 {
+		f.step(RetryBase * 2)
+	}
+	if f.restartedAt() == "" {
+		t.Errorf("web not restarted once the namespace could be read; said %q", f.took(EventError))
 	}
 }

@@ -340,10 +340,11 @@ func (r *simRun) checkHolds() []string {
 // workload w are not current: an error, a skip, an ignored change, a
 // manual step, or a deferral to a time the run ended before (a restart
 // window, or the restart rate: a bucket that earns a token an hour owes
-// its restarts beyond the horizon, and says until when).
+// its restarts beyond the horizon, and says until when), or a hold for the
+// limit that still stands at the loop's last step (heldAtHorizon).
 func (r *simRun) said(w, cm string, from time.Time) bool {
 	ns, name, _ := strings.Cut(w, "/")
-	for _, e := range r.events {
+	for i, e := range r.events {
 		// a workload skipped (not opted in, paused) is skipped for every
 		// later edit while its annotations stay: a new leader's resume,
 		// which does not say it again, leaves that line standing
@@ -364,9 +365,34 @@ func (r *simRun) said(w, cm string, from time.Time) bool {
 			return true
 		case e.Kind == EventDeferred && e.Until != nil && e.Until.After(r.end.Add(-3*time.Minute)):
 			return true
+		case e.Kind == EventDeferred && r.heldAtHorizon(i, name):
+			return true
 		}
 	}
 	return false
+}
+
+// heldAtHorizon tells whether event i, a deferral of workload name for
+// the limit, still stands when the loop's last step ran (the horizon cut
+// the run, not the loop): the last event about the workload, and the
+// limit still reached then. The restart is owed beyond the horizon, as
+// one held by a rate that earns a token an hour is, and the line says
+// why; the hold for the limit names no time, as there is none to name.
+func (r *simRun) heldAtHorizon(i int, name string) bool {
+	e := r.events[i]
+	if e.Until != nil || !strings.Contains(e.Message, "--max-concurrent-restarts") || e.Action == nil {
+		return false
+	}
+	for _, later := range r.events[i+1:] {
+		t := later.Target
+		if later.Action != nil {
+			t = &later.Action.Target
+		}
+		if t != nil && t.Namespace == e.Action.Target.Namespace && t.Name == name {
+			return false
+		}
+	}
+	return r.underWayAt(r.end.Add(-3*time.Minute), -1) >= r.plan.settings.maxConcurrent
 }
 
 // checkStale: (a) and (f) at the end of the run.

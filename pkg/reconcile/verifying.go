@@ -216,10 +216,14 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 // the object made since its actions were sent concerns (it edited a key
 // they read; or they have no use of it in the round: a named restart):
 // that newer change is acted on (or held) on its own, and the old
-// change's recheck must not turn its restart into a manual action. A
-// workload the edits since do not concern (they changed only keys it does
-// not read) is verified again for the old change: no newer change reaches
-// it, and nothing else would say it is still not current.
+// change's recheck must not turn its restart into a manual action. Where
+// the workload has a use of the object that only a restart makes current
+// (env, subPath), the newer change must concern one of those: one that
+// concerns only its volume is a remount, and leaves the restart's uses
+// alone. A workload the edits since do not concern (they changed only
+// keys it does not read, or only keys its volume reads) is verified again
+// for the old change: no newer change acts on those uses, and nothing else
+// would say they are still not current.
 func (l *Loop) actedOnSince(v *verification) func(inspect.ObjectKey, string) bool {
 	l.mu.Lock()
 	again, since := maps.Clone(v.again), maps.Clone(v.since)
@@ -228,17 +232,22 @@ func (l *Loop) actedOnSince(v *verification) func(inspect.ObjectKey, string) boo
 		if !again[k] {
 			return false
 		}
-		reads := false
+		reads, restarts, concernsAny := false, false, false
 		for _, it := range v.kept {
 			if it.Key() != k || onlyKey(it.Workload) != w {
 				continue
 			}
-			if _, concerned := Concerns(it, since[k]); concerned {
-				return true
-			}
 			reads = true
+			needs := it.Verdict == inspect.VerdictRestartNeeded
+			restarts = restarts || needs
+			if _, concerned := Concerns(it, since[k]); concerned {
+				if needs {
+					return true
+				}
+				concernsAny = true
+			}
 		}
-		return !reads
+		return !reads || (concernsAny && !restarts)
 	}
 }
 

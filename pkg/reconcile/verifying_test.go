@@ -391,3 +391,45 @@ func TestTimedOutRestartIsVerifiedAgainAfterAnEditOfAnotherKey(t *testing.T) {
 		t.Error("restarted a second time for the same change")
 	}
 }
+
+// TestTimedOutRestartIsVerifiedAgainAfterAnEditOnlyItsVolumeReads: web
+// reads K of a as env and mounts a as a volume too; its restart (for K) is
+// handed over and times out after a was edited again at X, which only the
+// volume reads. That newer change is acted on for the volume alone (it
+// restarts nothing for K), so the restart is verified again for its own
+// change, as when no use of web read X: else nothing would say that web's
+// K is still not current.
+func TestTimedOutRestartIsVerifiedAgainAfterAnEditOnlyItsVolumeReads(t *testing.T) {
+	f := handOverFixture(t, 2*time.Second)
+	pods := f.client.CoreV1().Pods("ns")
+	p, err := pods.Get(context.Background(), "web-1-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}
+	p.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}}}}
+	if _, err := pods.Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := f.restartRollingOut()
+	f.ex.Containers["ns/web-1-a/app"].Volumes = map[string]readtest.Volume{"/etc/cfg": {Target: "..2026_01_02_03_00_05.1",
+		Files: map[string][]byte{"K": []byte("2"), "X": []byte("y")}}}
+	f.edit("a", map[string]string{"K": "2", "X": "y"}) // X: only the volume reads it
+	f.step(3 * time.Second)
+	f.said(EventAction, EventResult, EventRetry)
+	var got []string
+	for end := time.Now().Add(3 * time.Second); len(got) < 2 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		f.step(recheckFloor)
+		got = append(got, f.said(EventResult, EventRetry)...)
+	}
+	if len(got) != 2 || got[0] != "result restart deployment/web timeout" || !strings.Contains(got[1], "verified again, not sent again") {
+		t.Fatalf("after --timeout: %q, want one timeout and one recheck", got)
+	}
+	f.step(time.Minute)
+	if got := strings.Join(f.said(EventAction, EventResult), "; "); !strings.HasPrefix(got, "action manual deployment/web; result manual deployment/web not-applied") {
+		t.Errorf("the recheck: %q, want a manual action", got)
+	}
+	if f.restartedAt() != first {
+		t.Error("restarted a second time for the same change")
+	}
+}

@@ -234,21 +234,86 @@ func TestWaitForTheNextWindowIsSaid(t *testing.T) {
 	}
 }
 
-// A hold by the restart rate is said once per edit, though each check
-// names a later time (the burst is spent meanwhile); a hold until a fixed
-// time that changes (the window's next opening) is said again.
+// A hold by the restart rate is said once per edit while the time it
+// said is ahead, though each check names a later time (the burst is spent
+// meanwhile), and again once that time passed; a hold until a fixed time
+// that changes (the window's next opening) is said again.
 func TestRateDeferralIsSaidOncePerEdit(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	p := &pending{}
 	for i, want := range []bool{true, false, false} {
 		h := Hold{Reason: "the restart rate limit is reached", Paced: true, Rate: true, Until: t0.Add(time.Duration(10*(i+1)) * time.Second)}
-		if got := p.firstDeferral("Deployment/web", h); got != want {
+		if got := p.firstDeferral("Deployment/web", h, t0.Add(time.Duration(i)*time.Second)); got != want {
 			t.Errorf("rate hold %d: said %t, want %t", i+1, got, want)
 		}
 	}
+	later := Hold{Reason: "the restart rate limit is reached", Paced: true, Rate: true, Until: t0.Add(time.Hour)}
+	if !p.firstDeferral("Deployment/web", later, t0.Add(10*time.Second)) {
+		t.Error("rate hold checked at the time it said: not said again")
+	}
 	for i, until := range []time.Time{t0.Add(time.Hour), t0.Add(25 * time.Hour)} {
-		if !p.firstDeferral("Deployment/web", Hold{Reason: "window", Window: "03:00-04:00", Until: until}) {
+		if !p.firstDeferral("Deployment/web", Hold{Reason: "window", Window: "03:00-04:00", Until: until}, t0) {
 			t.Errorf("window hold %d until %s: not said", i+1, until)
 		}
+	}
+}
+
+// TestRateDeferralIsSaidAgainWhenItsTimePasses: at one restart an hour,
+// burst 1, three workloads read the edited key: one is restarted, two are
+// deferred to the next token. At that time one of them takes it; the other
+// is held an hour more, and says so with its new time: the time said
+// before has passed, and a deferral never said again would leave it stale
+// with a line whose time is gone.
+func TestRateDeferralIsSaidAgainWhenItsTimePasses(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.RestartRate, f.loop.RestartBurst = 1.0/3600, 1
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.envWorkload("ns", "db", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := f.took(EventAction); len(got) != 1 {
+		t.Fatalf("first round: actions %q, want one restart (burst 1)", got)
+	}
+	f.step(time.Hour + time.Second)
+	var restarts, deferred []string
+	for _, e := range f.events {
+		switch {
+		case e.Kind == EventAction:
+			restarts = append(restarts, e.Action.Target.Name)
+		case e.Kind == EventDeferred && e.Until != nil && e.Until.After(f.now.Add(59*time.Minute)):
+			deferred = append(deferred, e.Action.Target.Name)
+		}
+	}
+	if len(restarts) != 1 || len(deferred) != 1 || restarts[0] == deferred[0] {
+		t.Errorf("at the next token: restarted %q, deferred to the next hour %q; want one of each", restarts, deferred)
+	}
+}
+
+// TestHoldIsSaidAgainOnceTheTimeItSaidPasses: web, held for the limit
+// (said), then by the rate until the next token (said, with that time), is
+// held for the limit again when that time comes (another restart is under
+// way): the line that named the time is no longer true, so the hold is
+// said again, though its reason was said before for this edit.
+func TestHoldIsSaidAgainOnceTheTimeItSaidPasses(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts, f.loop.RestartRate, f.loop.RestartBurst, f.loop.RolloutWait = 1, 1.0/3600, 1, 3*time.Hour
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/api" {
+		t.Fatalf("first round: %q, want the restart of api, web held by the limit", got)
+	}
+	f.step(MaxRecheck)
+	if got := f.messages(EventDeferred); len(got) != 1 || !strings.Contains(got[0], "restart rate limit") {
+		t.Fatalf("once api's rollout completed: deferred %q, want web held by the rate", got)
+	}
+	f.setGeneration("api", true)
+	api := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
+	f.loop.restarts.targets[api] = &flight{since: f.now} // api restarted again, by this loop: under way
+	f.step(time.Hour)
+	if got := f.messages(EventDeferred); len(got) != 1 || !strings.Contains(got[0], "--max-concurrent-restarts") {
+		t.Errorf("at the time the rate's hold said: deferred %q, want web's hold for the limit said again", got)
 	}
 }

@@ -3,6 +3,7 @@ package refresh
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -261,7 +262,7 @@ func evictWorkload(ctx context.Context, ev Evictor, r *Result, o EvictOptions) {
 			}
 			done++
 			o.Progress(fmt.Sprintf("evicting pod %s/%s (%d of %d, %s)", ns, pod, done, len(r.Pods), r.Target))
-			gone, note, err := evictOne(ctx, ev, ns, pod, r.podUIDs[pod], o)
+			gone, note, err := evictOne(ctx, ev, r.Target, pod, r.podUIDs[pod], o)
 			if note != "" {
 				notes = append(notes, note)
 			}
@@ -313,13 +314,17 @@ func podNames(ps []WorkloadPod) []string {
 	return out
 }
 
-// evictOne evicts one pod, retrying a refusal (429: a PodDisruptionBudget
-// allows no disruption now, or the API server is busy) and transient
-// errors with backoff until the deadline. gone: the pod was already gone
-// or re-created (404, or a UID precondition that no longer holds), so no
-// replacement is owed by this eviction. In a server dry run a refusal is
-// not retried: it is a note, as a real run would wait.
-func evictOne(ctx context.Context, ev Evictor, ns, pod, uid string, o EvictOptions) (gone bool, note string, err error) {
+// evictOne evicts one pod of t, retrying a refusal (429: a
+// PodDisruptionBudget allows no disruption now, or the API server is busy)
+// and transient errors with backoff until the deadline. gone: the pod was
+// already gone or re-created (404, or a UID precondition that no longer
+// holds: a 409 while no pod of its name has its UID), so no replacement is
+// owed by this eviction; a 409 while the pod is still there (modified
+// while the API server evicted it) evicted nothing, and is an error that
+// may pass. In a server dry run a refusal is not retried: it is a note, as
+// a real run would wait.
+func evictOne(ctx context.Context, ev Evictor, t Target, pod, uid string, o EvictOptions) (gone bool, note string, err error) {
+	ns := t.Namespace
 	delay := o.RetryFirst
 	start := o.Now()
 	for attempt := 1; ; attempt++ {
@@ -330,7 +335,7 @@ func evictOne(ctx context.Context, ev Evictor, ns, pod, uid string, o EvictOptio
 		case apierrors.IsNotFound(err):
 			o.Progress(fmt.Sprintf("pod %s/%s is already gone", ns, pod))
 			return true, fmt.Sprintf("pod %s was already gone", pod), nil
-		case apierrors.IsConflict(err) && uid != "":
+		case apierrors.IsConflict(err) && uid != "" && !stillThere(ctx, ev, t, pod, uid):
 			o.Progress(fmt.Sprintf("pod %s/%s was re-created since the plan (its UID changed): not evicted again", ns, pod))
 			return true, fmt.Sprintf("pod %s was re-created since the plan", pod), nil
 		case !apierrors.IsTooManyRequests(err) && !Retriable(err):
@@ -357,6 +362,13 @@ func evictOne(ctx context.Context, ev Evictor, ns, pod, uid string, o EvictOptio
 			delay = o.RetryMax
 		}
 	}
+}
+
+// stillThere tells whether t still has pod with this UID (or whether that
+// cannot be told: the listing failed).
+func stillThere(ctx context.Context, ev Evictor, t Target, pod, uid string) bool {
+	pods, err := ev.WorkloadPods(ctx, t.Kind, t.Namespace, t.Name)
+	return err != nil || slices.ContainsFunc(pods, func(p WorkloadPod) bool { return p.Name == pod && p.UID == uid })
 }
 
 // refusal says why the Eviction API refused: a 429 with the
