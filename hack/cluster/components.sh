@@ -11,13 +11,30 @@
 
 node_ip() { cat "$VAR/node-ip"; }
 
+# extra_args NAME ENVVAR: the words of $ENVVAR (flags added to daemon NAME's command line, after its own;
+# e.g. ETCD_EXTRA_ARGS=--quota-backend-bytes=8589934592), one per line, recorded in $VAR/extra-args.NAME so
+# that a restart by component.sh keeps them; ENVVAR unset: the recorded ones (none recorded: none). Set and
+# empty clears them. Split on blanks: a flag's value cannot hold one.
+extra_args() {
+  local f=$VAR/extra-args.$1 words
+  if [ -n "${!2+set}" ]; then
+    read -r -a words <<< "${!2}"
+    printf '%s\n' "${words[@]}" | grep -v '^$' > "$f" || true
+  fi
+  [ -f "$f" ] && cat "$f"
+  return 0
+}
+
 start_component() { # name
+  local extra
+  mapfile -t extra < <(case $1 in etcd) extra_args etcd ETCD_EXTRA_ARGS ;; kube-apiserver) extra_args kube-apiserver APISERVER_EXTRA_ARGS ;;
+    kube-controller-manager) extra_args kube-controller-manager KCM_EXTRA_ARGS ;; esac)
   case $1 in
   etcd)
     start etcd etcd --name cmsync --data-dir "$VAR/etcd" \
       --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
       --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-      --initial-cluster cmsync=http://127.0.0.1:2380 --initial-cluster-state new ;;
+      --initial-cluster cmsync=http://127.0.0.1:2380 --initial-cluster-state new "${extra[@]}" ;;
   containerd)
     start containerd containerd --config "$ETC/containerd/config.toml" ;;
   kubelet-tunnel)
@@ -45,7 +62,7 @@ start_component() { # name
       --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
       --audit-policy-file="$ETC/audit-policy.yaml" --audit-log-path="$LOG/audit/audit.log" \
       --audit-log-maxsize=50 --audit-log-maxbackup=2 --audit-log-maxage=0 --audit-log-format=json \
-      --allow-privileged=true --profiling=false ;;
+      --allow-privileged=true --profiling=false "${extra[@]}" ;;
   apiserver-relay)
     start apiserver-relay "$HACK_CLUSTER/apiserver-relay.sh" "$KUBE_SVC_IP" "$BRIDGE_IP" ;;
   kube-controller-manager)
@@ -55,7 +72,7 @@ start_component() { # name
       --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" --use-service-account-credentials=true \
       --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
       --service-cluster-ip-range=$SVC_CIDR --allocate-node-cidrs=false --flex-volume-plugin-dir="$VAR/kubelet/volume-plugins" \
-      --profiling=false ;;
+      --profiling=false "${extra[@]}" ;;
   kube-scheduler)
     start kube-scheduler kube-scheduler \
       --kubeconfig="$ETC/scheduler.kubeconfig" --authentication-kubeconfig="$ETC/scheduler.kubeconfig" --authorization-kubeconfig="$ETC/scheduler.kubeconfig" \

@@ -24,6 +24,7 @@ if [ ! -e "$VAR" ] && ! ip link show "$BRIDGE" >/dev/null 2>&1 && ! ls -d /sys/f
 fi
 
 # 1. no new pods; let the kubelet tear every pod down properly (CNI DEL, netns removal, volume unmounts)
+stop kwok  # hack/bench/kwok.sh's, when its own down was not run
 stop kube-controller-manager; stop kube-scheduler
 if alive kubelet && alive kube-apiserver && alive containerd; then
   # grace 1 s (not --force): the kubelet still kills each pod itself, without waiting out long grace periods

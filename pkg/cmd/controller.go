@@ -73,6 +73,7 @@ type ControllerOptions struct {
 	RetryPeriod   time.Duration
 	KeySecret     string
 	MetricsAddr   string
+	EnablePprof   bool
 
 	// Set by Complete.
 	recorder    record.EventRecorder
@@ -115,6 +116,7 @@ func NewCmdController(flags *genericclioptions.ConfigFlags, streams genericioopt
 	fs.DurationVar(&o.RetryPeriod, "retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.StringVar(&o.KeySecret, "key-secret", o.KeySecret, "The Secret (in --key-namespace) holding the key of the records; created with a random key when missing.")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Where /metrics, /healthz and /readyz are served.")
+	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "Also serve Go's runtime profiles (heap, CPU, goroutines) at /debug/pprof/ on --metrics-addr.")
 	return cmd
 }
 
@@ -202,7 +204,7 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 	c := &controller.Controller{
 		Config: controller.Config{Namespace: o.KeyNamespace, LeaderElect: o.LeaderElect, LeaseName: o.LeaseName, Identity: o.Identity,
 			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, KeySecret: o.KeySecret,
-			MetricsAddr: o.MetricsAddr, DryRun: o.DryRun != string(refresh.DryRunNone)},
+			MetricsAddr: o.MetricsAddr, Pprof: o.EnablePprof, DryRun: o.DryRun != string(refresh.DryRunNone)},
 		Client:   o.Client,
 		Rollouts: func(ns string) dynamic.ResourceInterface { return refresh.RolloutsOf(o.Client, ns) },
 		NewLoop: func(key []byte) *reconcile.Loop {

@@ -41,6 +41,9 @@ type Config struct {
 	KeySecret string
 	// MetricsAddr serves /metrics, /healthz and /readyz.
 	MetricsAddr string
+	// Pprof also serves Go's runtime profiles at /debug/pprof/ on
+	// MetricsAddr.
+	Pprof bool
 	// DryRun: the key Secret is read, never created (without it nothing is
 	// compared at start).
 	DryRun bool
@@ -86,7 +89,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		health = leaderelection.NewLeaderHealthzAdaptor(c.RenewDeadline)
 		c.probes.Healthy = health.Check
 	}
-	addr, serveErr, err := serve(sctx, c.MetricsAddr, Handler(c.Metrics, &c.probes))
+	h := Handler(c.Metrics, &c.probes)
+	if c.Pprof {
+		h = WithProfiles(h)
+	}
+	addr, serveErr, err := serve(sctx, c.MetricsAddr, h)
 	if err != nil {
 		return err
 	}

@@ -214,3 +214,18 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// The profiles are served only when asked for, and the metrics beside them.
+func TestProfilesOnlyWhenEnabled(t *testing.T) {
+	m := NewMetrics()
+	if code, _ := get(t, Handler(m, &Probes{}), "/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Errorf("without --enable-pprof /debug/pprof/heap = %d, want 404", code)
+	}
+	h := WithProfiles(Handler(m, &Probes{}))
+	if code, body := get(t, h, "/debug/pprof/heap?debug=1"); code != http.StatusOK || !strings.Contains(body, "heap profile") {
+		t.Errorf("with --enable-pprof /debug/pprof/heap = %d %.80q, want 200 and a heap profile", code, body)
+	}
+	if code, body := get(t, h, "/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines ") {
+		t.Errorf("with --enable-pprof /metrics = %d, want 200 with the Go collector", code)
+	}
+}

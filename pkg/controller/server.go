@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,19 @@ func Handler(m *Metrics, p *Probes) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	return mux
+}
+
+// WithProfiles serves Go's runtime profiles (net/http/pprof) at
+// /debug/pprof/ beside h: heap, CPU, goroutines, for `go tool pprof`.
+func WithProfiles(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", h)
 	return mux
 }
 

@@ -408,7 +408,7 @@ func (m *Mapping) flagsWithNoValue(fs *pflag.FlagSet) {
 		m.note("--enable-ha", "always on: leaderElection.enabled and 2 replicas by default")
 	}
 	if boolean(fs, "enable-pprof") || set(fs, "pprof-addr") {
-		m.note("--enable-pprof", "none: metrics, /healthz and /readyz are served on --metrics-addr (:8080)")
+		m.note("--enable-pprof", "not carried over: cmsync's --enable-pprof serves the profiles at /debug/pprof/ on --metrics-addr (:8080), not on a port of their own; add it to extraArgs when you need them")
 	}
 	if boolean(fs, "enable-csi-integration") {
 		m.unsupported("--enable-csi-integration", "cmsync does not watch SecretProviderClassPodStatus: sync the driver's secrets into Kubernetes Secrets (secretObjects), which cmsync handles like any Secret")
