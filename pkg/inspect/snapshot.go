@@ -215,10 +215,6 @@ type LoadOptions struct {
 	// response waits unread: a ConfigMap, Secret or owner LIST slower than
 	// the API server's request timeout (60 s by default) would cut it.
 	PodSink func(*Snapshot) func(*corev1.Pod) error
-	// ConfigMaps, when set, serves the namespace's ConfigMaps instead of
-	// a LIST: an informer's cache, which holds them already. The objects
-	// are shared with it and are never changed.
-	ConfigMaps func(namespace string) ([]*corev1.ConfigMap, error)
 }
 
 // Load reads a Snapshot with one paginated LIST per kind. The kinds are
@@ -428,16 +424,6 @@ func (l *loader) listNodes() error {
 }
 
 func (l *loader) listConfigMaps() error {
-	if l.o.ConfigMaps != nil {
-		cms, err := l.o.ConfigMaps(l.ns)
-		if err != nil {
-			return &ListError{Resource: "configmaps", Namespace: l.o.Namespace, Err: err}
-		}
-		for _, cm := range cms {
-			l.s.ConfigMaps[ObjectKey{KindConfigMap, cm.Namespace, cm.Name}] = cm
-		}
-		return nil
-	}
 	return l.list("configmaps", "", func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
 		return l.c.CoreV1().ConfigMaps(l.ns).List(ctx, lo)
 	}, func(obj runtime.Object) error {

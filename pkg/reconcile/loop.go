@@ -11,11 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -158,9 +156,6 @@ type Loop struct {
 	// retries times the retries of a namespace's transient failures
 	// (exponential per namespace, forgotten once a round completes)
 	retries workqueue.TypedRateLimiter[string]
-	// configMaps serves the rounds' ConfigMaps from the informer's cache
-	// (nil: each round lists them)
-	configMaps corev1listers.ConfigMapLister
 	// namespaceLabels are the labels of a namespace as its informer has
 	// them (nil without Scope.Namespaces: see namespaceOutOfScope)
 	namespaceLabels func(ns string) (map[string]string, bool)
@@ -249,7 +244,6 @@ func (l *Loop) Run(ctx context.Context) error {
 		return nil // interrupted while starting
 	}
 	l.emit(Event{Kind: EventReady, Message: l.readyMessage()})
-	l.configMaps = factory.Core().V1().ConfigMaps().Lister()
 	stop := l.startWorkers(ctx)
 	defer stop()
 	switch {
@@ -416,19 +410,6 @@ func (l *Loop) defaults() {
 	}
 }
 
-// cachedConfigMaps serves a round's ConfigMaps from the informer's cache
-// (nil before it is started: the round lists them).
-func (l *Loop) cachedConfigMaps() func(string) ([]*corev1.ConfigMap, error) {
-	if l.configMaps == nil || l.Scope.Objects != nil {
-		// the cache holds only the selected ConfigMaps: a round lists them
-		// all, so that an unselected one reads as out of scope, not missing
-		return nil
-	}
-	return func(ns string) ([]*corev1.ConfigMap, error) {
-		return l.configMaps.ConfigMaps(ns).List(labels.Everything())
-	}
-}
-
 // changedAgain tells whether an edit of k's data was seen since its
 // namespace's round took its changes: a new change of k is pending (not a
 // change put back by the round itself).
@@ -477,23 +458,37 @@ func (l *Loop) readyMessage() string {
 	return fmt.Sprintf("watching %s %s%s (debounce %s, at most %s)", what, where, l.scopeMessage(), l.Debounce, l.MaxWait)
 }
 
-// trim keeps the informers' caches small and free of Secret values: the
-// loop reads names, annotations, the time of the last change and whether a
+// trim keeps the informers' caches small and free of values: the loop
+// reads names, annotations, the time of the last change and whether a
 // value changed, so the managed fields go but for the newest entry's time
-// (inspect's LastChange), and each Secret value is kept as its SHA-256.
+// (inspect's LastChange), and each ConfigMap and Secret value is kept as
+// its SHA-256. The cache then holds 32 bytes a key, whatever the data's
+// size; a round lists its namespace's objects for their values.
 func trim(obj any) (any, error) {
 	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
 		meta := m.GetObjectMeta()
 		meta.SetManagedFields(newestChange(meta.GetManagedFields()))
 	}
-	if s, ok := obj.(*corev1.Secret); ok {
-		for k, v := range s.Data {
-			sum := sha256.Sum256(v)
-			s.Data[k] = sum[:]
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		for k, v := range o.Data {
+			o.Data[k] = sha(v)
 		}
-		s.StringData = nil
+		o.StringData = nil
+	case *corev1.ConfigMap:
+		for k, v := range o.Data {
+			o.Data[k] = string(sha([]byte(v)))
+		}
+		for k, v := range o.BinaryData {
+			o.BinaryData[k] = sha(v)
+		}
 	}
 	return obj, nil
+}
+
+func sha(v []byte) []byte {
+	sum := sha256.Sum256(v)
+	return sum[:]
 }
 
 // newestChange keeps of the managed fields only the time of the newest

@@ -147,9 +147,25 @@ func TestTrimKeepsNoSecretValue(t *testing.T) {
 	}
 }
 
+// TestTrimKeepsNoConfigMapValue: the cache holds a ConfigMap's values as
+// their SHA-256, 32 bytes a key however large the value, and a changed
+// value still reads as a change of its key.
+func TestTrimKeepsNoConfigMapValue(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	obj, _ := trim(&corev1.ConfigMap{Data: map[string]string{"bundle": big, "mode": "a"}, BinaryData: map[string][]byte{"cert": []byte(big)}})
+	got := obj.(*corev1.ConfigMap)
+	if len(got.Data["bundle"]) != 32 || len(got.Data["mode"]) != 32 || len(got.BinaryData["cert"]) != 32 {
+		t.Fatalf("trimmed values of %d, %d and %d bytes, want each its SHA-256", len(got.Data["bundle"]), len(got.Data["mode"]), len(got.BinaryData["cert"]))
+	}
+	other, _ := trim(&corev1.ConfigMap{Data: map[string]string{"bundle": big, "mode": "b"}, BinaryData: map[string][]byte{"cert": []byte(big)}})
+	if c := Diff(inspect.ConfigMapObject(got), inspect.ConfigMapObject(other.(*corev1.ConfigMap))); strings.Join(c.Keys, ",") != "mode" {
+		t.Errorf("a changed value: keys %v, want mode", c.Keys)
+	}
+}
+
 // TestTrimKeepsTheLastChange: of the managed fields, the cache keeps the
-// time of the newest entry, which a round's ConfigMaps, read from the
-// cache, report as their last change.
+// time of the newest entry, which the informer's ConfigMaps report as
+// their last change.
 func TestTrimKeepsTheLastChange(t *testing.T) {
 	created, edited := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), metav1.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	older := metav1.NewTime(created.Add(time.Hour))

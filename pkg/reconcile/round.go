@@ -59,11 +59,9 @@ type roundRead struct {
 func (l *Loop) read(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending, keys []inspect.ObjectKey) *roundRead {
 	rd := &roundRead{ns: ns, changes: changes, keys: keys}
 	var err error
-	// ConfigMaps from the informer's cache (at least as new as the edits
-	// that made the round due); pods, owners and Secrets (the cache keeps
-	// only digests of their values) listed
-	rd.snap, err = inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets(),
-		ConfigMaps: l.cachedConfigMaps()})
+	// pods, owners, ConfigMaps and Secrets listed (the cache keeps only
+	// digests of the objects' values)
+	rd.snap, err = inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
 	if err != nil {
 		l.failed(changes, keys, fmt.Errorf("reading namespace %s: %w", ns, err))
 		return nil
