@@ -17,7 +17,7 @@ func TestDocsListEveryMetric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `(cmsync_[a-z_]+)` \\| ([a-z]+) \\| ([^|]*) \\|")
+	row := regexp.MustCompile("(?m)^\\| `(cmsync_[a-z_]+)` \\| ([a-z]+) \\|([^|]*)\\|")
 	documented := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
 		documented[m[1]] = m[2] + " " + strings.NewReplacer("`", "", " ", "").Replace(m[3])
