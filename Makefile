@@ -19,14 +19,17 @@ STATIC := CGO_ENABLED=0
 # any release from 1.30 to 1.37.
 K8S_OLDEST := 1.30.14
 
-.PHONY: help build simulate helm argo-rollouts unit vet fuzz e2e release-check release-fast image test test-oldest ci-cold demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
+.PHONY: help build simulate helm promtool argo-rollouts unit vet fuzz e2e release-check release-fast image test test-oldest ci-cold demo cluster-prereqs cluster-build cluster-up cluster-down cluster-status cluster2-up cluster2-down clean
 
 help:
 	@echo "build           go build -o bin/kubectl-cmsync ./cmd/kubectl-cmsync (static, -trimpath)"
 	@echo "vet             gofmt check, go vet (static, as the release is built)"
 	@echo "unit            vet, then go test -race ./... (the fuzz targets' seed corpora included, the chart's"
-	@echo "                lint and goldens with helm; no cluster)"
+	@echo "                lint, goldens and alerting rules with helm and promtool; no cluster), and charts/monitoring's"
+	@echo "                tests (a module of its own: the rules' and dashboard's metric names)"
 	@echo "helm            build helm from the module proxy once into ~/.cache/kubectl-cmsync/tools (hack/tools/helm.sh)"
+	@echo "promtool        build promtool from the module proxy once into ~/.cache/kubectl-cmsync/tools, for the chart's"
+	@echo "                alerting rules' tests (hack/tools/promtool.sh)"
 	@echo "argo-rollouts   build the Argo Rollouts controller (and keep its CRDs) from the module proxy once into"
 	@echo "                ~/.cache/kubectl-cmsync/tools, for the e2e suite's Rollout test (hack/tools/argo-rollouts.sh)"
 	@echo "simulate        the loop's simulator over SEEDS fresh seeds (default 10000; FROM=N the first, else drawn and"
@@ -62,13 +65,19 @@ build:
 helm:
 	@hack/tools/helm.sh >/dev/null
 
+# promtool for the tests of the chart's alerting rules (charts/rules_test.go): built once from the module proxy,
+# cached by version
+promtool:
+	@hack/tools/promtool.sh >/dev/null
+
 # the Argo Rollouts controller and its CRDs for the e2e suite's Rollout test: built once from the module proxy,
 # cached by version
 argo-rollouts:
 	@hack/tools/argo-rollouts.sh >/dev/null
 
-unit: helm vet
+unit: helm promtool vet
 	$(GO) test -race ./...
+	cd charts/monitoring && $(GO) vet ./... && $(GO) test ./...
 
 # gofmt and go vet: vet compiles every dependency, static (above), before release-fast's image build needs it
 vet:

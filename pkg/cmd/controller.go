@@ -191,6 +191,7 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 		defer o.broadcaster.Shutdown() // the Events queued are sent
 	}
 	metrics := controller.NewMetrics()
+	o.Verify.ReaderPodFailed = metrics.ReaderPodFailed
 	events := controller.EventPoster{EventRecorder: o.recorder}
 	if o.DryRun != string(refresh.DryRunNone) {
 		events = controller.EventPoster{} // nothing is done: no Event says otherwise

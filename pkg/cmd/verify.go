@@ -37,6 +37,11 @@ type VerifyFlags struct {
 	// it for that long (watch and controller; 0: keep it until Close).
 	ReaderIdleTimeout time.Duration
 
+	// ReaderPodFailed, when set before the first read, counts each node
+	// reader pod that failed (nodereader.Options.PodFailed; the controller's
+	// metrics).
+	ReaderPodFailed func()
+
 	// node is the node reader of this run, made by executor and closed by
 	// Close.
 	node *nodereader.Reader
@@ -158,13 +163,21 @@ func (v *VerifyFlags) executor(cfg *rest.Config) (containerread.Executor, error)
 		}
 		o := nodereader.Options{Namespace: v.ReaderNamespace, Image: v.ReaderImage,
 			KubeletRootDir: v.KubeletRootDir, Lifetime: v.ReaderLifetime, IdleTimeout: v.ReaderIdleTimeout,
-			Concurrency: v.Concurrency, Now: apiClock.Now}
+			Concurrency: v.Concurrency, Now: apiClock.Now, PodFailed: v.readerPodFailed}
 		if v.Reader == readerAuto {
 			o.Fallback = containerread.ExecReader{Executor: ex, Concurrency: v.Concurrency}
 		}
 		v.node = nodereader.New(cs, ex, o)
 	}
 	return ex, nil
+}
+
+// readerPodFailed calls ReaderPodFailed, read when a pod fails: the
+// controller sets it after Complete has made the node reader.
+func (v *VerifyFlags) readerPodFailed() {
+	if v.ReaderPodFailed != nil {
+		v.ReaderPodFailed()
+	}
 }
 
 // Close deletes the node reader's pods, if any; a failure is a warning on

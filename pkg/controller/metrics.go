@@ -33,6 +33,7 @@ type Metrics struct {
 	shadow   *prometheus.CounterVec
 	spared   prometheus.Counter
 	doubles  prometheus.Counter
+	readers  prometheus.Counter
 }
 
 // NewMetrics registers the metrics (and the Go and process collectors) on
@@ -72,11 +73,18 @@ func NewMetrics() *Metrics {
 			Help: "With --shadow: pods the peer restarted that cmsync would not have restarted (it would remount them, or the change is of keys no container reads)."}),
 		doubles: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_peer_double_restarts_total",
 			Help: "Workloads restarted twice for one change: by cmsync and by a peer (Reloader) within --shadow-window of each other. Let one of them act."}),
+		readers: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_reader_pod_failures_total",
+			Help: "With --reader=node: node reader pods that failed to start (refused, not scheduled, image not pulled, not running in time) or ended during a read; their nodes' containers go unverified."}),
 	}
-	m.Registry.MustRegister(m.doubles, m.shadow, m.spared, m.changes, m.actions, m.results, m.deferred, m.windowed, m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.Registry.MustRegister(m.queue.collectors()...)
+	m.Registry.MustRegister(m.collectors()...)
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// collectors are the controller's own metrics, as registered.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return append([]prometheus.Collector{m.doubles, m.readers, m.shadow, m.spared, m.changes, m.actions, m.results, m.deferred, m.windowed,
+		m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts}, m.queue.collectors()...)
 }
 
 // Shadow counts one row of the shadow's record.
@@ -93,6 +101,9 @@ func (m *Metrics) Shadow(r shadow.Row) {
 // PeerDoubleRestart counts one workload restarted by cmsync and by a peer
 // for one change.
 func (m *Metrics) PeerDoubleRestart() { m.doubles.Inc() }
+
+// ReaderPodFailed counts one node reader pod that failed.
+func (m *Metrics) ReaderPodFailed() { m.readers.Inc() }
 
 // Queue is the metrics provider of the loop's namespace queue.
 func (m *Metrics) Queue() workqueue.MetricsProvider { return m.queue }

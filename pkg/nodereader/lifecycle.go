@@ -214,6 +214,9 @@ func (r *Reader) create(ctx context.Context, node string, rp *readerPod) {
 	r.sweep.Do(func() { r.removeEnded(ctx) })
 	var s *session
 	rp.name, s, rp.err = r.start(ctx, node, rp.sent)
+	if rp.err != nil {
+		r.podFailed(ctx)
+	}
 	if rp.err != nil && r.bg.Err() != nil {
 		rp.err = &containerread.VerifyError{Reason: containerread.VerifyFailed, Message: "interrupted"}
 	}

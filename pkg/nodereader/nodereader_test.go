@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -449,11 +450,15 @@ func TestCreateErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cs := fake.NewClientset()
 			cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
-			r := New(cs, nil, Options{Namespace: "ns"})
+			var failures atomic.Int32
+			r := New(cs, nil, Options{Namespace: "ns", PodFailed: func() { failures.Add(1) }})
 			defer r.Close()
 			got := r.ReadContainers(context.Background(), []containerread.Request{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, containerread.Options{})
 			if got[0] == nil || got[0].Err == nil || got[0].Err.Reason != tc.reason {
 				t.Fatalf("got %+v, want reason %s", got[0], tc.reason)
+			}
+			if n := failures.Load(); n != 1 {
+				t.Errorf("PodFailed called %d times for one reader pod refused, want 1", n)
 			}
 			for _, s := range tc.mustSay {
 				if !strings.Contains(got[0].Err.Error(), s) {
@@ -461,6 +466,23 @@ func TestCreateErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A read whose context ends while its reader pod starts fails, and that is
+// no failure of the reader pod.
+func TestInterruptedStartIsNoPodFailure(t *testing.T) {
+	var failures atomic.Int32
+	r := New(fake.NewClientset(), nil, Options{Namespace: "ns", PodFailed: func() { failures.Add(1) }})
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := r.ReadContainers(ctx, []containerread.Request{request(consumer("n1", "containerd://"+cid, true), false, "/etc/cfg")}, containerread.Options{})
+	if got[0] == nil || got[0].Err == nil {
+		t.Fatalf("got %+v, want the read interrupted", got[0])
+	}
+	if n := failures.Load(); n != 0 {
+		t.Errorf("PodFailed called %d times for a start interrupted by its read's context (%v), want 0", n, got[0].Err)
 	}
 }
 

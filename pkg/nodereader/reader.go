@@ -49,6 +49,11 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Clock measures IdleTimeout (default the real clock; tests).
 	Clock clock.WithTicker
+	// PodFailed, when set, is called once for each reader pod that failed:
+	// it did not start (refused, not scheduled, its image not pulled, not
+	// running within StartTimeout) or it ended during a read. A start
+	// interrupted by Close or by the caller's context is no failure.
+	PodFailed func()
 }
 
 func (o Options) withDefaults() Options {
@@ -203,9 +208,18 @@ func (r *Reader) readOn(ctx context.Context, nr *nodeBatch, dir string, o contai
 		if !ended {
 			return got, true, verr
 		}
+		r.podFailed(ctx)
 		r.forget(nr.node, rp.name) // ended: a new one for the next attempt, or the next read
 	}
 	return nil, true, verr
+}
+
+// podFailed reports a reader pod's failure to Options.PodFailed, unless
+// the run or the read is being stopped (then it is no failure of the pod).
+func (r *Reader) podFailed(ctx context.Context) {
+	if r.opts.PodFailed != nil && ctx.Err() == nil && r.bg.Err() == nil {
+		r.opts.PodFailed()
+	}
 }
 
 // attempt is one read on rp, released even if it panics (readNode

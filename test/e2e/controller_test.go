@@ -419,6 +419,7 @@ func TestController(t *testing.T) {
 		t.Errorf("pods of vol: %v with %d restarts, want the same pods %v with 0", after, restarts, before)
 	}
 	f.checkMetrics(first, `cmsync_leader 1`, `cmsync_results_total{action="annotate",outcome="current"} 2`)
+	f.checkUsedMetrics(first, "cmsync_changes_total", "cmsync_actions_total", "cmsync_results_total")
 	f.checkKubeEvent("Pod", "Refreshed")
 
 	t.Log("an edit of a key no consumer reads: no action")
@@ -610,6 +611,18 @@ func (f *fx) resumedAfter(t time.Time) (string, reconcile.Event) {
 // from another pod (busybox's wget; the API server has no route to pods).
 func (f *fx) checkMetrics(ctl string, want ...string) {
 	f.t.Helper()
+	b := f.scrape(ctl)
+	for _, w := range want {
+		if !bytes.Contains(b, []byte(w)) {
+			f.t.Errorf("/metrics of %s lacks %q", ctl, w)
+		}
+	}
+}
+
+// scrape is /metrics of a controller pod, read from the pod scraper of the
+// test's namespace (created first when there is none).
+func (f *fx) scrape(ctl string) []byte {
+	f.t.Helper()
 	if _, err := f.cs.CoreV1().Pods(f.ns).Get(f.ctx, "scraper", metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		f.createPod(pod("scraper", podSpec(busybox("c"))))
 	}
@@ -618,12 +631,7 @@ func (f *fx) checkMetrics(ctl string, want ...string) {
 	if err != nil || p.Status.PodIP == "" {
 		f.t.Fatalf("controller pod %s: %v", ctl, err)
 	}
-	b := []byte(f.mustExec("scraper", "c", "wget", "-qO-", "http://"+p.Status.PodIP+":8080/metrics"))
-	for _, w := range want {
-		if !bytes.Contains(b, []byte(w)) {
-			f.t.Errorf("/metrics of %s lacks %q", ctl, w)
-		}
-	}
+	return []byte(f.mustExec("scraper", "c", "wget", "-qO-", "http://"+p.Status.PodIP+":8080/metrics"))
 }
 
 // checkKubeEvent waits for an Event of the controller on an object of kind
