@@ -101,7 +101,8 @@ func restartsOnChange(meta map[inspect.WorkloadRef]subjectMeta, ns, reloaderDefa
 // workload a restart would not roll (paused, OnDelete, a partition) or
 // whose pods the plan evicts keeps its annotations: a remount is what can
 // be done.
-func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, restart map[refresh.WorkloadKey]map[string]string, items []inspect.Use, changes map[inspect.ObjectKey]*pending) []refresh.Action {
+func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, restart map[refresh.WorkloadKey]map[string]string, items []inspect.Use,
+	changes map[inspect.ObjectKey]*pending, current func(w string, k inspect.ObjectKey) bool) []refresh.Action {
 	for _, wk := range slices.SortedFunc(maps.Keys(restart), func(a, b refresh.WorkloadKey) int {
 		return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
 	}) {
@@ -110,7 +111,7 @@ func (l *Loop) policyRestarts(ctx context.Context, actions []refresh.Action, res
 		var why string
 		for _, a := range actions {
 			if annotates(a, t.Namespace, pods) || unknownState(a, t) {
-				why = cmp.Or(why, forEdit(a, changes, wk.Kind+"/"+wk.Name, restart[wk]))
+				why = cmp.Or(why, forEdit(a, changes, wk.Kind+"/"+wk.Name, restart[wk], current))
 			}
 		}
 		if why == "" {
@@ -176,15 +177,38 @@ func annotates(a refresh.Action, ns string, pods map[string]bool) bool {
 
 // forEdit is why a's consumers restart their workload w (by Kind/Name):
 // the policy of the kind of an object edited for w one of them reads
-// (kinds), or "".
-func forEdit(a refresh.Action, changes map[inspect.ObjectKey]*pending, w string, kinds map[string]string) string {
+// (kinds), or "". An object w was made current with as it is now
+// (current) is no edit for w: the change is one delivered again (a watch
+// that relisted after a cut) whose data w's last restart already read.
+func forEdit(a refresh.Action, changes map[inspect.ObjectKey]*pending, w string, kinds map[string]string, current func(string, inspect.ObjectKey) bool) string {
 	for _, c := range a.Consumers {
-		p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]
-		if why := kinds[c.Object.Kind]; p != nil && editedFor(p, w) && why != "" {
+		k := inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+		if why, p := kinds[c.Object.Kind], changes[k]; p != nil && editedFor(p, w) && why != "" && !current(w, k) {
 			return why
 		}
 	}
 	return ""
+}
+
+// madeCurrent tells whether workload w (by Kind/Name) is recorded as made
+// current with object k as it is now: its record's entry of k is the one
+// its consumers' reads of k make now, of the same version (nothing written
+// since the record). False without records.
+func (l *Loop) madeCurrent(rd *roundRead, now func() map[subject]Record) func(w string, k inspect.ObjectKey) bool {
+	return func(w string, k inspect.ObjectKey) bool {
+		if len(l.DigestKey) == 0 {
+			return false
+		}
+		for _, it := range rd.items {
+			if it.Key() != k || it.Pod.Name == "" || onlyKey(it.Workload) != w {
+				continue
+			}
+			s := subjectOf(it)
+			e, ok := now()[s][recordKey(k)]
+			return ok && ParseRecord(l.recordOf(s, rd.meta, rd.snap))[recordKey(k)] == e
+		}
+		return false
+	}
 }
 
 // restartOf is a restart of wk replacing its live pods; false when a

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
@@ -321,4 +322,55 @@ func TestFreshEditIsNotGivenUpWithAnOldOne(t *testing.T) {
 	if d := manual.Sub(edited); d < unreadWait {
 		t.Errorf("web given up %s after b's edit, want at least %s: b's consumer was not retried", d, unreadWait)
 	}
+}
+
+// TestChangeDeliveredAgainRestartsNothingRecordedCurrent: an edit made
+// while the watch was cut, which vol's last restart already read (its
+// record holds the object as it is now, version included), is delivered
+// again by the relist: a workload that restarts on every change (here a
+// volume consumer opted in through Reloader's annotation) is not
+// restarted a second time for it; a new edit restarts it.
+func TestChangeDeliveredAgainRestartsNothingRecordedCurrent(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.DigestKey = []byte("0123456789abcdef0123456789abcdef")
+	f.addVolumeWorkload("vol", map[string]string{ReloaderAuto: "true"})
+	cms := f.client.CoreV1().ConfigMaps("ns")
+	old, err := cms.Get(context.Background(), "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := configMap("a", map[string]string{"K": "1", "X": "changed"})
+	cur.ResourceVersion = "7" // the fake tracker sets none; the record holds it
+	if cur, err = cms.Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.recordAsItReadsNow("vol")
+	f.loop.noteChange(inspect.ConfigMapObject(old), inspect.ConfigMapObject(cur)) // the relist's
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); strings.Contains(got, "restart deployment/vol") {
+		t.Fatalf("actions %q: vol restarted again for data its record says it read", got)
+	}
+	f.events = nil
+	f.edit("a", map[string]string{"K": "1", "X": "changed again"})
+	f.step(3 * time.Second)
+	if got := strings.Join(f.took(EventAction), "; "); !strings.Contains(got, "restart deployment/vol") {
+		t.Errorf("actions %q, want vol restarted for a new edit", got)
+	}
+}
+
+// recordAsItReadsNow writes on workload name the record the loop writes
+// once its consumers are current with the objects as they are now.
+func (f *roundFixture) recordAsItReadsNow(name string) {
+	f.t.Helper()
+	snap, err := inspect.Load(context.Background(), f.client, inspect.LoadOptions{Namespace: "ns"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for s, r := range digests(f.loop.DigestKey, snap, f.loop.allItems(snap)) {
+		if s.Name == name {
+			f.loop.writeRecord(context.Background(), s, r)
+			return
+		}
+	}
+	f.t.Fatalf("no record of %s", name)
 }

@@ -110,8 +110,9 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 		l.failed(rd.changes, rd.keys, err)
 		return
 	}
+	now := l.digestsOf(rd.snap)
 	plan.Actions = withNamed(plan.Actions, rd.named, rd.items)
-	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, rd.items, rd.changes)
+	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, rd.items, rd.changes, l.madeCurrent(rd, now))
 	plan.Actions = noRestartAgain(plan.Actions, rd.changes)
 	unread := l.retryUnread(rd, plan)
 	held := append(l.gate(ctx, plan, rd.changes, rd.meta), unread...)
@@ -123,7 +124,6 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	all := r.Apply(ctx, plan, nil)
 	l.restarts.sent(all)
 	l.pace.sent(all, l.Now(), l.Shadow)
-	now := l.digestsOf(rd.snap)
 	results := l.handOver(rd, all, held, now)
 	l.results(results, rd.changes, rd.snap)
 	l.retryFailed(ctx, rd.ns, rd.changes, rd.kept, results)
