@@ -375,14 +375,7 @@ func TestTimedOutRestartIsVerifiedAgainAfterAnEditOfAnotherKey(t *testing.T) {
 	f.edit("a", map[string]string{"K": "2", "X": "y"}) // X: web does not read it
 	f.step(3 * time.Second)
 	f.said(EventAction, EventResult, EventRetry)
-	var got []string
-	for end := time.Now().Add(3 * time.Second); len(got) < 2 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		f.step(recheckFloor)
-		got = append(got, f.said(EventResult, EventRetry)...)
-	}
-	if len(got) != 2 || got[0] != "result restart deployment/web timeout" || !strings.Contains(got[1], "verified again, not sent again") {
-		t.Fatalf("after --timeout: %q, want one timeout and one recheck", got)
-	}
+	f.timesOutThenRechecks()
 	f.step(time.Minute)
 	if got := strings.Join(f.said(EventAction, EventResult), "; "); got != "action manual deployment/web; result manual deployment/web not-applied" {
 		t.Errorf("the recheck: %q, want a manual action", got)
@@ -417,19 +410,28 @@ func TestTimedOutRestartIsVerifiedAgainAfterAnEditOnlyItsVolumeReads(t *testing.
 	f.edit("a", map[string]string{"K": "2", "X": "y"}) // X: only the volume reads it
 	f.step(3 * time.Second)
 	f.said(EventAction, EventResult, EventRetry)
-	var got []string
-	for end := time.Now().Add(3 * time.Second); len(got) < 2 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		f.step(recheckFloor)
-		got = append(got, f.said(EventResult, EventRetry)...)
-	}
-	if len(got) != 2 || got[0] != "result restart deployment/web timeout" || !strings.Contains(got[1], "verified again, not sent again") {
-		t.Fatalf("after --timeout: %q, want one timeout and one recheck", got)
-	}
+	f.timesOutThenRechecks()
 	f.step(time.Minute)
 	if got := strings.Join(f.said(EventAction, EventResult), "; "); !strings.HasPrefix(got, "action manual deployment/web; result manual deployment/web not-applied") {
 		t.Errorf("the recheck: %q, want a manual action", got)
 	}
 	if f.restartedAt() != first {
 		t.Error("restarted a second time for the same change")
+	}
+}
+
+// timesOutThenRechecks steps the fixture until web's handed-over restart
+// has timed out and been put back to be verified again (at most 3 s of
+// real time for the hand-over's goroutine), and fails unless it says
+// exactly that: one timeout, then one recheck.
+func (f *roundFixture) timesOutThenRechecks() {
+	f.t.Helper()
+	var got []string
+	for end := time.Now().Add(3 * time.Second); len(got) < 2 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		f.step(recheckFloor)
+		got = append(got, f.said(EventResult, EventRetry)...)
+	}
+	if len(got) != 2 || got[0] != "result restart deployment/web timeout" || !strings.Contains(got[1], "verified again, not sent again") {
+		f.t.Fatalf("after --timeout: %q, want one timeout and one recheck", got)
 	}
 }
