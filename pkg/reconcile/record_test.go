@@ -418,3 +418,36 @@ func TestHeldRestartForOneObjectRecordsTheOther(t *testing.T) {
 		t.Fatalf("recorded %v, want nothing: a's action failed on web-2 and b's was held back", got)
 	}
 }
+
+// A completed rollout restart records every object its new pods read, not
+// only the one it was sent for: they read all of them when they started.
+// Otherwise an edit of the other object made before the restart, which the
+// watch delivers only after it (a cut, then a relist), is taken for a new
+// one and restarts the workload a second time. A restart still pending is
+// recorded once verified, with the same objects, never before.
+func TestCompletedRestartRecordsEveryObjectItsPodsRead(t *testing.T) {
+	w := inspect.WorkloadRef{Kind: "Deployment", Name: "web"}
+	use := func(pod, cm string) inspect.Use {
+		return inspect.Use{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: cm}, Pod: inspect.PodRef{Name: pod}, Workload: w}
+	}
+	kept := []inspect.Use{use("web-1", "b"), use("web-2", "b")}
+	all := []inspect.Use{use("web-1", "a"), use("web-2", "a"), use("web-1", "b"), use("web-2", "b")}
+	restart := refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"},
+		Consumers: []refresh.Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "b"}, Pod: "web-1"}}}, Outcome: refresh.OutcomeCurrent}
+	s := subjectOf(kept[0])
+	want := []string{"configmap/a", "configmap/b"}
+	got := recordable(withRestarted(kept, all, []refresh.Result{restart}), []refresh.Result{restart})
+	if k := slices.Sorted(slices.Values(got[s])); !slices.Equal(k, want) {
+		t.Fatalf("recorded %v after the restart completed, want %v", got, want)
+	}
+	pending := restart
+	pending.Pending, pending.Outcome = true, refresh.OutcomeApplied
+	if got := recordable(withRestarted(kept, all, []refresh.Result{pending}), []refresh.Result{pending}); len(got) != 0 {
+		t.Fatalf("recorded %v while the restart is pending, want nothing yet", got)
+	}
+	now := map[subject]Record{s: {"configmap/a": "x", "configmap/b": "y"}}
+	later, _ := recordedLater(kept, all, []refresh.Result{pending}, map[string]bool{"Deployment/web": true}, now)
+	if k := slices.Sorted(slices.Values(later[s])); !slices.Equal(k, want) {
+		t.Fatalf("recorded once verified: %v, want %v", later, want)
+	}
+}

@@ -107,6 +107,33 @@ func recordable(kept []inspect.Use, results []refresh.Result) map[subject][]stri
 	return bySubject
 }
 
+// withRestarted adds to kept the uses of all (every use of the snapshot)
+// by the workloads a completed rollout restart of results replaced: their
+// new pods read every object the template reads when they start, so the
+// restart made them current with all of them as the snapshot has them (or
+// newer), not only with the objects whose edits it was sent for. Without
+// it an edit the watch delivers late (a cut, then a relist) of another
+// object the restart's pods already read looks new, and restarts the
+// workload again.
+func withRestarted(kept, all []inspect.Use, results []refresh.Result) []inspect.Use {
+	restarted := map[string]bool{}
+	for _, r := range results {
+		if r.Action.Action == refresh.ActionRestart && r.Target.Kind != "Pod" && completed(r) {
+			restarted[r.Target.Kind+"/"+r.Target.Name] = true
+		}
+	}
+	if len(restarted) == 0 {
+		return kept
+	}
+	out := slices.Clone(kept) // recordable counts an object once per subject
+	for _, it := range all {
+		if restarted[onlyKey(it.Workload)] {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // notDone takes from subject s's objects those the consumers of an action
 // that did not complete read; all of them when it names no consumer.
 func notDone(bySubject map[subject][]string, s subject, consumers []refresh.Consumer) {

@@ -47,12 +47,12 @@ func (r *simRun) restarts() []simRestart {
 	}
 	// one round's evictions of a workload evict the pods it had when the
 	// first was sent, within --timeout: an eviction of a replacement one
-	// of them started is the next round's (a restart of its own, however
-	// soon after)
+	// of them started, or of a pod a rollout started since, is the next
+	// round's (a restart of its own, however soon after)
 	last := map[string]time.Time{}
 	repls := map[string]map[string]bool{}
 	for _, e := range r.world.evictions {
-		if at, ok := last[e.w]; ok && e.at.Sub(at) < r.plan.settings.timeout && !repls[e.w][e.pod] {
+		if at, ok := last[e.w]; ok && e.at.Sub(at) < r.plan.settings.timeout && !repls[e.w][e.pod] && !e.podStarted.After(at) {
 			repls[e.w][e.repl] = true
 			continue // the same round's evictions
 		}

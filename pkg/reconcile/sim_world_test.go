@@ -160,6 +160,7 @@ type simPod struct {
 	env                     map[string]string            // variable -> value
 	mounted                 map[string]map[string]string // ConfigMap -> data as mounted
 	syncedAt                time.Time
+	started                 time.Time
 	annotated               string   // the refreshed-at annotation last seen
 	uses                    []simUse // what its template reads
 	syncDelay               time.Duration
@@ -197,6 +198,9 @@ type simEviction struct {
 	// repl is the replacement the eviction started: a later eviction of
 	// it is another restart, never part of the round that started it
 	repl string
+	// podStarted is when the evicted pod started: a pod started after a
+	// round's first eviction (by a rollout in between) is another round's
+	podStarted time.Time
 }
 
 func newSimWorld(seed int64, clock *simClock) *simWorld {
@@ -372,7 +376,7 @@ func (w *simWorld) startPod(wl *simWorkload) {
 	rsName := fmt.Sprintf("%s-%d", wl.name, wl.rev)
 	now := w.clock.Now()
 	sp := &simPod{ns: wl.ns, name: name, uid: fmt.Sprintf("u%d", w.uidSeq), workload: wl.name, rev: wl.rev, env: map[string]string{},
-		mounted: map[string]map[string]string{}, syncedAt: now, uses: slices.Clone(wl.uses), syncDelay: w.kubeletSync + time.Duration(w.hash("sync", name)%30)*time.Second}
+		mounted: map[string]map[string]string{}, syncedAt: now, started: now, uses: slices.Clone(wl.uses), syncDelay: w.kubeletSync + time.Duration(w.hash("sync", name)%30)*time.Second}
 	for _, u := range wl.uses {
 		if u.key == "" {
 			sp.mounted[u.cm] = maps.Clone(w.data[wl.ns+"/"+u.cm])
@@ -522,7 +526,7 @@ func (w *simWorld) evict(a k8stesting.CreateAction) error {
 	wl := w.workloads[p.ns+"/"+p.workload]
 	w.deletePod(wl, name)
 	w.startPod(wl)
-	w.evictions = append(w.evictions, simEviction{w: wl.ns + "/" + wl.name, pod: name, at: w.clock.Now(), repl: wl.pods[len(wl.pods)-1]})
+	w.evictions = append(w.evictions, simEviction{w: wl.ns + "/" + wl.name, pod: name, at: w.clock.Now(), repl: wl.pods[len(wl.pods)-1], podStarted: p.started})
 	return nil
 }
 
