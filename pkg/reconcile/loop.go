@@ -140,6 +140,7 @@ type Loop struct {
 	handing   map[string]*verification
 	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete, resumeAgain
 	pending   map[inspect.ObjectKey]*pending
+	edits     uint64            // the edits seen, numbering each pending's last (pending.edit)
 	bounce    Debouncer[string] // by namespace
 	wake      chan struct{}
 	pace      *pacer
@@ -190,6 +191,10 @@ type pending struct {
 	change Change
 	edits  int
 	first  time.Time
+	// edit numbers the last edit merged into it (Loop.edits): a requeue
+	// of a copy taken before a later edit carries nothing of what was
+	// told or attempted for the edits before to the later one
+	edit uint64
 	// deferredSince is when a restart for it was first held back because
 	// of a rollout under way; heldSince, for any reason (the rechecks'
 	// backoff grows from it).
@@ -560,6 +565,8 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	}
 	p.change = merge(p.change, c)
 	p.edits++
+	l.edits++
+	p.edit = l.edits
 	p.only, p.retry, p.told, p.recheck = nil, false, nil, nil // a new edit concerns every use again
 	p.unreadSince = nil                                       // and its reads are attempted anew
 	p.deferredSince, p.heldSince = time.Time{}, time.Time{}
@@ -619,19 +626,29 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 				maps.Copy(q.only, p.only)
 			}
 		}
-		if q.retry { // no edit since: what was told, the hold's clock and the rechecks still hold
+		// Of one edit (no edit since p was taken), what was told, the
+		// hold's clock and the rechecks of both still hold. Of two, those
+		// of the later edit: the deferrals said of the earlier one say
+		// nothing of the later (a copy requeued once its verification
+		// ended, after a round acted on a later edit).
+		same := q.retry && p.edit == q.edit
+		switch {
+		case same:
 			q.told = joinTold(q.told, p.told)
 			q.recheck = joinTold(q.recheck, p.recheck)
 			q.deferredSince = earliest(q.deferredSince, p.deferredSince)
 			q.heldSince = earliest(q.heldSince, p.heldSince)
+		case q.retry && p.edit > q.edit:
+			q.told, q.recheck, q.deferredSince, q.heldSince, q.unreadSince = p.told, p.recheck, p.deferredSince, p.heldSince, p.unreadSince
 		}
 		q.change = merge(p.change, q.change)
 		q.edits += p.edits
 		q.first, q.existing = p.first, q.existing || p.existing
 		q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
-		if q.retry { // no edit since: the attempts so far count
+		if same { // no edit since: the attempts so far count
 			q.unreadSince = p.unreadSince
 		}
+		q.edit = max(q.edit, p.edit)
 	} else {
 		l.pending[p.change.Object] = &p
 	}

@@ -451,3 +451,41 @@ func TestCompletedRestartRecordsEveryObjectItsPodsRead(t *testing.T) {
 		t.Fatalf("recorded once verified: %v, want %v", later, want)
 	}
 }
+
+// A change's copy taken for an earlier edit (a verification that ended
+// after a round acted on a later edit) brings back nothing of what was
+// said of the earlier edit: a restart deferred to its window for the
+// earlier edit, then held for the limit after the later one, is said again
+// when the window holds it once more. Whichever is requeued first.
+func TestRequeueOfAnEarlierEditKeepsTheLaterOnesDeferrals(t *testing.T) {
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x"}
+	now := time.Date(2026, 1, 5, 2, 37, 0, 0, time.UTC)
+	window := Hold{Reason: "window closed", Window: "Mon-Sun 02:00-02:10", Paced: true, Until: time.Date(2026, 1, 6, 2, 0, 0, 0, time.UTC)}
+	limit := Hold{Reason: "1 restarts are under way (--max-concurrent-restarts)"}
+	edit := func(l *Loop, v string) {
+		l.noteChange(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("0")}},
+			inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte(v)}})
+	}
+	for _, earlierFirst := range []bool{true, false} {
+		l := &Loop{}
+		l.defaults()
+		edit(l, "1")
+		earlier := *l.pending[k]
+		delete(l.pending, k) // taken by a round
+		earlier.firstDeferral("Deployment/w0", window, now.Add(-2*time.Minute))
+		edit(l, "2")
+		later := *l.pending[k]
+		delete(l.pending, k)
+		later.firstDeferral("Deployment/w0", limit, now.Add(-time.Minute))
+		if earlierFirst {
+			l.requeue(earlier)
+			l.requeue(later)
+		} else {
+			l.requeue(later)
+			l.requeue(earlier)
+		}
+		if !l.pending[k].firstDeferral("Deployment/w0", window, now) {
+			t.Errorf("requeued earlier first %t: the window's deferral is not said again after the later edit (told %v)", earlierFirst, l.pending[k].told)
+		}
+	}
+}

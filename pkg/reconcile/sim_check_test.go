@@ -436,14 +436,19 @@ func (r *simRun) lastEditOf(w, ns, cm, key string) time.Time {
 
 // restartsFor tells whether edit e is a reason to restart workload w on
 // its on-change policy: w restarts on every change of e's object (not a
-// reload list naming others) and one of its uses reads a key e changed.
+// reload list naming others) and a use of one of its pods running then
+// reads a key e changed. A key only its template reads, whose rollout
+// started no pod yet, is read by that rollout's pods when they start.
 func (r *simRun) restartsFor(w string, e simEdit) bool {
 	a := r.annAt(w, e.at)
 	if list := a.ann[ReloaderConfigMapReload]; !restartsOnAnyChange(a.ann) || (list != "" && list != e.cm) {
 		return false
 	}
-	return slices.ContainsFunc(a.uses, func(u simUse) bool {
-		return u.cm == e.cm && (u.key == "" || slices.Contains(e.keys, u.key))
+	return slices.ContainsFunc(r.world.podLog, func(p *simPod) bool {
+		return p.ns+"/"+p.workload == w && !p.started.After(e.at) && (p.ended.IsZero() || p.ended.After(e.at)) &&
+			slices.ContainsFunc(p.uses, func(u simUse) bool {
+				return u.cm == e.cm && (u.key == "" || slices.Contains(e.keys, u.key))
+			})
 	})
 }
 

@@ -160,7 +160,7 @@ type simPod struct {
 	env                     map[string]string            // variable -> value
 	mounted                 map[string]map[string]string // ConfigMap -> data as mounted
 	syncedAt                time.Time
-	started                 time.Time
+	started, ended          time.Time
 	annotated               string   // the refreshed-at annotation last seen
 	uses                    []simUse // what its template reads
 	syncDelay               time.Duration
@@ -181,6 +181,8 @@ type simWorld struct {
 	// execFaults are windows in which reads of env containers fail
 	// (an exec timing out): the consumers cannot be read
 	execFaults []simFault
+	// podLog is every pod started, in order, ended or not
+	podLog []*simPod
 	// evictions are the cmsync evictions accepted, with when
 	evictions []simEviction
 	// durations of rollouts and replacement starts, drawn per seed
@@ -362,6 +364,7 @@ func (w *simWorld) newRevision(wl *simWorkload) {
 
 func (w *simWorld) deletePod(wl *simWorkload, name string) {
 	w.must(w.tracker().Delete(gvrPods, wl.ns, name))
+	w.pods[wl.ns+"/"+name].ended = w.clock.Now()
 	delete(w.pods, wl.ns+"/"+name)
 	wl.pods = slices.DeleteFunc(wl.pods, func(p string) bool { return p == name })
 }
@@ -392,6 +395,7 @@ func (w *simWorld) startPod(wl *simWorkload) {
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now)}}}}}}
 	w.must(w.tracker().Add(pod))
 	w.pods[wl.ns+"/"+name] = sp
+	w.podLog = append(w.podLog, sp)
 	wl.pods = append(wl.pods, name)
 }
 
