@@ -489,3 +489,28 @@ func TestRequeueOfAnEarlierEditKeepsTheLaterOnesDeferrals(t *testing.T) {
 		}
 	}
 }
+
+// An object is not recorded on a workload while the workload's restart for
+// it is still being verified: a later round that only remounted the
+// workload's volumes for another edit of the object did not make its env
+// current, and a new leader would take the record's word for it.
+func TestNoRecordWhileTheRestartIsVerified(t *testing.T) {
+	l := &Loop{}
+	l.defaults()
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x"}
+	web := subject{Kind: "Deployment", Namespace: "ns", Name: "web", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}}
+	v := &verification{changes: map[inspect.ObjectKey]*pending{k: {change: Change{Object: k}}},
+		results: []refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}, Pending: true}}}
+	l.verifying = map[string][]*verification{"ns": {v}}
+	if got := l.unchangedSince(web, []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/y" {
+		t.Errorf("unchangedSince(web) = %v while its restart for configmap/x is verified, want configmap/y only", got)
+	}
+	other := subject{Kind: "Deployment", Namespace: "ns", Name: "api", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "api"}}
+	if got := l.unchangedSince(other, []string{"configmap/x"}); len(got) != 1 {
+		t.Errorf("unchangedSince(api) = %v: another workload's verification does not hold its record", got)
+	}
+	v.results = nil // verified
+	if got := l.unchangedSince(web, []string{"configmap/x", "configmap/y"}); len(got) != 2 {
+		t.Errorf("unchangedSince(web) = %v once verified, want both", got)
+	}
+}

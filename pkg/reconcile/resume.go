@@ -173,13 +173,36 @@ func (l *Loop) writeRecords(ctx context.Context, bySubject map[subject][]string,
 // by the round that acts on that edit, not by this one, whose digest
 // already holds it. A retry of other workloads only (a restart of theirs
 // held back this round) is no change for s: s completed, and is recorded.
+// Nor is an object recorded while an action of s for it is still being
+// verified (a restart handed over by an earlier round): a later round that
+// remounted s's volumes did not make its env current, and the record would
+// tell the next leader that it did.
 func (l *Loop) unchangedSince(s subject, keys []string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
-		p := l.pending[recordObject(s.Namespace, k)]
-		return p != nil && !(p.retry && p.only != nil && !p.only[onlyKey(s.workload)])
+		o := recordObject(s.Namespace, k)
+		p := l.pending[o]
+		return p != nil && !(p.retry && p.only != nil && !p.only[onlyKey(s.workload)]) || l.verifyingFor(s, o)
 	})
+}
+
+// verifyingFor tells whether an action of subject s (its workload's, or
+// its own as a pod) for object o is handed over and not verified yet.
+// l.mu is held.
+func (l *Loop) verifyingFor(s subject, o inspect.ObjectKey) bool {
+	for _, v := range l.verifying[s.Namespace] {
+		if v.changes[o] == nil {
+			continue
+		}
+		for _, r := range v.results {
+			t := r.Target
+			if t.Kind+"/"+t.Name == onlyKey(s.workload) || t.Kind == "Pod" && s.Kind == "Pod" && t.Name == s.Name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func compareSubjects(a, b subject) int {
