@@ -17,6 +17,10 @@ type Change struct {
 	// Created or Deleted: the object appeared or disappeared; every use of
 	// it is concerned, whatever keys it reads.
 	Created, Deleted bool
+	// Version is the object's resourceVersion after the change (the
+	// latest of merged changes): a snapshot of that version already holds
+	// it.
+	Version string
 }
 
 // Diff returns the change from old to cur, two versions of the same object
@@ -26,6 +30,7 @@ func Diff(old, cur inspect.Object) Change {
 	if c.Object.Name == "" {
 		c.Object = inspect.ObjectKey{Kind: old.Kind, Namespace: old.Namespace, Name: old.Name}
 	}
+	c.Version = cur.ResourceVersion
 	c.Created = !old.Exists && cur.Exists
 	c.Deleted = old.Exists && !cur.Exists
 	for k, v := range cur.Data {

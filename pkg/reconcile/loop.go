@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -603,7 +604,7 @@ func (l *Loop) selects(k inspect.ObjectKey) bool {
 func merge(a, b Change) Change {
 	keys := append(slices.Clone(a.Keys), b.Keys...)
 	slices.Sort(keys)
-	return Change{Object: b.Object, Keys: slices.Compact(keys),
+	return Change{Object: b.Object, Keys: slices.Compact(keys), Version: cmp.Or(b.Version, a.Version),
 		Created: (a.Created && !b.Deleted) || b.Created, Deleted: b.Deleted || (a.Deleted && !b.Created)}
 }
 
@@ -642,6 +643,9 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 			q.told, q.recheck, q.deferredSince, q.heldSince, q.unreadSince = p.told, p.recheck, p.deferredSince, p.heldSince, p.unreadSince
 		}
 		q.change = merge(p.change, q.change)
+		if p.edit > q.edit { // the later edit's version
+			q.change.Version = p.change.Version
+		}
 		q.edits += p.edits
 		q.first, q.existing = p.first, q.existing || p.existing
 		q.recordEdits = joinTold(q.recordEdits, p.recordEdits)

@@ -307,16 +307,16 @@ func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
 		t.Errorf("told %v, deferred since %s: the second hold's report and clock are kept", q.told, q.deferredSince)
 	}
 	held := subject{Kind: "Deployment", Namespace: "ns", Name: "a", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "a"}}
-	if got := l.unchangedSince(held, []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/y" {
+	if got := l.unchangedSince(held, []string{"configmap/x", "configmap/y"}, nil); strings.Join(got, ",") != "configmap/y" {
 		t.Errorf("unchangedSince(held) = %v: an object with a change pending for it is not recorded by this round", got)
 	}
 	done := subject{Kind: "Deployment", Namespace: "ns", Name: "c", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "c"}}
-	if got := l.unchangedSince(done, []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/x,configmap/y" {
+	if got := l.unchangedSince(done, []string{"configmap/x", "configmap/y"}, nil); strings.Join(got, ",") != "configmap/x,configmap/y" {
 		t.Errorf("unchangedSince(completed) = %v: a retry of other workloads is no change for one that completed", got)
 	}
 	l.noteChange(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("1")}},
 		inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("2")}})
-	if got := l.unchangedSince(done, []string{"configmap/x"}); len(got) != 0 {
+	if got := l.unchangedSince(done, []string{"configmap/x"}, nil); len(got) != 0 {
 		t.Errorf("unchangedSince(completed) after a new edit = %v, want none: the edit is recorded by its own round", got)
 	}
 	if l.pending[k].only != nil {
@@ -502,15 +502,44 @@ func TestNoRecordWhileTheRestartIsVerified(t *testing.T) {
 	v := &verification{changes: map[inspect.ObjectKey]*pending{k: {change: Change{Object: k}}},
 		results: []refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}}, Pending: true}}}
 	l.verifying = map[string][]*verification{"ns": {v}}
-	if got := l.unchangedSince(web, []string{"configmap/x", "configmap/y"}); strings.Join(got, ",") != "configmap/y" {
+	if got := l.unchangedSince(web, []string{"configmap/x", "configmap/y"}, nil); strings.Join(got, ",") != "configmap/y" {
 		t.Errorf("unchangedSince(web) = %v while its restart for configmap/x is verified, want configmap/y only", got)
 	}
 	other := subject{Kind: "Deployment", Namespace: "ns", Name: "api", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "api"}}
-	if got := l.unchangedSince(other, []string{"configmap/x"}); len(got) != 1 {
+	if got := l.unchangedSince(other, []string{"configmap/x"}, nil); len(got) != 1 {
 		t.Errorf("unchangedSince(api) = %v: another workload's verification does not hold its record", got)
 	}
 	v.results = nil // verified
-	if got := l.unchangedSince(web, []string{"configmap/x", "configmap/y"}); len(got) != 2 {
+	if got := l.unchangedSince(web, []string{"configmap/x", "configmap/y"}, nil); len(got) != 2 {
 		t.Errorf("unchangedSince(web) = %v once verified, want both", got)
+	}
+}
+
+// A change the watch delivers late (a cut, then a relist) of the version a
+// restart's new pods read is no edit since for the workload they replaced:
+// the object is recorded, and the late change restarts nothing again. A
+// later version, or a workload no restart replaced, waits for its round.
+func TestLateChangeOfTheVersionARestartReadIsRecorded(t *testing.T) {
+	l := &Loop{}
+	l.defaults()
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x"}
+	web := subject{Kind: "Deployment", Namespace: "ns", Name: "web", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}}
+	l.noteChange(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("1")}, ResourceVersion: "6"},
+		inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("2")}, ResourceVersion: "7"})
+	if l.pending[k].change.Version != "7" {
+		t.Fatalf("pending change version %q, want 7", l.pending[k].change.Version)
+	}
+	for _, tc := range []struct {
+		name string
+		held Record
+		want int
+	}{
+		{"replaced, read version 7", Record{"configmap/x": "abcd1234:v2.DIGEST.7"}, 1},
+		{"replaced, read version 6", Record{"configmap/x": "abcd1234:v2.DIGEST.6"}, 0},
+		{"not replaced", nil, 0},
+	} {
+		if got := l.unchangedSince(web, []string{"configmap/x"}, tc.held); len(got) != tc.want {
+			t.Errorf("%s: unchangedSince = %v, want %d objects", tc.name, got, tc.want)
+		}
 	}
 }

@@ -51,7 +51,7 @@ func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspec
 		return
 	}
 	if bySubject := recordable(kept, results); len(bySubject) > 0 {
-		l.writeRecords(ctx, bySubject, now(), func(s subject) (string, bool) {
+		l.writeRecords(ctx, bySubject, now(), replacedBy(results), func(s subject) (string, bool) {
 			return l.recordOf(s, meta, snap), true
 		})
 	}
@@ -116,12 +116,7 @@ func recordable(kept []inspect.Use, results []refresh.Result) map[subject][]stri
 // object the restart's pods already read looks new, and restarts the
 // workload again.
 func withRestarted(kept, all []inspect.Use, results []refresh.Result) []inspect.Use {
-	restarted := map[string]bool{}
-	for _, r := range results {
-		if r.Action.Action == refresh.ActionRestart && r.Target.Kind != "Pod" && completed(r) {
-			restarted[r.Target.Kind+"/"+r.Target.Name] = true
-		}
-	}
+	restarted := replacedBy(results)
 	if len(restarted) == 0 {
 		return kept
 	}
@@ -156,13 +151,19 @@ func notDone(bySubject map[subject][]string, s subject, consumers []refresh.Cons
 // writeRecords writes on each subject its record updated with the digests
 // (now) of its objects (bySubject) that no change pending since concerns;
 // old reads the record it has (false: it could not be read, and is left).
-func (l *Loop) writeRecords(ctx context.Context, bySubject map[subject][]string, now map[subject]Record, old func(subject) (string, bool)) {
+// replaced are the workloads (Kind/Name) whose pods a completed restart
+// replaced (replacedBy).
+func (l *Loop) writeRecords(ctx context.Context, bySubject map[subject][]string, now map[subject]Record, replaced map[string]bool, old func(subject) (string, bool)) {
 	for _, s := range slices.SortedFunc(maps.Keys(bySubject), compareSubjects) {
 		was, ok := old(s)
 		if !ok {
 			continue
 		}
-		if r, changed := updated(ParseRecord(was), now[s], l.unchangedSince(s, bySubject[s])); changed {
+		var held Record // the versions its new pods read, when replaced
+		if replaced[onlyKey(s.workload)] {
+			held = now[s]
+		}
+		if r, changed := updated(ParseRecord(was), now[s], l.unchangedSince(s, bySubject[s], held)); changed {
 			l.writeRecord(ctx, s, r)
 		}
 	}
@@ -176,15 +177,37 @@ func (l *Loop) writeRecords(ctx context.Context, bySubject map[subject][]string,
 // Nor is an object recorded while an action of s for it is still being
 // verified (a restart handed over by an earlier round): a later round that
 // remounted s's volumes did not make its env current, and the record would
-// tell the next leader that it did.
-func (l *Loop) unchangedSince(s subject, keys []string) []string {
+// tell the next leader that it did. A change pending of the version a
+// restart's new pods read (held: the entries of a subject a restart
+// replaced) is no change for s: the watch delivered late (a cut, then a
+// relist) an edit its snapshot already held.
+func (l *Loop) unchangedSince(s subject, keys []string, held Record) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
 		o := recordObject(s.Namespace, k)
 		p := l.pending[o]
-		return p != nil && !(p.retry && p.only != nil && !p.only[onlyKey(s.workload)]) || l.verifyingFor(s, o)
+		later := p != nil && !(p.retry && p.only != nil && !p.only[onlyKey(s.workload)]) && !heldBy(held, k, p.change.Version)
+		return later || l.verifyingFor(s, o)
 	})
+}
+
+// heldBy tells whether entry k of held was made of version v of its object.
+func heldBy(held Record, k, v string) bool {
+	e, ok := held[k]
+	return ok && v != "" && parseEntry(e).version == v
+}
+
+// replacedBy are the workloads (Kind/Name) whose pods a completed rollout
+// restart of results replaced: they read every object when they started.
+func replacedBy(results []refresh.Result) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range results {
+		if r.Action.Action == refresh.ActionRestart && r.Target.Kind != "Pod" && completed(r) {
+			out[r.Target.Kind+"/"+r.Target.Name] = true
+		}
+	}
+	return out
 }
 
 // verifyingFor tells whether an action of subject s (its workload's, or

@@ -264,16 +264,24 @@ func (l *Loop) recordVerified(ctx context.Context, v *verification, ended []refr
 			done[r.Target.Kind+"/"+r.Target.Name] = true
 		}
 	}
+	replaced := replacedBy(ended)
 	bySubject := map[subject][]string{}
 	for s, keys := range v.records {
 		if done[onlyKey(s.workload)] {
+			var held Record // an edit since that the restart's new pods read is no edit since
+			if replaced[onlyKey(s.workload)] {
+				held = v.digests[s]
+			}
 			l.mu.Lock()
-			bySubject[s] = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return v.again[recordObject(s.Namespace, k)] })
+			bySubject[s] = slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
+				o := recordObject(s.Namespace, k)
+				return v.again[o] && !heldBy(held, k, v.since[o].Version)
+			})
 			l.mu.Unlock()
 		}
 	}
 	// the record as it is now: another round may have written it since
-	l.writeRecords(ctx, bySubject, v.digests, func(s subject) (string, bool) {
+	l.writeRecords(ctx, bySubject, v.digests, replaced, func(s subject) (string, bool) {
 		m := l.metaOf(ctx, refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, nil)
 		return m.workload[AnnotationApplied], m.err == nil
 	})
