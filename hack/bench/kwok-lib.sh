@@ -255,9 +255,11 @@ kwok_down() {
   local t0 nss
   t0=$(now)
   mapfile -t nss < <(kubectl get namespace -l "$LABEL" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
-  # kwok deletes the pods of the fake nodes when they are deleted gracefully: it must run until they are gone
+  # kwok deletes the pods of the fake nodes when they are deleted gracefully: it must run until they are gone.
+  # It took 3 pods a second at 10,000 pods, so they are deleted at once (--force) as well.
   if [ ${#nss[@]} -gt 0 ]; then
     kubectl delete namespace "${nss[@]}" --wait=false >/dev/null
+    printf '%s\n' "${nss[@]}" | xargs -P "$CONCURRENCY" -I{} kubectl -n {} delete pods --all --force --grace-period=0 --wait=false >/dev/null 2>&1 || true
     kubectl wait --for=delete namespace "${nss[@]}" --timeout=1200s >/dev/null
   fi
   kubectl delete nodes -l type=kwok --ignore-not-found >/dev/null
