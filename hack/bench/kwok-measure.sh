@@ -3,14 +3,16 @@
 #   start to ready (the leader container's start to its "ready" event), RSS and Go heap at rest (its
 #   /metrics; a heap profile, go tool pprof -top, in OUT), idle CPU over IDLE s and its API requests at rest
 #   (the audit log: the controller's ServiceAccount), EDITS edits of cm-0 (read by env by workload 0, which
-#   has reloader.stakater.com/auto: a restart) across the namespaces, half one each half second, half in bursts (5 s apart) of
-#   10 at once: edit to first action p50/p99 and the API requests per edit; UNREADABLE edits of a volume
+#   has reloader.stakater.com/auto: a restart), one each EDIT_GAP s (2), each in the next namespace: edit to
+#   seen, to first decision (action or deferred), to first action and to the restart's PATCH (audit log),
+#   p50/p99, and the API requests over the edits; UNREADABLE edits of a volume
 #   that opted-in workload 3 reads (an annotation, then reads of pods that cannot be read: no container
 #   runs): the exec requests and retries they cost; the peak RSS over a release of RELEASE edits; and
-#   `kubectl cmsync status -A -o json` against `kubectl get pods,configmaps,secrets -A -o json`.
+#   `kubectl cmsync status -A -o json` (and with --group-by workload) against
+#   `kubectl get pods,configmaps,secrets -A -o json`: wall time and peak RSS.
 # Everything it starts (the chart's release, a port-forward) is removed at its end.
 CTL=cmsync-system RELEASE=cmsync TAG=localhost/kubectl-cmsync:bench
-IDLE=${IDLE:-60} EDITS=${EDITS:-200} UNREADABLE=${UNREADABLE:-10} RELEASE_EDITS=${RELEASE_EDITS:-1000}
+IDLE=${IDLE:-60} EDITS=${EDITS:-200} EDIT_GAP=${EDIT_GAP:-2} UNREADABLE=${UNREADABLE:-10} RELEASE_EDITS=${RELEASE_EDITS:-1000}
 OUT=${OUT:-/tmp/cmsync-kwok} PF_PORT=${PF_PORT:-18080} CTL_MEMORY=${CTL_MEMORY:-4Gi}
 PF_PID=""
 
@@ -63,11 +65,24 @@ ctl_start() {
   until curl -fsS --max-time 2 "http://127.0.0.1:$PF_PORT/readyz" >/dev/null 2>&1; do sleep 0.5; done
 }
 
+# leader_hwm: the leader's peak RSS so far (VmHWM of its process on this machine: its start included,
+# before /metrics answers)
+leader_hwm() {
+  local p
+  for p in $(pgrep -f "kubectl-cmsync controller"); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "POD_NAME=$LEADER"; then
+      awk '/^VmHWM/ {printf "%.1f MiB", $2 / 1024}' "/proc/$p/status"
+      return
+    fi
+  done
+  echo "unknown"
+}
+
 at_rest() {
   local c0 c1 t0 t1
   sleep 30 # the informers' first handling done
   go tool pprof -top -sample_index=inuse_space "http://127.0.0.1:$PF_PORT/debug/pprof/heap" > "$OUT/heap-rest.txt" 2>/dev/null
-  echo "at rest: RSS $(mib "$(metric process_resident_memory_bytes)") MiB, Go heap in use $(mib "$(metric go_memstats_heap_inuse_bytes)") MiB (live $(mib "$(metric go_memstats_heap_alloc_bytes)") MiB); profile $OUT/heap-rest.txt:"
+  echo "at rest: RSS $(mib "$(metric process_resident_memory_bytes)") MiB (peak since its start $(leader_hwm)), Go heap in use $(mib "$(metric go_memstats_heap_inuse_bytes)") MiB (live $(mib "$(metric go_memstats_heap_alloc_bytes)") MiB); profile $OUT/heap-rest.txt:"
   sed -n '1,16p' "$OUT/heap-rest.txt"
   t0=$(now) c0=$(metric process_cpu_seconds_total)
   sleep "$IDLE"
@@ -76,42 +91,68 @@ at_rest() {
   echo "API requests at rest over ${IDLE} s: $(audit_count "$t0" "$t1")"
 }
 
-# edits: EDITS edits of cm-0, half one each half second, half in bursts (5 s apart) of 10; prints "EPOCH NAMESPACE" per edit
+# edits: EDITS edits of cm-0, one each EDIT_GAP s, each in the next namespace (round robin), so that a
+# namespace's restart has EDIT_GAP * NAMESPACES s to complete before its next edit and at most
+# --max-concurrent-restarts rollouts run when one completes within 2 * EDIT_GAP s; prints "EPOCH NAMESPACE" per edit
 edits() {
-  local i j t pids
-  for ((i = 0; i < EDITS / 2; i++)); do
-    t=$(now); edit_cm "$(ns_of $i)" cm-0 "e$i-$RANDOM" && echo "$t $(ns_of $i)"; sleep 0.5
-  done
-  for ((i = EDITS / 2; i < EDITS; i += 10)); do
-    t=$(now) pids=()
-    for ((j = i; j < i + 10 && j < EDITS; j++)); do edit_cm "$(ns_of $j)" cm-0 "e$j-$RANDOM" & pids+=($!); done
-    wait "${pids[@]}" # not the port-forward, a child too
-    for ((j = i; j < i + 10 && j < EDITS; j++)); do echo "$t $(ns_of $j)"; done
-    sleep 5
+  local i t
+  for ((i = 0; i < EDITS; i++)); do
+    t=$(now); edit_cm "$(ns_of $i)" cm-0 "e$i-$RANDOM" && echo "$t $(ns_of $i)"; sleep "$EDIT_GAP"
   done
 }
 
-# first_actions EDITS-FILE LOG-FILE: per edit, seconds from the edit to the first action in its namespace
-# after it
-first_actions() {
-  jq -rR 'fromjson? | select(.event == "action") | "\(.time) \(.action.target.namespace // .object.namespace // "")"' "$2" |
-    while read -r t ns; do echo "$(date -d "$t" +%s.%N) $ns"; done > "$OUT/actions.txt"
+# first_after EVENTS-FILE EDITS-FILE: per edit ("EPOCH NAMESPACE"), seconds to the first of the events
+# ("EPOCH NAMESPACE") in its namespace at or after it, or "none"
+first_after() {
   awk 'NR == FNR { at[NR] = $1; an[NR] = $2; n = NR; next }
     { best = ""; for (k = 1; k <= n; k++) if (an[k] == $2 && at[k] >= $1 && (best == "" || at[k] < best)) best = at[k]
-      if (best == "") print "none"; else printf "%.3f\n", best - $1 }' "$OUT/actions.txt" "$1"
+      if (best == "") print "none"; else printf "%.3f\n", best - $1 }' "$1" "$2"
+}
+
+# log_events LOG-FILE KINDS: the leader's events of those kinds (a jq regex) as "EPOCH NAMESPACE"; for
+# "change", the time its first edit was seen (firstEdit) instead
+log_events() {
+  jq -rR --arg k "$2" 'fromjson? | select(.event | test("^(" + $k + ")$"))
+    | "\(if .event == "change" then .firstEdit else .time end) \(.action.target.namespace // .object.namespace // "")"' "$1" |
+    while read -r t ns; do echo "$(date -d "$t" +%s.%N) $ns"; done
+}
+
+# audit_patches FROM: the controller's patches of Deployments and StatefulSets (its restarts) from the audit
+# log, as "EPOCH NAMESPACE" (the API server's response time, microseconds)
+audit_patches() {
+  cat "$LOG"/audit/audit*.log 2>/dev/null | grep -F "system:serviceaccount:$CTL:" |
+    jq -r --argjson a "$1" 'select(.stage == "ResponseComplete" and .verb == "patch"
+        and (.objectRef.resource == "deployments" or .objectRef.resource == "statefulsets") and .objectRef.subresource == null)
+      | (.stageTimestamp | capture("^(?<s>[^.Z]+)(?<f>\\.[0-9]+)?Z$")) as $c
+      | (($c.s + "Z" | fromdate) + (("0" + ($c.f // "")) | tonumber)) as $t | select($t >= $a) | "\($t) \(.objectRef.namespace)"'
+}
+
+# percentiles: "N; p50 X s, p99 Y s, max Z s" of the numbers on stdin
+percentiles() {
+  sort -g | awk '{a[NR] = $1} END { if (!NR) { print "0"; exit }
+    printf "%d; p50 %.2f s, p99 %.2f s, max %.2f s\n", NR, a[int((NR + 1) / 2)], a[int(NR * 0.99 + 0.999)], a[NR] }'
 }
 
 edit_figures() {
-  local t0 t1 lat
-  ts "$EDITS edits of cm-0 (reloader.stakater.com/auto, env: restarts) across the namespaces"
+  local t0 t1 f
+  ts "$EDITS edits of cm-0 (reloader.stakater.com/auto, env: restarts), one each $EDIT_GAP s across the namespaces"
   t0=$(now)
   edits > "$OUT/edits.txt"
   sleep 30
   t1=$(now)
   kubectl -n $CTL logs "$LEADER" > "$OUT/controller.log"
-  first_actions "$OUT/edits.txt" "$OUT/controller.log" > "$OUT/latency.txt"
-  lat=$(grep -v none "$OUT/latency.txt" | sort -g)
-  echo "edit to first action: $(echo "$lat" | grep -c .) of $EDITS edits acted on; p50 $(echo "$lat" | awk '{a[NR]=$1} END {print a[int(NR*0.5)+(NR%2)]}') s, p99 $(echo "$lat" | awk '{a[NR]=$1} END {i=int(NR*0.99+0.999); print a[i]}') s, max $(echo "$lat" | tail -1) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  log_events "$OUT/controller.log" change > "$OUT/seen.txt"
+  log_events "$OUT/controller.log" 'action|deferred' > "$OUT/decided.txt"
+  log_events "$OUT/controller.log" action > "$OUT/actions.txt"
+  audit_patches "$t0" > "$OUT/restarts.txt"
+  echo "edits: $EDITS, one each $EDIT_GAP s over $NAMESPACES namespaces; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  for f in "seen.txt:edit to seen by the informer (the change's firstEdit)" \
+    "decided.txt:edit to first decision (action or deferred event; includes the --debounce of 2 s)" \
+    "actions.txt:edit to first action event (a deferred restart: when it is sent)" \
+    "restarts.txt:edit to the restart's PATCH (audit log)"; do
+    echo "  ${f#*:}: $(first_after "$OUT/${f%%:*}" "$OUT/edits.txt" | grep -v none | percentiles) (of $EDITS edits)"
+  done
+  echo "  deferred events: $(jq -rR 'fromjson? | select(.event == "deferred") | .message' "$OUT/controller.log" | wc -l), of which the restart limit: $(jq -rR 'fromjson? | select(.event == "deferred") | .message' "$OUT/controller.log" | grep -c 'under way' || true)"
   echo "API requests over the edits ($(echo "$t1 - $t0" | bc) s): $(audit_count "$t0" "$t1")"
   echo "controller RSS after the edits: $(mib "$(metric process_resident_memory_bytes)") MiB"
 }
@@ -138,15 +179,20 @@ release_rss() {
     kill -0 $rel 2>/dev/null || { [ -n "${released:-}" ] || released=$(date +%s); [ $(( $(date +%s) - released )) -lt 60 ] || break; }
     sleep 1
   done
-  echo "release of $RELEASE_EDITS edits: peak RSS $(mib "$peak") MiB (sampled each second, until 60 s after the last edit); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "release of $RELEASE_EDITS edits: peak RSS $(mib "$peak") MiB (peak since its start $(leader_hwm)) (sampled each second, until 60 s after the last edit); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 status_vs_kubectl() {
   local f
-  for f in "kubectl cmsync status -A -o json" "kubectl get pods,configmaps,secrets -A -o json"; do
+  local raw="kubectl get pods,configmaps,secrets -A -o json"
+  [ "${RAW:-1}" = 1 ] || raw="" # RAW=0: not the raw fetch (kubectl took 7 min and 3.4 GiB at 320 MB)
+  for f in "kubectl cmsync status -A -o json" "kubectl cmsync status -A --group-by workload" ${raw:+"$raw"}; do
     # shellcheck disable=SC2086
-    /usr/bin/time -f "%e %M" -o "$OUT/time.txt" $f > /dev/null 2> "$OUT/stderr.txt" || { tail -3 "$OUT/stderr.txt"; }
-    echo "$f: $(awk '{printf "%s s wall, peak RSS %.0f MiB", $1, $2 / 1024}' "$OUT/time.txt"); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    if /usr/bin/time -f "%e %M" -o "$OUT/time.txt" $f > /dev/null 2> "$OUT/stderr.txt"; then
+      echo "$f: $(awk 'END {printf "%s s wall, peak RSS %.0f MiB", $1, $2 / 1024}' "$OUT/time.txt"); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    else
+      echo "$f: failed: $(tail -3 "$OUT/stderr.txt")"
+    fi
   done
 }
 
@@ -157,11 +203,11 @@ measure() {
   echo "fixture: $n pods ($ready ready), $(kubectl get configmaps -A --no-headers | wc -l) ConfigMaps, $(kubectl get secrets -A --no-headers | wc -l) Secrets; $(held)"
   ctl_start
   at_rest
-  edit_figures
-  unreadable
-  release_rss
+  [ "$EDITS" = 0 ] || edit_figures
+  [ "$UNREADABLE" = 0 ] || unreadable
+  [ "$RELEASE_EDITS" = 0 ] || release_rss
   go tool pprof -top -sample_index=inuse_space "http://127.0.0.1:$PF_PORT/debug/pprof/heap" > "$OUT/heap-after.txt" 2>/dev/null || true
-  status_vs_kubectl
+  [ "${STATUS:-1}" = 0 ] || status_vs_kubectl
   kubectl -n $CTL logs "$LEADER" > "$OUT/controller.log"
   echo "the leader's log and profiles: $OUT"
 }

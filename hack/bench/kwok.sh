@@ -10,6 +10,8 @@
 #                                DATA_MB MB of values together (sizes from 100 B to 900 KiB, most small).
 #   hack/bench/kwok.sh measure   the controller from the chart (its defaults, all namespaces, --enable-pprof),
 #                                then its figures: see measure below.
+#   hack/bench/kwok.sh data      the same ConfigMaps and Secrets made to hold DATA_MB MB (applied over them),
+#                                to measure the controller against the data's size at the same pod count.
 #   hack/bench/kwok.sh down      everything above, in one command (kwok stopped last).
 # Defaults: PODS=100000 WORKLOADS=1000 NAMESPACES=100 NODES=100 OBJECTS=35000 DATA_MB=800.
 # Every pod reads 8 objects in every mode: env (configMapKeyRef), envFrom (a ConfigMap and a Secret),
@@ -18,16 +20,21 @@
 # workload 2 reloader.stakater.com/auto in even namespaces; workloads 3 and 4 kubectl-cmsync.io/watch;
 # the rest are not opted in. Workloads 2, 5 and 8 are StatefulSets (podManagementPolicy Parallel).
 # The cluster's controller-manager must have its client limits raised and etcd a larger quota: start the
-# cluster with them (KWOK_CLUSTER_ARGS prints them), or `up` restarts both with them.
+# cluster with them (`hack/bench/kwok.sh cluster-args` prints them: eval its output before make cluster-up),
+# or `up` restarts both with them.
 set -euo pipefail
+KCM_ARGS="--kube-api-qps=400 --kube-api-burst=800 --concurrent-replicaset-syncs=10 --concurrent-statefulset-syncs=10"
+ETCD_ARGS="--quota-backend-bytes=8589934592"
+if [ "${1:-}" = cluster-args ]; then
+  printf 'export KCM_EXTRA_ARGS="%s" ETCD_EXTRA_ARGS="%s"\n' "$KCM_ARGS" "$ETCD_ARGS"
+  exit
+fi
 . "$(dirname "$0")/lib.sh"
 PODS=${PODS:-100000} WORKLOADS=${WORKLOADS:-1000} NAMESPACES=${NAMESPACES:-100} NODES=${NODES:-100}
 OBJECTS=${OBJECTS:-35000} DATA_MB=${DATA_MB:-800} CONCURRENCY=${CONCURRENCY:-16}
 LABEL=cmsync-kwok=true
 # kwok's pod addresses: not routed anywhere, apart from the cluster's pod and Service ranges
 KWOK_CIDR=10.64.0.0/12 KWOK_NODE_IP=10.63.0.1
-KCM_ARGS="--kube-api-qps=400 --kube-api-burst=800 --concurrent-replicaset-syncs=10 --concurrent-statefulset-syncs=10"
-ETCD_ARGS="--quota-backend-bytes=8589934592"
 
 for v in PODS WORKLOADS NAMESPACES NODES OBJECTS DATA_MB CONCURRENCY; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive whole number, got \"${!v}\""
@@ -46,9 +53,10 @@ check_sizes() {
 case ${1:-} in
 up) check_sizes; kwok_up ;;
 measure) . "$(dirname "$0")/kwok-measure.sh"; measure ;;
+data) kwok_data ;;
 down) kwok_down ;;
 *)
-  echo "usage: PODS=100000 OBJECTS=35000 DATA_MB=800 $0 up|measure|down" >&2
+  echo "usage: PODS=100000 OBJECTS=35000 DATA_MB=800 $0 up|data|measure|down|cluster-args" >&2
   exit 2
   ;;
 esac

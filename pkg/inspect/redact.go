@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -76,10 +77,15 @@ func newRedactor(snap *Snapshot, names map[string]bool) *Redactor {
 	}
 	for _, s := range snap.Secrets {
 		for _, b := range s.Data {
-			add(string(b))
+			// The snapshot's bytes, not a copy: the values are as large as
+			// the Secrets' data (a namespace's in each round of the
+			// controller, every Secret's in status -A), and the snapshot,
+			// which does not change (Snapshot.Object), holds them anyway.
+			v := bytesString(b)
+			add(v)
 			// A multi-line value (a key, a certificate, a config file) may
-			// be quoted line by line.
-			for _, line := range strings.Split(string(b), "\n") {
+			// be quoted line by line (substrings of v, not copies).
+			for line := range strings.SplitSeq(v, "\n") {
 				add(line)
 			}
 		}
@@ -90,6 +96,15 @@ func newRedactor(snap *Snapshot, names map[string]bool) *Redactor {
 	// Longest first: a value that contains another is replaced whole.
 	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
 	return r
+}
+
+// bytesString is b as a string without a copy; b must not change while the
+// string is used.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // String returns s with every known Secret value replaced.

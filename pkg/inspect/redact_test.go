@@ -3,6 +3,7 @@ package inspect
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,40 @@ func TestRedactor(t *testing.T) {
 	var nilR *Redactor
 	if nilR.String("x") != "x" {
 		t.Error("a nil Redactor must pass text through")
+	}
+}
+
+// TestRedactorSharesValues: the redactor keeps the snapshot's Secret bytes,
+// not a copy of them, so that it costs no memory in proportion to the
+// Secrets' data (the controller builds one each round, status -A one for
+// every Secret); a line of a multi-line value is a part of them too.
+func TestRedactorSharesValues(t *testing.T) {
+	big := []byte(strings.Repeat("A", 1<<20))
+	pem := []byte("-----BEGIN KEY-----\nQUJDREVGR0hJSktMTU5PUA\n-----END KEY-----")
+	snap := &Snapshot{Secrets: map[ObjectKey]*corev1.Secret{{KindSecret, "ns", "s"}: {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"},
+		Data: map[string][]byte{"big": big, "pem": pem}}}}
+	r := NewRedactor(snap)
+	within := func(v string, b []byte) bool {
+		p, start := uintptr(unsafe.Pointer(unsafe.StringData(v))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		return p >= start && p+uintptr(len(v)) <= start+uintptr(len(b))
+	}
+	found := 0
+	for _, v := range r.values {
+		if !within(v, big) && !within(v, pem) {
+			t.Errorf("value %.20q... is a copy, not the snapshot's bytes", v)
+		}
+		if v == "QUJDREVGR0hJSktMTU5PUA" {
+			found++
+		}
+	}
+	if found != 1 || len(r.values) != 5 {
+		t.Errorf("values: %d (want 5: big, pem whole and its 3 lines), the middle line %d times", len(r.values), found)
+	}
+	if got := r.String("x QUJDREVGR0hJSktMTU5PUA y"); got != "x "+Redacted+" y" {
+		t.Errorf("a line of a multi-line value: got %q", got)
+	}
+	if got := r.String("a " + string(big) + " b"); got != "a "+Redacted+" b" {
+		t.Errorf("the large value is not redacted (%d bytes back)", len(got))
 	}
 }
 

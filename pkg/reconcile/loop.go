@@ -235,8 +235,8 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(l.Client, 0, informers.WithNamespace(l.Namespace),
-		informers.WithTransform(trim), informers.WithTweakListOptions(l.objectListOptions))
+	factory := informers.NewSharedInformerFactoryWithOptions(l.Client, 0, informers.WithNamespace(l.Namespace))
+	l.objectInformers(factory) // trimmed as they are read (informers.go)
 	synced := []cache.InformerSynced{l.watchKind("ConfigMaps", factory.Core().V1().ConfigMaps().Informer())}
 	if l.watchSecrets() {
 		synced = append(synced, l.watchKind("Secrets", factory.Core().V1().Secrets().Informer()))
