@@ -34,7 +34,7 @@ type lister struct {
 // there long after.
 func (l *Loop) objectInformers(factory informers.SharedInformerFactory) {
 	ns := l.Namespace
-	for obj, ls := range map[runtime.Object]lister{
+	kinds := map[runtime.Object]lister{
 		&corev1.ConfigMap{}: {
 			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return l.Client.CoreV1().ConfigMaps(ns).List(ctx, o)
@@ -43,15 +43,18 @@ func (l *Loop) objectInformers(factory informers.SharedInformerFactory) {
 				return l.Client.CoreV1().ConfigMaps(ns).Watch(ctx, o)
 			},
 		},
-		&corev1.Secret{}: {
+	}
+	if l.watchSecrets() { // the factory starts every informer it holds: none for Secrets unless they are watched
+		kinds[&corev1.Secret{}] = lister{
 			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return l.Client.CoreV1().Secrets(ns).List(ctx, o)
 			},
 			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				return l.Client.CoreV1().Secrets(ns).Watch(ctx, o)
 			},
-		},
-	} {
+		}
+	}
+	for obj, ls := range kinds {
 		factory.InformerFor(obj, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 			lw := &cache.ListWatch{
 				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

@@ -72,7 +72,7 @@ func TestInformersKeepDigests(t *testing.T) {
 	client := fake.NewClientset(
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"v": big}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"v": []byte(big)}})
-	l := &Loop{Client: client}
+	l := &Loop{Config: Config{Secrets: true}, Client: client}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	l.objectInformers(factory)
 	cms, secrets := factory.Core().V1().ConfigMaps().Informer(), factory.Core().V1().Secrets().Informer()
