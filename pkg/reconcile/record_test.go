@@ -436,17 +436,17 @@ func TestCompletedRestartRecordsEveryObjectItsPodsRead(t *testing.T) {
 		Consumers: []refresh.Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "b"}, Pod: "web-1"}}}, Outcome: refresh.OutcomeCurrent}
 	s := subjectOf(kept[0])
 	want := []string{"configmap/a", "configmap/b"}
-	got := recordable(withRestarted(kept, all, []refresh.Result{restart}), []refresh.Result{restart})
+	got := recordable(withRestarted(kept, func() []inspect.Use { return all }, []refresh.Result{restart}), []refresh.Result{restart})
 	if k := slices.Sorted(slices.Values(got[s])); !slices.Equal(k, want) {
 		t.Fatalf("recorded %v after the restart completed, want %v", got, want)
 	}
 	pending := restart
 	pending.Pending, pending.Outcome = true, refresh.OutcomeApplied
-	if got := recordable(withRestarted(kept, all, []refresh.Result{pending}), []refresh.Result{pending}); len(got) != 0 {
+	if got := recordable(withRestarted(kept, func() []inspect.Use { return all }, []refresh.Result{pending}), []refresh.Result{pending}); len(got) != 0 {
 		t.Fatalf("recorded %v while the restart is pending, want nothing yet", got)
 	}
 	now := map[subject]Record{s: {"configmap/a": "x", "configmap/b": "y"}}
-	later, _ := recordedLater(kept, all, []refresh.Result{pending}, map[string]bool{"Deployment/web": true}, now)
+	later, _ := recordedLater(kept, func() []inspect.Use { return all }, []refresh.Result{pending}, map[string]bool{"Deployment/web": true}, now)
 	if k := slices.Sorted(slices.Values(later[s])); !slices.Equal(k, want) {
 		t.Fatalf("recorded once verified: %v, want %v", later, want)
 	}

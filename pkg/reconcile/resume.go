@@ -107,21 +107,22 @@ func recordable(kept []inspect.Use, results []refresh.Result) map[subject][]stri
 	return bySubject
 }
 
-// withRestarted adds to kept the uses of all (every use of the snapshot)
-// by the workloads a completed rollout restart of results replaced: their
+// withRestarted adds to kept the uses of all (every use of the snapshot,
+// built only when a restart completed) by the workloads a completed
+// rollout restart of results replaced: their
 // new pods read every object the template reads when they start, so the
 // restart made them current with all of them as the snapshot has them (or
 // newer), not only with the objects whose edits it was sent for. Without
 // it an edit the watch delivers late (a cut, then a relist) of another
 // object the restart's pods already read looks new, and restarts the
 // workload again.
-func withRestarted(kept, all []inspect.Use, results []refresh.Result) []inspect.Use {
+func withRestarted(kept []inspect.Use, all func() []inspect.Use, results []refresh.Result) []inspect.Use {
 	restarted := replacedBy(results)
 	if len(restarted) == 0 {
 		return kept
 	}
 	out := slices.Clone(kept) // recordable counts an object once per subject
-	for _, it := range all {
+	for _, it := range all() {
 		if restarted[onlyKey(it.Workload)] {
 			out = append(out, it)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
@@ -94,7 +95,7 @@ func (l *Loop) handOver(rd *roundRead, results []refresh.Result, held []refresh.
 		}
 	}
 	if now != nil {
-		v.records, v.digests = recordedLater(rd.kept, l.allItems(rd.snap), append(results, heldResults(held)...), workloads, now())
+		v.records, v.digests = recordedLater(rd.kept, sync.OnceValue(func() []inspect.Use { return l.allItems(rd.snap) }), append(results, heldResults(held)...), workloads, now())
 	}
 	l.mu.Lock()
 	// an edit made while the round sent and waited is a change again: the
@@ -133,7 +134,7 @@ func (l *Loop) joinRound(ns string, v *verification) {
 // recordedLater are the subjects of workloads that completed but for
 // their pending actions, with their objects and digests: recorded once
 // those are verified.
-func recordedLater(kept, all []inspect.Use, results []refresh.Result, workloads map[string]bool, now map[subject]Record) (map[subject][]string, map[subject]Record) {
+func recordedLater(kept []inspect.Use, all func() []inspect.Use, results []refresh.Result, workloads map[string]bool, now map[subject]Record) (map[subject][]string, map[subject]Record) {
 	asDone := slices.Clone(results)
 	for i := range asDone {
 		asDone[i].Pending = false
