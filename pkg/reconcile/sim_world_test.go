@@ -468,10 +468,14 @@ func (w *simWorld) startRollout(wl *simWorkload, byCmsync bool, now time.Time) {
 			r.done = r.deadline.Add(w.deadlineAfter)
 		}
 	}
-	if old := wl.rollout; old != nil && !old.completed {
+	for _, old := range w.rollouts {
+		if old.w != wl || old.completed {
+			continue
+		}
 		// superseded: the Deployment rolls out the newest template, the
-		// old restart's pods with it; it ends as the new rollout does (a
-		// deadline that passed was seen: it stays)
+		// old restarts' pods with it; each ends as the new rollout does
+		// (a deadline that passed was seen: it stays), an older one that
+		// a stalled rollout superseded before as well
 		old.done = r.done
 		if old.deadline.IsZero() || now.Before(old.deadline) {
 			old.deadline = r.deadline
@@ -486,6 +490,11 @@ func (w *simWorld) progress(r *simRollout, now time.Time) {
 	switch {
 	case r.completed:
 	case !r.done.IsZero() && !now.Before(r.done):
+		for _, old := range w.rollouts { // the rollouts it superseded end with it
+			if old.w == r.w && !old.completed {
+				old.completed, old.completedAt, old.done = true, r.done, r.done
+			}
+		}
 		r.completed, r.completedAt = true, r.done
 		r.w.rev++
 		w.newRevision(r.w)
