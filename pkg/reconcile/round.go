@@ -135,8 +135,10 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 // Target does (its kind qualified with the group when not built in).
 func onlyKey(w inspect.WorkloadRef) string { return w.GroupKind() + "/" + w.Name }
 
+// compareKeys orders objects by namespace, kind and name: a total order,
+// so that what is said of several objects comes in one order every time.
 func compareKeys(a, b inspect.ObjectKey) int {
-	return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name))
 }
 
 func changeMessage(c Change) string {

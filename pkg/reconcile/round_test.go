@@ -1208,3 +1208,14 @@ func TestFailedResumeIsResumedAgain(t *testing.T) {
 		t.Errorf("web not restarted once the namespace could be read; said %q", f.took(EventError))
 	}
 }
+
+// TestCompareKeysIsTotal: objects of one kind and name in two namespaces
+// are ordered, so that the lines said of several objects (a loop that
+// stops with changes pending) come in one order every time.
+func TestCompareKeysIsTotal(t *testing.T) {
+	a := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns0", Name: "c0"}
+	b := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns1", Name: "c0"}
+	if compareKeys(a, b) >= 0 || compareKeys(b, a) <= 0 || compareKeys(a, a) != 0 {
+		t.Errorf("compareKeys(ns0/c0, ns1/c0) = %d, reversed %d: want ns0 first", compareKeys(a, b), compareKeys(b, a))
+	}
+}
