@@ -192,6 +192,11 @@ type pending struct {
 	change Change
 	edits  int
 	first  time.Time
+	// made is the earliest its edits may have been made: the object's
+	// last write, when before first (an edit made during a cut of the
+	// watch reaches the loop when the informer lists again); it holds the
+	// watermark back, and first stays when the loop saw the change
+	made time.Time
 	// edit numbers the last edit merged into it (Loop.edits): a requeue
 	// of a copy taken before a later edit carries nothing of what was
 	// told or attempted for the edits before to the later one
@@ -321,8 +326,8 @@ func (l *Loop) actedUntil() time.Time {
 	}
 	oldest := func(ps map[inspect.ObjectKey]*pending) {
 		for _, p := range ps {
-			// first is when the edit was seen: it was made up to a moment before
-			if at := p.first.Add(-watermarkMargin); at.Before(w) {
+			// first is when the edit was seen: it was made up to a moment before (or at made, after a cut)
+			if at := earliest(p.first, p.made).Add(-watermarkMargin); at.Before(w) {
 				w = at
 			}
 			if p.existing && !l.Watermark.IsZero() && l.Watermark.Before(w) {
@@ -564,6 +569,9 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 		p = &pending{change: Change{Object: c.Object}, first: now}
 		l.pending[c.Object] = p
 	}
+	if !cur.LastChange.IsZero() && cur.LastChange.Before(now) {
+		p.made = earliest(p.made, cur.LastChange)
+	}
 	p.change = merge(p.change, c)
 	p.edits++
 	l.edits++
@@ -648,6 +656,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 		}
 		q.edits += p.edits
 		q.first, q.existing = p.first, q.existing || p.existing
+		q.made = earliest(q.made, p.made)
 		q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
 		if same { // no edit since: the attempts so far count
 			q.unreadSince = p.unreadSince

@@ -3,6 +3,9 @@ package reconcile
 import (
 	"testing"
 	"time"
+
+	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 type versionStub struct{ rv string }
@@ -70,5 +73,39 @@ func TestWatermarkHoldsThroughASecondCut(t *testing.T) {
 	cms.rv = "12" // listed again after the second cut
 	if got, want := f.loop.actedUntil(), f.now.Add(-watermarkMargin); !got.Equal(want) {
 		t.Errorf("listed again: %s, want now less the margin %s", got, want)
+	}
+}
+
+// TestWatermarkHoldsAnEditTheRelistDelivered: an edit made during a cut
+// reaches the loop when the informer lists again, minutes after it was
+// made. While its change is pending or being acted on, the watermark
+// stays before the edit's own time (the object's last write), not before
+// the moment the relist delivered it: a new leader would otherwise take
+// the edit as older than the watermark and leave its consumers with no
+// record alone.
+func TestWatermarkHoldsAnEditTheRelistDelivered(t *testing.T) {
+	f := newRoundFixture(t)
+	cms := &versionStub{rv: "10"}
+	st := f.loop.watchOf("ConfigMaps", cms)
+	f.loop.actedUntil()
+	f.loop.watchFailed(st)
+	f.now = f.now.Add(time.Minute)
+	edited := metav1.NewTime(f.now) // made during the cut
+	old := configMap("a", map[string]string{"K": "1", "X": "x"})
+	cur := configMap("a", map[string]string{"K": "2", "X": "x"})
+	cur.ManagedFields = []metav1.ManagedFieldsEntry{{Time: &edited}}
+	f.now = f.now.Add(5 * time.Minute)
+	cms.rv = "42" // listed again: the edit is delivered now
+	f.loop.noteChange(inspect.ConfigMapObject(old), inspect.ConfigMapObject(cur))
+	if got, limit := f.loop.actedUntil(), edited.Add(-watermarkMargin); got.After(limit) {
+		t.Errorf("an edit made during the cut, pending: %s, want at most its time less the margin %s", got, limit)
+	}
+	f.loop.take("ns")
+	if got, limit := f.loop.actedUntil(), edited.Add(-watermarkMargin); got.After(limit) {
+		t.Errorf("taken by a round: %s, want at most %s", got, limit)
+	}
+	f.loop.untake("ns")
+	if got, want := f.loop.actedUntil(), f.now.Add(-watermarkMargin); !got.Equal(want) {
+		t.Errorf("once acted on: %s, want now less the margin %s", got, want)
 	}
 }
