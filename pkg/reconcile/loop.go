@@ -616,6 +616,45 @@ func merge(a, b Change) Change {
 		Created: (a.Created && !b.Deleted) || b.Created, Deleted: b.Deleted || (a.Deleted && !b.Created)}
 }
 
+// join merges p, a copy of a change put back (a retry, a verification's
+// recheck), into q, the change of the same object pending or taken.
+func (q *pending) join(p pending) {
+	if q.retry && q.only != nil {
+		if p.only == nil { // a retry of every use widens it
+			q.only = nil
+		} else {
+			maps.Copy(q.only, p.only)
+		}
+	}
+	// Of one edit (no edit since p was taken), what was told, the
+	// hold's clock and the rechecks of both still hold. Of two, those
+	// of the later edit: the deferrals said of the earlier one say
+	// nothing of the later (a copy requeued once its verification
+	// ended, after a round acted on a later edit).
+	same := q.retry && p.edit == q.edit
+	switch {
+	case same:
+		q.told = joinTold(q.told, p.told)
+		q.recheck = joinTold(q.recheck, p.recheck)
+		q.deferredSince = earliest(q.deferredSince, p.deferredSince)
+		q.heldSince = earliest(q.heldSince, p.heldSince)
+	case q.retry && p.edit > q.edit:
+		q.told, q.recheck, q.deferredSince, q.heldSince, q.unreadSince = p.told, p.recheck, p.deferredSince, p.heldSince, p.unreadSince
+	}
+	q.change = merge(p.change, q.change)
+	if p.edit > q.edit { // the later edit's version
+		q.change.Version = p.change.Version
+	}
+	q.edits += p.edits
+	q.first, q.existing = p.first, q.existing || p.existing
+	q.made = earliest(q.made, p.made)
+	q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
+	if same { // no edit since: the attempts so far count
+		q.unreadSince = p.unreadSince
+	}
+	q.edit = max(q.edit, p.edit)
+}
+
 // requeue puts a change back, due after the debounce. An edit seen meanwhile is merged into it, and then every use is concerned
 // again; two requeues of one object retry the workloads of both.
 func (l *Loop) requeue(p pending) { l.requeueAt(p, time.Time{}) }
@@ -628,40 +667,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 	p.retry, p.told, p.only, p.recheck = true, maps.Clone(p.told), maps.Clone(p.only), maps.Clone(p.recheck) // a copy shares no map with the round's
 	p.recordEdits, p.unreadSince = maps.Clone(p.recordEdits), maps.Clone(p.unreadSince)
 	if q := l.pending[p.change.Object]; q != nil {
-		if q.retry && q.only != nil {
-			if p.only == nil { // a retry of every use widens it
-				q.only = nil
-			} else {
-				maps.Copy(q.only, p.only)
-			}
-		}
-		// Of one edit (no edit since p was taken), what was told, the
-		// hold's clock and the rechecks of both still hold. Of two, those
-		// of the later edit: the deferrals said of the earlier one say
-		// nothing of the later (a copy requeued once its verification
-		// ended, after a round acted on a later edit).
-		same := q.retry && p.edit == q.edit
-		switch {
-		case same:
-			q.told = joinTold(q.told, p.told)
-			q.recheck = joinTold(q.recheck, p.recheck)
-			q.deferredSince = earliest(q.deferredSince, p.deferredSince)
-			q.heldSince = earliest(q.heldSince, p.heldSince)
-		case q.retry && p.edit > q.edit:
-			q.told, q.recheck, q.deferredSince, q.heldSince, q.unreadSince = p.told, p.recheck, p.deferredSince, p.heldSince, p.unreadSince
-		}
-		q.change = merge(p.change, q.change)
-		if p.edit > q.edit { // the later edit's version
-			q.change.Version = p.change.Version
-		}
-		q.edits += p.edits
-		q.first, q.existing = p.first, q.existing || p.existing
-		q.made = earliest(q.made, p.made)
-		q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
-		if same { // no edit since: the attempts so far count
-			q.unreadSince = p.unreadSince
-		}
-		q.edit = max(q.edit, p.edit)
+		q.join(p)
 	} else {
 		l.pending[p.change.Object] = &p
 	}

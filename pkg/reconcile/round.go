@@ -24,6 +24,8 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	if len(changes) == 0 {
 		return
 	}
+	l.joinPutBack(changes)
+	l.leaveToVerifications(ns, changes)
 	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
 	if l.ignoreOutOfScope(ns, changes, keys) {
 		return
@@ -36,6 +38,45 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	}
 	if rd := l.read(ctx, ns, changes, keys); rd != nil && (len(rd.kept) > 0 || len(rd.named) > 0) {
 		l.act(ctx, rd)
+	}
+}
+
+// joinPutBack merges into the round's changes the copies put back since
+// they were taken (by the verifications that just ended: a restart that
+// timed out is verified again, never sent again) of the objects the round
+// acts on: one change per object, knowing what was sent for it. A new
+// edit seen meanwhile stays pending, for the next round.
+func (l *Loop) joinPutBack(changes map[inspect.ObjectKey]*pending) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, q := range changes {
+		if p := l.pending[k]; p != nil && p.retry {
+			q.join(*p)
+			delete(l.pending, k)
+		}
+	}
+}
+
+// leaveToVerifications drops from each change's workloads (a retry's
+// only) those whose restart or eviction for the same edit of the object,
+// or a later one, is handed over and not verified yet: its new pods read
+// that edit, its verification says how it ends and puts the workload back
+// to be verified again (never sent again) if it times out. Acting on it
+// here would restart it twice for one change.
+func (l *Loop) leaveToVerifications(ns string, changes map[inspect.ObjectKey]*pending) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, p := range changes {
+		if p.only == nil {
+			continue
+		}
+		for _, v := range l.verifying[ns] {
+			if vp := v.changes[k]; vp != nil && vp.edit >= p.edit {
+				for _, w := range v.workloadsOf(k) {
+					delete(p.only, w)
+				}
+			}
+		}
 	}
 }
 

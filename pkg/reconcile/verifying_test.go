@@ -435,3 +435,57 @@ func (f *roundFixture) timesOutThenRechecks() {
 		f.t.Fatalf("after --timeout: %q, want one timeout and one recheck", got)
 	}
 }
+
+// TestRetryTakenWithARestartsTimeoutIsNoSecondRestart: a retry of the
+// change a handed-over restart was sent for, due in the round that sees
+// that restart time out, is acted on knowing that the restart was sent:
+// the workload (opted in through Reloader: on-change restart, no read
+// needed) is read again, never restarted a second time for one change. The round checks what was handed over before it
+// takes the namespace's changes.
+func TestRetryTakenWithARestartsTimeoutIsNoSecondRestart(t *testing.T) {
+	f := handOverFixture(t, time.Second)
+	f.annotateWeb(map[string]string{ReloaderAuto: "true"})
+	first := f.restartRollingOut()
+	f.rolledOut("web", map[string]string{"K": "2", "L": "1"})
+	f.ex.Containers["ns/web-2-a/app"].Err = context.DeadlineExceeded // the new pod cannot be read
+	f.said(EventAction, EventResult, EventRetry)
+	time.Sleep(1200 * time.Millisecond) // past --timeout: the next check ends the restart
+	// a copy of the same edit, to be read again for web (an unread retry
+	// merged with an earlier edit's), due now
+	f.loop.requeueAt(pending{change: Change{Object: inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}, Keys: []string{"K"}},
+		edits: 1, first: f.now, edit: f.loop.edits, only: map[string]bool{"Deployment/web": true}}, f.now)
+	f.step(recheckFloor)
+	got := f.said(EventAction, EventResult, EventRetry)
+	if f.restartedAt() != first {
+		t.Fatalf("restarted a second time for the same change: %q", got)
+	}
+	if len(got) != 3 || got[0] != "result restart deployment/web timeout" || !strings.Contains(got[1], "verified again, not sent again") ||
+		!strings.Contains(got[2], "cannot tell whether its env use of ConfigMap a is stale") {
+		t.Errorf("the round: %q, want the timeout, and web read again (its new pod cannot be read)", got)
+	}
+}
+
+// TestRetryOfAWorkloadBeingVerifiedIsLeftToIt: a retry of a change (an
+// unread retry of an earlier edit merged into it) that names a workload
+// whose restart for that edit is handed over and not verified yet leaves
+// the workload to that verification: no second restart (it is opted in
+// through Reloader: no read needed), no read.
+func TestRetryOfAWorkloadBeingVerifiedIsLeftToIt(t *testing.T) {
+	f := handOverFixture(t, time.Hour)
+	f.annotateWeb(map[string]string{ReloaderAuto: "true"})
+	first := f.restartRollingOut()
+	f.rolledOut("web", map[string]string{"K": "2", "L": "1"})
+	f.ex.Containers["ns/web-2-a/app"].Err = context.DeadlineExceeded // the new pod cannot be read yet
+	f.said(EventAction, EventResult, EventRetry)
+	f.loop.requeueAt(pending{change: Change{Object: inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}, Keys: []string{"K"}},
+		edits: 1, first: f.now, edit: f.loop.edits, only: map[string]bool{"Deployment/web": true}}, f.now)
+	f.step(recheckFloor)
+	if got := f.said(EventAction, EventResult, EventRetry); f.restartedAt() != first || len(got) != 0 {
+		t.Fatalf("a retry of web while its restart for the edit is verified: %q (restarted again: %t), want nothing", got, f.restartedAt() != first)
+	}
+	f.ex.Containers["ns/web-2-a/app"].Err = nil
+	f.step(time.Minute)
+	if got := strings.Join(f.said(EventAction, EventResult, EventRetry), "; "); got != "result restart deployment/web current" {
+		t.Errorf("once its new pod can be read: %q, want the restart verified current", got)
+	}
+}
