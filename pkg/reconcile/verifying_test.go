@@ -484,7 +484,8 @@ func TestRetryOfAWorkloadBeingVerifiedIsLeftToIt(t *testing.T) {
 		t.Fatalf("a retry of web while its restart for the edit is verified: %q (restarted again: %t), want nothing", got, f.restartedAt() != first)
 	}
 	f.ex.Containers["ns/web-2-a/app"].Err = nil
-	f.step(time.Minute)
+	f.step(time.Minute) // the pod that could not be read is read (refresh.Result's probe)
+	f.step(time.Minute) // then every pod
 	if got := strings.Join(f.said(EventAction, EventResult, EventRetry), "; "); got != "result restart deployment/web current" {
 		t.Errorf("once its new pod can be read: %q, want the restart verified current", got)
 	}

@@ -109,6 +109,12 @@ type Result struct {
 	// unverifiable is the use Detail describes when the wait's last read
 	// left it unverifiable (GroupWarnings), nil otherwise.
 	unverifiable *inspect.Use
+	// probe is the pod of a restart or an eviction that the last poll
+	// could not read for a cause that may pass (an exec that timed out or
+	// failed, a container not running): the polls read only it until it
+	// is read, then every pod again. Pods that cannot be read cost one
+	// exec a poll, not one each.
+	probe string
 }
 
 // Backoff for retried patches: 429, 5xx and timeouts.

@@ -309,7 +309,7 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 		o.Sleep(ctx, r.AppliedAt.Add(o.PodDelay).Sub(o.Now()))
 	}
 	objects := objectsOf(r.Consumers)
-	interval := o.Interval
+	interval, unread := o.Interval, time.Duration(0)
 	for {
 		var items []inspect.Use
 		var err error
@@ -341,12 +341,24 @@ func waitPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, de
 			timedOut(r, ctx)
 			return false
 		}
-		o.Sleep(ctx, min(interval, deadline.Sub(now)))
+		// a pod read but not current yet is read again soon (the kubelet
+		// is about to write it); one that could not be read, with a longer
+		// backoff: a failed exec says nothing of the kubelet's progress
+		if err != nil || r.unverifiable != nil {
+			unread = min(max(2*unread, interval), unreadMaxInterval*o.MaxInterval)
+		} else {
+			unread = 0
+		}
+		o.Sleep(ctx, min(max(interval, unread), deadline.Sub(now)))
 		if interval *= 2; interval > o.MaxInterval {
 			interval = o.MaxInterval
 		}
 	}
 }
+
+// unreadMaxInterval bounds the backoff of the reads of an annotated pod
+// that cannot be read, in MaxIntervals: 16 s at the defaults.
+const unreadMaxInterval = 8
 
 // verifyPod reads the pod of r, holding sem (when not nil) meanwhile.
 func verifyPod(ctx context.Context, r *Result, obs Verifier, sem chan struct{}, objects []inspect.ObjectKey) ([]inspect.Use, error) {
@@ -518,11 +530,21 @@ func (w poller) converge(results []Result, open []int, rolled map[int]bool, read
 			still = append(still, i)
 			continue
 		}
+		if r.probe != "" {
+			if read.err == nil && !r.probed(read.items) {
+				r.probe = "" // read, or gone: every pod is read at the next poll
+			}
+			still = append(still, i)
+			continue
+		}
 		p, detail, described := converged(*r, read.items, w.o.ChangedAgain)
 		if read.err != nil && p != reached {
 			detail, described = "observe: "+read.err.Error(), nil
 		}
 		r.noteUnverifiable(described)
+		if p == notYet && described != nil && described.State == inspect.StateUnverifiable && r.Action.Action != ActionAnnotate {
+			r.probe = described.Pod.Name
+		}
 		switch p {
 		case cannotVerify:
 			r.Outcome, r.Detail = OutcomeUnverifiable, detail
@@ -540,6 +562,17 @@ func (w poller) converge(results []Result, open []int, rolled map[int]bool, read
 	}
 	w.report(settledNow)
 	return still, now
+}
+
+// probed tells whether the poll's read of r's probe pod (items) still
+// could not read it for a cause that may pass.
+func (r *Result) probed(items []inspect.Use) bool {
+	for _, it := range items {
+		if it.Pod.Name == r.probe && it.Object.Namespace == r.Target.Namespace && it.State == inspect.StateUnverifiable && !it.StateCause.Permanent() {
+			return true
+		}
+	}
+	return false
 }
 
 // Recheck polls once the pending restarts and evictions among results
@@ -582,6 +615,9 @@ func wanted(results []Result, open []int, rolled map[int]bool, it inspect.Use) b
 	for _, i := range open {
 		r := results[i]
 		if it.Object.Namespace != r.Target.Namespace {
+			continue
+		}
+		if r.probe != "" && it.Pod.Name != r.probe {
 			continue
 		}
 		switch r.Action.Action {

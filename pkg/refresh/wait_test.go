@@ -3,6 +3,7 @@ package refresh
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -526,5 +527,83 @@ func TestHandedOverRestartIsRecheckedUntilItsDeadline(t *testing.T) {
 				t.Errorf("timed out at %s, before the wait's deadline", clock.t)
 			}
 		})
+	}
+}
+
+// countingVerifier answers every read with the uses of its pods, each
+// unverifiable (an exec that timed out) until call readableAt, then
+// current; it counts the pod reads asked for (one exec each).
+type countingVerifier struct {
+	pods        []string
+	readableAt  int
+	calls, read int
+}
+
+func (c *countingVerifier) VerifyPods(_ context.Context, _ string, _ []inspect.ObjectKey, want func(inspect.Use) bool) ([]inspect.Use, error) {
+	c.calls++
+	var out []inspect.Use
+	for _, p := range c.pods {
+		it := use(p, "Deployment", "web", inspect.ModeEnv, inspect.VerdictRestartNeeded, inspect.StateCurrent)
+		if c.calls < c.readableAt {
+			it.State, it.StateCause = inspect.StateUnverifiable, inspect.CauseExecTimeout
+		}
+		if want(it) {
+			c.read++
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+func (c *countingVerifier) VerifyPod(ctx context.Context, ns, pod string, objects []inspect.ObjectKey) ([]inspect.Use, error) {
+	return c.VerifyPods(ctx, ns, objects, func(it inspect.Use) bool { return it.Pod.Name == pod })
+}
+
+// TestUnreadablePodsOfARestartAreProbed: once a poll of a restart cannot
+// read its new pods (an exec that timed out), the polls read one of them
+// until it is read, then all again: 25 pods that cannot be read for 40
+// polls cost 25 + 40 reads, not 1,000 (the 41st reads the probe, the
+// 42nd all 25); the restart is verified current only once every pod
+// was read.
+func TestUnreadablePodsOfARestartAreProbed(t *testing.T) {
+	restart := Action{Action: ActionRestart, Target: Target{"Deployment", "ns", "web"},
+		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "web-old", Container: "c", Mode: inspect.ModeEnv}}}
+	obs := &countingVerifier{readableAt: 41}
+	for i := range 25 {
+		obs.pods = append(obs.pods, fmt.Sprintf("web-new-%d", i))
+	}
+	clock := &fakeClock{t: time.Unix(1000, 0), step: time.Second}
+	o := WaitOptions{Timeout: time.Hour, Interval: time.Millisecond, FirstDelay: -1, Now: clock.now}
+	w := NewPodWaits(context.Background(), obs, o)
+	w.handOver = w.start.Add(-time.Second) // handed over at its first poll
+	got := w.Finish([]Result{applied(restart, clock.t)}, &rolloutAfter{})
+	for got[0].Pending && obs.calls < 100 {
+		got = Recheck(context.Background(), got, obs, &rolloutAfter{}, o)
+	}
+	if got[0].Outcome != OutcomeCurrent {
+		t.Fatalf("outcome %s (%s), want current once the pods can be read", got[0].Outcome, got[0].Detail)
+	}
+	if want := 25 + 40 + 25; obs.read != want || obs.calls != 42 {
+		t.Errorf("%d pod reads in %d polls, want %d in 42 (all, then one a poll while it cannot be read, then all)", obs.read, obs.calls, want)
+	}
+}
+
+// TestUnreadableAnnotatedPodIsReadWithABackoff: an annotated pod that
+// cannot be read is read again with a backoff up to 8 times the
+// interval's (16 s at the defaults), not every 2 s: 14 reads over a
+// 2-minute --timeout, not 60 or more.
+func TestUnreadableAnnotatedPodIsReadWithABackoff(t *testing.T) {
+	annotate := Action{Action: ActionAnnotate, Target: Target{"Pod", "ns", "web-new-0"},
+		Consumers: []Consumer{{Object: inspect.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}, Pod: "web-new-0", Container: "c", Mode: inspect.ModeEnv}}}
+	obs := &countingVerifier{pods: []string{"web-new-0"}, readableAt: 1 << 20}
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	sleep := func(_ context.Context, d time.Duration) { clock.mu.Lock(); clock.t = clock.t.Add(d); clock.mu.Unlock() }
+	got := Wait(context.Background(), []Result{applied(annotate, clock.t)}, obs, &rolloutAfter{},
+		WaitOptions{Timeout: 2 * time.Minute, PodDelay: -1, Now: clock.now, Sleep: sleep})
+	if got[0].Outcome != OutcomeTimeout {
+		t.Fatalf("outcome %s, want timeout", got[0].Outcome)
+	}
+	if obs.read != 14 {
+		t.Errorf("%d reads over 2 minutes, want 14", obs.read)
 	}
 }
