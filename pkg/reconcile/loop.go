@@ -139,7 +139,7 @@ type Loop struct {
 	// under way handed over, whose events wait for it (verifying.go)
 	roundFrom map[string]time.Time
 	handing   map[string]*verification
-	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete, resumeAgain
+	mu        sync.Mutex // guards pending, bounce, taken, steps, verifying, resumeIncomplete, resumeAgain, unwritten
 	pending   map[inspect.ObjectKey]*pending
 	edits     uint64            // the edits seen, numbering each pending's last (pending.edit)
 	bounce    Debouncer[string] // by namespace
@@ -151,6 +151,9 @@ type Loop struct {
 	// resumeAgain are the namespaces whose resume failed for a cause that
 	// may pass: resumed again once their backoff passed (resumeDue)
 	resumeAgain map[string]resumeRetry
+	// unwritten are the records whose write failed, by subject: this
+	// leader's record of them until a write succeeds (recordOf)
+	unwritten map[subject]Record
 	// watches are the informers' states, by what they watch: the
 	// watermark never passes the moment one whose watch failed was last
 	// known in sync, until it has listed again (actedUntil)
@@ -399,6 +402,7 @@ func (l *Loop) defaults() {
 	l.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](RetryBase, RetryMax)
 	l.steps = map[string]*retryStep{}
 	l.resumeAgain = map[string]resumeRetry{}
+	l.unwritten = map[subject]Record{}
 	l.pace = newPacer(l.MinRestartInterval, l.RestartRate, l.RestartBurst)
 	if l.jitter == nil {
 		l.jitter = wait.Jitter

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -541,5 +542,53 @@ func TestLateChangeOfTheVersionARestartReadIsRecorded(t *testing.T) {
 		if got := l.unchangedSince(web, []string{"configmap/x"}, tc.held); len(got) != tc.want {
 			t.Errorf("%s: unchangedSince = %v, want %d objects", tc.name, got, tc.want)
 		}
+	}
+}
+
+// failingPatcher fails every patch with err (nil: accepts it).
+type failingPatcher struct{ err error }
+
+func (p *failingPatcher) Patch(context.Context, refresh.Target, types.PatchType, []byte, bool) error {
+	return p.err
+}
+
+// TestRecordNotWrittenIsKeptByTheLeader: a record whose write failed (an
+// API server that could not answer) is what this leader takes for the
+// subject's record until a write succeeds: a late delivery of an edit its
+// restart's new pods read is then no edit for it, and the workload is not
+// restarted again because its annotation lags. It is forgotten once
+// written, or once the subject reads nothing (a pod replaced).
+func TestRecordNotWrittenIsKeptByTheLeader(t *testing.T) {
+	p := &failingPatcher{err: apierrors.NewServiceUnavailable("could not be completed at this time")}
+	l := &Loop{Cluster: refresh.Cluster{Patcher: p}, Emit: func(Event) {}}
+	l.defaults()
+	web := subject{Kind: "Deployment", Namespace: "ns", Name: "web", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}}
+	meta := map[inspect.WorkloadRef]subjectMeta{web.workload: {workload: map[string]string{AnnotationApplied: `{"configmap/x":"old"}`}}}
+	r := Record{"configmap/x": "new"}
+	l.writeRecord(context.Background(), web, r)
+	if got := l.recordOf(web, meta, nil); got != r.String() {
+		t.Fatalf("after a failed write: %s, want the record not written %s", got, r)
+	}
+	p.err = nil
+	r2 := Record{"configmap/x": "newer"}
+	l.writeRecord(context.Background(), web, r2)
+	meta[web.workload].workload[AnnotationApplied] = r2.String()
+	if got := l.recordOf(web, meta, nil); got != r2.String() {
+		t.Errorf("once written: %s, want the annotation %s", got, r2)
+	}
+	p.err = apierrors.NewNotFound(schema.GroupResource{Resource: "deployments"}, "web")
+	l.writeRecord(context.Background(), web, Record{"configmap/x": "gone"})
+	if got := l.recordOf(web, meta, nil); got != r2.String() {
+		t.Errorf("gone: %s, want nothing kept", got)
+	}
+	p.err = apierrors.NewServiceUnavailable("could not be completed at this time")
+	l.writeRecord(context.Background(), web, r)
+	l.forgetUnwritten("ns", map[subject]Record{web: r})
+	if got := l.recordOf(web, meta, nil); got != r.String() {
+		t.Errorf("a round in which web still reads: %s, want the record not written %s", got, r)
+	}
+	l.forgetUnwritten("ns", map[subject]Record{})
+	if got := l.recordOf(web, meta, nil); got != r2.String() {
+		t.Errorf("a round in which web reads nothing: %s, want it forgotten", got)
 	}
 }

@@ -51,9 +51,23 @@ func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspec
 		return
 	}
 	if bySubject := recordable(kept, results); len(bySubject) > 0 {
+		l.forgetUnwritten(kept[0].Object.Namespace, now())
 		l.writeRecords(ctx, bySubject, now(), replacedBy(results), func(s subject) (string, bool) {
 			return l.recordOf(s, meta, snap), true
 		})
+	}
+}
+
+// forgetUnwritten drops the records not written of the subjects of ns
+// that no longer read anything (now: every subject with a pod in the
+// round's snapshot): a pod replaced, a workload deleted.
+func (l *Loop) forgetUnwritten(ns string, now map[subject]Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.unwritten {
+		if _, reads := now[s]; s.Namespace == ns && !reads {
+			delete(l.unwritten, s)
+		}
 	}
 }
 
@@ -245,8 +259,12 @@ func (l *Loop) allItems(snap *inspect.Snapshot) []inspect.Use {
 }
 
 // recordOf is the subject's record as read this round: a workload's from
-// the annotations Select read, a pod's from the snapshot.
+// the annotations Select read, a pod's from the snapshot; or the one this
+// leader could not write on it (unwritten), which is newer.
 func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, snap *inspect.Snapshot) string {
+	if r, ok := l.notWritten(s); ok {
+		return r
+	}
 	if s.Kind != "Pod" {
 		return meta[s.workload].workload[AnnotationApplied]
 	}
@@ -258,11 +276,31 @@ func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, sna
 	return ""
 }
 
-// writeRecord patches a subject's record (its metadata only).
+// notWritten is the record of s whose write failed, if any.
+func (l *Loop) notWritten(s subject) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.unwritten[s]
+	return r.String(), ok
+}
+
+// writeRecord patches a subject's record (its metadata only). A record it
+// could not write is kept as this leader's record of the subject: a late
+// delivery of an edit that the subject was made current with is no edit
+// for it. A restarted controller has only the annotation, and checks the
+// subject again.
 func (l *Loop) writeRecord(ctx context.Context, s subject, r Record) {
 	target := refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}
 	err := l.Cluster.Patcher.Patch(ctx, target, types.MergePatchType, recordPatch(r), false)
-	if err != nil && !apierrors.IsNotFound(err) { // gone: nothing left to record
+	failed := err != nil && !apierrors.IsNotFound(err) // gone: nothing left to record
+	l.mu.Lock()
+	if failed {
+		l.unwritten[s] = r
+	} else {
+		delete(l.unwritten, s)
+	}
+	l.mu.Unlock()
+	if failed {
 		l.emit(Event{Kind: EventError, Target: &target, Message: fmt.Sprintf("cannot record what was made current (%s): %v; a restarted controller checks it again", AnnotationApplied, err)})
 	}
 }

@@ -306,6 +306,9 @@ func (l *Loop) recordVerified(ctx context.Context, v *verification, ended []refr
 	}
 	// the record as it is now: another round may have written it since
 	l.writeRecords(ctx, bySubject, v.digests, replaced, func(s subject) (string, bool) {
+		if r, ok := l.notWritten(s); ok {
+			return r, true
+		}
 		m := l.metaOf(ctx, refresh.Target{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, nil)
 		return m.workload[AnnotationApplied], m.err == nil
 	})
