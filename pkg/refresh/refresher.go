@@ -57,8 +57,8 @@ type Config struct {
 	// PodDelay the pause before an annotated pod's first read (WaitOptions).
 	Sleep    func(context.Context, time.Duration)
 	PodDelay time.Duration
-	// Serial sends the patches one at a time and waits for each annotated
-	// pod before the next (a simulation on a virtual clock replays);
+	// Serial sends the patches one at a time, then waits for the annotated
+	// pods one at a time (a simulation on a virtual clock replays);
 	// PatchBackoff spaces a patch's retries (nil: Backoff).
 	Serial       bool
 	PatchBackoff *wait.Backoff

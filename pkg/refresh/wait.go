@@ -71,8 +71,9 @@ type WaitOptions struct {
 	// of the real clock); a simulation passes one of its virtual clock.
 	Sleep    func(context.Context, time.Duration)
 	Progress func(Progress)
-	// Serial waits for each annotated pod as it is added, to its end,
-	// instead of beside the others (a simulation's clock then replays).
+	// Serial waits for the annotated pods one at a time, in the order
+	// added, once every patch is sent (Finish), instead of beside the
+	// others and the patches (a simulation's clock then replays).
 	Serial bool
 	// ChangedAgain, when set, tells whether the data of an object changed
 	// again after the plan. A restarted workload's new pod that is stale
@@ -179,6 +180,10 @@ type PodWaits struct {
 	sem      chan struct{}
 	wg       sync.WaitGroup
 
+	// serial are the waits of the annotated pods added, with Serial: run
+	// in order by Finish, once every patch is sent
+	serial []func()
+
 	// hookedOnly: only the annotated pods with a reload hook are waited
 	// for (a refresh without --wait: the hook must follow the remount),
 	// and no restart or eviction is polled
@@ -235,8 +240,10 @@ func (w *PodWaits) Add(r *Result) {
 			w.report(1)
 		}
 	}
-	if w.o.Serial {
-		wait()
+	if w.o.Serial { // after every patch is sent, as the waits run beside the patches (Finish)
+		w.mu.Lock()
+		w.serial = append(w.serial, wait)
+		w.mu.Unlock()
 		return
 	}
 	w.wg.Add(1)
@@ -275,7 +282,12 @@ func (w *PodWaits) Finish(results []Result, rc RolloutChecker) []Result {
 	}
 	w.mu.Lock()
 	w.expected, w.polled = w.added, len(polled) // the patches are all answered
+	serial := w.serial
+	w.serial = nil
 	w.mu.Unlock()
+	for _, wait := range serial {
+		wait()
+	}
 	if len(polled) > 0 {
 		poller{obs: w.obs, rollouts: rc, deadline: w.deadline, handOver: w.handOver, o: w.o, report: w.report}.pollRollouts(w.ctx, results, polled)
 	}
