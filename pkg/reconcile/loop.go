@@ -623,6 +623,12 @@ func merge(a, b Change) Change {
 // join merges p, a copy of a change put back (a retry, a verification's
 // recheck), into q, the change of the same object pending or taken.
 func (q *pending) join(p pending) {
+	switch { // before only widens: the rechecks an earlier edit's copy brings depend on the later's
+	case q.retry && p.edit > q.edit:
+		p.recheck = joinTold(maps.Clone(p.recheck), rechecksKept(q.recheck, p.only))
+	case q.retry && p.edit < q.edit:
+		q.recheck = joinTold(q.recheck, rechecksKept(p.recheck, q.only))
+	}
 	if q.retry && q.only != nil {
 		if p.only == nil { // a retry of every use widens it
 			q.only = nil
@@ -657,6 +663,28 @@ func (q *pending) join(p pending) {
 		q.unreadSince = p.unreadSince
 	}
 	q.edit = max(q.edit, p.edit)
+}
+
+// rechecksKept are the rechecks of an earlier edit's copy that stand for
+// a later edit (whose retry concerns later only): those of the workloads
+// the later one does not retry. The later edit's first round concerned
+// every use, so a workload it does not retry was acted on for it, or had
+// nothing to do; the earlier edit's action for it was sent, and it is
+// verified again, never restarted again for the earlier edit's keys.
+func rechecksKept(earlier, later map[string]bool) map[string]bool {
+	if later == nil {
+		return nil // a retry of every use: nothing was acted on for the later edit yet
+	}
+	var out map[string]bool
+	for w := range earlier {
+		if !later[w] {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[w] = true
+		}
+	}
+	return out
 }
 
 // requeue puts a change back, due after the debounce. An edit seen meanwhile is merged into it, and then every use is concerned

@@ -592,3 +592,43 @@ func TestRecordNotWrittenIsKeptByTheLeader(t *testing.T) {
 		t.Errorf("a round in which web reads nothing: %s, want it forgotten", got)
 	}
 }
+
+// A recheck of an earlier edit (its restart was sent, and timed out) stands
+// when its copy joins a later edit's retry that concerns other workloads
+// only, in either order: the later edit's first round concerned every
+// use, so the workload is verified again, never restarted a second time by
+// its on-change policy. One the later edit retries itself is left to it.
+func TestEarlierEditsRecheckStandsInALaterRetry(t *testing.T) {
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x"}
+	edit := func(l *Loop, v string) {
+		l.noteChange(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("0")}},
+			inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte(v)}})
+	}
+	for _, tc := range []struct {
+		laterOnly string
+		want      bool
+	}{{"Deployment/w1", true}, {"Deployment/w2", false}} {
+		for _, earlierFirst := range []bool{true, false} {
+			l := &Loop{}
+			l.defaults()
+			edit(l, "1")
+			earlier := *l.pending[k]
+			delete(l.pending, k) // taken by the round that restarted w2
+			earlier.only, earlier.recheck = map[string]bool{"Deployment/w2": true}, map[string]bool{"Deployment/w2": true}
+			edit(l, "2")
+			later := *l.pending[k]
+			delete(l.pending, k) // taken: its round retries one workload
+			later.only = map[string]bool{tc.laterOnly: true}
+			if earlierFirst {
+				l.requeue(earlier)
+				l.requeue(later)
+			} else {
+				l.requeue(later)
+				l.requeue(earlier)
+			}
+			if got := l.pending[k].recheck["Deployment/w2"]; got != tc.want {
+				t.Errorf("later retries %s, earlier requeued first %t: w2 rechecked %t, want %t (recheck %v)", tc.laterOnly, earlierFirst, got, tc.want, l.pending[k].recheck)
+			}
+		}
+	}
+}
