@@ -260,6 +260,10 @@ func (r *simRun) apply(o simOp) {
 		}
 	case "relist":
 		r.relist()
+	case "recut": // listed again, and cut again before the loop looks
+		r.relist()
+		r.cut = true
+		r.loop.watchFailed(r.watch)
 	case "leader":
 		r.newLeader(true)
 	case "jump":
