@@ -347,6 +347,9 @@ func (l *Loop) namespaces(factory informers.SharedInformerFactory) []string {
 
 func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKey]*pending, n *resumeCounts) {
 	snap, kept, meta, err := l.readForResume(ctx, ns)
+	if err == nil {
+		err = transientMeta(meta) // a consumer not read for a cause that may pass: as a namespace not read
+	}
 	if err != nil || anyUnread(meta) {
 		l.mu.Lock()
 		l.resumeIncomplete = true // the watermark stays where it was: the next leader checks again
@@ -465,8 +468,10 @@ const resumeAttempts = 4
 // readForResume reads ns and the selected consumers' annotations, again
 // after 1, 2 and 4 s while a read fails. After the last attempt a
 // namespace that could not be read is an error; consumers whose
-// annotations could not be read are left out, each reported then (not on
-// the attempts before, which are read again).
+// annotations could not be read for good are left out, each reported then
+// (not on the attempts before, which are read again), and those not read
+// for a cause that may pass make resumeIn resume the namespace again
+// later (transientMeta).
 func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot, []inspect.Use, map[inspect.WorkloadRef]subjectMeta, error) {
 	delay := time.Second
 	for attempt := 1; ; attempt++ {

@@ -1219,3 +1219,41 @@ func TestCompareKeysIsTotal(t *testing.T) {
 		t.Errorf("compareKeys(ns0/c0, ns1/c0) = %d, reversed %d: want ns0 first", compareKeys(a, b), compareKeys(b, a))
 	}
 }
+
+// TestResumeRetriesWhenTheAnnotationsCannotBeRead: a resume that cannot
+// read a consumer's annotations for a cause that may pass (the API server
+// unavailable through its attempts) says so and resumes the namespace
+// again after a backoff, as when the namespace cannot be read: the
+// consumer is checked then, not left alone in silence.
+func TestResumeRetriesWhenTheAnnotationsCannotBeRead(t *testing.T) {
+	f := newRoundFixture(t)
+	f.ex.Containers["ns/web-1-a/app"].Env["K"] = "0" // stale: changed while no leader acted
+	changed := f.now.Add(-time.Hour)
+	cm, _ := f.client.CoreV1().ConfigMaps("ns").Get(context.Background(), "a", metav1.GetOptions{})
+	cm.CreationTimestamp = metav1.NewTime(changed)
+	if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.loop.DigestKey, f.loop.Resume, f.loop.Watermark = []byte("0123456789abcdef0123456789abcdef"), true, changed.Add(-time.Minute)
+	f.loop.Refresh.Sleep = func(context.Context, time.Duration) {}
+	failing := true
+	f.client.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return false, nil, nil
+	})
+	out := map[inspect.ObjectKey]*pending{}
+	var n resumeCounts
+	f.loop.resumeIn(context.Background(), "ns", out, &n)
+	f.loop.putDue(out)
+	f.loop.settle(context.Background())
+	if got := f.took(EventError); len(got) != 1 || !strings.Contains(got[0], "resumed again after a backoff") {
+		t.Fatalf("errors %q, want one that says the namespace is resumed again", got)
+	}
+	failing = false
+	f.step(time.Minute)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		t.Errorf("once the annotations can be read: actions %q, want restart deployment/web", got)
+	}
+}
