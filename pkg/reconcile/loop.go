@@ -195,6 +195,10 @@ type pending struct {
 	change Change
 	edits  int
 	first  time.Time
+	// due is when a change put back falls due (a retry's backoff, a
+	// hold's end; zero: at once, or at the debounce): a round of its
+	// namespace before then leaves it pending
+	due time.Time
 	// made is the earliest its edits may have been made: the object's
 	// last write, when before first (an edit made during a cut of the
 	// watch reaches the loop when the informer lists again); it holds the
@@ -582,7 +586,7 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	p.edit = l.edits
 	p.only, p.retry, p.told, p.recheck = nil, false, nil, nil // a new edit concerns every use again
 	p.unreadSince = nil                                       // and its reads are attempted anew
-	p.deferredSince, p.heldSince = time.Time{}, time.Time{}
+	p.deferredSince, p.heldSince, p.due = time.Time{}, time.Time{}, time.Time{}
 	l.editedAgain(c)
 	l.bounce.Add(c.Object.Namespace, l.Clock())
 	l.mu.Unlock()
@@ -658,6 +662,9 @@ func (q *pending) join(p pending) {
 	q.edits += p.edits
 	q.first, q.existing = p.first, q.existing || p.existing
 	q.made = earliest(q.made, p.made)
+	if p.due.IsZero() || p.due.Before(q.due) { // due at the earlier (zero: at once)
+		q.due = p.due
+	}
 	q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
 	if same { // no edit since: the attempts so far count
 		q.unreadSince = p.unreadSince
@@ -698,6 +705,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 	defer l.mu.Unlock()
 	p.retry, p.told, p.only, p.recheck = true, maps.Clone(p.told), maps.Clone(p.only), maps.Clone(p.recheck) // a copy shares no map with the round's
 	p.recordEdits, p.unreadSince = maps.Clone(p.recordEdits), maps.Clone(p.unreadSince)
+	p.due = at
 	if q := l.pending[p.change.Object]; q != nil {
 		q.join(p)
 	} else {

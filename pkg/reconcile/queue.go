@@ -49,7 +49,7 @@ func (l *Loop) putDue(changes map[inspect.ObjectKey]*pending) {
 	l.mu.Lock()
 	for k, p := range changes {
 		if q := l.pending[k]; q != nil {
-			q.change, q.existing, q.only = merge(p.change, q.change), true, nil
+			q.change, q.existing, q.only, q.due = merge(p.change, q.change), true, nil, time.Time{}
 			q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
 		} else {
 			l.pending[k] = p
@@ -104,16 +104,27 @@ func (l *Loop) work(ctx context.Context) bool {
 
 // take moves the pending changes of namespace ns to the round about to
 // act on them. An edit seen since the namespace was queued is taken too:
-// the round reads the namespace as it is now.
+// the round reads the namespace as it is now. A change put back until
+// later (a retry's backoff, a hold's end) stays pending until then: a
+// round of the namespace for another reason (a verification's check, an
+// edit of another object) does not try it again early.
 func (l *Loop) take(ns string) map[inspect.ObjectKey]*pending {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[inspect.ObjectKey]*pending{}
+	var later time.Time
 	for k, p := range l.pending {
-		if k.Namespace == ns {
+		switch {
+		case k.Namespace != ns:
+		case p.due.After(l.Clock()): // put back until later: left for the round then
+			later = earliest(later, p.due)
+		default:
 			out[k] = p
 			delete(l.pending, k)
 		}
+	}
+	if !later.IsZero() {
+		l.bounce.After(ns, later) // this round took the namespace's turn
 	}
 	if len(out) > 0 {
 		l.taken[ns] = out

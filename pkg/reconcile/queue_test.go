@@ -423,3 +423,26 @@ func TestRestartUnderWayCountsFromItsAcceptance(t *testing.T) {
 		t.Errorf("under way %+v, want since the acceptance at %s", fl, at.Time)
 	}
 }
+
+// TestRetryIsNotTakenBeforeItsTime: a change put back until later (a
+// retry's backoff) is left pending by a round of its namespace that runs
+// earlier for another reason (a handed-over restart's check), and that
+// round keeps the namespace due when the retry is: it is tried again after
+// its backoff, as its line says, not at every round.
+func TestRetryIsNotTakenBeforeItsTime(t *testing.T) {
+	f := newRoundFixture(t)
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	f.loop.requeueAt(pending{change: Change{Object: k, Keys: []string{"K"}}, first: f.now, only: map[string]bool{"Deployment/web": true}}, f.now.Add(time.Minute))
+	f.loop.bounce.Due(f.now.Add(time.Minute)) // a round of the namespace for another reason: its turn is taken
+	if got := f.loop.take("ns"); len(got) != 0 {
+		t.Fatalf("a round before the retry's time took %d changes, want none", len(got))
+	}
+	f.loop.untake("ns")
+	if _, next := f.loop.bounce.Due(f.now); !next.Equal(f.now.Add(time.Minute)) {
+		t.Errorf("the namespace is next due at %s, want the retry's time %s", next, f.now.Add(time.Minute))
+	}
+	f.now = f.now.Add(time.Minute)
+	if got := f.loop.take("ns"); got[k] == nil {
+		t.Errorf("at the retry's time: took %v, want the retry of a", got)
+	}
+}

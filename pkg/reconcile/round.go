@@ -18,7 +18,7 @@ import (
 // namespace once, keeps the uses that read a changed key of a workload
 // that may be acted on, and has the refresh engine make them current.
 func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.ObjectKey]*pending) {
-	defer l.endStep(ns)
+	defer l.endStep(ns, len(changes) > 0)
 	defer l.closeRound(ns, l.openRound(ns))
 	l.verifyHandedOver(ctx, ns) // before the changes: a restart it sees complete no longer holds theirs
 	if len(changes) == 0 {
@@ -421,12 +421,17 @@ func (l *Loop) takeStep(ns string, failed bool) (attempt int, delay time.Duratio
 }
 
 // endStep ends the round in ns: unless it put changes back for a
-// transient failure, the namespace answered and its backoff starts over.
-func (l *Loop) endStep(ns string) {
+// transient failure, the namespace answered and its backoff starts over;
+// a round that took no change and put none back (it only checked what
+// was handed over) says nothing of it.
+func (l *Loop) endStep(ns string, took bool) {
 	l.mu.Lock()
 	st := l.steps[ns]
 	delete(l.steps, ns)
 	l.mu.Unlock()
+	if st == nil && !took {
+		return
+	}
 	if st == nil || !st.failed {
 		l.retries.Forget(ns)
 	}
