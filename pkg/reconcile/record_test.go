@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/containerread/readtest"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -630,5 +631,44 @@ func TestEarlierEditsRecheckStandsInALaterRetry(t *testing.T) {
 				t.Errorf("later retries %s, earlier requeued first %t: w2 rechecked %t, want %t (recheck %v)", tc.laterOnly, earlierFirst, got, tc.want, l.pending[k].recheck)
 			}
 		}
+	}
+}
+
+// TestNoRecordOfAnEditNotDeliveredYet: a round reads its objects as they
+// are now, which may hold an edit the watch has not delivered (a cut). It
+// verifies only the uses the change it acts on concerns, so it does not
+// record the object at that newer version: the record would tell the
+// next leader that the workload reads an edit no one checked.
+func TestNoRecordOfAnEditNotDeliveredYet(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.DigestKey = []byte("0123456789abcdef0123456789abcdef")
+	envFrom := func(name string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "a"}, Key: name}}}
+	}
+	for _, o := range deploymentObjects("two", map[string]string{AnnotationWatch: "true"}, corev1.Container{Env: []corev1.EnvVar{envFrom("K"), envFrom("X")}}) {
+		if err := f.client.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.ex.Containers["ns/two-1-a/app"] = &readtest.Container{Env: map[string]string{"K": "2", "X": "x"}}
+	f.ex.Containers["ns/web-1-a/app"].Env["K"] = "2"
+	cms := f.client.CoreV1().ConfigMaps("ns")
+	write := func(rv string, data map[string]string) *corev1.ConfigMap {
+		cm := configMap("a", data)
+		cm.ResourceVersion = rv
+		got, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	old, _ := cms.Get(context.Background(), "a", metav1.GetOptions{})
+	cur := write("5", map[string]string{"K": "2", "X": "x"})
+	f.loop.noteChange(inspect.ConfigMapObject(old), inspect.ConfigMapObject(cur)) // delivered: K changed
+	write("6", map[string]string{"K": "2", "X": "y"})                             // X changed too, not delivered yet
+	f.step(3 * time.Second)
+	if rec := ParseRecord(f.record("two")); rec["configmap/a"] != "" {
+		t.Errorf("two's record holds configmap/a (%s) at a version whose edit of X no round checked", rec["configmap/a"])
 	}
 }

@@ -46,14 +46,36 @@ func completed(r refresh.Result) bool {
 // completed, the digests of the objects the round made current. Nothing is
 // recorded without DigestKey or in a dry run.
 // now are the digests of what the snapshot's consumers read (digestsOf).
-func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspect.Use, meta map[inspect.WorkloadRef]subjectMeta, results []refresh.Result, now func() map[subject]Record) {
+func (l *Loop) record(ctx context.Context, snap *inspect.Snapshot, kept []inspect.Use, meta map[inspect.WorkloadRef]subjectMeta, results []refresh.Result,
+	changes map[inspect.ObjectKey]*pending, now func() map[subject]Record) {
 	if !l.recording(ctx) {
 		return
 	}
-	if bySubject := recordable(kept, results); len(bySubject) > 0 {
+	bySubject := recordable(kept, results)
+	leaveUndelivered(bySubject, snap, changes, replacedBy(results))
+	if len(bySubject) > 0 {
 		l.forgetUnwritten(kept[0].Object.Namespace, now())
 		l.writeRecords(ctx, bySubject, now(), replacedBy(results), func(s subject) (string, bool) {
 			return l.recordOf(s, meta, snap), true
+		})
+	}
+}
+
+// leaveUndelivered drops from the subjects' objects (record keys) those
+// the round's snapshot holds at another version than the change it acts
+// on: an edit the watch has not delivered yet (a cut), which the round
+// did not check for the uses the change does not concern. The round that
+// acts on that edit records them. A workload a completed restart replaced
+// read the snapshot's data, and keeps them.
+func leaveUndelivered(bySubject map[subject][]string, snap *inspect.Snapshot, changes map[inspect.ObjectKey]*pending, replaced map[string]bool) {
+	for s, keys := range bySubject {
+		if replaced[onlyKey(s.workload)] {
+			continue
+		}
+		bySubject[s] = slices.DeleteFunc(keys, func(k string) bool {
+			o := recordObject(s.Namespace, k)
+			p, v := changes[o], snap.Object(o).ResourceVersion
+			return p != nil && p.change.Version != "" && v != "" && v != p.change.Version
 		})
 	}
 }

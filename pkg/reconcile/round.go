@@ -169,7 +169,7 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	l.results(results, rd.changes, rd.snap)
 	l.retryFailed(ctx, rd.ns, rd.changes, rd.kept, results)
 	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results, nil)
-	l.record(ctx, rd.snap, withRestarted(rd.kept, func() []inspect.Use { return l.allItems(rd.snap) }, all), rd.meta, append(all, heldResults(held)...), now)
+	l.record(ctx, rd.snap, withRestarted(rd.kept, func() []inspect.Use { return l.allItems(rd.snap) }, all), rd.meta, append(all, heldResults(held)...), rd.changes, now)
 }
 
 // onlyKey names a workload in a change's `only` set, as an action's
