@@ -104,31 +104,36 @@ func (l *Loop) work(ctx context.Context) bool {
 
 // take moves the pending changes of namespace ns to the round about to
 // act on them. An edit seen since the namespace was queued is taken too:
-// the round reads the namespace as it is now. A change put back until
-// later (a retry's backoff, a hold's end) stays pending until then: a
-// round of the namespace for another reason (a verification's check, an
-// edit of another object) does not try it again early.
+// the round reads the namespace as it is now, and so are the changes put
+// back until later (a retry's backoff, a hold's end): what the round does
+// covers them. When none is due (a round that checks what was handed over),
+// none is taken: a retry is not tried again before its time.
 func (l *Loop) take(ns string) map[inspect.ObjectKey]*pending {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[inspect.ObjectKey]*pending{}
 	var later time.Time
+	due := false
 	for k, p := range l.pending {
-		switch {
-		case k.Namespace != ns:
-		case p.due.After(l.Clock()): // put back until later: left for the round then
-			later = earliest(later, p.due)
-		default:
+		if k.Namespace == ns {
 			out[k] = p
-			delete(l.pending, k)
+			if p.due.After(l.Clock()) {
+				later = earliest(later, p.due)
+			} else {
+				due = true
+			}
 		}
 	}
-	if !later.IsZero() {
-		l.bounce.After(ns, later) // this round took the namespace's turn
+	if !due { // nothing due: a round for what was handed over only
+		if !later.IsZero() {
+			l.bounce.After(ns, later) // this round took the namespace's turn
+		}
+		return map[inspect.ObjectKey]*pending{}
 	}
-	if len(out) > 0 {
-		l.taken[ns] = out
+	for k := range out {
+		delete(l.pending, k)
 	}
+	l.taken[ns] = out
 	return out
 }
 

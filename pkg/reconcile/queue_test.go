@@ -426,9 +426,10 @@ func TestRestartUnderWayCountsFromItsAcceptance(t *testing.T) {
 
 // TestRetryIsNotTakenBeforeItsTime: a change put back until later (a
 // retry's backoff) is left pending by a round of its namespace that runs
-// earlier for another reason (a handed-over restart's check), and that
-// round keeps the namespace due when the retry is: it is tried again after
-// its backoff, as its line says, not at every round.
+// earlier with nothing due (a handed-over restart's check), and that round
+// keeps the namespace due when the retry is: it is tried again after its
+// backoff, as its line says, not at every round. A round with a change
+// due takes it too: what it does covers it.
 func TestRetryIsNotTakenBeforeItsTime(t *testing.T) {
 	f := newRoundFixture(t)
 	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
@@ -444,5 +445,11 @@ func TestRetryIsNotTakenBeforeItsTime(t *testing.T) {
 	f.now = f.now.Add(time.Minute)
 	if got := f.loop.take("ns"); got[k] == nil {
 		t.Errorf("at the retry's time: took %v, want the retry of a", got)
+	}
+	f.loop.untake("ns")
+	f.loop.requeueAt(pending{change: Change{Object: k, Keys: []string{"K"}}, first: f.now, only: map[string]bool{"Deployment/web": true}}, f.now.Add(time.Minute))
+	f.edit("b", map[string]string{"L": "2"})
+	if got := f.loop.take("ns"); len(got) != 2 {
+		t.Errorf("an edit due with a retry not due yet: took %d changes, want both", len(got))
 	}
 }
