@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -380,6 +381,9 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 		}
 	}
 	f.mu.Unlock()
+	slices.SortFunc(sent, func(a, b refresh.Target) int { // what is said of several comes in one order
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
+	})
 	for _, t := range sent {
 		done, _, err := true, "", error(nil)
 		if l.Cluster.Rollouts != nil {
