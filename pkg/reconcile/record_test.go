@@ -672,3 +672,24 @@ func TestNoRecordOfAnEditNotDeliveredYet(t *testing.T) {
 		t.Errorf("two's record holds configmap/a (%s) at a version whose edit of X no round checked", rec["configmap/a"])
 	}
 }
+
+// A completed eviction of a workload's pods replaced them, as a rollout
+// restart does: their replacements read every object when they started.
+// One that left a pod not evicted, or failed, replaced nothing for good.
+func TestCompletedEvictionReplacesTheWorkloadsPods(t *testing.T) {
+	web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	for _, tc := range []struct {
+		name string
+		r    refresh.Result
+		want bool
+	}{
+		{"restart", refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, Outcome: refresh.OutcomeCurrent}, true},
+		{"eviction", refresh.Result{Action: refresh.Action{Action: refresh.ActionEvict, Target: web}, Outcome: refresh.OutcomeCurrent, Evicted: []string{"web-1"}}, true},
+		{"eviction of some pods", refresh.Result{Action: refresh.Action{Action: refresh.ActionEvict, Target: web}, Outcome: refresh.OutcomeCurrent, Evicted: []string{"web-1"}, NotEvicted: []string{"web-2"}}, false},
+		{"failed eviction", refresh.Result{Action: refresh.Action{Action: refresh.ActionEvict, Target: web}, Outcome: refresh.OutcomeFailed, Error: "refused"}, false},
+	} {
+		if got := replacedBy([]refresh.Result{tc.r})["Deployment/web"]; got != tc.want {
+			t.Errorf("%s: replaced %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}

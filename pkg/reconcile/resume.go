@@ -236,11 +236,13 @@ func heldBy(held Record, k, v string) bool {
 }
 
 // replacedBy are the workloads (Kind/Name) whose pods a completed rollout
-// restart of results replaced: they read every object when they started.
+// restart of results replaced, or a completed eviction of every pod it
+// planned: the new pods read every object when they started.
 func replacedBy(results []refresh.Result) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range results {
-		if r.Action.Action == refresh.ActionRestart && r.Target.Kind != "Pod" && completed(r) {
+		restart := r.Action.Action == refresh.ActionRestart || r.Action.Action == refresh.ActionEvict && len(r.NotEvicted) == 0
+		if restart && r.Target.Kind != "Pod" && completed(r) {
 			out[r.Target.Kind+"/"+r.Target.Name] = true
 		}
 	}
