@@ -113,12 +113,13 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzReloadLists$$' ./pkg/reconcile
 
 # the continuous engine against its simulated world (pkg/reconcile/sim_test.go), SEEDS fresh seeds on every core;
-# a failing seed prints the command that replays it. Not part of make test, which runs its corpus and a short budget.
+# a failing seed prints the command that replays it (-v: go test shows a passing test's output only then). Not part of
+# make test, which runs its corpus only.
 SEEDS ?= 10000
 FROM ?= 0
 simulate:
 	@out=$$(mktemp); status=0; \
-	$(GO) test ./pkg/reconcile -run 'TestSimulate$$' -count=1 -timeout 0 -sim.seeds=$(SEEDS) -sim.from=$(FROM) >$$out 2>&1 || status=$$?; \
+	$(GO) test ./pkg/reconcile -run 'TestSimulate$$' -v -count=1 -timeout 0 -sim.seeds=$(SEEDS) -sim.from=$(FROM) >$$out 2>&1 || status=$$?; \
 	grep -v '^simulated ' $$out || true; grep '^simulated ' $$out || true; rm -f $$out; exit $$status
 
 e2e:
