@@ -479,13 +479,7 @@ func TestRequeueOfAnEarlierEditKeepsTheLaterOnesDeferrals(t *testing.T) {
 		later := *l.pending[k]
 		delete(l.pending, k)
 		later.firstDeferral("Deployment/w0", limit, now.Add(-time.Minute))
-		if earlierFirst {
-			l.requeue(earlier)
-			l.requeue(later)
-		} else {
-			l.requeue(later)
-			l.requeue(earlier)
-		}
+		requeueBoth(l, earlier, later, earlierFirst)
 		if !l.pending[k].firstDeferral("Deployment/w0", window, now) {
 			t.Errorf("requeued earlier first %t: the window's deferral is not said again after the later edit (told %v)", earlierFirst, l.pending[k].told)
 		}
@@ -620,13 +614,7 @@ func TestEarlierEditsRecheckStandsInALaterRetry(t *testing.T) {
 			later := *l.pending[k]
 			delete(l.pending, k) // taken: its round retries one workload
 			later.only = map[string]bool{tc.laterOnly: true}
-			if earlierFirst {
-				l.requeue(earlier)
-				l.requeue(later)
-			} else {
-				l.requeue(later)
-				l.requeue(earlier)
-			}
+			requeueBoth(l, earlier, later, earlierFirst)
 			if got := l.pending[k].recheck["Deployment/w2"]; got != tc.want {
 				t.Errorf("later retries %s, earlier requeued first %t: w2 rechecked %t, want %t (recheck %v)", tc.laterOnly, earlierFirst, got, tc.want, l.pending[k].recheck)
 			}
@@ -692,4 +680,16 @@ func TestCompletedEvictionReplacesTheWorkloadsPods(t *testing.T) {
 			t.Errorf("%s: replaced %t, want %t", tc.name, got, tc.want)
 		}
 	}
+}
+
+// requeueBoth puts back copies of an earlier and a later edit of one
+// object, the earlier first or not.
+func requeueBoth(l *Loop, earlier, later pending, earlierFirst bool) {
+	if earlierFirst {
+		l.requeue(earlier)
+		l.requeue(later)
+		return
+	}
+	l.requeue(later)
+	l.requeue(earlier)
 }

@@ -437,6 +437,23 @@ func TestOnChangePolicy(t *testing.T) {
 	}
 }
 
+// changedWhileNoLeaderActed makes ConfigMap a last written an hour ago,
+// with web's container stale for it, and the loop one that resumes with
+// records: what a new leader finds of an edit made while no leader acted.
+// It returns when a was written.
+func (f *roundFixture) changedWhileNoLeaderActed() time.Time {
+	f.t.Helper()
+	f.ex.Containers["ns/web-1-a/app"].Env["K"] = "0"
+	changed := f.now.Add(-time.Hour)
+	cm, _ := f.client.CoreV1().ConfigMaps("ns").Get(context.Background(), "a", metav1.GetOptions{})
+	cm.CreationTimestamp = metav1.NewTime(changed)
+	if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
+	return changed
+}
+
 // TestResumeChecksWhatChangedSinceTheWatermark: at a leader's start, a
 // consumer with no record is checked (and restarted, being stale) when its
 // object changed after the watermark the previous leader left, and only
@@ -453,14 +470,7 @@ func TestResumeChecksWhatChangedSinceTheWatermark(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRoundFixture(t)
-			f.ex.Containers["ns/web-1-a/app"].Env["K"] = "0" // stale: changed while no leader acted
-			changed := f.now.Add(-time.Hour)
-			cm, _ := f.client.CoreV1().ConfigMaps("ns").Get(context.Background(), "a", metav1.GetOptions{})
-			cm.CreationTimestamp = metav1.NewTime(changed)
-			if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			f.loop.DigestKey, f.loop.Resume = []byte("0123456789abcdef0123456789abcdef"), true
+			changed := f.changedWhileNoLeaderActed()
 			if tc.watermark != 0 {
 				f.loop.Watermark = changed.Add(tc.watermark)
 			}
@@ -1227,14 +1237,8 @@ func TestCompareKeysIsTotal(t *testing.T) {
 // consumer is checked then, not left alone in silence.
 func TestResumeRetriesWhenTheAnnotationsCannotBeRead(t *testing.T) {
 	f := newRoundFixture(t)
-	f.ex.Containers["ns/web-1-a/app"].Env["K"] = "0" // stale: changed while no leader acted
-	changed := f.now.Add(-time.Hour)
-	cm, _ := f.client.CoreV1().ConfigMaps("ns").Get(context.Background(), "a", metav1.GetOptions{})
-	cm.CreationTimestamp = metav1.NewTime(changed)
-	if _, err := f.client.CoreV1().ConfigMaps("ns").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.loop.DigestKey, f.loop.Resume, f.loop.Watermark = []byte("0123456789abcdef0123456789abcdef"), true, changed.Add(-time.Minute)
+	changed := f.changedWhileNoLeaderActed()
+	f.loop.Watermark = changed.Add(-time.Minute)
 	f.loop.Refresh.Sleep = func(context.Context, time.Duration) {}
 	failing := true
 	f.client.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
