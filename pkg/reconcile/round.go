@@ -327,10 +327,7 @@ func (l *Loop) recheckTimedOut(ns string, changes map[inspect.ObjectKey]*pending
 // workloadsOf are, per changed object, the workloads (by onlyKey) of the
 // results match picks, and the last such result's error or detail.
 func workloadsOf(changes map[inspect.ObjectKey]*pending, kept []inspect.Use, results []refresh.Result, match func(refresh.Result) bool) (map[inspect.ObjectKey]map[string]bool, string) {
-	workloadOf := map[string]string{} // pod -> onlyKey of its workload
-	for _, it := range kept {
-		workloadOf[it.Pod.Name] = onlyKey(it.Workload)
-	}
+	workloadOf := workloadsByPod(kept)
 	only := map[inspect.ObjectKey]map[string]bool{}
 	var why string
 	for _, r := range results {
@@ -346,14 +343,28 @@ func workloadsOf(changes map[inspect.ObjectKey]*pending, kept []inspect.Use, res
 			if only[k] == nil {
 				only[k] = map[string]bool{}
 			}
-			w := workloadOf[c.Pod]
-			if r.Target.Kind != "Pod" || w == "" {
-				w = r.Target.Kind + "/" + r.Target.Name
-			}
-			only[k][w] = true
+			only[k][workloadOfConsumer(r, c, workloadOf)] = true
 		}
 	}
 	return only, why
+}
+
+// workloadsByPod maps the pods of the uses to their workloads (onlyKey).
+func workloadsByPod(uses []inspect.Use) map[string]string {
+	out := map[string]string{}
+	for _, it := range uses {
+		out[it.Pod.Name] = onlyKey(it.Workload)
+	}
+	return out
+}
+
+// workloadOfConsumer is the workload (onlyKey) that result r acted on for
+// consumer c: its target, or for a pod's action the pod's workload.
+func workloadOfConsumer(r refresh.Result, c refresh.Consumer, workloadOf map[string]string) string {
+	if w := workloadOf[c.Pod]; r.Target.Kind == "Pod" && w != "" {
+		return w
+	}
+	return r.Target.Kind + "/" + r.Target.Name
 }
 
 // rechecked tells whether a is for a change whose earlier action timed out.

@@ -119,21 +119,14 @@ func (l *Loop) handOver(rd *roundRead, results []refresh.Result, held []refresh.
 // workloadsOf are the workloads (onlyKey) of v's actions not verified yet
 // that answer a change of k.
 func (v *verification) workloadsOf(k inspect.ObjectKey) []string {
-	workloadOf := map[string]string{} // pod -> onlyKey of its workload
-	for _, it := range v.kept {
-		workloadOf[it.Pod.Name] = onlyKey(it.Workload)
-	}
+	workloadOf := workloadsByPod(v.kept)
 	var out []string
 	for _, r := range v.results {
 		for _, c := range r.Consumers {
 			if c.Object.Kind != k.Kind || c.Object.Name != k.Name || c.Object.Namespace != k.Namespace {
 				continue
 			}
-			w := r.Target.Kind + "/" + r.Target.Name
-			if r.Target.Kind == "Pod" && workloadOf[c.Pod] != "" {
-				w = workloadOf[c.Pod]
-			}
-			out = append(out, w)
+			out = append(out, workloadOfConsumer(r, c, workloadOf))
 		}
 	}
 	return out
