@@ -439,10 +439,15 @@ func (r *simRun) lastEditOf(w, ns, cm, key string) time.Time {
 // reload list naming others) and a use of one of its pods running then
 // reads a key e changed. A key only its template reads, whose rollout
 // started no pod yet, is read by that rollout's pods when they start.
+// The loop reads the annotations when it decides, not when the edit was
+// made: where they stop asking for a restart on every change before the
+// loop decided about w (a deferral is no decision), no restart is owed for
+// a key the stale use does not read.
 func (r *simRun) restartsFor(w string, e simEdit) bool {
-	a := r.annAt(w, e.at)
-	if list := a.ann[ReloaderConfigMapReload]; !restartsOnAnyChange(a.ann) || (list != "" && list != e.cm) {
-		return false
+	for _, a := range r.annsIn(w, e.at, r.decidedAbout(w, e.at)) {
+		if list := a.ann[ReloaderConfigMapReload]; !restartsOnAnyChange(a.ann) || (list != "" && list != e.cm) {
+			return false
+		}
 	}
 	return slices.ContainsFunc(r.world.podLog, func(p *simPod) bool {
 		return p.ns+"/"+p.workload == w && !p.started.After(e.at) && (p.ended.IsZero() || p.ended.After(e.at)) &&
@@ -450,6 +455,26 @@ func (r *simRun) restartsFor(w string, e simEdit) bool {
 				return u.cm == e.cm && (u.key == "" || slices.Contains(e.keys, u.key))
 			})
 	})
+}
+
+// decidedAbout is when the loop first decided about workload w or one of
+// its pods at or after from (an action, a skip, an error), or the end of
+// the run.
+func (r *simRun) decidedAbout(w string, from time.Time) time.Time {
+	ns, name, _ := strings.Cut(w, "/")
+	for _, e := range r.events {
+		if e.Time.Before(from) || (e.Kind != EventAction && e.Kind != EventSkip && e.Kind != EventError) {
+			continue
+		}
+		t := e.Target
+		if e.Action != nil {
+			t = &e.Action.Target
+		}
+		if t != nil && t.Namespace == ns && (t.Name == name || r.world.isPodOf(t.Name, w)) {
+			return e.Time
+		}
+	}
+	return r.end
 }
 
 func (r *simRun) lastEditBefore(ns, cm string, t time.Time) time.Time {

@@ -615,3 +615,10 @@ func allowed(a k8stesting.Action) runtime.Object {
 	r.Status.Allowed = true
 	return r
 }
+
+// isPodOf tells whether pod name was started for workload w ("ns/name").
+func (w *simWorld) isPodOf(name, workload string) bool {
+	return slices.ContainsFunc(w.podLog, func(p *simPod) bool {
+		return p.name == name && p.ns+"/"+p.workload == workload
+	})
+}
