@@ -93,7 +93,29 @@ func newSimPlan(seed int64) simPlan {
 		}
 	}
 	p.ops = drawOps(r, p)
+	if p.settings.evict {
+		p.ops = withLongRefusal(p.ops, seed, p.settings.timeout)
+	}
 	return p
+}
+
+// withLongRefusal adds, to one evicting run in two, a window in which
+// evictions are refused (429, as a PodDisruptionBudget refuses them) for
+// longer than --timeout: the engine gives up its retries, and the
+// eviction fails for a cause that may pass. The faults drawn with the
+// other operations last at most three minutes, and --timeout is 30 s to 5
+// minutes, so few of them outlast it. Drawn from its own source, so that
+// the draws of every other operation are what they were.
+func withLongRefusal(ops []simOp, seed int64, timeout time.Duration) []simOp {
+	r := rand.New(rand.NewPCG(uint64(seed), 0xe71c7))
+	if r.IntN(2) != 0 {
+		return ops
+	}
+	at := time.Duration(r.IntN(1200)) * time.Second
+	dur := timeout + time.Duration(1+r.IntN(180))*time.Second
+	ops = append(ops, simOp{at: at, kind: "fault", verb: "create", res: "pods/eviction", cls: 1, dur: dur})
+	slices.SortStableFunc(ops, func(a, b simOp) int { return int(a.at - b.at) })
+	return ops
 }
 
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
