@@ -36,7 +36,7 @@ var (
 	simSeeds  = flag.Int("sim.seeds", 0, "run this many fresh seeds (0: as many as -sim.budget allows)")
 	simFrom   = flag.Int64("sim.from", 0, "the first fresh seed (0: drawn from the time, and printed)")
 	simBudget = flag.Duration("sim.budget", 0, "how long the fresh seeds may run when -sim.seeds is 0")
-	simCorpus = flag.Bool("sim.corpus", true, "run the corpus of seeds first (and check that its first seeds replay)")
+	simCorpus = flag.Bool("sim.corpus", true, "run the corpus of seeds first (and check that each replays)")
 )
 
 func TestSimulate(t *testing.T) {
@@ -48,12 +48,15 @@ func TestSimulate(t *testing.T) {
 	if *simCorpus {
 		corpus = readCorpus(t)
 	}
+	traces := map[int64]uint64{}
 	for _, seed := range corpus {
-		if v := simulate(seed); len(v.violations) > 0 {
+		v := simulate(seed)
+		if len(v.violations) > 0 {
 			t.Errorf("corpus seed %d: %s", seed, report(seed, v))
 		}
+		traces[seed] = v.trace
 	}
-	checkDeterminism(t, corpus)
+	checkDeterminism(t, corpus, traces)
 	from := *simFrom
 	if from == 0 {
 		from = time.Now().UnixNano() % 1_000_000_000
@@ -206,10 +209,11 @@ func (r *simRun) traceHash() uint64 {
 	return h.Sum64()
 }
 
-// checkDeterminism runs the first corpus seeds again: the same trace.
-func checkDeterminism(t *testing.T, corpus []int64) {
-	for _, seed := range corpus[:min(len(corpus), 20)] {
-		if a, b := simulate(seed), simulate(seed); a.trace != b.trace {
+// checkDeterminism runs every corpus seed again: the trace of its first
+// run.
+func checkDeterminism(t *testing.T, corpus []int64, traces map[int64]uint64) {
+	for _, seed := range corpus {
+		if simulate(seed).trace != traces[seed] {
 			t.Errorf("seed %d does not replay: two runs made different traces", seed)
 		}
 	}

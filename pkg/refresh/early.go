@@ -17,9 +17,12 @@ import (
 // no MaxRestarts, and every permission the whole plan may need (patch on
 // these pods; patch on the other pods and their workloads, or create
 // pods/eviction) granted; otherwise everything is planned after the
-// observation. It returns the items left to plan and the channel of the
-// early results (nil when nothing was started).
-func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor, hooks hookSet) ([]inspect.Use, <-chan []Result) {
+// observation. It returns the items left to plan and what returns the
+// early results once they are in (nil when nothing was started). With
+// Serial the patches are sent before it returns and the waits run when
+// the results are asked for, so that only one goroutine moves a virtual
+// clock.
+func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need map[string]bool, sel labels.Selector, pods map[string]*corev1.Pod, redactor *inspect.Redactor, hooks hookSet) ([]inspect.Use, func() []Result) {
 	if !r.Yes || r.PlanOnly || r.MaxRestarts >= 0 || len(need) == 0 {
 		return items, nil
 	}
@@ -55,16 +58,25 @@ func (r *Refresher) annotateEarly(ctx context.Context, items []inspect.Use, need
 	}
 	deadline := r.Now().Add(r.Timeout)
 	r.prepare(ctx, nodesOf(plan, pods))
-	done := make(chan []Result, 1)
-	go func() {
+	apply := func() (*PodWaits, []Result) {
 		w, then := r.podWaits(ctx, deadline, nil, plan)
-		results := ApplyWith(ctx, r.Patcher, plan, ApplyOptions{DryRun: DryRunNone, Now: r.Now, Then: then, Sleep: r.Sleep, Backoff: r.PatchBackoff, Serial: r.Serial})
+		return w, ApplyWith(ctx, r.Patcher, plan, ApplyOptions{DryRun: DryRunNone, Now: r.Now, Then: then, Sleep: r.Sleep, Backoff: r.PatchBackoff, Serial: r.Serial})
+	}
+	finish := func(w *PodWaits, results []Result) []Result {
 		if w != nil {
 			results = w.Finish(results, r.Rollouts)
 		}
-		done <- results
-	}()
-	return rest, done
+		return results
+	}
+	if r.Serial {
+		// one goroutine on the clock: the patches now, the waits when the
+		// results are asked for (after the plan's own waits)
+		w, results := apply()
+		return rest, func() []Result { return finish(w, results) }
+	}
+	done := make(chan []Result, 1)
+	go func() { done <- finish(apply()) }()
+	return rest, func() []Result { return <-done }
 }
 
 // worstCase is plan plus the most the rest may need, as the planner

@@ -58,7 +58,8 @@ type Config struct {
 	Sleep    func(context.Context, time.Duration)
 	PodDelay time.Duration
 	// Serial sends the patches one at a time, then waits for the annotated
-	// pods one at a time (a simulation on a virtual clock replays);
+	// pods one at a time, the pods annotated early last (a simulation on a
+	// virtual clock replays);
 	// PatchBackoff spaces a patch's retries (nil: Backoff).
 	Serial       bool
 	PatchBackoff *wait.Backoff
@@ -145,9 +146,10 @@ type Plan struct {
 	// Warnings are the causes that left several of Uses unverifiable, with
 	// GroupWarnings: the reasons of the actions point to them by number.
 	Warnings []inspect.Warning
-	// early are the results of the pods annotated while the others were
-	// observed (see annotateEarly); nil when none were.
-	early <-chan []Result
+	// early returns the results of the pods annotated while the others
+	// were observed, once they are in (see annotateEarly); nil when none
+	// were.
+	early func() []Result
 	// nodes run the pods Actions annotate, for the wait's reader to prepare
 	nodes    []string
 	redactor *inspect.Redactor
@@ -348,7 +350,7 @@ func (r *Refresher) Apply(ctx context.Context, p *Plan, progress func(Progress))
 		results = w.Finish(results, r.Rollouts)
 	}
 	if p.early != nil {
-		results = append(results, <-p.early...)
+		results = append(results, p.early()...)
 		p.early = nil
 		sort.SliceStable(results, func(i, j int) bool { return Precedes(results[i].Action, results[j].Action) })
 	}
@@ -403,7 +405,7 @@ func (p *Plan) Abandon() []Result {
 	if p == nil || p.early == nil {
 		return nil
 	}
-	res := <-p.early
+	res := p.early()
 	p.early = nil
 	return p.redact(finishHooks(res))
 }
