@@ -188,9 +188,37 @@ func (s Schedule) Open(t time.Time) (open bool, next time.Time) {
 	return false, next
 }
 
-// open looks at the windows that open from the day before t (one may still
-// be open) to a week after it.
+// Closes is when the window t is in closes: the latest end of those open
+// at t, and on through windows that open as one closes (at most a week
+// on); zero when t is in none.
+func (s Schedule) Closes(t time.Time) time.Time {
+	var end time.Time
+	for at := t; !at.After(t.AddDate(0, 0, 7)); at = end {
+		next := end
+		for _, w := range s.windows {
+			if in, to, _ := w.at(at); in && to.After(next) {
+				next = to
+			}
+		}
+		if !next.After(end) {
+			break
+		}
+		end = next
+	}
+	return end
+}
+
+// open tells whether w is open at t; when it is not, next is when it
+// opens.
 func (w window) open(t time.Time) (bool, time.Time) {
+	in, _, next := w.at(t)
+	return in, next
+}
+
+// at looks at the windows that open from the day before t (one may still
+// be open) to a week after it: whether one is open at t and when it
+// closes, else when the next opens.
+func (w window) at(t time.Time) (in bool, to, next time.Time) {
 	local := t.In(w.loc)
 	y, m, d := local.Date()
 	for i := -1; i <= 7; i++ {
@@ -208,13 +236,13 @@ func (w window) open(t time.Time) (bool, time.Time) {
 			continue
 		}
 		if !t.Before(from) && t.Before(to) {
-			return true, time.Time{}
+			return true, to, time.Time{}
 		}
 		if from.After(t) {
-			return false, from
+			return false, time.Time{}, from
 		}
 	}
-	return false, time.Time{}
+	return false, time.Time{}, time.Time{}
 }
 
 // reached is the first moment the zone's clock reaches minutes after

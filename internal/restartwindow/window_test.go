@@ -89,3 +89,31 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+func TestCloses(t *testing.T) {
+	// 2026-11-27 is a Friday; Berlin is UTC+1 then
+	for _, c := range []struct{ value, now, closes string }{
+		{"Mon-Fri 02:00-05:00 Europe/Berlin", "2026-11-27T01:30:00Z", "2026-11-27T04:00:00Z"},
+		{"Mon-Fri 02:00-05:00 Europe/Berlin", "2026-11-27T04:00:00Z", ""},                    // closed
+		{"Fri 22:00-02:00", "2026-11-28T01:00:00Z", "2026-11-28T02:00:00Z"},                  // Friday's window, on Saturday
+		{"02:00-03:00; 02:30-04:00", "2026-11-28T02:10:00Z", "2026-11-28T04:00:00Z"},         // overlapping: the later end
+		{"Fri 20:00-24:00; Sat 00:00-01:00", "2026-11-27T21:00:00Z", "2026-11-28T01:00:00Z"}, // one opens as the other closes
+		{"00:00-24:00", "2026-11-27T21:00:00Z", "2026-12-05T00:00:00Z"},                      // always open: a week on
+		{"Sun 01:00-02:30 Europe/Berlin", "2026-10-25T00:10:00Z", "2026-10-25T00:30:00Z"},    // the first 02:30 of the fall back
+	} {
+		s, err := Parse(c.value)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", c.value, err)
+		}
+		got := s.Closes(at(t, c.now))
+		if c.closes == "" {
+			if !got.IsZero() {
+				t.Errorf("%q at %s: closes %s, want zero (not open)", c.value, c.now, got.UTC().Format(time.RFC3339))
+			}
+			continue
+		}
+		if !got.Equal(at(t, c.closes)) {
+			t.Errorf("%q at %s: closes %s, want %s", c.value, c.now, got.UTC().Format(time.RFC3339), c.closes)
+		}
+	}
+}

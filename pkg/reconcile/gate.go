@@ -160,6 +160,11 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		p.only = only
 		l.requeueAt(p, until[k])
 	}
+	for i, a := range send {
+		if a.Action == refresh.ActionEvict { // its evictions stop when its window closes
+			send[i].NotAfter = windowCloses(schedules[a.Target], now)
+		}
+	}
 	plan.Actions = send
 	return out
 }

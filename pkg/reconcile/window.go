@@ -33,3 +33,18 @@ func windowHold(t refresh.Target, m subjectMeta, now time.Time) Hold {
 	return Hold{Reason: fmt.Sprintf("%s restarts only in its %s %q, which opens at %s", t, restartwindow.Annotation, v, next.UTC().Format(time.RFC3339)),
 		Paced: true, Until: next, Window: v}
 }
+
+// windowCloses is when the restart window that m asks for, open at now,
+// closes; zero without a window (or one that cannot be read, which holds
+// the restart before this is asked).
+func windowCloses(m subjectMeta, now time.Time) time.Time {
+	v := cmp.Or(m.workload[restartwindow.Annotation], m.template[restartwindow.Annotation])
+	if v == "" {
+		return time.Time{}
+	}
+	s, err := restartwindow.Parse(v)
+	if err != nil {
+		return time.Time{}
+	}
+	return s.Closes(now)
+}

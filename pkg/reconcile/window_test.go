@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -315,5 +316,47 @@ func TestHoldIsSaidAgainOnceTheTimeItSaidPasses(t *testing.T) {
 	f.step(time.Hour)
 	if got := f.messages(EventDeferred); len(got) != 1 || !strings.Contains(got[0], "--max-concurrent-restarts") {
 		t.Errorf("at the time the rate's hold said: deferred %q, want web's hold for the limit said again", got)
+	}
+}
+
+// TestEvictionStopsWhenItsWindowCloses: with --restart-via=evict, an
+// eviction refused (a PodDisruptionBudget) is not sent again once the
+// workload's restart window closes, though --timeout runs on; the restart
+// waits for the next window, and says so.
+func TestEvictionStopsWhenItsWindowCloses(t *testing.T) {
+	f := newRoundFixture(t) // 2026-01-02 03:00 UTC, a Friday
+	f.loop.Refresh.RestartVia = refresh.RestartViaEvict
+	f.loop.Refresh.Timeout = 5 * time.Minute
+	f.loop.Refresh.Sleep = func(_ context.Context, d time.Duration) { f.now = f.now.Add(d) }
+	f.annotateWeb(map[string]string{restartwindow.Annotation: "Fri 03:00-03:01"})
+	var sent []time.Time
+	f.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		sent = append(sent, f.now)
+		return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	})
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	for range 5 {
+		f.step(2 * RetryBase)
+	}
+	closes := time.Date(2026, 1, 2, 3, 1, 0, 0, time.UTC)
+	if len(sent) == 0 {
+		t.Fatal("no eviction sent in the window")
+	}
+	for _, at := range sent {
+		if !at.Before(closes) {
+			t.Fatalf("an eviction sent at %s, after the window closed at %s (%d sent)", at.Format(time.TimeOnly), closes.Format(time.TimeOnly), len(sent))
+		}
+	}
+	var next []Event
+	for _, e := range f.events {
+		if e.Kind == EventDeferred && e.Until != nil && e.Until.Equal(time.Date(2026, 1, 9, 3, 0, 0, 0, time.UTC)) {
+			next = append(next, e)
+		}
+	}
+	if len(next) != 1 {
+		t.Errorf("deferrals to the next window %+v, want one", next)
 	}
 }

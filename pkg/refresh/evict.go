@@ -174,6 +174,10 @@ type EvictOptions struct {
 	// doubling up to 5s); Poll is the interval of the replacement check
 	// (default 500ms).
 	RetryFirst, RetryMax, Poll time.Duration
+
+	// window: Deadline is an action's NotAfter (its restart window
+	// closes), not --timeout
+	window bool
 }
 
 func (o *EvictOptions) defaults() {
@@ -253,6 +257,10 @@ func evictWorkload(ctx context.Context, ev Evictor, r *Result, o EvictOptions) {
 	}
 	var notes []string
 	done := 0
+	po := o
+	if na := r.Action.NotAfter; !na.IsZero() && (po.Deadline.IsZero() || na.Before(po.Deadline)) {
+		po.Deadline, po.window = na, true
+	}
 	for _, batch := range Batches(r.Pods, o.MaxUnavailable) {
 		expect := 0
 		for _, pod := range batch {
@@ -260,9 +268,13 @@ func evictWorkload(ctx context.Context, ev Evictor, r *Result, o EvictOptions) {
 				fail(done, "interrupted: "+ctx.Err().Error(), false)
 				return
 			}
+			if po.window && !o.Now().Before(po.Deadline) {
+				fail(done, fmt.Sprintf("the restart window of %s closed at %s before pod %s was evicted; the rest is evicted when it opens again", r.Target, po.Deadline.UTC().Format(time.RFC3339), pod), true)
+				return
+			}
 			done++
 			o.Progress(fmt.Sprintf("evicting pod %s/%s (%d of %d, %s)", ns, pod, done, len(r.Pods), r.Target))
-			gone, note, err := evictOne(ctx, ev, r.Target, pod, r.podUIDs[pod], o)
+			gone, note, err := evictOne(ctx, ev, r.Target, pod, r.podUIDs[pod], po)
 			if note != "" {
 				notes = append(notes, note)
 			}
@@ -350,6 +362,9 @@ func evictOne(ctx context.Context, ev Evictor, t Target, pod, uid string, o Evic
 			if delay > o.RetryMax {
 				delay = o.RetryMax
 			}
+		}
+		if o.window && !o.Now().Add(delay).Before(o.Deadline) {
+			return false, "", fmt.Errorf("evicting pod %s: %s; refused %d times in %s, and the restart window closes before the next try", pod, why, attempt, o.Now().Sub(start).Round(100*time.Millisecond))
 		}
 		if !o.Deadline.IsZero() && o.Now().Add(delay).After(o.Deadline) {
 			return false, "", fmt.Errorf("evicting pod %s: %s; refused %d times in %s, and --timeout ends before the next try", pod, why, attempt, o.Now().Sub(start).Round(100*time.Millisecond))

@@ -361,3 +361,63 @@ func TestApplyEvictionsSaysWhichFailuresMayPass(t *testing.T) {
 		})
 	}
 }
+
+// An evict action's NotAfter (its restart window closes) ends its
+// evictions before --timeout does: a refusal is not retried past it, and
+// a pod whose turn comes after it is not evicted. Either way the action
+// fails for a cause that passes (the window opens again), saying which
+// pods were evicted and which not.
+func TestApplyEvictionsStopWhenTheWindowCloses(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		refuse    int           // refusals of web-b
+		step      time.Duration // what each pause moves the clock on
+		evicted   string
+		notAfter  time.Duration
+		errorSays string
+	}{
+		{"refused until past the window", 1000, time.Second, "web-a", 10 * time.Second, "the restart window closes before the next try"},
+		{"the window closes while a replacement starts", 0, 40 * time.Second, "web-a", 30 * time.Second, "the restart window of deployment/web closed at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Date(2026, 1, 5, 2, 0, 0, 0, time.UTC)
+			now := start
+			f := newFakeEvictor("web-a", "web-b", "web-c")
+			for range tc.refuse {
+				f.fails["web-b"] = append(f.fails["web-b"], pdbRefusal())
+			}
+			var late []string
+			ev := sentAt{f, func(pod string) {
+				if !now.Before(start.Add(tc.notAfter)) {
+					late = append(late, pod)
+				}
+			}}
+			r := evictAction("web-a", "web-b", "web-c")
+			r.Action.NotAfter = start.Add(tc.notAfter)
+			res := ApplyEvictions(context.Background(), ev, []Result{r}, EvictOptions{Deadline: start.Add(5 * time.Minute),
+				Now: func() time.Time { return now }, Sleep: func(context.Context, time.Duration) { now = now.Add(tc.step) }})
+			got := res[0]
+			if got.Outcome != OutcomeFailed || !got.Transient || strings.Join(got.Evicted, ",") != tc.evicted || strings.Join(got.NotEvicted, ",") != "web-b,web-c" {
+				t.Fatalf("outcome %s transient %v evicted %v not evicted %v (%s), want failed, transient, %s, web-b+web-c",
+					got.Outcome, got.Transient, got.Evicted, got.NotEvicted, got.Error, tc.evicted)
+			}
+			if !strings.Contains(got.Error, tc.errorSays) {
+				t.Errorf("error %q, want it to say %q", got.Error, tc.errorSays)
+			}
+			if len(late) > 0 {
+				t.Errorf("%d evictions sent once the window closed (the first of %s)", len(late), late[0])
+			}
+		})
+	}
+}
+
+// sentAt is an Evictor that tells each eviction sent.
+type sentAt struct {
+	*fakeEvictor
+	sent func(pod string)
+}
+
+func (s sentAt) Evict(ctx context.Context, ns, name, uid string, dryRun bool) error {
+	s.sent(name)
+	return s.fakeEvictor.Evict(ctx, ns, name, uid, dryRun)
+}
