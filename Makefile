@@ -78,6 +78,7 @@ argo-rollouts:
 unit: helm promtool vet
 	$(GO) test -race ./...
 	cd charts/monitoring && $(GO) vet ./... && $(GO) test ./...
+	$(MAKE) --no-print-directory simulate SEEDS=$(CI_SEEDS) FROM=$(CI_FROM)
 
 # gofmt and go vet: vet compiles every dependency, static (above), before release-fast's image build needs it
 vet:
@@ -113,10 +114,15 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzReloadLists$$' ./pkg/reconcile
 
 # the continuous engine against its simulated world (pkg/reconcile/sim_test.go), SEEDS fresh seeds on every core;
-# a failing seed prints the command that replays it (-v: go test shows a passing test's output only then). Not part of
-# make test, which runs its corpus only.
+# a failing seed prints the command that replays it (-v: go test shows a passing test's output only then).
 SEEDS ?= 10000
 FROM ?= 0
+# make test's fresh seeds (unit, after the race run, which replays the corpus): CI_SEEDS of them from CI_FROM, a
+# number drawn from git's hashes of the committed trees pkg/ and internal/ (the code the simulator runs). New seeds
+# whenever that code changes, none when only docs do, and the same on every machine: a seed that fails in CI replays
+# anywhere with the command it prints.
+CI_SEEDS ?= 2000
+CI_FROM ?= $(shell h=$$(git rev-parse HEAD:pkg HEAD:internal 2>/dev/null | sha256sum | cut -c1-7); echo $$((2000000000 + 0x$${h:-0})))
 simulate:
 	@out=$$(mktemp); status=0; \
 	$(GO) test ./pkg/reconcile -run 'TestSimulate$$' -v -count=1 -timeout 0 -sim.seeds=$(SEEDS) -sim.from=$(FROM) >$$out 2>&1 || status=$$?; \
