@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-cmsync/kubectl-cmsync/internal/memlimit"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/controller"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/reconcile"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -187,6 +188,10 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	defer o.Verify.Close(o.ErrOut)
+	if soft, limit := memlimit.FromContainer(); soft > 0 {
+		fmt.Fprintf(o.ErrOut, "memory: the Go runtime's soft limit is %d MiB, %.0f%% of the container's limit of %d MiB (GOMEMLIMIT overrides it)\n",
+			soft>>20, memlimit.Ratio*100, limit>>20)
+	}
 	if o.broadcaster != nil {
 		defer o.broadcaster.Shutdown() // the Events queued are sent
 	}

@@ -80,6 +80,13 @@ func TestChart(t *testing.T) {
 		}
 	}
 	checkNamespacedAccess(t, f, release, pods.Items[0].Spec.ServiceAccountName)
+	// the chart's memory limit (512Mi), read from the container's cgroup, sets the Go runtime's soft limit
+	for _, p := range pods.Items {
+		const want = "memory: the Go runtime's soft limit is 460 MiB, 90% of the container's limit of 512 MiB"
+		if log := f.logs(p.Name, "controller"); !strings.Contains(log, want) {
+			t.Errorf("pod %s's log does not say %q:\n%s", p.Name, want, log)
+		}
+	}
 	// a ready controller has resumed: it recorded vol (its record annotation), so the edit below is a change
 	f.poll("vol recorded by the controller", podReadyTimeout, func() (bool, error) {
 		d, err := f.cs.AppsV1().Deployments(f.ns).Get(f.ctx, "vol", metav1.GetOptions{})
