@@ -469,10 +469,14 @@ func (l *Loop) resumeLater(ctx context.Context, ns string, err error) {
 
 // resumeDue resumes ns again when its resume failed for a cause that may
 // pass and its backoff has passed: what it finds is acted on in the round
-// about to run.
+// about to run. A round before then (another change of ns) took the
+// namespace's turn: the resume's is asked for again.
 func (l *Loop) resumeDue(ctx context.Context, ns string) {
 	l.mu.Lock()
 	r, again := l.resumeAgain[ns]
+	if again && l.Clock().Before(r.at) {
+		l.bounce.After(ns, r.at)
+	}
 	l.mu.Unlock()
 	if !again || l.Clock().Before(r.at) {
 		return

@@ -1261,3 +1261,35 @@ func TestResumeRetriesWhenTheAnnotationsCannotBeRead(t *testing.T) {
 		t.Errorf("once the annotations can be read: actions %q, want restart deployment/web", got)
 	}
 }
+
+// TestResumeRetryOutlivesAnEarlierRound: a namespace whose resume failed
+// is resumed again when its backoff ends, though a round of the namespace
+// (for an edit of another object) ran before then and took the
+// namespace's turn: an edit made while no leader acted is not lost to it.
+func TestResumeRetryOutlivesAnEarlierRound(t *testing.T) {
+	f := newRoundFixture(t)
+	changed := f.changedWhileNoLeaderActed()
+	f.loop.Watermark = changed.Add(-time.Minute)
+	f.loop.Refresh.Sleep = func(context.Context, time.Duration) {}
+	failing := true
+	f.client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return false, nil, nil
+	})
+	f.resumeAsLeader()
+	for range 6 { // failed again and again: its backoff grows past a minute
+		f.step(2 * time.Minute)
+	}
+	failing = false
+	f.edit("b", map[string]string{"L": "1", "M": "unread"}) // a key no one reads: a round, no action
+	f.step(3 * time.Second)
+	if got := f.took(EventAction); len(got) != 0 {
+		t.Fatalf("the round of b's edit acted: %q", got)
+	}
+	f.step(RetryMax)
+	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
+		t.Errorf("once the resume's backoff ended: actions %q, want restart deployment/web", got)
+	}
+}
