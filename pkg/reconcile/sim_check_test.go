@@ -375,9 +375,14 @@ func (r *simRun) said(w, cm string, from time.Time) bool {
 // heldAtHorizon tells whether event i, a deferral of workload name for
 // the limit, still stands when the loop's last step ran (the horizon cut
 // the run, not the loop): the last event about the workload, and the
-// limit still reached then. The restart is owed beyond the horizon, as
-// one held by a rate that earns a token an hour is, and the line says
-// why; the hold for the limit names no time, as there is none to name.
+// limit still reached then, or said less than a recheck (MaxRecheck)
+// before the horizon, which cut the loop's work and the check that
+// follows it (a restart
+// that took the slot may have completed meanwhile: the check would hold
+// it for the rate that restart spent, beyond the horizon). The restart is
+// owed beyond the horizon, as one held by a rate that earns a token an
+// hour is, and the line says why; the hold for the limit names no time,
+// as there is none to name.
 func (r *simRun) heldAtHorizon(i int, name string) bool {
 	e := r.events[i]
 	if e.Until != nil || !strings.Contains(e.Message, "--max-concurrent-restarts") || e.Action == nil {
@@ -391,6 +396,9 @@ func (r *simRun) heldAtHorizon(i int, name string) bool {
 		if t != nil && t.Namespace == e.Action.Target.Namespace && t.Name == name {
 			return false
 		}
+	}
+	if r.horizonCut && r.horizon.Sub(e.Time) <= MaxRecheck {
+		return true
 	}
 	return r.underWayAt(r.end.Add(-3*time.Minute), -1) >= r.plan.settings.maxConcurrent
 }

@@ -67,6 +67,10 @@ type simRun struct {
 	draws     int
 	leaders   []time.Time // when each leader started
 	end       time.Time
+	// horizon is when the run was cut; horizonCut: the loop still had
+	// work due after it
+	horizon    time.Time
+	horizonCut bool
 }
 
 func (r *simRun) LastSyncResourceVersion() string { return fmt.Sprint(r.rv) }
@@ -214,6 +218,7 @@ func (r *simRun) drive() {
 			t = next
 		}
 		if !t.Before(horizon) && len(ops) == 0 {
+			r.horizon, r.horizonCut = horizon, !next.IsZero()
 			break
 		}
 		if floor := now.Add(time.Millisecond); t.Before(floor) {
