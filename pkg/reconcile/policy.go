@@ -193,7 +193,8 @@ func forEdit(a refresh.Action, changes map[inspect.ObjectKey]*pending, w string,
 // madeCurrent tells whether workload w (by Kind/Name) is recorded as made
 // current with object k as it is now: its record's entry of k is the one
 // its consumers' reads of k make now, of the same version (nothing written
-// since the record). False without records.
+// since the record), or a restart of w handed over and not verified yet
+// was sent with that entry (restartingWith). False without records.
 func (l *Loop) madeCurrent(rd *roundRead, now func() map[subject]Record) func(w string, k inspect.ObjectKey) bool {
 	return func(w string, k inspect.ObjectKey) bool {
 		if len(l.DigestKey) == 0 {
@@ -205,10 +206,27 @@ func (l *Loop) madeCurrent(rd *roundRead, now func() map[subject]Record) func(w 
 			}
 			s := subjectOf(it)
 			e, ok := now()[s][recordKey(k)]
-			return ok && ParseRecord(l.recordOf(s, rd.meta, rd.snap))[recordKey(k)] == e
+			return ok && (ParseRecord(l.recordOf(s, rd.meta, rd.snap))[recordKey(k)] == e || l.restartingWith(rd.ns, s, recordKey(k), e))
 		}
 		return false
 	}
+}
+
+// restartingWith tells whether a restart or eviction of s's workload,
+// handed over by a round of ns and not verified yet, was sent with entry e
+// as s's record of rk: its new pods read the object as it is now (an edit
+// delivered late, after a cut of the watch, that the round's list held),
+// and its verification records it. Restarting again for it would restart
+// twice for one edit.
+func (l *Loop) restartingWith(ns string, s subject, rk, e string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, v := range l.verifying[ns] {
+		if slices.Contains(v.records[s], rk) && v.digests[s][rk] == e {
+			return true
+		}
+	}
+	return false
 }
 
 // restartOf is a restart of wk replacing its live pods; false when a
