@@ -1237,25 +1237,12 @@ func TestCompareKeysIsTotal(t *testing.T) {
 // consumer is checked then, not left alone in silence.
 func TestResumeRetriesWhenTheAnnotationsCannotBeRead(t *testing.T) {
 	f := newRoundFixture(t)
-	changed := f.changedWhileNoLeaderActed()
-	f.loop.Watermark = changed.Add(-time.Minute)
-	f.loop.Refresh.Sleep = func(context.Context, time.Duration) {}
-	failing := true
-	f.client.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if failing {
-			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
-		}
-		return false, nil, nil
-	})
-	out := map[inspect.ObjectKey]*pending{}
-	var n resumeCounts
-	f.loop.resumeIn(context.Background(), "ns", out, &n)
-	f.loop.putDue(out)
-	f.loop.settle(context.Background())
+	failing := f.resumeFailing("get", "deployments")
+	f.resumeAsLeader()
 	if got := f.took(EventError); len(got) != 1 || !strings.Contains(got[0], "resumed again after a backoff") {
 		t.Fatalf("errors %q, want one that says the namespace is resumed again", got)
 	}
-	failing = false
+	*failing = false
 	f.step(time.Minute)
 	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
 		t.Errorf("once the annotations can be read: actions %q, want restart deployment/web", got)
@@ -1268,21 +1255,12 @@ func TestResumeRetriesWhenTheAnnotationsCannotBeRead(t *testing.T) {
 // namespace's turn: an edit made while no leader acted is not lost to it.
 func TestResumeRetryOutlivesAnEarlierRound(t *testing.T) {
 	f := newRoundFixture(t)
-	changed := f.changedWhileNoLeaderActed()
-	f.loop.Watermark = changed.Add(-time.Minute)
-	f.loop.Refresh.Sleep = func(context.Context, time.Duration) {}
-	failing := true
-	f.client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if failing {
-			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
-		}
-		return false, nil, nil
-	})
+	failing := f.resumeFailing("list", "pods")
 	f.resumeAsLeader()
 	for range 6 { // failed again and again: its backoff grows past a minute
 		f.step(2 * time.Minute)
 	}
-	failing = false
+	*failing = false
 	f.edit("b", map[string]string{"L": "1", "M": "unread"}) // a key no one reads: a round, no action
 	f.step(3 * time.Second)
 	if got := f.took(EventAction); len(got) != 0 {
@@ -1292,4 +1270,22 @@ func TestResumeRetryOutlivesAnEarlierRound(t *testing.T) {
 	if got := strings.Join(f.took(EventAction), "; "); got != "restart deployment/web" {
 		t.Errorf("once the resume's backoff ended: actions %q, want restart deployment/web", got)
 	}
+}
+
+// resumeFailing makes web stale for an edit of a made while no leader
+// acted (changedWhileNoLeaderActed), with a watermark before it, and verb
+// on resource answer 503 while the flag it returns is true (it starts
+// true): a new leader's resume that fails for a cause that may pass.
+func (f *roundFixture) resumeFailing(verb, resource string) *bool {
+	changed := f.changedWhileNoLeaderActed()
+	f.loop.Watermark = changed.Add(-time.Minute)
+	f.loop.Refresh.Sleep = func(context.Context, time.Duration) {}
+	failing := true
+	f.client.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return false, nil, nil
+	})
+	return &failing
 }
