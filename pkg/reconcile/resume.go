@@ -474,11 +474,12 @@ func (l *Loop) resumeLater(ctx context.Context, ns string, err error) {
 func (l *Loop) resumeDue(ctx context.Context, ns string) {
 	l.mu.Lock()
 	r, again := l.resumeAgain[ns]
-	if again && l.Clock().Before(r.at) {
+	due := again && !l.Clock().Before(r.at)
+	if again && !due {
 		l.bounce.After(ns, r.at)
 	}
 	l.mu.Unlock()
-	if !again || l.Clock().Before(r.at) {
+	if !due {
 		return
 	}
 	out := map[inspect.ObjectKey]*pending{}

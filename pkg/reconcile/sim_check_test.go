@@ -377,12 +377,11 @@ func (r *simRun) said(w, cm string, from time.Time) bool {
 // the run, not the loop): the last event about the workload, and the
 // limit still reached then, or said less than a recheck (MaxRecheck)
 // before the horizon, which cut the loop's work and the check that
-// follows it (a restart
-// that took the slot may have completed meanwhile: the check would hold
-// it for the rate that restart spent, beyond the horizon). The restart is
-// owed beyond the horizon, as one held by a rate that earns a token an
-// hour is, and the line says why; the hold for the limit names no time,
-// as there is none to name.
+// follows it (a restart that took the slot may have completed meanwhile:
+// the check would hold it for the rate that restart spent, beyond the
+// horizon). The restart is owed beyond the horizon, as one held by a rate
+// that earns a token an hour is, and the line says why; the hold for the
+// limit names no time, as there is none to name.
 func (r *simRun) heldAtHorizon(i int, name string) bool {
 	e := r.events[i]
 	if e.Until != nil || !strings.Contains(e.Message, "--max-concurrent-restarts") || e.Action == nil {
