@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,6 +102,7 @@ func (p *pacer) tokenIn(t refresh.Target, now time.Time) time.Duration {
 func (p *pacer) sent(results []refresh.Result, now time.Time, would bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var accepted []time.Time
 	for _, r := range results {
 		if !isRestart(r.Action) || !p.letThrough[r.Target] {
 			continue
@@ -114,6 +116,12 @@ func (p *pacer) sent(results []refresh.Result, now time.Time, would bool) {
 			continue
 		}
 		p.last[r.Target] = at
+		accepted = append(accepted, at)
+	}
+	// in the order they were accepted: a restart patched before an
+	// eviction that was refused for minutes takes its token then
+	slices.SortFunc(accepted, time.Time.Compare)
+	for _, at := range accepted {
 		if p.bucket != nil {
 			if at.After(p.takenAt) {
 				p.takenAt = at

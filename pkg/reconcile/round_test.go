@@ -1143,6 +1143,30 @@ func TestPacerTakesATokenOnlyForAnAcceptedRestart(t *testing.T) {
 	}
 }
 
+// TestPacerTakesTokensInTheOrderAccepted: a round's restarts take their
+// tokens when each was accepted, in that order, whatever the order of the
+// results: a restart patched at once beside an eviction refused for four
+// minutes took its token four minutes before the eviction took its own.
+func TestPacerTakesTokensInTheOrderAccepted(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	evicted, restarted, next := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "evicted"},
+		refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "restarted"}, refresh.Target{Kind: "Deployment", Namespace: "other", Name: "next"}
+	p := newPacer(0, 1.0/60, 2)
+	for _, w := range []refresh.Target{evicted, restarted} {
+		if h := p.hold(w, 0, time.Time{}, t0); h.Reason != "" {
+			t.Fatalf("%s held: %+v", w, h)
+		}
+	}
+	late := t0.Add(4*time.Minute + 17*time.Second)
+	p.sent([]refresh.Result{ // the evictions first, as the engine returns them
+		{Action: refresh.Action{Action: refresh.ActionEvict, Target: evicted}, AppliedAt: &metav1.Time{Time: late}},
+		{Action: refresh.Action{Action: refresh.ActionRestart, Target: restarted}, AppliedAt: &metav1.Time{Time: t0}},
+	}, late, false)
+	if h := p.hold(next, 0, time.Time{}, late.Add(3*time.Second)); h.Reason != "" {
+		t.Errorf("3 s after the eviction was accepted: %+v, want the token the restart's has earned back since", h)
+	}
+}
+
 // TestRestartRetriedInItsPatchIsTimedWhenAccepted: api's PATCH is refused
 // twice with a 500 and accepted at its third attempt, 3 s after its first
 // (the patch's own retries, within the round). Every attempt sends the
