@@ -372,34 +372,44 @@ func (r *simRun) said(w, cm string, from time.Time) bool {
 	return false
 }
 
-// heldAtHorizon tells whether event i, a deferral of workload name for
-// the limit, still stands when the loop's last step ran (the horizon cut
-// the run, not the loop): the last event about the workload, and the
-// limit still reached then, or said less than a recheck (MaxRecheck)
-// before the horizon, which cut the loop's work and the check that
-// follows it (a restart that took the slot may have completed meanwhile:
-// the check would hold it for the rate that restart spent, beyond the
-// horizon). The restart is owed beyond the horizon, as one held by a rate
-// that earns a token an hour is, and the line says why; the hold for the
-// limit names no time, as there is none to name.
+// heldAtHorizon tells whether event i, a deferral of workload name with
+// no time (for the limit, or for a rollout under way), still stands when
+// the loop's last step ran (the horizon cut the run, not the loop): the
+// last event about the workload, and the limit still reached then; or
+// said less than a recheck (MaxRecheck) before a horizon that cut the
+// loop's work and the check that follows it (a restart that took the
+// slot may have completed meanwhile: the check would hold it for the rate
+// that restart spent, beyond the horizon); or, a wait for a rollout that
+// does not complete, said less than --rollout-wait before it (the loop
+// says such a rollout stuck only then). The restart is owed beyond the
+// horizon, as one held by a rate that earns a token an hour is, and the
+// line says why; these holds name no time, as there is none to name.
 func (r *simRun) heldAtHorizon(i int, name string) bool {
 	e := r.events[i]
-	if e.Until != nil || !strings.Contains(e.Message, "--max-concurrent-restarts") || e.Action == nil {
+	t := e.Target
+	if e.Action != nil {
+		t = &e.Action.Target
+	}
+	limit, rollout := strings.Contains(e.Message, "--max-concurrent-restarts"), strings.Contains(e.Message, "is not complete")
+	if e.Until != nil || t == nil || !limit && !rollout {
 		return false
 	}
 	for _, later := range r.events[i+1:] {
-		t := later.Target
+		lt := later.Target
 		if later.Action != nil {
-			t = &later.Action.Target
+			lt = &later.Action.Target
 		}
-		if t != nil && t.Namespace == e.Action.Target.Namespace && t.Name == name {
+		if lt != nil && lt.Namespace == t.Namespace && lt.Name == name {
 			return false
 		}
 	}
-	if r.horizonCut && r.horizon.Sub(e.Time) <= MaxRecheck {
+	switch {
+	case r.horizonCut && limit && r.horizon.Sub(e.Time) <= MaxRecheck:
+		return true
+	case r.horizonCut && rollout && r.horizon.Sub(e.Time) <= r.plan.settings.rolloutWait:
 		return true
 	}
-	return r.underWayAt(r.end.Add(-3*time.Minute), -1) >= r.plan.settings.maxConcurrent
+	return limit && r.underWayAt(r.end.Add(-3*time.Minute), -1) >= r.plan.settings.maxConcurrent
 }
 
 // checkStale: (a) and (f) at the end of the run.
