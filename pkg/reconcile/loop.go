@@ -154,6 +154,10 @@ type Loop struct {
 	// unwritten are the records whose write failed, by subject: this
 	// leader's record of them until a write succeeds (recordOf)
 	unwritten map[subject]Record
+	// sentWith are the digests the rounds of restarts that timed out
+	// unverified read, by subject: their new pods read those once their
+	// rollouts end (restartingWith); gone once a record is written
+	sentWith map[subject]Record
 	// watches are the informers' states, by what they watch: the
 	// watermark never passes the moment one whose watch failed was last
 	// known in sync, until it has listed again (actedUntil)
@@ -407,6 +411,7 @@ func (l *Loop) defaults() {
 	l.steps = map[string]*retryStep{}
 	l.resumeAgain = map[string]resumeRetry{}
 	l.unwritten = map[subject]Record{}
+	l.sentWith = map[subject]Record{}
 	l.pace = newPacer(l.MinRestartInterval, l.RestartRate, l.RestartBurst)
 	if l.jitter == nil {
 		l.jitter = wait.Jitter

@@ -213,14 +213,17 @@ func (l *Loop) madeCurrent(rd *roundRead, now func() map[subject]Record) func(w 
 }
 
 // restartingWith tells whether a restart or eviction of s's workload,
-// handed over by a round of ns and not verified yet, was sent with entry e
-// as s's record of rk: its new pods read the object as it is now (an edit
-// delivered late, after a cut of the watch, that the round's list held),
-// and its verification records it. Restarting again for it would restart
-// twice for one edit.
+// handed over by a round of ns and not verified yet, or one that timed out
+// unverified since (sentWith), was sent with entry e as s's record of rk:
+// its new pods read the object as it is now (an edit delivered late, after
+// a cut of the watch, that the round's list held). Restarting again for it
+// would restart twice for one edit.
 func (l *Loop) restartingWith(ns string, s subject, rk, e string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if d, ok := l.sentWith[s][rk]; ok && d == e {
+		return true
+	}
 	for _, v := range l.verifying[ns] {
 		if slices.Contains(v.records[s], rk) && v.digests[s][rk] == e {
 			return true

@@ -323,6 +323,7 @@ func (l *Loop) writeRecord(ctx context.Context, s subject, r Record) {
 	} else {
 		delete(l.unwritten, s)
 	}
+	delete(l.sentWith, s)
 	l.mu.Unlock()
 	if failed {
 		l.emit(Event{Kind: EventError, Target: &target, Message: fmt.Sprintf("cannot record what was made current (%s): %v; a restarted controller checks it again", AnnotationApplied, err)})

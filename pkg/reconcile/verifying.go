@@ -216,6 +216,7 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 		return !r.Pending
 	})
 	if len(ended) > 0 {
+		l.keepSent(v, ended)
 		l.restarts.verified(ended)
 		l.results(ended, v.changes, nil)
 		if ctx.Err() == nil { // interrupted at the loop's end: said once, and a new leader checks it again
@@ -227,6 +228,32 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 		l.joinRound(ns, v)
 	}
 	return len(v.results) > 0
+}
+
+// keepSent keeps, of v's restarts and evictions that timed out unverified
+// (ended), the digests their round read for the objects it would have
+// recorded (restartingWith): their new pods read those once the rollouts
+// end, and the manual step the recheck says covers them.
+func (l *Loop) keepSent(v *verification, ended []refresh.Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range ended {
+		if r.Outcome != refresh.OutcomeTimeout || !isRestart(r.Action) {
+			continue
+		}
+		for s, keys := range v.records {
+			if onlyKey(s.workload) != r.Target.Kind+"/"+r.Target.Name {
+				continue
+			}
+			kept := Record{}
+			for _, k := range keys {
+				if d, ok := v.digests[s][k]; ok {
+					kept[k] = d
+				}
+			}
+			l.sentWith[s] = kept
+		}
+	}
 }
 
 // actedOnSince tells, of v's timed-out workloads, those that a change of

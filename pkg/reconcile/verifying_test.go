@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -496,46 +497,62 @@ func TestRetryOfAWorkloadBeingVerifiedIsLeftToIt(t *testing.T) {
 // restarts on every change is restarted for an edit of a; an edit of b,
 // which it mounts, made before that round listed the namespace but
 // delivered after it (a watch cut, then its relist) is no reason to
-// restart it again while that restart is still being verified: its new
-// pods read b as it is now, and its verification records b.
+// restart it again, while that restart is still being verified or once it
+// timed out unverified: its new pods read b as it is now (the timeout's
+// manual step says the rest).
 func TestLateEditTheHandedOverRestartReadIsNoEditForIt(t *testing.T) {
-	f := handOverFixture(t, 2*time.Second) // the wait of mix's remount, which the fake never makes, ends then
-	f.loop.DigestKey = []byte("0123456789abcdef0123456789abcdef")
-	c := corev1.Container{Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: "a"}, Key: "K"}}}}, VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}
-	v := corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "b"}}}}
-	for _, o := range deploymentObjects("mix", map[string]string{AnnotationWatch: "true", AnnotationOnChange: OnChangeRestart}, c, v) {
-		if err := f.client.Tracker().Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.ex.Containers["ns/mix-1-a/app"] = &readtest.Container{Env: map[string]string{"K": "1"},
-		Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..2026_01_02_02_00_00.000000000", Files: map[string][]byte{"L": []byte("1")}}}}
-	cms := f.client.CoreV1().ConfigMaps("ns")
-	oldB, err := cms.Get(context.Background(), "b", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	newB, err := cms.Update(context.Background(), configMap("b", map[string]string{"L": "2"}), metav1.UpdateOptions{}) // not delivered: the watch is cut
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.edit("a", map[string]string{"K": "2", "X": "x"})
-	f.step(3 * time.Second)
-	restarts := func() (n int) {
-		for _, e := range f.events {
-			if e.Kind == EventAction && e.Action.Action == refresh.ActionRestart && e.Action.Target.Name == "mix" {
-				n++
+	for _, timedOut := range []bool{false, true} {
+		f := handOverFixture(t, 2*time.Second) // the wait of mix's remount, which the fake never makes, ends then
+		f.loop.DigestKey = []byte("0123456789abcdef0123456789abcdef")
+		c := corev1.Container{Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "a"}, Key: "K"}}}}, VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}
+		v := corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "b"}}}}
+		for _, o := range deploymentObjects("mix", map[string]string{AnnotationWatch: "true", AnnotationOnChange: OnChangeRestart}, c, v) {
+			if err := f.client.Tracker().Add(o); err != nil {
+				t.Fatal(err)
 			}
 		}
-		return n
-	}
-	if n := restarts(); n != 1 {
-		t.Fatalf("%d restarts of mix for the edit of a, want 1", n)
-	}
-	f.loop.noteChange(inspect.ConfigMapObject(oldB), inspect.ConfigMapObject(newB)) // the relist delivers it
-	f.step(3 * time.Second)
-	if n := restarts(); n != 1 {
-		t.Errorf("%d restarts of mix once b's edit was delivered, want still 1: its restart's pods read b as it is", n)
+		f.ex.Containers["ns/mix-1-a/app"] = &readtest.Container{Env: map[string]string{"K": "1"},
+			Volumes: map[string]readtest.Volume{"/etc/cfg": {Target: "..2026_01_02_02_00_00.000000000", Files: map[string][]byte{"L": []byte("1")}}}}
+		cms := f.client.CoreV1().ConfigMaps("ns")
+		oldB, err := cms.Get(context.Background(), "b", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		newB, err := cms.Update(context.Background(), configMap("b", map[string]string{"L": "2"}), metav1.UpdateOptions{}) // not delivered: the watch is cut
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.edit("a", map[string]string{"K": "2", "X": "x"})
+		f.step(3 * time.Second)
+		restarts := func() (n int) {
+			for _, e := range f.events {
+				if e.Kind == EventAction && e.Action.Action == refresh.ActionRestart && e.Action.Target.Name == "mix" {
+					n++
+				}
+			}
+			return n
+		}
+		if n := restarts(); n != 1 {
+			t.Fatalf("%d restarts of mix for the edit of a, want 1", n)
+		}
+		if timedOut { // the engine's clock is the real one
+			time.Sleep(2100 * time.Millisecond)
+			f.step(3 * time.Second)
+			if f.loop.verifying["ns"] != nil {
+				t.Fatalf("mix's restart still verified after its --timeout")
+			}
+			f.step(3 * time.Second) // its recheck says the manual step
+			if !slices.ContainsFunc(f.events, func(e Event) bool {
+				return e.Kind == EventAction && e.Action.Action == refresh.ActionManual && e.Action.Target.Name == "mix"
+			}) {
+				t.Fatal("no manual step of mix before b's edit is delivered")
+			}
+		}
+		f.loop.noteChange(inspect.ConfigMapObject(oldB), inspect.ConfigMapObject(newB)) // the relist delivers it
+		f.step(3 * time.Second)
+		if n := restarts(); n != 1 {
+			t.Errorf("timed out %t: %d restarts of mix once b's edit was delivered, want still 1: its restart's pods read b as it is", timedOut, n)
+		}
 	}
 }
