@@ -80,15 +80,18 @@ func leaveUndelivered(bySubject map[subject][]string, snap *inspect.Snapshot, ch
 	}
 }
 
-// forgetUnwritten drops the records not written of the subjects of ns
-// that no longer read anything (now: every subject with a pod in the
-// round's snapshot): a pod replaced, a workload deleted.
+// forgetUnwritten drops the records not written, and the digests kept of
+// restarts that timed out (sentWith), of the subjects of ns that no longer
+// read anything (now: every subject with a pod in the round's snapshot): a
+// pod replaced, a workload deleted.
 func (l *Loop) forgetUnwritten(ns string, now map[subject]Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for s := range l.unwritten {
-		if _, reads := now[s]; s.Namespace == ns && !reads {
-			delete(l.unwritten, s)
+	for _, kept := range []map[subject]Record{l.unwritten, l.sentWith} {
+		for s := range kept {
+			if _, reads := now[s]; s.Namespace == ns && !reads {
+				delete(kept, s)
+			}
 		}
 	}
 }
