@@ -380,3 +380,30 @@ func (f *roundFixture) recordAsItReadsNow(name string) {
 	}
 	f.t.Fatalf("no record of %s", name)
 }
+
+// TestConsumersReadAgainGetRetriesOfTheirOwn: a workload whose consumers
+// could not be read for nearly unreadWait, then were read and acted on (a
+// restart planned for the same change), is not given up when a later
+// read fails (its restart's new pods not readable yet): the later failure
+// has retries of its own, not what was left of the first ones.
+func TestConsumersReadAgainGetRetriesOfTheirOwn(t *testing.T) {
+	f := newRoundFixture(t)
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	p := &pending{change: Change{Object: k, Keys: []string{"K"}}, first: f.now,
+		unreadSince: map[string]time.Time{"Deployment/web": f.now.Add(-unreadWait + 10*time.Second)}}
+	rd := &roundRead{ns: "ns", changes: map[inspect.ObjectKey]*pending{k: p}}
+	use := inspect.Use{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"},
+		Pod: inspect.PodRef{Name: "web-1-a"}, Mode: inspect.ModeEnv, State: inspect.StateUnverifiable, StateReason: "the exec did not finish in time"}
+	c := refresh.Consumer{Object: use.Object, Pod: "web-1-a", Mode: inspect.ModeEnv}
+	restart := refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"},
+		Consumers: []refresh.Consumer{c}}
+	if out := f.loop.retryUnread(rd, &refresh.Plan{Actions: []refresh.Action{restart}}); len(out) != 0 {
+		t.Fatalf("a restart was taken out of the plan: %+v", out)
+	}
+	f.now = f.now.Add(30 * time.Second) // the restart's new pods cannot be read
+	manual := restart
+	manual.Action = refresh.ActionManual
+	if out := f.loop.retryUnread(rd, &refresh.Plan{Actions: []refresh.Action{manual}, Uses: []inspect.Use{use}}); len(out) != 1 {
+		t.Errorf("web given up 30 s after its consumers were read: want its failed read retried")
+	}
+}

@@ -32,6 +32,7 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 			plan.Actions[i].Consumers = append(plan.Actions[i].Consumers, cs...)
 		}
 	}
+	readAgain(rd.changes, plan.Actions)
 	uses := make(map[inspect.UseID]inspect.Use, len(plan.Uses))
 	for _, it := range plan.Uses {
 		uses[it.ID()] = it
@@ -72,6 +73,31 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 		l.retryLater(rd.ns, rd.changes, only, why, false)
 	}
 	return out
+}
+
+// readAgain ends the unread time of the workloads that the round read and
+// acts on (anything but a manual step): a read that succeeded starts the
+// next failure's retries afresh. A restart sent once its consumers were
+// read, whose verification then cannot read its new pods, has its own
+// retries, not what is left of those its first reads had used.
+func readAgain(changes map[inspect.ObjectKey]*pending, actions []refresh.Action) {
+	for _, a := range actions {
+		if a.Action == refresh.ActionManual {
+			continue
+		}
+		w := a.Target.Kind + "/" + a.Target.Name
+		for _, c := range a.Consumers {
+			p := changes[inspect.ObjectKey{Kind: c.Object.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}]
+			if p == nil {
+				continue
+			}
+			if _, ok := p.unreadSince[w]; !ok {
+				continue
+			}
+			p.unreadSince = maps.Clone(p.unreadSince) // copies put back share it
+			delete(p.unreadSince, w)
+		}
+	}
 }
 
 // unreadWait bounds the time a workload's consumers are tried again for
