@@ -178,6 +178,54 @@ func TestResumeTakesNoEditForTheRestartSentAfterIt(t *testing.T) {
 	}
 }
 
+// A record that differs because of an edit whose evictions (or restart)
+// the leader before made, without writing the record (gone, or its write
+// refused), is no edit no leader acted on when every pod that reads the
+// object was created after its last write: the consumer is checked, not
+// restarted again by its on-change policy. One pod older than the write,
+// or created in its second, keeps it an edit.
+func TestResumeTakesNoEditThatEveryPodWasCreatedAfter(t *testing.T) {
+	for _, tc := range []struct {
+		created [2]time.Duration // each pod's creation after the edit
+		edit    bool
+	}{
+		{[2]time.Duration{2 * time.Second, time.Minute}, false},
+		{[2]time.Duration{2 * time.Second, -time.Minute}, true}, // the second pod not evicted yet
+		{[2]time.Duration{0, time.Minute}, true},                // the same second: which came first is not known
+	} {
+		objs := []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "1"}, Data: map[string]string{"k": "1"}}}
+		objs = append(objs, deployment("web", "a", "k", 2)...)
+		c := fake.NewClientset(objs...)
+		if out, _, _ := resumeOnce(t, c); len(out) != 0 { // records it
+			t.Fatalf("first start: pending %v", out)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "2"}, Data: map[string]string{"k": "2"}}
+		got, err := c.CoreV1().ConfigMaps("ns").Update(context.Background(), cm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit := inspect.ConfigMapObject(got).LastChange.Truncate(time.Second)
+		for i, name := range []string{"web-1-0", "web-1-1"} {
+			pod, err := c.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod.CreationTimestamp = metav1.NewTime(edit.Add(tc.created[i]))
+			if _, err := c.CoreV1().Pods("ns").Update(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, _, _ := resumeOnce(t, c)
+		p := out[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}]
+		if p == nil || !p.only["Deployment/web"] {
+			t.Fatalf("pods created %v after the edit: the changed consumer is not checked: %+v", tc.created, out)
+		}
+		if got := editedFor(p, "Deployment/web"); got != tc.edit {
+			t.Errorf("pods created %v after the edit: an edit for its policy = %t, want %t", tc.created, got, tc.edit)
+		}
+	}
+}
+
 // A new leader whose first reads fail (the pod list, then a workload's
 // annotations) reads the namespace again rather than leave its consumers
 // to their next change.

@@ -396,6 +396,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 		differ, unknown := compare(old, now[s])
 		edited := edits(old, now[s], differ) // recorded, and different now: an edit no leader acted on
 		edited = l.notRestartedSince(snap, ns, meta[s.workload], edited)
+		edited = createdSince(snap, ns, kept, s, edited)
 		if l.SyncExisting {
 			differ, unknown = append(differ, unknown...), nil
 		}
@@ -416,6 +417,41 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 			l.checkAgain(out, s, o, snap.Object(o).LastChange, slices.Contains(edited, k))
 		}
 	}
+}
+
+// createdSince drops the edited objects (record keys) last written before
+// every pod of s that reads them was created (both in whole seconds, the
+// creation strictly after the write): those pods read the object as it is
+// now. Evictions, or a restart, that the leader before made for the edit
+// and whose record it could not write (gone, or the write refused) leave
+// this: no edit no leader acted on, so the consumers are checked, not
+// restarted again by their on-change policy. A pod older than the write,
+// or not found, keeps the edit.
+func createdSince(snap *inspect.Snapshot, ns string, kept []inspect.Use, s subject, edited []string) []string {
+	if len(edited) == 0 {
+		return edited
+	}
+	created := map[string]time.Time{}
+	for _, p := range snap.Pods {
+		if p.Namespace == ns {
+			created[p.Name] = p.CreationTimestamp.Truncate(time.Second)
+		}
+	}
+	return slices.DeleteFunc(edited, func(k string) bool {
+		o := recordObject(ns, k)
+		written := snap.Object(o).LastChange.Truncate(time.Second)
+		found := false
+		for _, it := range kept {
+			if it.Key() != o || it.Pod.Name == "" || subjectOf(it) != s {
+				continue
+			}
+			if at, ok := created[it.Pod.Name]; !ok || !at.After(written) {
+				return false
+			}
+			found = true
+		}
+		return found && !written.IsZero()
+	})
 }
 
 // notRestartedSince drops the edited objects (record keys) last written
