@@ -26,6 +26,7 @@ import (
 // the same clock.
 //
 //	go test ./pkg/reconcile -run 'TestSimulate$' -sim.seed=N -v   one seed, its trace
+//	... -sim.seed=N -sim.shrink -v                                  its shortest failing operations' trace
 //	make simulate SEEDS=100000                                      many fresh seeds
 //
 // In the unit suite it runs the corpus (testdata/sim-corpus.txt: seeds
@@ -37,6 +38,7 @@ var (
 	simFrom   = flag.Int64("sim.from", 0, "the first fresh seed (0: drawn from the time, and printed)")
 	simBudget = flag.Duration("sim.budget", 0, "how long the fresh seeds may run when -sim.seeds is 0")
 	simCorpus = flag.Bool("sim.corpus", true, "run the corpus of seeds first (and check that each replays)")
+	simShrink = flag.Bool("sim.shrink", false, "with -sim.seed: shrink the seed's operations first, and trace the shortest list that still fails")
 )
 
 func TestSimulate(t *testing.T) {
@@ -158,6 +160,12 @@ func shrink(p simPlan) simPlan {
 
 func replaySeed(t *testing.T, seed int64) {
 	p := newSimPlan(seed)
+	if *simShrink {
+		if len(simulatePlan(p).violations) == 0 {
+			t.Fatalf("seed %d does not fail: nothing to shrink", seed)
+		}
+		p = shrink(p)
+	}
 	t.Logf("settings: %s", p.settings)
 	for _, w := range p.workloads {
 		t.Logf("workload %s/%s x%d reads %v %v", w.ns, w.name, w.replicas, w.uses, w.ann)
