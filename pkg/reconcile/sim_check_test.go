@@ -35,6 +35,10 @@ type simRestart struct {
 	at    time.Time
 	stamp time.Time // a rollout's restartedAt: its first attempt, in whole seconds
 	index int
+	// evicted are an eviction round's evictions (index -1): each pod's
+	// eviction is a restart of that pod, owed to an edit made since it
+	// started
+	evicted []simEviction
 }
 
 // restarts are cmsync's restarts in the order sent.
@@ -51,13 +55,16 @@ func (r *simRun) restarts() []simRestart {
 	// round's (a restart of its own, however soon after)
 	last := map[string]time.Time{}
 	repls := map[string]map[string]bool{}
+	round := map[string]int{} // the index in out of each workload's last round of evictions
 	for _, e := range r.world.evictions {
 		if at, ok := last[e.w]; ok && e.at.Sub(at) < r.plan.settings.timeout && !repls[e.w][e.pod] && !e.podStarted.After(at) {
 			repls[e.w][e.repl] = true
+			x := &out[round[e.w]]
+			x.evicted = append(x.evicted, e)
 			continue // the same round's evictions
 		}
-		last[e.w], repls[e.w] = e.at, map[string]bool{e.repl: true}
-		out = append(out, simRestart{w: e.w, at: e.at, index: -1})
+		last[e.w], repls[e.w], round[e.w] = e.at, map[string]bool{e.repl: true}, len(out)
+		out = append(out, simRestart{w: e.w, at: e.at, index: -1, evicted: []simEviction{e}})
 	}
 	slices.SortStableFunc(out, func(a, b simRestart) int { return a.at.Compare(b.at) })
 	return out
@@ -145,15 +152,21 @@ func (r *simRun) check() []string {
 func (r *simRun) checkRestarts() []string {
 	var v []string
 	s := r.plan.settings
-	prev := map[string]time.Time{}
+	prev, rolled := map[string]time.Time{}, map[string]time.Time{}
 	rs := r.restarts()
 	for i, x := range rs {
 		from, had := prev[x.w]
 		if !had {
 			from = simStart.Add(-time.Hour)
 		}
-		if !r.reasonFor(x.w, from, x.at) {
+		switch {
+		case x.index < 0:
+			v = append(v, r.checkEvicted(x, rolled)...)
+		case !r.reasonFor(x.w, from, x.at):
 			v = append(v, fmt.Sprintf("(b/e) %s restarted at %s with no edit of a key it reads since %s", x.w, r.rel(x.at), r.relOr(from, had)))
+		}
+		if x.index >= 0 {
+			rolled[x.w] = x.at
 		}
 		a := r.annAt(x.w, x.at)
 		if win := a.ann[restartwindow.Annotation]; win != "" {
@@ -178,6 +191,25 @@ func (r *simRun) checkRestarts() []string {
 		}
 	}
 	return append(v, r.checkRate(rs)...)
+}
+
+// checkEvicted: (b/e) for an eviction round: each pod it evicted was
+// stale, for an edit made since the pod started and since the workload's
+// last rollout restart (rolled). An eviction restarts one pod: a pod the
+// round before left alone (current for that round's edit, not for one
+// made later) is evicted for the later edit, however soon after.
+func (r *simRun) checkEvicted(x simRestart, rolled map[string]time.Time) []string {
+	var v []string
+	for _, e := range x.evicted {
+		from := e.podStarted.Add(-time.Nanosecond) // an edit the world made in the instant the pod started, after it
+		if at, ok := rolled[x.w]; ok && at.After(from) {
+			from = at
+		}
+		if !r.reasonFor(x.w, from, e.at) {
+			v = append(v, fmt.Sprintf("(b/e) %s: pod %s evicted at %s with no edit of a key it reads since %s", x.w, e.pod, r.rel(e.at), r.rel(from)))
+		}
+	}
+	return v
 }
 
 // lastKnown is the last restart of rs[i]'s workload before it that the
