@@ -44,12 +44,20 @@ func (l *Loop) dispatch() time.Time {
 
 // putDue adds changes due at once (the resume's, --sync-existing's). An
 // edit of the same object seen while they were read is kept, with every
-// use concerned: one change, acted on in the same round.
+// use concerned: one change, acted on in the same round. A retry put
+// back for some workloads only (held, unread) keeps its limit, widened by
+// the workloads the check adds: a workload already acted on for the
+// retry's edit is not acted on again for it.
 func (l *Loop) putDue(changes map[inspect.ObjectKey]*pending) {
 	l.mu.Lock()
 	for k, p := range changes {
 		if q := l.pending[k]; q != nil {
-			q.change, q.existing, q.only, q.due = merge(p.change, q.change), true, nil, time.Time{}
+			q.change, q.existing, q.due = merge(p.change, q.change), true, time.Time{}
+			if q.only != nil && p.only != nil {
+				q.only = joinTold(maps.Clone(q.only), p.only)
+			} else {
+				q.only = nil
+			}
 			q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
 		} else {
 			l.pending[k] = p

@@ -240,6 +240,25 @@ func TestEditDuringResumeIsKept(t *testing.T) {
 	}
 }
 
+// TestResumeKeepsARetryToItsWorkloads: a resume's check of an object
+// whose edit is pending as a retry for some workloads only (a restart held
+// by the limit, the others' restarts sent) adds the workloads the check
+// names to the retry, and does not widen it to every use: the workloads
+// already restarted for that edit (here one named in Reloader's reload
+// annotation, with no record to tell it current) are not restarted again.
+func TestResumeKeepsARetryToItsWorkloads(t *testing.T) {
+	f := newRoundFixture(t)
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	f.loop.pending[k] = &pending{change: Change{Object: k, Keys: []string{"K"}}, first: f.now, retry: true, edit: 1,
+		only: map[string]bool{"Deployment/held": true}}
+	f.loop.putDue(map[inspect.ObjectKey]*pending{k: {change: Change{Object: k}, first: f.now, existing: true,
+		only: map[string]bool{"Deployment/held": true, "Deployment/other": true}}})
+	p := f.loop.pending[k]
+	if p == nil || len(p.only) != 2 || !p.only["Deployment/held"] || !p.only["Deployment/other"] {
+		t.Fatalf("pending %+v, want the retry of held widened by other only", p)
+	}
+}
+
 // TestRestartsOfAnEarlierLeaderAreCounted: a new leader counts the
 // restarts its predecessor sent whose rollouts are still under way
 // (UnderWay) against --max-concurrent-restarts from its first round, not
