@@ -169,6 +169,10 @@ unreadable() {
 
 release_rss() {
   local i peak=0 r end
+  if (( CMS <= PER_NS * 5 )); then
+    echo "no release: each namespace's $CMS ConfigMaps are all read by its $PER_NS workloads (5 each), and the release edits those no workload reads; raise OBJECTS (or set RELEASE_EDITS=0)" >&2
+    return
+  fi
   ts "a release of $RELEASE_EDITS edits (ConfigMaps no workload reads, 10 per namespace at a time)"
   ( for ((i = 0; i < RELEASE_EDITS; i++)); do echo "$(ns_of $i) cm-$((PER_NS * 5 + i / NAMESPACES % (CMS - PER_NS * 5)))"; done |
     xargs -P "$CONCURRENCY" -L1 bash -c 'curl -fsS -o /dev/null --cacert "$0/ca.crt" --cert "$0/admin.crt" --key "$0/admin.key" -X PATCH -H "Content-Type: application/merge-patch+json" --data "{\"data\":{\"k0\":\"r$RANDOM\"}}" "https://127.0.0.1:6443/api/v1/namespaces/$1/configmaps/$2"' "$PKI" ) &

@@ -106,6 +106,8 @@ func ClassifyExecError(ctx context.Context, err error, stderr []byte) *VerifyErr
 		return &VerifyError{Reason: VerifyTimeout, Message: "the exec did not finish in time", Hint: "raise --exec-timeout"}
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
 		return &VerifyError{Reason: VerifyFailed, Message: "interrupted"}
+	case nodeRefused(low):
+		return nodeRefusedExec(msg)
 	case apierrors.IsForbidden(err) || strings.Contains(low, "forbidden"):
 		return forbiddenExec(msg)
 	case NotFoundBinary(err, stderr):
@@ -147,6 +149,23 @@ func forbiddenExec(msg string) *VerifyError {
 	server = strings.TrimPrefix(server, "unable to upgrade connection: ")
 	fix := "verify needs get and create on pods/exec: a Role with " + execRoleRule + " grants them"
 	return &VerifyError{Reason: VerifyForbidden, Message: verb + " pods/exec", Hint: server + "; " + fix, Fix: fix}
+}
+
+// nodeRefused tells whether the API server passed the exec on and the
+// node answered 403 (`error sending request: ... code 403: 403
+// Forbidden`): the kubelet, or a proxy in front of it, refused the API
+// server, which RBAC had let through.
+func nodeRefused(low string) bool {
+	return strings.Contains(low, "error sending request") && strings.Contains(low, "403")
+}
+
+// nodeRefusedExec is the verify error of an exec the node refused. Like
+// an RBAC denial it stays (the next exec meets the same node), but its fix
+// is the node's, not cmsync's Role.
+func nodeRefusedExec(msg string) *VerifyError {
+	fix := "the node's kubelet, or a proxy in front of it, refused the API server's exec request: cmsync's RBAC is not the cause; " +
+		"the kubelet must authorize the API server's client (nodes/proxy), or read the node through the node reader (--reader=node)"
+	return &VerifyError{Reason: VerifyForbidden, Message: "the node refused the exec", Hint: firstLine(msg) + "; " + fix, Fix: fix}
 }
 
 // NotFoundBinary tells whether an exec failed because argv[0] does not exist

@@ -67,6 +67,19 @@ func TestForbiddenExecReason(t *testing.T) {
 	}
 }
 
+// TestNodeRefusedExecIsNotRBAC: an exec that RBAC let through and the
+// node answered 403 (a kubelet that does not authorize the API server, a
+// node with no kubelet behind its address) is said as the node's refusal,
+// not as a missing pods/exec permission.
+func TestNodeRefusedExecIsNotRBAC(t *testing.T) {
+	msg := `Internal error occurred: error sending request: Post "https://10.63.0.1:10250/exec/ns/web-1/app?command=sh": proxy error from /run/kubelet-tunnel.sock while dialing 10.63.0.1:10250, code 403: 403 Forbidden`
+	got := ClassifyExecError(context.Background(), errors.New(msg), nil)
+	if got.Reason != VerifyForbidden || got.Message != "the node refused the exec" || strings.Contains(got.Error(), "pods/exec: a Role") ||
+		!strings.Contains(got.Hint, "10.63.0.1:10250/exec/ns/web-1/app\"") || !strings.Contains(got.Fix, "--reader=node") {
+		t.Errorf("got %s (fix %q): want the node's refusal, its words and the node's fix", got.Error(), got.Fix)
+	}
+}
+
 // TestForbiddenExecFixIsTheSameForEveryPod: the API server's words name
 // the pod (Hint), what to do does not (Fix), so that one warning can stand
 // for every container the missing permission stops.
