@@ -262,6 +262,7 @@ kwok_down() {
     printf '%s\n' "${nss[@]}" | xargs -P "$CONCURRENCY" -I{} kubectl -n {} delete pods --all --force --grace-period=0 --wait=false >/dev/null 2>&1 || true
     kubectl wait --for=delete namespace "${nss[@]}" --timeout=1200s >/dev/null
   fi
+  kubectl delete namespace cmsync-system --ignore-not-found >/dev/null # measure's: the key Secret and its records' watermark
   kubectl delete nodes -l type=kwok --ignore-not-found >/dev/null
   stop kwok >/dev/null
   echo "deleted in $(echo "$(now) - $t0" | bc) s"

@@ -10,16 +10,20 @@
 #   runs): the exec requests and retries they cost; the peak RSS over a release of RELEASE edits; and
 #   `kubectl cmsync status -A -o json` (and with --group-by workload) against
 #   `kubectl get pods,configmaps,secrets -A -o json`: wall time and peak RSS.
-# Everything it starts (the chart's release, a port-forward) is removed at its end.
+# Everything it starts (the chart's release, a port-forward) is removed at its end, but its namespace and the key
+# Secret in it (the records' key and watermark, for the next run; `down` deletes them).
 CTL=cmsync-system RELEASE=cmsync TAG=localhost/kubectl-cmsync:bench
 IDLE=${IDLE:-60} EDITS=${EDITS:-200} EDIT_GAP=${EDIT_GAP:-2} UNREADABLE=${UNREADABLE:-10} RELEASE_EDITS=${RELEASE_EDITS:-1000}
 OUT=${OUT:-/tmp/cmsync-kwok} PF_PORT=${PF_PORT:-18080} CTL_MEMORY=${CTL_MEMORY:-4Gi}
 PF_PID=""
 
+# The release goes; its namespace stays, with the key Secret (and the watermark on it), so that the next
+# run's leader compares the records this one wrote, as a new leader or an upgrade does. Its Lease goes, so
+# that the next leader need not wait for it to expire. `down` deletes the namespace.
 ctl_cleanup() {
   [ -z "$PF_PID" ] || kill "$PF_PID" 2>/dev/null || true
   "$HELM" uninstall $RELEASE -n $CTL --wait >/dev/null 2>&1 || true
-  kubectl delete namespace $CTL --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  kubectl -n $CTL delete leases --all --ignore-not-found >/dev/null 2>&1 || true
 }
 
 # api PATCH-PATH JSON: a merge patch straight to the API server (no kubectl start-up in the timing)
@@ -47,7 +51,6 @@ ctl_start() {
   ts "building and importing the image"
   go run ./hack/image -binary bin/kubectl-cmsync -tag $TAG -o bin/image.tar >/dev/null
   hack/cluster/load-image.sh bin/image.tar >/dev/null
-  kubectl wait --for=delete namespace/$CTL --timeout=180s >/dev/null 2>&1 || true
   trap ctl_cleanup EXIT
   ts "installing the chart (its defaults; the image, --enable-pprof, a memory limit of $CTL_MEMORY)"
   "$HELM" install $RELEASE charts/kubectl-cmsync -n $CTL --create-namespace --set image.repository=${TAG%:*} \
