@@ -156,7 +156,7 @@ func forbiddenExec(msg string) *VerifyError {
 // Forbidden`): the kubelet, or a proxy in front of it, refused the API
 // server, which RBAC had let through.
 func nodeRefused(low string) bool {
-	return strings.Contains(low, "error sending request") && strings.Contains(low, "403")
+	return strings.Contains(low, "error sending request") && (strings.Contains(low, "code 403") || strings.Contains(low, "403 forbidden"))
 }
 
 // nodeRefusedExec is the verify error of an exec the node refused. Like

@@ -78,6 +78,11 @@ func TestNodeRefusedExecIsNotRBAC(t *testing.T) {
 		!strings.Contains(got.Hint, "10.63.0.1:10250/exec/ns/web-1/app\"") || !strings.Contains(got.Fix, "--reader=node") {
 		t.Errorf("got %s (fix %q): want the node's refusal, its words and the node's fix", got.Error(), got.Fix)
 	}
+	// a pod named with 403 whose node cannot be reached is not refused
+	other := `Internal error occurred: error sending request: Post "https://10.63.0.1:10250/exec/ns/web-403/app": dial tcp 10.63.0.1:10250: i/o timeout`
+	if got := ClassifyExecError(context.Background(), errors.New(other), nil); got.Reason == VerifyForbidden {
+		t.Errorf("%s: %s, want no refusal", other, got.Error())
+	}
 }
 
 // TestForbiddenExecFixIsTheSameForEveryPod: the API server's words name
