@@ -407,3 +407,25 @@ func TestConsumersReadAgainGetRetriesOfTheirOwn(t *testing.T) {
 		t.Errorf("web given up 30 s after its consumers were read: want its failed read retried")
 	}
 }
+
+// TestAnEvictionBesideAnUnreadPodDoesNotPutOffItsGiveUp: a workload whose
+// plan evicts one pod (held or refused, again and again) and cannot read
+// another is given up for the unread one once unreadWait has passed: the
+// eviction of the other pod does not start its time over.
+func TestAnEvictionBesideAnUnreadPodDoesNotPutOffItsGiveUp(t *testing.T) {
+	f := newRoundFixture(t)
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	p := &pending{change: Change{Object: k, Keys: []string{"K"}}, first: f.now,
+		unreadSince: map[string]time.Time{"Deployment/web": f.now.Add(-unreadWait - time.Minute)}}
+	rd := &roundRead{ns: "ns", changes: map[inspect.ObjectKey]*pending{k: p}}
+	obj := inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	use := inspect.Use{Object: obj, Pod: inspect.PodRef{Name: "web-1-b"}, Mode: inspect.ModeEnv, State: inspect.StateUnverifiable,
+		StateReason: "not running: the container is waiting (CrashLoopBackOff)"}
+	web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	evict := refresh.Action{Action: refresh.ActionEvict, Target: web, Consumers: []refresh.Consumer{{Object: obj, Pod: "web-1-a", Mode: inspect.ModeEnv}}}
+	manual := refresh.Action{Action: refresh.ActionManual, Target: web, Consumers: []refresh.Consumer{{Object: obj, Pod: "web-1-b", Mode: inspect.ModeEnv}}}
+	plan := &refresh.Plan{Actions: []refresh.Action{evict, manual}, Uses: []inspect.Use{use}}
+	if out := f.loop.retryUnread(rd, plan); len(out) != 0 {
+		t.Errorf("web's unread pod taken out for another retry %s after its first failed read: want it given up", unreadWait+time.Minute)
+	}
+}

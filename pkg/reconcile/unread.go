@@ -79,10 +79,19 @@ func (l *Loop) retryUnread(rd *roundRead, plan *refresh.Plan) []refresh.Action {
 // acts on (anything but a manual step): a read that succeeded starts the
 // next failure's retries afresh. A restart sent once its consumers were
 // read, whose verification then cannot read its new pods, has its own
-// retries, not what is left of those its first reads had used.
+// retries, not what is left of those its first reads had used. A
+// workload with a manual step in the same plan (a pod that still cannot be
+// read beside one evicted) keeps its time: its give-up is not put off by
+// an action on its other pods, held or failing as it may be.
 func readAgain(changes map[inspect.ObjectKey]*pending, actions []refresh.Action) {
+	manual := map[refresh.Target]bool{}
 	for _, a := range actions {
 		if a.Action == refresh.ActionManual {
+			manual[a.Target] = true
+		}
+	}
+	for _, a := range actions {
+		if a.Action == refresh.ActionManual || manual[a.Target] {
 			continue
 		}
 		w := a.Target.Kind + "/" + a.Target.Name
