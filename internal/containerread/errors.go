@@ -151,20 +151,26 @@ func forbiddenExec(msg string) *VerifyError {
 	return &VerifyError{Reason: VerifyForbidden, Message: verb + " pods/exec", Hint: server + "; " + fix, Fix: fix}
 }
 
-// nodeRefused tells whether the API server passed the exec on and the
-// node answered 403 (`error sending request: ... code 403: 403
-// Forbidden`): the kubelet, or a proxy in front of it, refused the API
-// server, which RBAC had let through.
+// nodeRefused tells whether RBAC let the exec through and the way from the
+// API server to the node refused it: a proxy between them (konnectivity,
+// an egress proxy) answering its CONNECT with 403 (`error sending request:
+// ... proxy error ... code 403`), or the kubelet not authorizing the API
+// server (`Forbidden (user=..., verb=create, resource=nodes,
+// subresource=proxy)`).
 func nodeRefused(low string) bool {
-	return strings.Contains(low, "error sending request") && (strings.Contains(low, "code 403") || strings.Contains(low, "403 forbidden"))
+	proxy := strings.Contains(low, "error sending request") && (strings.Contains(low, "code 403") || strings.Contains(low, "403 forbidden"))
+	kubelet := strings.Contains(low, "resource=nodes") && strings.Contains(low, "subresource=proxy")
+	return proxy || kubelet
 }
 
-// nodeRefusedExec is the verify error of an exec the node refused. Like
-// an RBAC denial it stays (the next exec meets the same node), but its fix
-// is the node's, not cmsync's Role.
+// nodeRefusedExec is the verify error of an exec refused between the API
+// server and the node. Like an RBAC denial it stays (the next exec takes
+// the same way), but its fix is the cluster's, not cmsync's Role; the node
+// reader execs into its reader pod the same way, so it would meet the
+// same refusal.
 func nodeRefusedExec(msg string) *VerifyError {
-	fix := "the node's kubelet, or a proxy in front of it, refused the API server's exec request: cmsync's RBAC is not the cause; " +
-		"the kubelet must authorize the API server's client (nodes/proxy), or read the node through the node reader (--reader=node)"
+	fix := "RBAC let the exec through, and the way from the API server to the node refused it: a proxy between them (konnectivity, an egress proxy) or the node's kubelet, " +
+		"which must authorize the API server's kubelet client (nodes/proxy); cmsync's Role is not the cause"
 	return &VerifyError{Reason: VerifyForbidden, Message: "the node refused the exec", Hint: firstLine(msg) + "; " + fix, Fix: fix}
 }
 

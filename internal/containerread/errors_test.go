@@ -67,16 +67,20 @@ func TestForbiddenExecReason(t *testing.T) {
 	}
 }
 
-// TestNodeRefusedExecIsNotRBAC: an exec that RBAC let through and the
-// node answered 403 (a kubelet that does not authorize the API server, a
-// node with no kubelet behind its address) is said as the node's refusal,
-// not as a missing pods/exec permission.
+// TestNodeRefusedExecIsNotRBAC: an exec that RBAC let through and the way
+// to the node refused (a proxy answering the API server's CONNECT with
+// 403, a kubelet that does not authorize the API server) is said as the
+// node's refusal, not as a missing pods/exec permission.
 func TestNodeRefusedExecIsNotRBAC(t *testing.T) {
-	msg := `Internal error occurred: error sending request: Post "https://10.63.0.1:10250/exec/ns/web-1/app?command=sh": proxy error from /run/kubelet-tunnel.sock while dialing 10.63.0.1:10250, code 403: 403 Forbidden`
-	got := ClassifyExecError(context.Background(), errors.New(msg), nil)
-	if got.Reason != VerifyForbidden || got.Message != "the node refused the exec" || strings.Contains(got.Error(), "pods/exec: a Role") ||
-		!strings.Contains(got.Hint, "10.63.0.1:10250/exec/ns/web-1/app\"") || !strings.Contains(got.Fix, "--reader=node") {
-		t.Errorf("got %s (fix %q): want the node's refusal, its words and the node's fix", got.Error(), got.Fix)
+	for _, msg := range []string{
+		`Internal error occurred: error sending request: Post "https://10.63.0.1:10250/exec/ns/web-1/app?command=sh": proxy error from /run/kubelet-tunnel.sock while dialing 10.63.0.1:10250, code 403: 403 Forbidden`,
+		`unable to upgrade connection: Forbidden (user=kube-apiserver-kubelet-client, verb=create, resource=nodes, subresource=proxy)`,
+	} {
+		got := ClassifyExecError(context.Background(), errors.New(msg), nil)
+		if got.Reason != VerifyForbidden || got.Message != "the node refused the exec" || strings.Contains(got.Error(), "pods/exec: a Role") ||
+			!strings.Contains(got.Hint, firstLine(msg)) || !strings.Contains(got.Fix, "nodes/proxy") {
+			t.Errorf("%s:\ngot %s (fix %q): want the node's refusal, its words and the cluster's fix", msg, got.Error(), got.Fix)
+		}
 	}
 	// a pod named with 403 whose node cannot be reached is not refused
 	other := `Internal error occurred: error sending request: Post "https://10.63.0.1:10250/exec/ns/web-403/app": dial tcp 10.63.0.1:10250: i/o timeout`
