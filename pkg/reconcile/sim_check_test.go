@@ -193,11 +193,14 @@ func (r *simRun) checkRestarts() []string {
 	return append(v, r.checkRate(rs)...)
 }
 
-// checkEvicted: (b/e) for an eviction round: each pod it evicted was
-// stale, for an edit made since the pod started and since the workload's
-// last rollout restart (rolled). An eviction restarts one pod: a pod the
-// round before left alone (current for that round's edit, not for one
-// made later) is evicted for the later edit, however soon after.
+// checkEvicted: (b/e) for an eviction round: each pod it evicted follows
+// an edit of a key the workload reads made since the pod started and since
+// the workload's last rollout restart (rolled). An eviction restarts one
+// pod: a pod an earlier round left alone may be evicted later. The check
+// does not know which edit a round acted on, so a pod an earlier round
+// judged current and a later round evicts with no edit since passes when
+// an edit made before the earlier round followed its start: a replacement
+// evicted twice, the double restart an eviction can make, is caught.
 func (r *simRun) checkEvicted(x simRestart, rolled map[string]time.Time) []string {
 	var v []string
 	for _, e := range x.evicted {
