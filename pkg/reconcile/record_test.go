@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -167,12 +168,7 @@ func TestResumeTakesNoEditForTheRestartSentAfterIt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		out, _, _ := resumeOnce(t, c)
-		p := out[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}]
-		if p == nil || !p.only["Deployment/web"] {
-			t.Fatalf("restarted %v after the edit: the changed consumer is not checked: %+v", tc.restartedAt, out)
-		}
-		if got := editedFor(p, "Deployment/web"); got != tc.edit {
+		if got := resumedWebEdit(t, c, fmt.Sprintf("restarted %v after the edit", tc.restartedAt)); got != tc.edit {
 			t.Errorf("restarted %v after the edit: an edit for its policy = %t, want %t", tc.restartedAt, got, tc.edit)
 		}
 	}
@@ -215,15 +211,22 @@ func TestResumeTakesNoEditThatEveryPodWasCreatedAfter(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		out, _, _ := resumeOnce(t, c)
-		p := out[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}]
-		if p == nil || !p.only["Deployment/web"] {
-			t.Fatalf("pods created %v after the edit: the changed consumer is not checked: %+v", tc.created, out)
-		}
-		if got := editedFor(p, "Deployment/web"); got != tc.edit {
+		if got := resumedWebEdit(t, c, fmt.Sprintf("pods created %v after the edit", tc.created)); got != tc.edit {
 			t.Errorf("pods created %v after the edit: an edit for its policy = %t, want %t", tc.created, got, tc.edit)
 		}
 	}
+}
+
+// resumedWebEdit resumes once and tells whether web's changed consumer of
+// a, which must be checked, is an edit for its on-change policy.
+func resumedWebEdit(t *testing.T, c kubernetes.Interface, what string) bool {
+	t.Helper()
+	out, _, _ := resumeOnce(t, c)
+	p := out[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}]
+	if p == nil || !p.only["Deployment/web"] {
+		t.Fatalf("%s: the changed consumer is not checked: %+v", what, out)
+	}
+	return editedFor(p, "Deployment/web")
 }
 
 // A new leader whose first reads fail (the pod list, then a workload's
