@@ -27,7 +27,10 @@ type NamedWorkloads interface {
 // object is refreshed through its uses instead, key by key. A named
 // workload that is paused, opted out or excluded is reported skipped.
 // Only edits count (Reloader's default): not a creation, a deletion or the
-// state found at start, which no record can tell current.
+// state found at start, which no record can tell current. A workload
+// restarted after the object's last write (restartedAfter) is not
+// restarted again: an edit that reaches the loop late, when a cut watch
+// lists again, was already read by the pods of that restart.
 func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snapshot, changes map[inspect.ObjectKey]*pending) ([]refresh.Action, error) {
 	if l.Named == nil || !anyEdited(changes) {
 		return nil, nil
@@ -55,6 +58,9 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 			if !edited(p) || !Named(s, o) || read[k] || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
 				continue
 			}
+			if rolls(w) && restartedAfter(w.Template, snap.Object(k).LastChange, l.Now()) {
+				continue // its last restart came after the edit: a change delivered late (a watch that listed again) is no new one
+			}
 			d := Select(l.RequireOptIn, s, o)
 			if why := l.Scope.WorkloadOutOfScope(inspect.WorkloadRef{Kind: w.Kind, Name: w.Name}); why != "" {
 				d = Decision{Skip, why}
@@ -76,6 +82,12 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 		}
 	}
 	return out, nil
+}
+
+// rolls tells whether a restart of w replaces all its pods: not a paused
+// Deployment, not the OnDelete strategy, no partition.
+func rolls(w refresh.AnnotatedWorkload) bool {
+	return !w.Paused && !w.OnDelete && w.Partition == 0
 }
 
 // restartable turns a named restart into a manual action where a restart

@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -88,6 +90,46 @@ func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
 		if g := strings.Join(skips, " "); g != tc.skips {
 			t.Errorf("%s: skips %q, want %q", tc.name, g, tc.skips)
 		}
+	}
+}
+
+// TestNamedRestartsSpareAWorkloadRestartedSinceTheEdit: an edit that
+// reaches the loop late (a cut watch that lists again) is no reason to
+// restart a named workload whose last restart came after the object's last
+// write, in whole seconds: its pods read the object as it is now. A
+// restart in the same second as the write, or before it, or one that
+// replaced no pod (a paused Deployment), leaves the edit owed.
+func TestNamedRestartsSpareAWorkloadRestartedSinceTheEdit(t *testing.T) {
+	written := time.Date(2026, 1, 5, 2, 13, 50, 400_000_000, time.UTC)
+	at := func(d time.Duration) map[string]string {
+		return map[string]string{refresh.RestartedAtAnnotation: written.Truncate(time.Second).Add(d).Format(time.RFC3339)}
+	}
+	reload := map[string]string{ReloaderConfigMapReload: "app"}
+	ws := namedFake{
+		{Kind: "Deployment", Name: "after", Annotations: reload, Template: at(time.Second)},
+		{Kind: "Deployment", Name: "same-second", Annotations: reload, Template: at(0)},
+		{Kind: "Deployment", Name: "before", Annotations: reload, Template: at(-time.Minute)},
+		{Kind: "Deployment", Name: "never", Annotations: reload},
+		{Kind: "Deployment", Name: "paused", Annotations: reload, Template: at(time.Second), Paused: true},
+	}
+	key := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl", Time: &metav1.Time{Time: written}}}}, Data: map[string]string{"k": "v2"}}
+	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{key: cm}}
+	changes := map[inspect.ObjectKey]*pending{key: {change: Change{Object: key, Keys: []string{"k"}}}}
+	l := &Loop{Named: ws}
+	l.defaults()
+	l.Now = func() time.Time { return written.Add(2 * time.Minute) }
+	got, err := l.namedRestarts(context.Background(), "ns", snap, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, a := range got {
+		rows = append(rows, a.Target.Name+" "+string(a.Action))
+	}
+	if g, want := strings.Join(rows, ", "), "same-second restart, before restart, never restart, paused manual"; g != want {
+		t.Errorf("named actions %q, want %q", g, want)
 	}
 }
 

@@ -462,17 +462,25 @@ func createdSince(snap *inspect.Snapshot, ns string, kept []inspect.Use, s subje
 // no edit no leader acted on: its consumers are checked, and restarted
 // only if stale, not restarted again by their on-change policy.
 func (l *Loop) notRestartedSince(snap *inspect.Snapshot, ns string, m subjectMeta, edited []string) []string {
-	at, err := time.Parse(time.RFC3339, m.template[refresh.RestartedAtAnnotation])
-	if err != nil || len(edited) == 0 {
-		return edited
+	return slices.DeleteFunc(edited, func(k string) bool {
+		return restartedAfter(m.template, snap.Object(recordObject(ns, k)).LastChange, l.Now())
+	})
+}
+
+// restartedAfter tells whether a workload's pod template (its annotations)
+// was restarted after written, an object's last write: its restartedAt, in
+// whole seconds, strictly after the write, and not after now (a client
+// whose clock is ahead). The pods of that restart read the object as it
+// is now. False when either time is unknown.
+func restartedAfter(template map[string]string, written, now time.Time) bool {
+	at, err := time.Parse(time.RFC3339, template[refresh.RestartedAtAnnotation])
+	if err != nil || written.IsZero() {
+		return false
 	}
-	if now := l.Now(); at.After(now) { // written by a client whose clock is ahead
+	if at.After(now) {
 		at = now
 	}
-	return slices.DeleteFunc(edited, func(k string) bool {
-		written := snap.Object(recordObject(ns, k)).LastChange
-		return !written.IsZero() && at.After(written.Truncate(time.Second))
-	})
+	return at.After(written.Truncate(time.Second))
 }
 
 // resumeRetry is a namespace's resume that failed for a cause that may
