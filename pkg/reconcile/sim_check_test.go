@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -259,18 +260,23 @@ func (r *simRun) underWayAt(t time.Time, before int) int {
 // countedAt counts the workloads a hold for the limit at t may count: those
 // underWayAt counts, and those cmsync restarted less than rolloutWait
 // before t that roll out at t for another reason (a deploy after the
-// restart, whose rollout superseded it or began once it was complete).
-// The loop counts a restart until it sees its workload's rollout complete,
-// which it reads only at its rounds, and a new leader counts a workload
-// rolling out whose template has cmsync's restartedAt (docs/controller.md,
-// "Restarts, safely"): neither can tell whose rollout a workload's is,
-// nor whether the restart's own completed between two looks.
+// restart, whose rollout superseded it or began once it was complete), or
+// whose rollout ended while a fault answered the reads of Deployments
+// (unreadBetween). The loop counts a restart until it sees its workload's
+// rollout complete, which it reads only at its rounds, and a new leader
+// counts a workload rolling out whose template has cmsync's restartedAt
+// (docs/controller.md, "Restarts, safely"): neither can tell whose
+// rollout a workload's is, nor whether the restart's own completed
+// between two looks or while its workload could not be read.
 func (r *simRun) countedAt(t time.Time) int {
 	wait := r.plan.settings.rolloutWait
 	w := map[*simWorkload]bool{}
 	for _, ro := range r.world.rollouts {
 		if !ro.byCmsync || ro.sent.After(t) || t.Sub(ro.sent) >= wait {
 			continue
+		}
+		if end := cmp.Or(ro.done, ro.deadline); !end.IsZero() && r.unreadBetween(end, t) {
+			w[ro.w] = true
 		}
 		for _, other := range r.world.rollouts {
 			if other.w == ro.w && other.underWayAt(t, wait) {
@@ -279,6 +285,21 @@ func (r *simRun) countedAt(t time.Time) int {
 		}
 	}
 	return len(w)
+}
+
+// unreadBetween tells whether a fault answered the gets of Deployments at
+// some time from from to t: a rollout that ended then may not have been
+// seen to end by t.
+func (r *simRun) unreadBetween(from, t time.Time) bool {
+	for _, o := range r.plan.ops {
+		if o.kind != "fault" || (o.verb != "get" && o.verb != "*") || (o.res != "deployments" && o.res != "*") {
+			continue
+		}
+		if start := simStart.Add(o.at); start.Before(t) && start.Add(o.dur).After(from) {
+			return true
+		}
+	}
+	return false
 }
 
 // tokens replays the rate's bucket over the restarts sent before t (and
@@ -376,7 +397,8 @@ func (r *simRun) checkHolds() []string {
 // manual step, or a deferral to a time the run ended before (a restart
 // window, or the restart rate: a bucket that earns a token an hour owes
 // its restarts beyond the horizon, and says until when), or a hold for the
-// limit that still stands at the loop's last step (heldAtHorizon).
+// limit that still stands at the loop's last step (heldAtHorizon), or a
+// restart whose verification such a horizon cut (verifyingAtHorizon).
 func (r *simRun) said(w, cm string, from time.Time) bool {
 	ns, name, _ := strings.Cut(w, "/")
 	for i, e := range r.events {
@@ -401,6 +423,8 @@ func (r *simRun) said(w, cm string, from time.Time) bool {
 		case e.Kind == EventDeferred && e.Until != nil && e.Until.After(r.end.Add(-3*time.Minute)):
 			return true
 		case e.Kind == EventDeferred && r.heldAtHorizon(i, name):
+			return true
+		case e.Kind == EventAction && isRestart(*e.Action) && e.Action.Target.Namespace == ns && e.Action.Target.Name == name && r.verifyingAtHorizon(i):
 			return true
 		}
 	}
@@ -429,14 +453,8 @@ func (r *simRun) heldAtHorizon(i int, name string) bool {
 	if e.Until != nil || t == nil || !limit && !rollout {
 		return false
 	}
-	for _, later := range r.events[i+1:] {
-		lt := later.Target
-		if later.Action != nil {
-			lt = &later.Action.Target
-		}
-		if lt != nil && lt.Namespace == t.Namespace && lt.Name == name {
-			return false
-		}
+	if !r.lastAbout(i, t.Namespace, name) {
+		return false
 	}
 	switch {
 	case r.horizonCut && limit && r.horizon.Sub(e.Time) <= MaxRecheck:
@@ -445,6 +463,31 @@ func (r *simRun) heldAtHorizon(i int, name string) bool {
 		return true
 	}
 	return limit && r.underWayAt(r.end.Add(-3*time.Minute), -1) >= r.plan.settings.maxConcurrent
+}
+
+// lastAbout tells whether event i is the last about workload ns/name.
+func (r *simRun) lastAbout(i int, ns, name string) bool {
+	for _, later := range r.events[i+1:] {
+		lt := later.Target
+		if later.Action != nil {
+			lt = &later.Action.Target
+		}
+		if lt != nil && lt.Namespace == ns && lt.Name == name {
+			return false
+		}
+	}
+	return true
+}
+
+// verifyingAtHorizon tells whether event i, a restart sent, is still
+// verified when a horizon that cut the loop's work came: the last event
+// about the workload, sent less than the verification's bound before the
+// horizon (--timeout or --rollout-wait, and a recheck). Its result,
+// current or stuck, is said beyond the horizon.
+func (r *simRun) verifyingAtHorizon(i int) bool {
+	e, s := r.events[i], r.plan.settings
+	return r.horizonCut && r.lastAbout(i, e.Action.Target.Namespace, e.Action.Target.Name) &&
+		r.horizon.Sub(e.Time) <= max(s.timeout, s.rolloutWait)+MaxRecheck
 }
 
 // checkStale: (a) and (f) at the end of the run.
