@@ -38,7 +38,7 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		{Kind: reconcile.EventChange, Object: &cm},
 		{Kind: reconcile.EventAction, Action: restart},
 		{Kind: reconcile.EventResult, Action: restart, Outcome: refresh.OutcomeCurrent, SinceChange: &since},
-		{Kind: reconcile.EventDeferred, Action: restart},
+		{Kind: reconcile.EventDeferred, Action: restart, Hold: reconcile.HoldLimit},
 		{Kind: reconcile.EventIgnored, Object: &cm},
 		{Kind: reconcile.EventError, Message: "x"},
 	} {
@@ -62,7 +62,7 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		`cmsync_changes_total{kind="ConfigMap"} 1`,
 		`cmsync_actions_total{action="restart"} 1`,
 		`cmsync_results_total{action="restart",outcome="current"} 1`,
-		`cmsync_deferred_total 1`,
+		`cmsync_deferred_total{hold="limit"} 1`,
 		`cmsync_ignored_total 1`,
 		`cmsync_errors_total 1`,
 		`cmsync_change_to_verified_seconds_bucket{le="2"} 1`,

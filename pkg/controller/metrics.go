@@ -21,7 +21,7 @@ type Metrics struct {
 	changes  *prometheus.CounterVec
 	actions  *prometheus.CounterVec
 	results  *prometheus.CounterVec
-	deferred prometheus.Counter
+	deferred *prometheus.CounterVec
 	windowed *deferrals
 	ignored  prometheus.Counter
 	retries  prometheus.Counter
@@ -48,8 +48,9 @@ func NewMetrics() *Metrics {
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cmsync_results_total",
 			Help: "How actions ended, by action and outcome (current, applied, unverifiable, timeout, failed, not-applied, dry-run)."},
 			[]string{"action", "outcome"}),
-		deferred: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_deferred_total",
-			Help: "Restarts held back (a rollout under way, or --max-concurrent-restarts reached) and tried again; counted once per edit and reason, not at every retry."}),
+		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cmsync_deferred_total",
+			Help: "Restarts held back and tried again, by what held them (window, pause-period, interval, rate, limit, rollout, unreadable); counted once per edit and reason, not at every retry."},
+			[]string{"hold"}),
 		windowed: newDeferrals(time.Now),
 		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_ignored_total",
 			Help: "Changes that no selected consumer reads (no action)."}),
@@ -124,7 +125,7 @@ func (m *Metrics) Handle(e reconcile.Event) {
 			m.latency.Observe(e.SinceChange.Seconds())
 		}
 	case reconcile.EventDeferred:
-		m.deferred.Inc()
+		m.deferred.WithLabelValues(string(e.Hold)).Inc()
 		if e.Window != "" && e.Until != nil && e.Action != nil {
 			m.windowed.set(e.Action.Target.Namespace, e.Action.Target.String(), *e.Until)
 		}

@@ -70,6 +70,8 @@ type Event struct {
 	// that defers it.
 	Until  *time.Time `json:"until,omitempty"`
 	Window string     `json:"window,omitempty"`
+	// Hold is what holds an EventDeferred's restart back.
+	Hold HoldKind `json:"hold,omitempty"`
 	// ReloadHook is what became of an annotated pod's reload hook
 	// (EventResult); its Message says it too.
 	ReloadHook *refresh.HookResult `json:"reloadHook,omitempty"`

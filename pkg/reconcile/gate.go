@@ -13,25 +13,58 @@ import (
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
-// Hold is why a restart is held back this round ("" to send it).
+// HoldKind is what holds a restart back: a deferral's event and
+// cmsync_deferred_total say it.
+type HoldKind string
+
+const (
+	// HoldWindow: outside the workload's restart window, until it opens.
+	HoldWindow HoldKind = "window"
+	// HoldPausePeriod: within Reloader's pause period of the workload's
+	// last restart, until it ends.
+	HoldPausePeriod HoldKind = "pause-period"
+	// HoldInterval: within --min-restart-interval of the workload's last
+	// restart, until it ends.
+	HoldInterval HoldKind = "interval"
+	// HoldRate: the --restart-rate bucket is empty, until it has a token
+	// (a time that moves on while the burst is spent).
+	HoldRate HoldKind = "rate"
+	// HoldLimit: --max-concurrent-restarts restarts are under way.
+	HoldLimit HoldKind = "limit"
+	// HoldRollout: the workload's previous rollout is not complete (or
+	// stuck: Stuck); it counts against --rollout-wait.
+	HoldRollout HoldKind = "rollout"
+	// HoldUnreadable: the workload's annotations could not be read (for
+	// good, Stuck, when the cause will not pass).
+	HoldUnreadable HoldKind = "unreadable"
+	// HoldInvalid: an annotation of the workload does not parse (a
+	// restart window, a pause period): held for good (Stuck).
+	HoldInvalid HoldKind = "invalid"
+)
+
+// Hold is why a restart is held back this round (Reason "" to send it):
+// its kind, and until when where that is known.
 type Hold struct {
 	Reason string
-	// Rollout: held for a rollout under way (not for the limit): it counts
-	// against RolloutWait.
-	Rollout bool
-	// Stuck: the rollout will not complete by itself (its progress
-	// deadline passed): waiting for it is pointless.
+	Kind   HoldKind
+	// Stuck: waiting is pointless (a rollout whose progress deadline
+	// passed, an annotation that cannot be read): reported and dropped.
 	Stuck bool
-	// Paced: held by --min-restart-interval or the restart rate limit,
-	// until Until.
-	Paced bool
+	// Until is when a paced hold ends (paced).
 	Until time.Time
-	// Rate: paced by the restart rate, whose Until moves on with the
-	// clock while the burst is spent (said once per edit, not per time)
-	Rate bool
 	// Window is the restart window (its annotation) that holds the
 	// restart until Until: the event carries it.
 	Window string
+}
+
+// rollout: held for a rollout under way (not for the limit): it counts
+// against RolloutWait.
+func (h Hold) rollout() bool { return h.Kind == HoldRollout }
+
+// paced: held until a time known now (Until): a window, a pause period,
+// the interval or the rate.
+func (h Hold) paced() bool {
+	return h.Kind == HoldWindow || h.Kind == HoldPausePeriod || h.Kind == HoldInterval || h.Kind == HoldRate
 }
 
 // Gate decides, action by action, which restarts and evictions go ahead:
@@ -52,8 +85,8 @@ func Gate(actions []refresh.Action, limit, busy int, rollout, schedule func(refr
 		}
 		h := rollout(a.Target)
 		switch {
-		case limit > 0 && restarts >= limit && !h.Rollout:
-			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit)}
+		case limit > 0 && restarts >= limit && !h.rollout():
+			held[i] = Hold{Reason: fmt.Sprintf("%d restarts are under way (--max-concurrent-restarts)", limit), Kind: HoldLimit}
 			continue
 		case h.Reason == "":
 			h = schedule(a.Target)
@@ -98,7 +131,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	}
 	underWay := map[refresh.Target]bool{} // a restart sent earlier whose rollout goes on counts, held again or not
 	for t, h := range rollouts {
-		underWay[t] = h.Rollout
+		underWay[t] = h.rollout()
 		if h.Stuck { // seen stuck: no longer counted, though its workload rolls again later
 			l.restarts.forget(t)
 		}
@@ -120,7 +153,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		a, h := plan.Actions[i], held[i]
 		said := h         // as the event says it: on the API server's clock
 		var at *time.Time // said's Until, when it has one
-		if h.Paced {
+		if h.paced() {
 			u := h.Until
 			at = &u
 			h.Until = l.Clock().Add(max(h.Until.Sub(now), time.Second)) // the debounce runs on Clock
@@ -146,13 +179,13 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 				retry[k] = map[string]bool{}
 			}
 			retry[k][a.Target.Kind+"/"+a.Target.Name] = true
-			if !h.Paced { // checked again after a backoff that grows with the hold
+			if !h.paced() { // checked again after a backoff that grows with the hold
 				h.Until = l.Clock().Add(l.recheckAfter(changes[k], now))
 			}
 			until[k] = laterRetry(until[k], h, len(retry[k]) == 1)
 		}
 		if tell { // said once per edit and reason, not at every retry
-			l.emit(Event{Kind: EventDeferred, Action: &a, Until: at, Window: h.Window, Message: h.Reason + "; " + retryWhen(h)})
+			l.emit(Event{Kind: EventDeferred, Action: &a, Until: at, Window: h.Window, Hold: h.Kind, Message: h.Reason + "; " + retryWhen(h)})
 		}
 	}
 	for k, only := range retry {
@@ -196,7 +229,7 @@ func (l *Loop) dryRun() bool { return l.Refresh.DryRun != refresh.DryRunNone && 
 // waitedOn starts the clock of a change held for a rollout (at its first
 // hold) and tells whether it has waited RolloutWait already.
 func (l *Loop) waitedOn(p *pending, h Hold, now time.Time) bool {
-	if !h.Rollout {
+	if !h.rollout() {
 		return false
 	}
 	if p.deferredSince.IsZero() {
@@ -235,7 +268,7 @@ func retryWhen(h Hold) string {
 	if h.Window != "" {
 		return "restarted then (with the values of that time)"
 	}
-	if h.Paced {
+	if h.paced() {
 		return "tried again at " + h.Until.UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("checked again with a backoff (at most every %s)", MaxRecheck)
@@ -255,11 +288,11 @@ func retryWhen(h Hold) string {
 // a line that named none (held for the limit, then by the rate) is said,
 // with its time.
 func (p *pending) firstDeferral(workload string, h Hold, now time.Time) bool {
-	key := fmt.Sprintf("%s rollout=%t", workload, h.Rollout)
+	key := fmt.Sprintf("%s rollout=%t", workload, h.rollout())
 	switch {
-	case h.Rate:
+	case h.Kind == HoldRate:
 		key += " paced by the rate"
-	case h.Paced || h.Window != "": // a deferral to a new time is said again
+	case h.paced(): // a deferral to a new time is said again
 		key += " paced until " + h.Until.UTC().Format(time.RFC3339)
 	}
 	if h.Window != "" {
@@ -318,11 +351,11 @@ func (l *Loop) rolloutHold(ctx context.Context, t refresh.Target) Hold {
 		// kubectl's status viewer answers a passed progress deadline with
 		// an error; any other error is the restart's to meet
 		if isDeadlineExceeded(err) {
-			return Hold{Reason: fmt.Sprintf("the rollout of %s is stuck: %v", t, err), Rollout: true, Stuck: true}
+			return Hold{Reason: fmt.Sprintf("the rollout of %s is stuck: %v", t, err), Kind: HoldRollout, Stuck: true}
 		}
 		return Hold{}
 	case !done:
-		return Hold{Reason: fmt.Sprintf("the previous rollout of %s is not complete (%s)", t, strings.TrimSpace(msg)), Rollout: true}
+		return Hold{Reason: fmt.Sprintf("the previous rollout of %s is not complete (%s)", t, strings.TrimSpace(msg)), Kind: HoldRollout}
 	}
 	return Hold{}
 }

@@ -64,12 +64,16 @@ func (p *pacer) hold(t refresh.Target, interval time.Duration, restartedAt, now 
 		last = restartedAt
 	}
 	if interval > 0 && !last.IsZero() && now.Sub(last) < interval {
+		kind := HoldInterval
+		if interval != p.interval {
+			kind = HoldPausePeriod
+		}
 		return Hold{Reason: fmt.Sprintf("%s was restarted %s ago, less than %s", t, max(now.Sub(last), 0).Round(time.Second), intervalName(interval, p.interval)),
-			Paced: true, Until: last.Add(interval)}
+			Kind: kind, Until: last.Add(interval)}
 	}
 	if d := p.tokenIn(t, now); d > 0 {
 		return Hold{Reason: fmt.Sprintf("the restart rate limit is reached (--restart-rate %g/s, --restart-burst %d)", float64(p.bucket.Limit()), p.bucket.Burst()),
-			Paced: true, Rate: true, Until: now.Add(d)}
+			Kind: HoldRate, Until: now.Add(d)}
 	}
 	p.letThrough[t] = true
 	return Hold{}
@@ -151,16 +155,16 @@ func (l *Loop) scheduleHold(t refresh.Target, m subjectMeta) Hold {
 	if m.err != nil {
 		why := fmt.Sprintf("the restart window and pause period of %s cannot be read (%v)", t, m.err)
 		if refresh.Transient(m.err) {
-			return Hold{Reason: why + ": held until they can be"}
+			return Hold{Reason: why + ": held until they can be", Kind: HoldUnreadable}
 		}
-		return Hold{Reason: why, Stuck: true}
+		return Hold{Reason: why, Kind: HoldUnreadable, Stuck: true}
 	}
 	if h := windowHold(t, m, now); h.Reason != "" {
 		return h
 	}
 	interval, err := pausePeriod(m)
 	if err != nil {
-		return Hold{Reason: fmt.Sprintf("%s: %v", t, err), Stuck: true}
+		return Hold{Reason: fmt.Sprintf("%s: %v", t, err), Kind: HoldInvalid, Stuck: true}
 	}
 	interval = max(interval, l.pace.interval)
 	var restartedAt time.Time

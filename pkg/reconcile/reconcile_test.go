@@ -124,11 +124,11 @@ func TestGateLimitsRestartsAndWaitsForRollouts(t *testing.T) {
 	own := []refresh.Action{action(refresh.ActionRestart, "own"), action(refresh.ActionRestart, "other")}
 	_, held = Gate(own, 1, 1, func(t refresh.Target) Hold {
 		if t.Name == "own" {
-			return Hold{Reason: "the previous rollout of deployment/own is not complete", Rollout: true}
+			return Hold{Reason: "the previous rollout of deployment/own is not complete", Kind: HoldRollout}
 		}
 		return Hold{}
 	}, schedule)
-	if !held[0].Rollout || !strings.Contains(held[1].Reason, "--max-concurrent-restarts") {
+	if !held[0].rollout() || !strings.Contains(held[1].Reason, "--max-concurrent-restarts") {
 		t.Errorf("over the limit: held %+v, want own for its rollout and other for the limit", held)
 	}
 }
@@ -254,7 +254,7 @@ func TestDeferralIsToldOncePerEdit(t *testing.T) {
 	}
 	l.noteChange(cm("0"), cm("1"))
 	p := l.pending[inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}]
-	rollout, limit := Hold{Rollout: true}, Hold{}
+	rollout, limit := Hold{Kind: HoldRollout}, Hold{}
 	steps := []struct {
 		workload string
 		hold     Hold
@@ -262,7 +262,7 @@ func TestDeferralIsToldOncePerEdit(t *testing.T) {
 	}{{"Deployment/a", rollout, true}, {"Deployment/a", rollout, false}, {"Deployment/b", rollout, true}, {"Deployment/a", limit, true}, {"Deployment/a", limit, false}}
 	for i, s := range steps {
 		if got := p.firstDeferral(s.workload, s.hold, time.Time{}); got != s.want {
-			t.Errorf("step %d (%s, rollout %t): %t, want %t", i, s.workload, s.hold.Rollout, got, s.want)
+			t.Errorf("step %d (%s, rollout %t): %t, want %t", i, s.workload, s.hold.rollout(), got, s.want)
 		}
 	}
 	l.noteChange(cm("1"), cm("2"))

@@ -513,8 +513,8 @@ func TestCompletedRestartRecordsEveryObjectItsPodsRead(t *testing.T) {
 func TestRequeueOfAnEarlierEditKeepsTheLaterOnesDeferrals(t *testing.T) {
 	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x"}
 	now := time.Date(2026, 1, 5, 2, 37, 0, 0, time.UTC)
-	window := Hold{Reason: "window closed", Window: "Mon-Sun 02:00-02:10", Paced: true, Until: time.Date(2026, 1, 6, 2, 0, 0, 0, time.UTC)}
-	limit := Hold{Reason: "1 restarts are under way (--max-concurrent-restarts)"}
+	window := Hold{Reason: "window closed", Window: "Mon-Sun 02:00-02:10", Kind: HoldWindow, Until: time.Date(2026, 1, 6, 2, 0, 0, 0, time.UTC)}
+	limit := Hold{Reason: "1 restarts are under way (--max-concurrent-restarts)", Kind: HoldLimit}
 	edit := func(l *Loop, v string) {
 		l.noteChange(inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte("0")}},
 			inspect.Object{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "x", Exists: true, Data: map[string][]byte{"a": []byte(v)}})

@@ -688,13 +688,13 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Use, changes m
 			h = l.rolloutHold(ctx, refresh.Target{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name})
 			h.Stuck = h.Stuck || l.waitedOn(p, h, l.Now())
 			holds[it.Workload] = h
-			if h.Rollout && !h.Stuck && p.firstDeferral(onlyKey(it.Workload), h, l.Now()) { // said once, not at every retry
+			if h.rollout() && !h.Stuck && p.firstDeferral(onlyKey(it.Workload), h, l.Now()) { // said once, not at every retry
 				k := it.Key()
 				l.emit(Event{Kind: EventDeferred, Object: &k, Target: &refresh.Target{Kind: it.Workload.GroupKind(), Namespace: k.Namespace, Name: it.Workload.Name},
-					Message: h.Reason + "; checked once it completes"})
+					Hold: h.Kind, Message: h.Reason + "; checked once it completes"})
 			}
 		}
-		if !h.Rollout || h.Stuck {
+		if !h.rollout() || h.Stuck {
 			kept = append(kept, it)
 			continue
 		}

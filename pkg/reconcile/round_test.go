@@ -345,8 +345,8 @@ func TestPacerCountsAShadowsRestart(t *testing.T) {
 			t.Fatalf("first restart held: %+v", h)
 		}
 		p.sent(notSent, t0, would)
-		if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); h.Paced != would {
-			t.Errorf("shadow %v: a second later held %v, want %v (%s)", would, h.Paced, would, h.Reason)
+		if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); h.paced() != would {
+			t.Errorf("shadow %v: a second later held %v, want %v (%s)", would, h.paced(), would, h.Reason)
 		}
 	}
 }
@@ -355,14 +355,14 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	web, db := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}, refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "db"}
 	p := newPacer(time.Minute, 0, 0)
-	if h := p.hold(web, time.Minute, t0.Add(-30*time.Second), t0); !h.Paced || !h.Until.Equal(t0.Add(30*time.Second)) {
+	if h := p.hold(web, time.Minute, t0.Add(-30*time.Second), t0); !h.paced() || !h.Until.Equal(t0.Add(30*time.Second)) {
 		t.Errorf("restarted 30 s ago: %+v, want held until 30 s from now", h)
 	}
 	if h := p.hold(web, time.Minute, t0.Add(-2*time.Minute), t0); h.Reason != "" {
 		t.Errorf("restarted 2 min ago: %+v, want it sent", h)
 	}
 	p.sent([]refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, AppliedAt: &metav1.Time{Time: t0}}}, t0, false)
-	if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); !h.Paced {
+	if h := p.hold(web, time.Minute, time.Time{}, t0.Add(time.Second)); !h.paced() {
 		t.Errorf("sent a second ago by this loop: %+v, want held", h)
 	}
 	p = newPacer(0, 0.5, 2) // one restart every 2 s, two at once
@@ -370,8 +370,8 @@ func TestPacerHoldsByIntervalAndRate(t *testing.T) {
 	var results []refresh.Result
 	for i, w := range []refresh.Target{db, web, api} {
 		want := i == 2
-		if h := p.hold(w, 0, time.Time{}, t0); h.Paced != want {
-			t.Errorf("restart %d at once: held %v, want %v (%s)", i+1, h.Paced, want, h.Reason)
+		if h := p.hold(w, 0, time.Time{}, t0); h.paced() != want {
+			t.Errorf("restart %d at once: held %v, want %v (%s)", i+1, h.paced(), want, h.Reason)
 		}
 		results = append(results, refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart, Target: w}, AppliedAt: &metav1.Time{Time: t0}})
 	}
@@ -1130,7 +1130,7 @@ func TestPacerTakesATokenOnlyForAnAcceptedRestart(t *testing.T) {
 		t.Fatalf("first restart held: %+v", h)
 	}
 	near := func(a, b time.Time) bool { return a.Sub(b).Abs() < time.Millisecond }
-	if h := p.hold(web, 0, time.Time{}, t0.Add(time.Second)); !h.Paced || !near(h.Until, t0.Add(time.Second+time.Hour)) {
+	if h := p.hold(web, 0, time.Time{}, t0.Add(time.Second)); !h.paced() || !near(h.Until, t0.Add(time.Second+time.Hour)) {
 		t.Errorf("second restart in the same round: %+v, want held an hour (burst 1)", h)
 	}
 	p.sent(restart(api, nil), t0.Add(2*time.Second), false)
@@ -1138,7 +1138,7 @@ func TestPacerTakesATokenOnlyForAnAcceptedRestart(t *testing.T) {
 		t.Fatalf("after a failed restart and one held since: %+v, want the token there", h)
 	}
 	p.sent(restart(api, &metav1.Time{Time: t0.Add(3 * time.Second)}), t0.Add(3*time.Second), false)
-	if h := p.hold(web, 0, time.Time{}, t0.Add(4*time.Second)); !h.Paced || !near(h.Until, t0.Add(3*time.Second+time.Hour)) {
+	if h := p.hold(web, 0, time.Time{}, t0.Add(4*time.Second)); !h.paced() || !near(h.Until, t0.Add(3*time.Second+time.Hour)) {
 		t.Errorf("after an accepted restart: %+v, want held until an hour after it was accepted", h)
 	}
 }

@@ -369,7 +369,7 @@ func (r *simRun) checkHolds() []string {
 		}
 		w := t.Namespace + "/" + t.Name
 		switch {
-		case strings.Contains(e.Message, "restart rate limit"):
+		case e.Hold == HoldRate:
 			// the bucket of the leader that said it, whatever leader
 			// follows at the same instant (the driver applies an
 			// operation once the loop settled: a leader change at the
@@ -380,12 +380,15 @@ func (r *simRun) checkHolds() []string {
 			if tok := r.tokens(rs, r.leaders[e.leader], e.Time, r.sentInRound(e.Time, e.leader)); tok >= 1.05 {
 				v = append(v, fmt.Sprintf("(c) %s held for the rate at %s with %.2f tokens free", w, r.rel(e.Time), tok))
 			}
-		case strings.Contains(e.Message, "--max-concurrent-restarts"):
+		case e.Hold == HoldLimit:
 			if n := r.countedAt(e.Time) + r.sentInRound(e.Time, e.leader); n < s.maxConcurrent {
 				v = append(v, fmt.Sprintf("(c) %s held for the limit at %s with %d under way (limit %d)", w, r.rel(e.Time), n, s.maxConcurrent))
 			}
 		}
-		if (e.Window != "" || strings.Contains(e.Message, "rate limit") || strings.Contains(e.Message, " ago, less than")) && e.Until == nil {
+		switch {
+		case e.Hold == "":
+			v = append(v, fmt.Sprintf("(d) %s deferred at %s without saying what holds it: %s", w, r.rel(e.Time), e.Message))
+		case (Hold{Kind: e.Hold}).paced() && e.Until == nil:
 			v = append(v, fmt.Sprintf("(d) %s deferred at %s without saying until when: %s", w, r.rel(e.Time), e.Message))
 		}
 	}
@@ -449,7 +452,7 @@ func (r *simRun) heldAtHorizon(i int, name string) bool {
 	if e.Action != nil {
 		t = &e.Action.Target
 	}
-	limit, rollout := strings.Contains(e.Message, "--max-concurrent-restarts"), strings.Contains(e.Message, "is not complete")
+	limit, rollout := e.Hold == HoldLimit, e.Hold == HoldRollout
 	if e.Until != nil || t == nil || !limit && !rollout {
 		return false
 	}

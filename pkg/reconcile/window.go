@@ -21,17 +21,17 @@ func windowHold(t refresh.Target, m subjectMeta, now time.Time) Hold {
 	}
 	s, err := restartwindow.Parse(v)
 	if err != nil {
-		return Hold{Reason: fmt.Sprintf("%s: %v", t, err), Stuck: true}
+		return Hold{Reason: fmt.Sprintf("%s: %v", t, err), Kind: HoldInvalid, Stuck: true}
 	}
 	open, next := s.Open(now)
 	if open {
 		return Hold{}
 	}
 	if next.IsZero() { // a parsed schedule always opens within a week
-		return Hold{Reason: fmt.Sprintf("%s: its %s %q never opens", t, restartwindow.Annotation, v), Stuck: true}
+		return Hold{Reason: fmt.Sprintf("%s: its %s %q never opens", t, restartwindow.Annotation, v), Kind: HoldInvalid, Stuck: true}
 	}
 	return Hold{Reason: fmt.Sprintf("%s restarts only in its %s %q, which opens at %s", t, restartwindow.Annotation, v, next.UTC().Format(time.RFC3339)),
-		Paced: true, Until: next, Window: v}
+		Kind: HoldWindow, Until: next, Window: v}
 }
 
 // windowCloses is when the restart window that m asks for, open at now,

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
@@ -243,17 +244,17 @@ func TestRateDeferralIsSaidOncePerEdit(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	p := &pending{}
 	for i, want := range []bool{true, false, false} {
-		h := Hold{Reason: "the restart rate limit is reached", Paced: true, Rate: true, Until: t0.Add(time.Duration(10*(i+1)) * time.Second)}
+		h := Hold{Reason: "the restart rate limit is reached", Kind: HoldRate, Until: t0.Add(time.Duration(10*(i+1)) * time.Second)}
 		if got := p.firstDeferral("Deployment/web", h, t0.Add(time.Duration(i)*time.Second)); got != want {
 			t.Errorf("rate hold %d: said %t, want %t", i+1, got, want)
 		}
 	}
-	later := Hold{Reason: "the restart rate limit is reached", Paced: true, Rate: true, Until: t0.Add(time.Hour)}
+	later := Hold{Reason: "the restart rate limit is reached", Kind: HoldRate, Until: t0.Add(time.Hour)}
 	if !p.firstDeferral("Deployment/web", later, t0.Add(10*time.Second)) {
 		t.Error("rate hold checked at the time it said: not said again")
 	}
 	for i, until := range []time.Time{t0.Add(time.Hour), t0.Add(25 * time.Hour)} {
-		if !p.firstDeferral("Deployment/web", Hold{Reason: "window", Window: "03:00-04:00", Until: until}, t0) {
+		if !p.firstDeferral("Deployment/web", Hold{Reason: "window", Kind: HoldWindow, Window: "03:00-04:00", Until: until}, t0) {
 			t.Errorf("window hold %d until %s: not said", i+1, until)
 		}
 	}
@@ -358,5 +359,45 @@ func TestEvictionStopsWhenItsWindowCloses(t *testing.T) {
 	}
 	if len(next) != 1 {
 		t.Errorf("deferrals to the next window %+v, want one", next)
+	}
+}
+
+// TestEveryScheduleHoldSaysWhatHoldsIt: each hold of a restart's schedule
+// carries its kind (the deferred event's hold, cmsync_deferred_total's
+// label), and a paced one its end.
+func TestEveryScheduleHoldSaysWhatHoldsIt(t *testing.T) {
+	now := time.Date(2026, 1, 5, 3, 0, 0, 0, time.UTC) // a Monday
+	web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	ago := func(d time.Duration) map[string]string {
+		return map[string]string{refresh.RestartedAtAnnotation: now.Add(-d).Format(time.RFC3339)}
+	}
+	cases := []struct {
+		name  string
+		meta  subjectMeta
+		rate  float64
+		want  HoldKind
+		paced bool
+	}{
+		{"window closed", subjectMeta{workload: map[string]string{restartwindow.Annotation: "Mon-Sun 02:00-02:10"}}, 0, HoldWindow, true},
+		{"window unparsable", subjectMeta{workload: map[string]string{restartwindow.Annotation: "soon"}}, 0, HoldInvalid, false},
+		{"pause period", subjectMeta{workload: map[string]string{ReloaderPausePeriod: "5m"}, template: ago(time.Minute)}, 0, HoldPausePeriod, true},
+		{"pause period unparsable", subjectMeta{workload: map[string]string{ReloaderPausePeriod: "a while"}}, 0, HoldInvalid, false},
+		{"--min-restart-interval", subjectMeta{template: ago(10 * time.Second)}, 0, HoldInterval, true},
+		{"rate", subjectMeta{template: ago(time.Hour)}, 1.0 / 3600, HoldRate, true},
+		{"annotations not read", subjectMeta{err: apierrors.NewTooManyRequests("slow down", 1)}, 0, HoldUnreadable, false},
+		{"annotations forbidden", subjectMeta{err: apierrors.NewForbidden(schema.GroupResource{Resource: "deployments"}, "web", nil)}, 0, HoldUnreadable, false},
+		{"none", subjectMeta{template: ago(time.Hour)}, 0, "", false},
+	}
+	for _, tc := range cases {
+		l := &Loop{Config: Config{MinRestartInterval: time.Minute, RestartRate: tc.rate, RestartBurst: 1}}
+		l.defaults()
+		l.Now = func() time.Time { return now }
+		if tc.rate > 0 {
+			l.pace.bucket.AllowN(now, 1) // the burst spent
+		}
+		h := l.scheduleHold(web, tc.meta)
+		if h.Kind != tc.want || h.paced() != tc.paced || (tc.want != "") != (h.Reason != "") || h.paced() && !h.Until.After(now) {
+			t.Errorf("%s: hold %q (paced %t, until %s, %q), want %q (paced %t)", tc.name, h.Kind, h.paced(), h.Until, h.Reason, tc.want, tc.paced)
+		}
 	}
 }
