@@ -133,7 +133,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	for t, h := range rollouts {
 		underWay[t] = h.rollout()
 		if h.Stuck { // seen stuck: no longer counted, though its workload rolls again later
-			l.restarts.forget(t)
+			l.restarts.forget(t, l.Now())
 		}
 	}
 	send, gated := l.restarts.gate(ctx, l, actions, underWay, func(t refresh.Target) Hold { return rollouts[t] },
@@ -389,14 +389,14 @@ func (f *inFlight) gate(ctx context.Context, l *Loop, actions []refresh.Action, 
 	for t, fl := range f.targets {
 		// the round's own (not pruned) count while their rollout goes on,
 		// up to RolloutWait after they were sent, as prune counts the others
-		if !own[t] || underWay[t] && (fl.sending || l.Now().Sub(fl.since) < l.RolloutWait) {
+		if !own[t] || underWay[t] && (fl.phase == FlightSending || l.Now().Sub(fl.since) < l.RolloutWait) {
 			busy++
 		}
 	}
 	send, held := Gate(actions, limit, busy, rollout, schedule)
 	for _, a := range send {
 		if isRestart(a) {
-			f.targets[a.Target] = &flight{sending: true, since: l.Now()}
+			f.move(a.Target, moveLet, l.Now())
 		}
 	}
 	return send, held
@@ -414,7 +414,7 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 	f.mu.Lock()
 	var sent []refresh.Target
 	for t, fl := range f.targets {
-		if !fl.sending && !skip[t] {
+		if fl.phase == FlightRolling && !skip[t] {
 			sent = append(sent, t)
 		}
 	}
@@ -430,10 +430,10 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 		stuck := err != nil && isDeadlineExceeded(err)
 		f.mu.Lock()
 		fl := f.targets[t]
-		expired := fl != nil && !fl.sending && l.Now().Sub(fl.since) >= l.RolloutWait
-		forget := fl != nil && !fl.sending && (done || stuck || (err != nil && !refresh.Transient(err)) || expired)
+		expired := fl != nil && fl.phase == FlightRolling && l.Now().Sub(fl.since) >= l.RolloutWait
+		forget := fl != nil && fl.phase == FlightRolling && (done || stuck || (err != nil && !refresh.Transient(err)) || expired)
 		if forget {
-			delete(f.targets, t)
+			f.move(t, moveEnded, l.Now())
 		}
 		f.mu.Unlock()
 		switch {
@@ -449,10 +449,10 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 
 // forget stops counting the restart of t: the round saw its rollout
 // stuck (and reports it), which frees its slot at once.
-func (f *inFlight) forget(t refresh.Target) {
+func (f *inFlight) forget(t refresh.Target, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.targets, t)
+	f.move(t, moveForget, now)
 }
 
 // sent records how the round's restarts ended: one whose rollout may go
@@ -463,16 +463,17 @@ func (f *inFlight) sent(results []refresh.Result) {
 	defer f.mu.Unlock()
 	for _, r := range results {
 		fl := f.targets[r.Target]
-		if !isRestart(r.Action) || fl == nil || !fl.sending {
+		if !isRestart(r.Action) || fl == nil || fl.phase != FlightSending {
 			continue
 		}
 		if (r.Outcome == refresh.OutcomeApplied || r.Outcome == refresh.OutcomeTimeout) && r.Target.Kind != "Pod" {
-			fl.sending = false
-			if r.AppliedAt != nil { // --rollout-wait counts from the API server's acceptance, not the gate's
-				fl.since = r.AppliedAt.Time
+			var at time.Time // --rollout-wait counts from the API server's acceptance, not the gate's
+			if r.AppliedAt != nil {
+				at = r.AppliedAt.Time
 			}
+			f.move(r.Target, moveAccepted, at)
 		} else {
-			delete(f.targets, r.Target)
+			f.move(r.Target, moveNotSent, fl.since)
 		}
 	}
 }

@@ -429,7 +429,7 @@ func (l *Loop) defaults() {
 	l.restarts = inFlight{targets: map[refresh.Target]*flight{}}
 	for t, at := range l.UnderWay {
 		if l.Now().Sub(at) < l.RolloutWait { // an older one is not a restart under way: its pods are unavailable for another reason
-			l.restarts.targets[t] = &flight{since: at}
+			l.restarts.move(t, moveSeen, at)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
-	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
 
 // DefaultWorkers is how many namespaces are acted on at once by default.
@@ -156,18 +155,4 @@ func (l *Loop) untake(ns string) {
 	l.mu.Lock()
 	delete(l.taken, ns)
 	l.mu.Unlock()
-}
-
-// inFlight are the restarts sent and not yet seen complete, in every
-// namespace: --max-concurrent-restarts counts them all.
-type inFlight struct {
-	mu      sync.Mutex
-	targets map[refresh.Target]*flight
-}
-
-// flight is one restart under way: sending while a round sends it and
-// waits for it, then until its rollout is seen complete.
-type flight struct {
-	sending bool
-	since   time.Time
 }

@@ -435,10 +435,10 @@ func TestStuckRolloutSeenByTheRoundFreesItsSlot(t *testing.T) {
 func TestRestartUnderWayCountsFromItsAcceptance(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
-	f := inFlight{targets: map[refresh.Target]*flight{web: {sending: true, since: t0}}}
+	f := inFlight{targets: map[refresh.Target]*flight{web: {phase: FlightSending, since: t0}}}
 	at := metav1.NewTime(t0.Add(30 * time.Second))
 	f.sent([]refresh.Result{{Action: refresh.Action{Action: refresh.ActionRestart, Target: web}, Outcome: refresh.OutcomeApplied, AppliedAt: &at}})
-	if fl := f.targets[web]; fl == nil || fl.sending || !fl.since.Equal(at.Time) {
+	if fl := f.targets[web]; fl == nil || fl.phase != FlightRolling || !fl.since.Equal(at.Time) {
 		t.Errorf("under way %+v, want since the acceptance at %s", fl, at.Time)
 	}
 }

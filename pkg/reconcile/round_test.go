@@ -797,7 +797,7 @@ func TestEventOutsideARoundIsARoundOfItsOwn(t *testing.T) {
 	if _, err := deps.Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.loop.restarts.targets = map[refresh.Target]*flight{stuck: {since: f.now.Add(-time.Hour)}}
+	f.loop.restarts.targets = map[refresh.Target]*flight{stuck: {phase: FlightRolling, since: f.now.Add(-time.Hour)}}
 	f.edit("a", map[string]string{"K": "2", "X": "x"})
 	f.step(5 * time.Second)
 	var lone []Round

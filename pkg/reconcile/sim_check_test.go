@@ -27,7 +27,9 @@ import (
 //   (f) a new leader restarts nothing current and loses nothing owed: (a),
 //       (b) and (e) hold across leader changes;
 //   (g) an unreadable consumer is given up only after its retries had
-//       their time (about four minutes), counted from its last edit.
+//       their time (about four minutes), counted from its last edit;
+//   (h) between two steps, no restart is still sending and none was moved
+//       out of order (inflight.go's nextFlight).
 
 // simRestart is one restart cmsync sent: a rollout, or the evictions of
 // one workload in one round.
@@ -146,7 +148,35 @@ func (r *simRun) check() []string {
 	v = append(v, r.checkHolds()...)
 	v = append(v, r.checkStale()...)
 	v = append(v, r.checkGiveUps()...)
-	return v
+	return append(v, r.flights...)
+}
+
+// checkFlights: (h) the states of the restarts under way, between two
+// steps (the loop settled, no round running): none is still sending (a
+// round that ended without saying how its restart ended holds a slot of
+// --max-concurrent-restarts for good), and nextFlight refused no move
+// (the loop moved a restart out of order).
+func (r *simRun) checkFlights() {
+	phases, illegal := r.loop.restarts.phases()
+	var v []string
+	for t, p := range phases {
+		if p == FlightSending {
+			v = append(v, fmt.Sprintf("(h) %s/%s still sending once its round ended", t.Namespace, t.Name))
+		}
+	}
+	for _, m := range illegal {
+		v = append(v, "(h) a move out of order: "+m)
+	}
+	slices.Sort(v)
+	for _, s := range v {
+		if !r.flightSeen[s] {
+			if r.flightSeen == nil {
+				r.flightSeen = map[string]bool{}
+			}
+			r.flightSeen[s] = true
+			r.flights = append(r.flights, fmt.Sprintf("%s (at %s, leader %d)", s, r.rel(r.clock.Now()), r.leader))
+		}
+	}
 }
 
 // checkRestarts: (b), (c) and (e) for every restart sent.

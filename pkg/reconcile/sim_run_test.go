@@ -71,6 +71,10 @@ type simRun struct {
 	// work due after it
 	horizon    time.Time
 	horizonCut bool
+	// flights are the violations of the restarts' states under way,
+	// found between steps (checkFlights), each said once
+	flights    []string
+	flightSeen map[string]bool
 }
 
 func (r *simRun) LastSyncResourceVersion() string { return fmt.Sprint(r.rv) }
@@ -198,6 +202,7 @@ func (r *simRun) drive() {
 	horizon := simStart.Add(last + simHorizon)
 	for r.steps = 0; r.steps < 20000; r.steps++ {
 		next := r.loop.settle(r.ctx)
+		r.checkFlights()
 		r.loop.Acted(r.loop.actedUntil())
 		now := r.clock.Now()
 		if len(ops) > 0 && !simStart.Add(ops[0].at).After(now) {

@@ -217,7 +217,7 @@ func (l *Loop) recheck(ctx context.Context, ns string, v *verification) bool {
 	})
 	if len(ended) > 0 {
 		l.keepSent(v, ended)
-		l.restarts.verified(ended)
+		l.restarts.verified(ended, l.Now())
 		l.results(ended, v.changes, nil)
 		if ctx.Err() == nil { // interrupted at the loop's end: said once, and a new leader checks it again
 			l.recheckTimedOut(ns, v.changes, v.kept, ended, l.actedOnSince(v))
@@ -377,12 +377,12 @@ func (l *Loop) dropVerifications() {
 // verified forgets the restarts whose handed-over verification ended
 // current or unverifiable: their rollouts are complete. One that timed
 // out stays under way until a prune sees it complete.
-func (f *inFlight) verified(results []refresh.Result) {
+func (f *inFlight) verified(results []refresh.Result, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range results {
-		if fl := f.targets[r.Target]; fl != nil && !fl.sending && isRestart(r.Action) && r.Outcome != refresh.OutcomeTimeout {
-			delete(f.targets, r.Target)
+		if fl := f.targets[r.Target]; fl != nil && fl.phase == FlightRolling && isRestart(r.Action) && r.Outcome != refresh.OutcomeTimeout {
+			f.move(r.Target, moveEnded, now)
 		}
 	}
 }

@@ -313,7 +313,7 @@ func TestHoldIsSaidAgainOnceTheTimeItSaidPasses(t *testing.T) {
 	}
 	f.setGeneration("api", true)
 	api := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
-	f.loop.restarts.targets[api] = &flight{since: f.now} // api restarted again, by this loop: under way
+	f.loop.restarts.targets[api] = &flight{phase: FlightRolling, since: f.now} // api restarted again, by this loop: under way
 	f.step(time.Hour)
 	if got := f.messages(EventDeferred); len(got) != 1 || !strings.Contains(got[0], "--max-concurrent-restarts") {
 		t.Errorf("at the time the rate's hold said: deferred %q, want web's hold for the limit said again", got)
