@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,10 +29,11 @@ type NamedWorkloads interface {
 // object is refreshed through its uses instead, key by key. A named
 // workload that is paused, opted out or excluded is reported skipped.
 // Only edits count (Reloader's default): not a creation, a deletion or the
-// state found at start, which no record can tell current. A workload
-// restarted after the object's last write (restartedAfter) is not
-// restarted again: an edit that reaches the loop late, when a cut watch
-// lists again, was already read by the pods of that restart.
+// state found at start, which no record can tell current. A workload whose
+// every pod started after the object's last write (startedSince) is not
+// restarted: an edit that reached the loop late, when a cut watch listed
+// again, was read by those pods when they started (the restart that
+// replaced them came after it).
 func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snapshot, changes map[inspect.ObjectKey]*pending) ([]refresh.Action, error) {
 	if l.Named == nil || !anyEdited(changes) {
 		return nil, nil
@@ -58,8 +61,11 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 			if !edited(p) || !Named(s, o) || read[k] || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
 				continue
 			}
-			if rolls(w) && restartedAfter(w.Template, snap.Object(k).LastChange, l.Now()) {
-				continue // its last restart came after the edit: a change delivered late (a watch that listed again) is no new one
+			if why := startedSince(snap, ns, w, k, p.change); why != "" {
+				if !p.retry { // its pods read the edit already: a change delivered late (a watch that listed again)
+					l.emit(sparedResult(target, k, why))
+				}
+				continue
 			}
 			d := Select(l.RequireOptIn, s, o)
 			if why := l.Scope.WorkloadOutOfScope(inspect.WorkloadRef{Kind: w.Kind, Name: w.Name}); why != "" {
@@ -84,10 +90,70 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 	return out, nil
 }
 
-// rolls tells whether a restart of w replaces all its pods: not a paused
-// Deployment, not the OnDelete strategy, no partition.
-func rolls(w refresh.AnnotatedWorkload) bool {
-	return !w.Paused && !w.OnDelete && w.Partition == 0
+// startedSince says why the pods of w read object k as it is now, or "":
+// w has pods, and each was created after the object's last data write,
+// both the API server's times in whole seconds, the creation strictly
+// later. Not when the write's time is unknown (no managedFields time), nor
+// when the change removed a key (the entry of a manager whose only field
+// was removed goes with it, and its time too).
+func startedSince(snap *inspect.Snapshot, ns string, w refresh.AnnotatedWorkload, k inspect.ObjectKey, c Change) string {
+	written, ok := lastDataWrite(snap, k)
+	if !ok {
+		return ""
+	}
+	data := snap.Object(k).Data
+	for _, key := range c.Keys {
+		if _, kept := data[key]; !kept {
+			return ""
+		}
+	}
+	n := 0
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		if p.Namespace != ns {
+			continue
+		}
+		if o := inspect.Owner(p, snap); o.GroupKind() != w.Kind || o.Name != w.Name {
+			continue
+		}
+		if !p.CreationTimestamp.Truncate(time.Second).After(written) {
+			return ""
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("every pod of %s/%s (%d) was created after the last write of %s %s at %s, and read it when it started; nothing to do",
+		strings.ToLower(w.Kind), w.Name, n, k.Kind, k.Name, written.UTC().Format(time.RFC3339))
+}
+
+// lastDataWrite is when k was last written, in whole seconds: the newest
+// time of its managedFields (kept for the entries that own its data);
+// false when none has a time.
+func lastDataWrite(snap *inspect.Snapshot, k inspect.ObjectKey) (time.Time, bool) {
+	var fields []metav1.ManagedFieldsEntry
+	if cm := snap.ConfigMaps[k]; cm != nil {
+		fields = cm.ManagedFields
+	} else if s := snap.Secrets[k]; s != nil {
+		fields = s.ManagedFields
+	}
+	var t time.Time
+	for _, f := range fields {
+		if f.Time != nil && f.Time.After(t) {
+			t = f.Time.Time
+		}
+	}
+	return t.Truncate(time.Second), !t.IsZero()
+}
+
+// sparedResult is the line of a named workload not restarted for an edit
+// its pods read already.
+func sparedResult(t refresh.Target, k inspect.ObjectKey, why string) Event {
+	a := refresh.Action{Action: refresh.ActionNone, Target: t, Reason: "named in " + typed(k.Kind, ReloaderConfigMapReload, ReloaderSecretReload),
+		Consumers: []refresh.Consumer{{Mode: refresh.ModeNamed, State: inspect.StateCurrent,
+			Object: inspect.ObjectRef{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, Exists: true}}}}
+	return Event{Kind: EventResult, Action: &a, Outcome: refresh.OutcomeCurrent, Message: a.Reason + ": " + why}
 }
 
 // restartable turns a named restart into a manual action where a restart

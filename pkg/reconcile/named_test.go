@@ -2,12 +2,14 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/inspect"
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
@@ -93,43 +95,75 @@ func TestNamedRestartsFollowReloadersReloadList(t *testing.T) {
 	}
 }
 
-// TestNamedRestartsSpareAWorkloadRestartedSinceTheEdit: an edit that
-// reaches the loop late (a cut watch that lists again) is no reason to
-// restart a named workload whose last restart came after the object's last
-// write, in whole seconds: its pods read the object as it is now. A
-// restart in the same second as the write, or before it, or one that
-// replaced no pod (a paused Deployment), leaves the edit owed.
-func TestNamedRestartsSpareAWorkloadRestartedSinceTheEdit(t *testing.T) {
+// TestNamedRestartsSpareAWorkloadWhosePodsStartedSinceTheEdit: an edit
+// that reaches the loop late (a cut watch that lists again) is no reason
+// to restart a named workload whose every pod was created after the
+// object's last write, in whole seconds, both the API server's times: those
+// pods read it when they started, and a result line says so. A pod created
+// in the same second as the write or before it, no pod, a write of unknown
+// time, or a change that removed a key leaves the edit owed.
+func TestNamedRestartsSpareAWorkloadWhosePodsStartedSinceTheEdit(t *testing.T) {
 	written := time.Date(2026, 1, 5, 2, 13, 50, 400_000_000, time.UTC)
-	at := func(d time.Duration) map[string]string {
-		return map[string]string{refresh.RestartedAtAnnotation: written.Truncate(time.Second).Add(d).Format(time.RFC3339)}
-	}
 	reload := map[string]string{ReloaderConfigMapReload: "app"}
-	ws := namedFake{
-		{Kind: "Deployment", Name: "after", Annotations: reload, Template: at(time.Second)},
-		{Kind: "Deployment", Name: "same-second", Annotations: reload, Template: at(0)},
-		{Kind: "Deployment", Name: "before", Annotations: reload, Template: at(-time.Minute)},
-		{Kind: "Deployment", Name: "never", Annotations: reload},
-		{Kind: "Deployment", Name: "paused", Annotations: reload, Template: at(time.Second), Paused: true},
+	var ws namedFake
+	var pods []corev1.Pod
+	for _, w := range []struct {
+		name    string
+		created []time.Duration // after the write's second
+	}{
+		{"after", []time.Duration{time.Second, 3 * time.Second}},
+		{"one-older", []time.Duration{time.Second, -time.Minute}},
+		{"same-second", []time.Duration{time.Second, 900 * time.Millisecond}},
+		{"no-pods", nil},
+	} {
+		ws = append(ws, refresh.AnnotatedWorkload{Kind: "StatefulSet", Name: w.name, Annotations: reload})
+		for i, d := range w.created {
+			pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s-%d", w.name, i),
+				CreationTimestamp: metav1.NewTime(written.Truncate(time.Second).Add(d)),
+				OwnerReferences:   []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: w.name, Controller: ptr.To(true)}}}})
+		}
 	}
 	key := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: "kubectl", Time: &metav1.Time{Time: written}}}}, Data: map[string]string{"k": "v2"}}
-	snap := &inspect.Snapshot{ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{key: cm}}
-	changes := map[inspect.ObjectKey]*pending{key: {change: Change{Object: key, Keys: []string{"k"}}}}
-	l := &Loop{Named: ws}
-	l.defaults()
-	l.Now = func() time.Time { return written.Add(2 * time.Minute) }
-	got, err := l.namedRestarts(context.Background(), "ns", snap, changes)
-	if err != nil {
-		t.Fatal(err)
+	snapOf := func(fields []metav1.ManagedFieldsEntry) *inspect.Snapshot {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", ManagedFields: fields,
+			CreationTimestamp: metav1.NewTime(written.Add(-time.Hour))}, Data: map[string]string{"k": "v2"}}
+		return &inspect.Snapshot{Pods: pods, ConfigMaps: map[inspect.ObjectKey]*corev1.ConfigMap{key: cm}}
 	}
-	var rows []string
-	for _, a := range got {
-		rows = append(rows, a.Target.Name+" "+string(a.Action))
-	}
-	if g, want := strings.Join(rows, ", "), "same-second restart, before restart, never restart, paused manual"; g != want {
-		t.Errorf("named actions %q, want %q", g, want)
+	timed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Time: &metav1.Time{Time: written}}}
+	all := "after restart, one-older restart, same-second restart, no-pods restart"
+	for _, tc := range []struct {
+		name   string
+		snap   *inspect.Snapshot
+		keys   []string
+		want   string
+		spared string
+	}{
+		{"an edit", snapOf(timed), []string{"k"}, "one-older restart, same-second restart, no-pods restart", "StatefulSet/after"},
+		{"a write of unknown time", snapOf(nil), []string{"k"}, all, ""},
+		{"a key removed", snapOf(timed), []string{"gone", "k"}, all, ""},
+	} {
+		var spared []string
+		l := &Loop{Named: ws, Emit: func(e Event) {
+			if e.Kind == EventResult && e.Outcome == refresh.OutcomeCurrent && strings.Contains(e.Message, "read it when it started") {
+				spared = append(spared, e.Action.Target.Kind+"/"+e.Action.Target.Name)
+			}
+		}}
+		l.defaults()
+		changes := map[inspect.ObjectKey]*pending{key: {change: Change{Object: key, Keys: tc.keys}}}
+		got, err := l.namedRestarts(context.Background(), "ns", tc.snap, changes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, a := range got {
+			rows = append(rows, a.Target.Name+" "+string(a.Action))
+		}
+		if g := strings.Join(rows, ", "); g != tc.want {
+			t.Errorf("%s: named actions %q, want %q", tc.name, g, tc.want)
+		}
+		if g := strings.Join(spared, ", "); g != tc.spared {
+			t.Errorf("%s: said spared %q, want %q", tc.name, g, tc.spared)
+		}
 	}
 }
 
