@@ -744,3 +744,37 @@ func requeueBoth(l *Loop, earlier, later pending, earlierFirst bool) {
 	l.requeue(later)
 	l.requeue(earlier)
 }
+
+type countingPatcher struct{ n int }
+
+func (p *countingPatcher) Patch(context.Context, refresh.Target, types.PatchType, []byte, bool) error {
+	p.n++
+	return nil
+}
+
+// TestNoRecordIsWrittenWhileTheResumeIsOwed: a namespace whose resume
+// failed and is tried again writes no record until it has run. An edit
+// made while no leader acted is in the object as the informers listed it,
+// so a live change of another of its keys, acted on first, would record
+// the object as it is now on a workload that reads both, and the resume
+// would find that record current and the first edit gone.
+func TestNoRecordIsWrittenWhileTheResumeIsOwed(t *testing.T) {
+	p := &countingPatcher{}
+	l := &Loop{Cluster: refresh.Cluster{Patcher: p}, Emit: func(Event) {}}
+	l.defaults()
+	web := subject{Kind: "Deployment", Namespace: "ns", Name: "web", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "web"}}
+	write := func() {
+		l.writeRecords(context.Background(), map[subject][]string{web: {"configmap/x"}}, map[subject]Record{web: {"configmap/x": "new"}}, nil,
+			func(subject) (string, bool) { return `{"configmap/x":"old"}`, true })
+	}
+	l.resumeAgain["ns"] = resumeRetry{attempts: 1, at: l.Clock().Add(time.Minute)}
+	write()
+	if p.n != 0 {
+		t.Fatalf("with the resume of ns owed: %d records written, want none", p.n)
+	}
+	delete(l.resumeAgain, "ns")
+	write()
+	if p.n != 1 {
+		t.Errorf("once resumed: %d records written, want 1", p.n)
+	}
+}

@@ -192,9 +192,13 @@ func notDone(bySubject map[subject][]string, s subject, consumers []refresh.Cons
 // (now) of its objects (bySubject) that no change pending since concerns;
 // old reads the record it has (false: it could not be read, and is left).
 // replaced are the workloads (Kind/Name) whose pods a completed restart
-// replaced (replacedBy).
+// replaced (replacedBy). Nothing is written in a namespace whose resume is
+// still owed (resumeOwed).
 func (l *Loop) writeRecords(ctx context.Context, bySubject map[subject][]string, now map[subject]Record, replaced map[string]bool, old func(subject) (string, bool)) {
 	for _, s := range slices.SortedFunc(maps.Keys(bySubject), compareSubjects) {
+		if l.resumeOwed(s.Namespace) {
+			continue
+		}
 		was, ok := old(s)
 		if !ok {
 			continue
@@ -481,6 +485,19 @@ func restartedAfter(template map[string]string, written, now time.Time) bool {
 		at = now
 	}
 	return at.After(written.Truncate(time.Second))
+}
+
+// resumeOwed tells whether the resume of ns failed and is tried again.
+// Until it has compared the records with what the pods read, no record of
+// ns is written: an edit made while no leader acted is in the object the
+// informers listed at start, so a live change of another of its keys
+// (acted on before the resume) would record the object as it is now, and
+// the resume would find the record current and the edit gone.
+func (l *Loop) resumeOwed(ns string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, owed := l.resumeAgain[ns]
+	return owed
 }
 
 // resumeRetry is a namespace's resume that failed for a cause that may
