@@ -63,6 +63,7 @@ func TestMetricsCountTheLoopsEvents(t *testing.T) {
 		`cmsync_actions_total{action="restart"} 1`,
 		`cmsync_results_total{action="restart",outcome="current"} 1`,
 		`cmsync_deferred_total{hold="limit"} 1`,
+		`cmsync_deferred_total{hold="window"} 0`,
 		`cmsync_ignored_total 1`,
 		`cmsync_errors_total 1`,
 		`cmsync_change_to_verified_seconds_bucket{le="2"} 1`,

@@ -77,6 +77,9 @@ func NewMetrics() *Metrics {
 		readers: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_reader_pod_failures_total",
 			Help: "With --reader=node: node reader pods that failed to start (refused, not scheduled, image not pulled, not running in time) or ended during a read; their nodes' containers go unverified."}),
 	}
+	for _, h := range reconcile.DeferredHolds { // each from 0: a rate over it needs no first deferral
+		m.deferred.WithLabelValues(string(h))
+	}
 	m.Registry.MustRegister(m.collectors()...)
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -125,7 +128,7 @@ func (m *Metrics) Handle(e reconcile.Event) {
 			m.latency.Observe(e.SinceChange.Seconds())
 		}
 	case reconcile.EventDeferred:
-		m.deferred.WithLabelValues(string(e.Hold)).Inc()
+		m.deferred.WithLabelValues(cmp.Or(string(e.Hold), "other")).Inc()
 		if e.Window != "" && e.Until != nil && e.Action != nil {
 			m.windowed.set(e.Action.Target.Namespace, e.Action.Target.String(), *e.Until)
 		}

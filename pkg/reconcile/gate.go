@@ -38,9 +38,13 @@ const (
 	// good, Stuck, when the cause will not pass).
 	HoldUnreadable HoldKind = "unreadable"
 	// HoldInvalid: an annotation of the workload does not parse (a
-	// restart window, a pause period): held for good (Stuck).
+	// restart window, a pause period): held for good (Stuck), which is
+	// said as an error, never as a deferral.
 	HoldInvalid HoldKind = "invalid"
 )
+
+// DeferredHolds are the kinds a deferred event may carry.
+var DeferredHolds = []HoldKind{HoldWindow, HoldPausePeriod, HoldInterval, HoldRate, HoldLimit, HoldRollout, HoldUnreadable}
 
 // Hold is why a restart is held back this round (Reason "" to send it):
 // its kind, and until when where that is known.
@@ -275,8 +279,8 @@ func retryWhen(h Hold) string {
 }
 
 // firstDeferral tells whether this is the first time since the change's
-// last edit that the workload's restart is held for this kind of reason (a
-// rollout under way, or the restart limit) and, for a hold until a time
+// last edit that the workload's restart is held for this kind of hold
+// (Kind: a rollout under way, the restart limit...) and, for a hold until a time
 // (paced, a restart window), until that time, and remembers it: a
 // deferral to a new time (the window's next opening, once a rollout held
 // the restart through the window) is said again, with that time. A hold
@@ -288,7 +292,7 @@ func retryWhen(h Hold) string {
 // a line that named none (held for the limit, then by the rate) is said,
 // with its time.
 func (p *pending) firstDeferral(workload string, h Hold, now time.Time) bool {
-	key := fmt.Sprintf("%s rollout=%t", workload, h.rollout())
+	key := fmt.Sprintf("%s %s", workload, cmp.Or(h.Kind, "held"))
 	switch {
 	case h.Kind == HoldRate:
 		key += " paced by the rate"

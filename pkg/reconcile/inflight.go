@@ -85,16 +85,22 @@ func nextFlight(f *flight, m flightMove, at time.Time) (*flight, error) {
 type inFlight struct {
 	mu      sync.Mutex
 	targets map[refresh.Target]*flight
-	// illegal are the moves nextFlight refused (none, unless the loop
-	// moves a restart out of order): the simulator reports them
+	// illegal are the first moves nextFlight refused (none, unless the
+	// loop moves a restart out of order; at most maxIllegal): the
+	// simulator reports them
 	illegal []string
 }
+
+// maxIllegal bounds the refused moves kept.
+const maxIllegal = 16
 
 // move moves the restart of t by m at at (f.mu held).
 func (f *inFlight) move(t refresh.Target, m flightMove, at time.Time) {
 	next, err := nextFlight(f.targets[t], m, at)
 	if err != nil {
-		f.illegal = append(f.illegal, fmt.Sprintf("%s at %s: %v", t, at.UTC().Format(time.RFC3339), err))
+		if len(f.illegal) < maxIllegal {
+			f.illegal = append(f.illegal, fmt.Sprintf("%s at %s: %v", t, at.UTC().Format(time.RFC3339), err))
+		}
 		return
 	}
 	if next == nil {

@@ -401,3 +401,22 @@ func TestEveryScheduleHoldSaysWhatHoldsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestADeferralIsSaidOncePerKind: a restart held for one kind of hold with
+// no time (its annotations not read), then for another (the limit), is
+// said for each, once: the line and cmsync_deferred_total's hold name
+// what holds it now.
+func TestADeferralIsSaidOncePerKind(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	p := &pending{}
+	unread := Hold{Reason: "the restart window and pause period cannot be read", Kind: HoldUnreadable}
+	limit := Hold{Reason: "1 restarts are under way (--max-concurrent-restarts)", Kind: HoldLimit}
+	for i, step := range []struct {
+		h    Hold
+		want bool
+	}{{unread, true}, {unread, false}, {limit, true}, {limit, false}, {unread, false}} {
+		if got := p.firstDeferral("Deployment/web", step.h, t0.Add(time.Duration(i)*time.Second)); got != step.want {
+			t.Errorf("hold %d (%s): said %t, want %t", i+1, step.h.Kind, got, step.want)
+		}
+	}
+}
