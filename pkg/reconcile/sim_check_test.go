@@ -291,8 +291,9 @@ func (r *simRun) underWayAt(t time.Time, before int) int {
 // underWayAt counts, and those cmsync restarted less than rolloutWait
 // before t that roll out at t for another reason (a deploy after the
 // restart, whose rollout superseded it or began once it was complete), or
-// whose rollout ended while a fault answered the reads of Deployments
-// (unreadBetween). The loop counts a restart until it sees its workload's
+// whose rollout ended before t while a fault answers the gets of
+// Deployments at t (unreadAt): the look at its rollout, made at the hold,
+// failed. The loop counts a restart until it sees its workload's
 // rollout complete, which it reads only at its rounds, and a new leader
 // counts a workload rolling out whose template has cmsync's restartedAt
 // (docs/controller.md, "Restarts, safely"): neither can tell whose
@@ -305,7 +306,7 @@ func (r *simRun) countedAt(t time.Time) int {
 		if !ro.byCmsync || ro.sent.After(t) || t.Sub(ro.sent) >= wait {
 			continue
 		}
-		if end := cmp.Or(ro.done, ro.deadline); !end.IsZero() && r.unreadBetween(end, t) {
+		if end := cmp.Or(ro.done, ro.deadline); !end.IsZero() && end.Before(t) && r.unreadAt(t) {
 			w[ro.w] = true
 		}
 		for _, other := range r.world.rollouts {
@@ -317,15 +318,11 @@ func (r *simRun) countedAt(t time.Time) int {
 	return len(w)
 }
 
-// unreadBetween tells whether a fault answered the gets of Deployments at
-// some time from from to t: a rollout that ended then may not have been
-// seen to end by t.
-func (r *simRun) unreadBetween(from, t time.Time) bool {
-	for _, o := range r.plan.ops {
-		if o.kind != "fault" || (o.verb != "get" && o.verb != "*") || (o.res != "deployments" && o.res != "*") {
-			continue
-		}
-		if start := simStart.Add(o.at); start.Before(t) && start.Add(o.dur).After(from) {
+// unreadAt tells whether a fault answered the gets of Deployments at t,
+// as it was applied (faultLog).
+func (r *simRun) unreadAt(t time.Time) bool {
+	for _, f := range r.faultLog {
+		if (f.verb == "get" || f.verb == "*") && (f.resource == "deployments" || f.resource == "*") && !t.Before(f.from) && t.Before(f.to) {
 			return true
 		}
 	}
@@ -514,13 +511,11 @@ func (r *simRun) lastAbout(i int, ns, name string) bool {
 
 // verifyingAtHorizon tells whether event i, a restart sent, is still
 // verified when a horizon that cut the loop's work came: the last event
-// about the workload, sent less than the verification's bound before the
-// horizon (--timeout or --rollout-wait, and a recheck). Its result,
+// about the workload, and the loop verifies its restart then. Its result,
 // current or stuck, is said beyond the horizon.
 func (r *simRun) verifyingAtHorizon(i int) bool {
-	e, s := r.events[i], r.plan.settings
-	return r.horizonCut && r.lastAbout(i, e.Action.Target.Namespace, e.Action.Target.Name) &&
-		r.horizon.Sub(e.Time) <= max(s.timeout, s.rolloutWait)+MaxRecheck
+	t := r.events[i].Action.Target
+	return r.horizonCut && r.lastAbout(i, t.Namespace, t.Name) && r.verifying[t.Namespace+"/"+t.Name]
 }
 
 // checkStale: (a) and (f) at the end of the run.

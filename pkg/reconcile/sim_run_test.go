@@ -75,6 +75,11 @@ type simRun struct {
 	// found between steps (checkFlights), each said once
 	flights    []string
 	flightSeen map[string]bool
+	// faultLog are the faults as applied (on the clock, a heal ending
+	// them); verifying are the workloads (ns/name) whose restart the loop
+	// still verified when the horizon cut the run
+	faultLog  []simFault
+	verifying map[string]bool
 }
 
 func (r *simRun) LastSyncResourceVersion() string { return fmt.Sprint(r.rv) }
@@ -224,6 +229,7 @@ func (r *simRun) drive() {
 		}
 		if !t.Before(horizon) && len(ops) == 0 {
 			r.horizon, r.horizonCut = horizon, !next.IsZero()
+			r.verifying = r.loop.verifyingTargets()
 			break
 		}
 		if floor := now.Add(time.Millisecond); t.Before(floor) {
@@ -241,6 +247,11 @@ func (r *simRun) heal() {
 	r.world.mu.Lock()
 	r.world.faults, r.world.execFaults = nil, nil
 	r.world.mu.Unlock()
+	for i := range r.faultLog {
+		if now := r.clock.Now(); r.faultLog[i].to.After(now) {
+			r.faultLog[i].to = now
+		}
+	}
 	if r.cut {
 		r.relist()
 	}
@@ -280,7 +291,9 @@ func (r *simRun) apply(o simOp) {
 		r.clock.set(now.Add(o.dur))
 	case "fault":
 		r.world.mu.Lock()
-		r.world.faults = append(r.world.faults, simFault{from: now, to: now.Add(o.dur), verb: o.verb, resource: o.res, class: o.cls})
+		f := simFault{from: now, to: now.Add(o.dur), verb: o.verb, resource: o.res, class: o.cls}
+		r.world.faults = append(r.world.faults, f)
+		r.faultLog = append(r.faultLog, f)
 		r.world.mu.Unlock()
 	case "unreadable":
 		r.world.mu.Lock()
@@ -374,4 +387,22 @@ func (r *simRun) annotate(ns, name string, ann map[string]string) {
 	r.world.must(r.world.tracker().Update(gvrDeployments, d, ns))
 	prev := r.anns[ns+"/"+name]
 	r.anns[ns+"/"+name] = append(prev, simAnn{at: r.clock.Now(), ann: maps.Clone(ann), uses: prev[len(prev)-1].uses})
+}
+
+// verifyingTargets are the workloads (ns/name) whose handed-over restart
+// or eviction the loop still verifies.
+func (l *Loop) verifyingTargets() map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]bool{}
+	for _, vs := range l.verifying {
+		for _, v := range vs {
+			for _, res := range v.results {
+				if isRestart(res.Action) {
+					out[res.Target.Namespace+"/"+res.Target.Name] = true
+				}
+			}
+		}
+	}
+	return out
 }
