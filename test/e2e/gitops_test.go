@@ -270,7 +270,7 @@ func TestControllerUninstallAllNamespaces(t *testing.T) {
 }
 
 // scaleController sets the controller's replicas and waits until that many
-// of its pods run (none left for 0).
+// of its pods run (none left for 0, terminating ones included).
 func (f *fx) scaleController(n int32) {
 	f.t.Helper()
 	s, err := f.cs.AppsV1().Deployments(f.ctlNS()).GetScale(f.ctx, ctlName, metav1.GetOptions{})
@@ -288,6 +288,10 @@ func (f *fx) scaleController(n int32) {
 				running++
 			}
 		}
-		return running == int(n) && (n > 0 || len(f.controllerPods()) == 0), nil
+		if n == 0 { // none left, terminating ones included: a leader that has not stopped yet still acts
+			pods, err := f.cs.CoreV1().Pods(f.ctlNS()).List(f.ctx, metav1.ListOptions{LabelSelector: ctlPods})
+			return err == nil && len(pods.Items) == 0, err
+		}
+		return running == int(n), nil
 	})
 }
