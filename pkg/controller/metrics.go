@@ -128,7 +128,7 @@ func (m *Metrics) Handle(e reconcile.Event) {
 			m.latency.Observe(e.SinceChange.Seconds())
 		}
 	case reconcile.EventDeferred:
-		m.deferred.WithLabelValues(cmp.Or(string(e.Hold), "other")).Inc()
+		m.deferred.WithLabelValues(string(e.Hold)).Inc()
 		if e.Window != "" && e.Until != nil && e.Action != nil {
 			m.windowed.set(e.Action.Target.Namespace, e.Action.Target.String(), *e.Until)
 		}

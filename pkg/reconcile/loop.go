@@ -154,6 +154,10 @@ type Loop struct {
 	// unwritten are the records whose write failed, by subject: this
 	// leader's record of them until a write succeeds (recordOf)
 	unwritten map[subject]Record
+	// held are the records of the namespaces whose resume is owed, not
+	// written (holdRecord): this leader's record of them for its rounds,
+	// never what a resume compares, dropped when the resume ends
+	held map[subject]Record
 	// sentWith are the digests the rounds of restarts that timed out
 	// unverified read, by subject: their new pods read those once their
 	// rollouts end (restartingWith); gone once a record is written
@@ -410,7 +414,7 @@ func (l *Loop) defaults() {
 	l.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](RetryBase, RetryMax)
 	l.steps = map[string]*retryStep{}
 	l.resumeAgain = map[string]resumeRetry{}
-	l.unwritten = map[subject]Record{}
+	l.unwritten, l.held = map[subject]Record{}, map[subject]Record{}
 	l.sentWith = map[subject]Record{}
 	l.pace = newPacer(l.MinRestartInterval, l.RestartRate, l.RestartBurst)
 	if l.jitter == nil {

@@ -61,12 +61,6 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 			if !edited(p) || !Named(s, o) || read[k] || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
 				continue
 			}
-			if why := startedSince(snap, ns, w, k, p.change); why != "" {
-				if !p.retry { // its pods read the edit already: a change delivered late (a watch that listed again)
-					l.emit(sparedResult(target, k, why))
-				}
-				continue
-			}
 			d := Select(l.RequireOptIn, s, o)
 			if why := l.Scope.WorkloadOutOfScope(inspect.WorkloadRef{Kind: w.Kind, Name: w.Name}); why != "" {
 				d = Decision{Skip, why}
@@ -74,6 +68,12 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 			if d.Selection != Restart {
 				if !p.retry {
 					l.emit(Event{Kind: EventSkip, Object: &k, Target: &target, Message: d.Reason})
+				}
+				continue
+			}
+			if why := l.startedSince(snap, ns, w, k, p.change); why != "" {
+				if !p.retry || p.only != nil { // once, or at the retry of a restart held for it (the hold's line is answered)
+					l.emit(sparedResult(target, k, why))
 				}
 				continue
 			}
@@ -95,10 +95,12 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 // both the API server's times in whole seconds, the creation strictly
 // later. Not when the write's time is unknown (no managedFields time), nor
 // when the change removed a key (the entry of a manager whose only field
-// was removed goes with it, and its time too).
-func startedSince(snap *inspect.Snapshot, ns string, w refresh.AnnotatedWorkload, k inspect.ObjectKey, c Change) string {
+// was removed goes with it, and its time too), nor with -l (the snapshot
+// may hold some of w's pods only). A Deployment whose ReplicaSets the
+// snapshot lacks has no pods found: it is restarted.
+func (l *Loop) startedSince(snap *inspect.Snapshot, ns string, w refresh.AnnotatedWorkload, k inspect.ObjectKey, c Change) string {
 	written, ok := lastDataWrite(snap, k)
-	if !ok {
+	if !ok || l.PodSelector != "" {
 		return ""
 	}
 	data := snap.Object(k).Data

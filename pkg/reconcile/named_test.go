@@ -116,7 +116,7 @@ func TestNamedRestartsSpareAWorkloadWhosePodsStartedSinceTheEdit(t *testing.T) {
 		{"same-second", []time.Duration{time.Second, 900 * time.Millisecond}},
 		{"no-pods", nil},
 	} {
-		ws = append(ws, refresh.AnnotatedWorkload{Kind: "StatefulSet", Name: w.name, Annotations: reload})
+		ws = append(ws, refresh.AnnotatedWorkload{Kind: "StatefulSet", Name: w.name, Annotations: reload, Labels: map[string]string{"app": "x"}})
 		for i, d := range w.created {
 			pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s-%d", w.name, i),
 				CreationTimestamp: metav1.NewTime(written.Truncate(time.Second).Add(d)),
@@ -132,18 +132,20 @@ func TestNamedRestartsSpareAWorkloadWhosePodsStartedSinceTheEdit(t *testing.T) {
 	timed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Time: &metav1.Time{Time: written}}}
 	all := "after restart, one-older restart, same-second restart, no-pods restart"
 	for _, tc := range []struct {
-		name   string
-		snap   *inspect.Snapshot
-		keys   []string
-		want   string
-		spared string
+		name     string
+		snap     *inspect.Snapshot
+		keys     []string
+		selector string
+		want     string
+		spared   string
 	}{
-		{"an edit", snapOf(timed), []string{"k"}, "one-older restart, same-second restart, no-pods restart", "StatefulSet/after"},
-		{"a write of unknown time", snapOf(nil), []string{"k"}, all, ""},
-		{"a key removed", snapOf(timed), []string{"gone", "k"}, all, ""},
+		{"an edit", snapOf(timed), []string{"k"}, "", "one-older restart, same-second restart, no-pods restart", "StatefulSet/after"},
+		{"a write of unknown time", snapOf(nil), []string{"k"}, "", all, ""},
+		{"a key removed", snapOf(timed), []string{"gone", "k"}, "", all, ""},
+		{"-l: some pods only", snapOf(timed), []string{"k"}, "app=x", all, ""},
 	} {
 		var spared []string
-		l := &Loop{Named: ws, Emit: func(e Event) {
+		l := &Loop{Config: Config{PodSelector: tc.selector}, Named: ws, Emit: func(e Event) {
 			if e.Kind == EventResult && e.Outcome == refresh.OutcomeCurrent && strings.Contains(e.Message, "read it when it started") {
 				spared = append(spared, e.Action.Target.Kind+"/"+e.Action.Target.Name)
 			}

@@ -351,12 +351,12 @@ func TestRequeueJoinsTheWorkloadsHeldBack(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l.requeue(pending{change: Change{Object: k}, existing: true, only: map[string]bool{"Deployment/a": true}})
 	l.requeue(pending{change: Change{Object: k}, existing: true, only: map[string]bool{"Deployment/b": true},
-		told: map[string]time.Time{"Deployment/b rollout=true": {}}, deferredSince: t0})
+		told: map[string]time.Time{"Deployment/b rollout": {}}, deferredSince: t0})
 	if only := l.pending[k].only; len(only) != 2 || !only["Deployment/a"] || !only["Deployment/b"] {
 		t.Fatalf("only = %v, want both workloads", only)
 	}
 	q := l.pending[k]
-	if _, told := q.told["Deployment/b rollout=true"]; !told || !q.deferredSince.Equal(t0) {
+	if _, told := q.told["Deployment/b rollout"]; !told || !q.deferredSince.Equal(t0) {
 		t.Errorf("told %v, deferred since %s: the second hold's report and clock are kept", q.told, q.deferredSince)
 	}
 	held := subject{Kind: "Deployment", Namespace: "ns", Name: "a", workload: inspect.WorkloadRef{Kind: "Deployment", Name: "a"}}
@@ -769,10 +769,16 @@ func TestNoRecordIsWrittenWhileTheResumeIsOwed(t *testing.T) {
 	}
 	l.resumeAgain["ns"] = resumeRetry{attempts: 1, at: l.Clock().Add(time.Minute)}
 	write()
-	if p.n != 0 {
-		t.Fatalf("with the resume of ns owed: %d records written, want none", p.n)
+	if r, ok := l.notWritten(web); p.n != 0 || !ok || r != `{"configmap/x":"new"}` {
+		t.Fatalf("with the resume of ns owed: %d records written, this leader's %q (%t); want none written, the new one held", p.n, r, ok)
 	}
+	l.mu.Lock()
 	delete(l.resumeAgain, "ns")
+	l.dropHeld("ns") // as the resume does once it ran
+	l.mu.Unlock()
+	if _, ok := l.notWritten(web); ok {
+		t.Errorf("once resumed: a record still held")
+	}
 	write()
 	if p.n != 1 {
 		t.Errorf("once resumed: %d records written, want 1", p.n)

@@ -87,7 +87,7 @@ func leaveUndelivered(bySubject map[subject][]string, snap *inspect.Snapshot, ch
 func (l *Loop) forgetUnwritten(ns string, now map[subject]Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, kept := range []map[subject]Record{l.unwritten, l.sentWith} {
+	for _, kept := range []map[subject]Record{l.unwritten, l.held, l.sentWith} {
 		for s := range kept {
 			if _, reads := now[s]; s.Namespace == ns && !reads {
 				delete(kept, s)
@@ -193,12 +193,9 @@ func notDone(bySubject map[subject][]string, s subject, consumers []refresh.Cons
 // old reads the record it has (false: it could not be read, and is left).
 // replaced are the workloads (Kind/Name) whose pods a completed restart
 // replaced (replacedBy). Nothing is written in a namespace whose resume is
-// still owed (resumeOwed).
+// still owed (holdRecord).
 func (l *Loop) writeRecords(ctx context.Context, bySubject map[subject][]string, now map[subject]Record, replaced map[string]bool, old func(subject) (string, bool)) {
 	for _, s := range slices.SortedFunc(maps.Keys(bySubject), compareSubjects) {
-		if l.resumeOwed(s.Namespace) {
-			continue
-		}
 		was, ok := old(s)
 		if !ok {
 			continue
@@ -207,7 +204,7 @@ func (l *Loop) writeRecords(ctx context.Context, bySubject map[subject][]string,
 		if replaced[onlyKey(s.workload)] {
 			held = now[s]
 		}
-		if r, changed := updated(ParseRecord(was), now[s], l.unchangedSince(s, bySubject[s], held)); changed {
+		if r, changed := updated(ParseRecord(was), now[s], l.unchangedSince(s, bySubject[s], held)); changed && !l.holdRecord(s, r) {
 			l.writeRecord(ctx, s, r)
 		}
 	}
@@ -307,11 +304,15 @@ func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, sna
 	return ""
 }
 
-// notWritten is the record of s whose write failed, if any.
+// notWritten is the record of s whose write failed, or that is held
+// while its namespace's resume is owed (holdRecord), if any.
 func (l *Loop) notWritten(s subject) (string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r, ok := l.unwritten[s]
+	if h, held := l.held[s]; held && !ok {
+		r, ok = h, true
+	}
 	return r.String(), ok
 }
 
@@ -393,6 +394,7 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 	}
 	l.mu.Lock()
 	delete(l.resumeAgain, ns)
+	l.dropHeld(ns)
 	l.mu.Unlock()
 	now := digests(l.DigestKey, snap, kept)
 	for _, s := range slices.SortedFunc(maps.Keys(now), compareSubjects) {
@@ -487,17 +489,33 @@ func restartedAfter(template map[string]string, written, now time.Time) bool {
 	return at.After(written.Truncate(time.Second))
 }
 
-// resumeOwed tells whether the resume of ns failed and is tried again.
-// Until it has compared the records with what the pods read, no record of
-// ns is written: an edit made while no leader acted is in the object the
-// informers listed at start, so a live change of another of its keys
-// (acted on before the resume) would record the object as it is now, and
-// the resume would find the record current and the edit gone.
-func (l *Loop) resumeOwed(ns string) bool {
+// holdRecord keeps r as this leader's record of s, unwritten, when the
+// resume of s's namespace failed and is tried again, and tells whether it
+// did. Until the resume has compared the records with what the pods read,
+// no record of the namespace is written: an edit made while no leader
+// acted is in the object the informers listed at start, so a live change
+// of another of its keys, acted on first, would record the object as it
+// is now, and the resume would find the record current and the edit gone.
+// The rounds meanwhile read it (recordOf), so that an edit delivered again
+// is no edit for a workload that read it; the resume does not.
+func (l *Loop) holdRecord(s subject, r Record) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, owed := l.resumeAgain[ns]
-	return owed
+	if _, owed := l.resumeAgain[s.Namespace]; !owed {
+		return false
+	}
+	l.held[s] = r
+	return true
+}
+
+// dropHeld forgets the held records of ns, once its resume ran or was
+// given up: its rounds record anew (l.mu held).
+func (l *Loop) dropHeld(ns string) {
+	for s := range l.held {
+		if s.Namespace == ns {
+			delete(l.held, s)
+		}
+	}
 }
 
 // resumeRetry is a namespace's resume that failed for a cause that may
@@ -522,6 +540,8 @@ func (l *Loop) resumeLater(ctx context.Context, ns string, err error) {
 		r.attempts++
 		l.resumeAgain[ns] = r
 		l.bounce.After(ns, r.at)
+	} else {
+		l.dropHeld(ns)
 	}
 	l.mu.Unlock()
 	switch {
