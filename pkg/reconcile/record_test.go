@@ -757,7 +757,9 @@ func (p *countingPatcher) Patch(context.Context, refresh.Target, types.PatchType
 // made while no leader acted is in the object as the informers listed it,
 // so a live change of another of its keys, acted on first, would record
 // the object as it is now on a workload that reads both, and the resume
-// would find that record current and the first edit gone.
+// would find that record current and the first edit gone. The rounds go on
+// reading this leader's record (an edit delivered again is no edit for a
+// workload that read it), during the resume and after it.
 func TestNoRecordIsWrittenWhileTheResumeIsOwed(t *testing.T) {
 	p := &countingPatcher{}
 	l := &Loop{Cluster: refresh.Cluster{Patcher: p}, Emit: func(Event) {}}
@@ -772,12 +774,14 @@ func TestNoRecordIsWrittenWhileTheResumeIsOwed(t *testing.T) {
 	if r, ok := l.notWritten(web); p.n != 0 || !ok || r != `{"configmap/x":"new"}` {
 		t.Fatalf("with the resume of ns owed: %d records written, this leader's %q (%t); want none written, the new one held", p.n, r, ok)
 	}
-	l.mu.Lock()
+	meta := map[inspect.WorkloadRef]subjectMeta{web.workload: {workload: map[string]string{AnnotationApplied: `{"configmap/x":"old"}`}}}
+	if got := l.resumeRecordOf(web, meta, nil); got != `{"configmap/x":"old"}` {
+		t.Errorf("the record the resume compares: %q, want the annotation's, not the one held", got)
+	}
 	delete(l.resumeAgain, "ns")
-	l.dropHeld("ns") // as the resume does once it ran
-	l.mu.Unlock()
-	if _, ok := l.notWritten(web); ok {
-		t.Errorf("once resumed: a record still held")
+	l.keepHeld("ns") // as the resume does once it compared
+	if r, ok := l.notWritten(web); !ok || r != `{"configmap/x":"new"}` || len(l.held) != 0 {
+		t.Errorf("once resumed: this leader's record %q (%t), %d held; want the new one kept as unwritten, none held", r, ok, len(l.held))
 	}
 	write()
 	if p.n != 1 {

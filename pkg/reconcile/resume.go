@@ -288,11 +288,31 @@ func (l *Loop) allItems(snap *inspect.Snapshot) []inspect.Use {
 
 // recordOf is the subject's record as read this round: a workload's from
 // the annotations Select read, a pod's from the snapshot; or the one this
-// leader could not write on it (unwritten), which is newer.
+// leader could not write on it (unwritten) or holds (holdRecord), which
+// is newer.
 func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, snap *inspect.Snapshot) string {
 	if r, ok := l.notWritten(s); ok {
 		return r
 	}
+	return annotatedRecord(s, meta, snap)
+}
+
+// resumeRecordOf is the record a resume compares: recordOf without the
+// records held while the resume was owed (holdRecord), which may hold an
+// edit made while no leader acted as if it had been acted on.
+func (l *Loop) resumeRecordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, snap *inspect.Snapshot) string {
+	l.mu.Lock()
+	r, ok := l.unwritten[s]
+	l.mu.Unlock()
+	if ok {
+		return r.String()
+	}
+	return annotatedRecord(s, meta, snap)
+}
+
+// annotatedRecord is the record on the subject: its workload's annotation
+// (meta), or its pod's (snap).
+func annotatedRecord(s subject, meta map[inspect.WorkloadRef]subjectMeta, snap *inspect.Snapshot) string {
 	if s.Kind != "Pod" {
 		return meta[s.workload].workload[AnnotationApplied]
 	}
@@ -309,9 +329,9 @@ func (l *Loop) recordOf(s subject, meta map[inspect.WorkloadRef]subjectMeta, sna
 func (l *Loop) notWritten(s subject) (string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.unwritten[s]
-	if h, held := l.held[s]; held && !ok {
-		r, ok = h, true
+	r, ok := l.held[s] // newer than a write that failed before
+	if !ok {
+		r, ok = l.unwritten[s]
 	}
 	return r.String(), ok
 }
@@ -394,11 +414,11 @@ func (l *Loop) resumeIn(ctx context.Context, ns string, out map[inspect.ObjectKe
 	}
 	l.mu.Lock()
 	delete(l.resumeAgain, ns)
-	l.dropHeld(ns)
 	l.mu.Unlock()
+	defer l.keepHeld(ns) // once compared: this leader's records of ns, as if their writes had failed
 	now := digests(l.DigestKey, snap, kept)
 	for _, s := range slices.SortedFunc(maps.Keys(now), compareSubjects) {
-		old := ParseRecord(l.recordOf(s, meta, snap))
+		old := ParseRecord(l.resumeRecordOf(s, meta, snap))
 		differ, unknown := compare(old, now[s])
 		edited := edits(old, now[s], differ) // recorded, and different now: an edit no leader acted on
 		edited = l.notRestartedSince(snap, ns, meta[s.workload], edited)
@@ -508,13 +528,24 @@ func (l *Loop) holdRecord(s subject, r Record) bool {
 	return true
 }
 
-// dropHeld forgets the held records of ns, once its resume ran or was
-// given up: its rounds record anew (l.mu held).
-func (l *Loop) dropHeld(ns string) {
-	for s := range l.held {
-		if s.Namespace == ns {
-			delete(l.held, s)
+// keepHeld ends the holding of ns's records once its resume compared the
+// records on the cluster, or was given up: each stays this leader's
+// record of its subject, as one whose write failed does (unwritten), so
+// that its rounds still tell an edit delivered again from a new one; the
+// next write of the subject replaces it.
+func (l *Loop) keepHeld(ns string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.keepHeldLocked(ns)
+}
+
+func (l *Loop) keepHeldLocked(ns string) {
+	for s, r := range l.held {
+		if s.Namespace != ns {
+			continue
 		}
+		l.unwritten[s] = r // newer than a write that failed before
+		delete(l.held, s)
 	}
 }
 
@@ -541,7 +572,7 @@ func (l *Loop) resumeLater(ctx context.Context, ns string, err error) {
 		l.resumeAgain[ns] = r
 		l.bounce.After(ns, r.at)
 	} else {
-		l.dropHeld(ns)
+		l.keepHeldLocked(ns)
 	}
 	l.mu.Unlock()
 	switch {

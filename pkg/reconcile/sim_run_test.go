@@ -204,7 +204,7 @@ func (r *simRun) drive() {
 		last = ops[len(ops)-1].at
 	}
 	healed := false
-	horizon := simStart.Add(last + simHorizon)
+	horizon := simStart.Add(last + simHorizon) // from the last operation as applied, once it is (clock jumps move it)
 	for r.steps = 0; r.steps < 20000; r.steps++ {
 		next := r.loop.settle(r.ctx)
 		r.checkFlights()
@@ -218,6 +218,9 @@ func (r *simRun) drive() {
 		if len(ops) == 0 && !healed {
 			r.heal()
 			healed = true
+			if h := now.Add(simHorizon); h.After(horizon) {
+				horizon = h
+			}
 			continue
 		}
 		t := horizon
