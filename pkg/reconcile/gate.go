@@ -198,7 +198,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 		l.requeueAt(p, until[k])
 	}
 	for i, a := range send {
-		if a.Action == refresh.ActionEvict { // its evictions stop when its window closes
+		if isRestart(a) { // its patch, or its evictions, stop when its window closes
 			send[i].NotAfter = windowCloses(schedules[a.Target], now)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/internal/restartwindow"
@@ -349,6 +350,44 @@ func TestEvictionStopsWhenItsWindowCloses(t *testing.T) {
 	for _, at := range sent {
 		if !at.Before(closes) {
 			t.Fatalf("an eviction sent at %s, after the window closed at %s (%d sent)", at.Format(time.TimeOnly), closes.Format(time.TimeOnly), len(sent))
+		}
+	}
+	var next []Event
+	for _, e := range f.events {
+		if e.Kind == EventDeferred && e.Until != nil && e.Until.Equal(time.Date(2026, 1, 9, 3, 0, 0, 0, time.UTC)) {
+			next = append(next, e)
+		}
+	}
+	if len(next) != 1 {
+		t.Errorf("deferrals to the next window %+v, want one", next)
+	}
+}
+
+// TestRestartPatchStopsWhenItsWindowCloses: a restart decided just before
+// its window closes, whose patch is answered 429 until after it closed, is
+// not sent again once it has: the retries of the patch stop at the window
+// as an eviction does, and the restart waits for the next window.
+func TestRestartPatchStopsWhenItsWindowCloses(t *testing.T) {
+	f := newRoundFixture(t) // 2026-01-02 03:00 UTC, a Friday
+	f.loop.Refresh.Sleep = func(_ context.Context, d time.Duration) { f.now = f.now.Add(d) }
+	f.loop.Refresh.PatchBackoff = &wait.Backoff{Steps: 5, Duration: 20 * time.Second, Factor: 2} // 20 s, 40 s, ...: past the window
+	f.annotateWeb(map[string]string{restartwindow.Annotation: "Fri 03:00-03:01"})
+	var sent []time.Time
+	f.client.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sent = append(sent, f.now)
+		return true, nil, apierrors.NewTooManyRequests("slow down", 1)
+	})
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	for range 5 {
+		f.step(2 * RetryBase)
+	}
+	closes := time.Date(2026, 1, 2, 3, 1, 0, 0, time.UTC)
+	if len(sent) == 0 {
+		t.Fatal("no restart patch sent in the window")
+	}
+	for _, at := range sent {
+		if !at.Before(closes) {
+			t.Fatalf("a restart patch sent at %s, after the window closed at %s (%d sent)", at.Format(time.TimeOnly), closes.Format(time.TimeOnly), len(sent))
 		}
 	}
 	var next []Event

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -260,8 +261,13 @@ func applyOne(ctx context.Context, p Patcher, r *Result, o ApplyOptions) {
 	// restart is applied when the API server accepts it (AppliedAt, from
 	// which the pacer counts), a backoff of retries after its stamp.
 	patch, pt := actionPatch(r, o.Now())
+	var last error // the answer to the attempt before, for a window that closes
 	err := retryPatch(ctx, *o.Backoff, o.Sleep, func() error {
-		return p.Patch(ctx, r.Target, pt, patch, dry == DryRunServer)
+		if na := r.Action.NotAfter; !na.IsZero() && !o.Now().Before(na) {
+			return &WindowClosedError{Target: r.Target, Closed: na, Last: last}
+		}
+		last = p.Patch(ctx, r.Target, pt, patch, dry == DryRunServer)
+		return last
 	})
 	switch {
 	case err != nil:
@@ -272,6 +278,25 @@ func applyOne(ctx context.Context, p Patcher, r *Result, o ApplyOptions) {
 		at := metav1.NewTime(o.Now())
 		r.Outcome, r.AppliedAt = OutcomeApplied, &at
 	}
+}
+
+// WindowClosedError is a restart not sent (or not sent again) because its
+// workload's restart window closed first. It passes when the window opens
+// again: the continuous refresh then holds the restart until it does.
+type WindowClosedError struct {
+	Target Target
+	Closed time.Time
+	// Last is the answer to the attempt before, if one was sent: an
+	// ambiguous one (a timeout, a lost connection) may have been applied.
+	Last error
+}
+
+func (e *WindowClosedError) Error() string {
+	msg := fmt.Sprintf("the restart window of %s closed at %s before the restart was sent", e.Target, e.Closed.UTC().Format(time.RFC3339))
+	if e.Last != nil {
+		msg = fmt.Sprintf("the restart window of %s closed at %s before the restart was sent again (the last attempt: %v)", e.Target, e.Closed.UTC().Format(time.RFC3339), e.Last)
+	}
+	return msg + "; it is sent when the window opens again"
 }
 
 // actionPatch is the patch of r's action stamped with t, and its type.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 type sent struct {
@@ -128,5 +130,55 @@ func TestRetriable(t *testing.T) {
 		if got := Retriable(tt.err); got != tt.want {
 			t.Errorf("Retriable(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// A restart whose window closes while its patch is retried after a 429 is
+// not sent again once it has closed, nor sent at all when the window closed
+// before the first attempt: it fails for a cause that passes when the
+// window opens again, and says so.
+func TestARestartIsNotSentAfterItsWindowCloses(t *testing.T) {
+	closes := fixedNow().Add(time.Second)
+	for _, tc := range []struct {
+		name      string
+		notAfter  time.Time
+		fails     []error
+		wantSent  int
+		wantAgain bool // the message says a retry was cut, with the last answer
+	}{
+		{"closed while retried", closes, []error{apierrors.NewTooManyRequests("slow down", 0)}, 1, true},
+		{"closed before the first attempt", fixedNow().Add(-time.Second), nil, 0, false},
+		{"open until sent", fixedNow().Add(time.Hour), []error{apierrors.NewTooManyRequests("slow down", 0)}, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := fixedNow()
+			p := &recordingPatcher{fails: map[string][]error{"web": tc.fails}}
+			a := Action{Action: ActionRestart, Target: Target{"Deployment", "ns", "web"}, NotAfter: tc.notAfter}
+			res := ApplyWith(context.Background(), p, []Action{a}, ApplyOptions{
+				Now:     func() time.Time { return now },
+				Sleep:   func(_ context.Context, d time.Duration) { now = now.Add(2 * time.Second) }, // the backoff outlasts the window
+				Backoff: &wait.Backoff{Duration: time.Second, Factor: 2, Steps: 5},
+				Serial:  true,
+			})
+			r := res[0]
+			if len(p.sent) != tc.wantSent {
+				t.Fatalf("%d patches sent, want %d (%s)", len(p.sent), tc.wantSent, r.Error)
+			}
+			if tc.wantSent == 2 {
+				if r.Outcome != OutcomeApplied {
+					t.Fatalf("outcome %s (%s), want applied", r.Outcome, r.Error)
+				}
+				return
+			}
+			if r.Outcome != OutcomeFailed || !r.Transient || r.AppliedAt != nil {
+				t.Fatalf("outcome %s, transient %v, error %q: want a transient failure for the window", r.Outcome, r.Transient, r.Error)
+			}
+			if got := strings.Contains(r.Error, "sent again (the last attempt: "); got != tc.wantAgain {
+				t.Errorf("error %q: says the retry was cut = %v, want %v", r.Error, got, tc.wantAgain)
+			}
+			if !strings.Contains(r.Error, "restart window of deployment/web closed at") || !strings.HasSuffix(r.Error, "it is sent when the window opens again") {
+				t.Errorf("error %q does not say which window closed and what happens next", r.Error)
+			}
+		})
 	}
 }

@@ -144,9 +144,10 @@ type Action struct {
 	// controller evicts the pods) instead of changing its pod template.
 	RestartAt bool `json:"restartAt,omitempty"`
 	// NotAfter, when set, is when the workload's restart window closes
-	// (the continuous refresh sets it): no eviction of an evict action is
-	// sent from then on, and the pods not evicted by then fail the action
-	// for a cause that passes when the window opens again.
+	// (the continuous refresh sets it on every restart): no restart patch
+	// and no eviction of an evict action is sent from then on (a patch
+	// retried after a 429 included), and what is not sent by then fails
+	// the action for a cause that passes when the window opens again.
 	NotAfter time.Time `json:"-"`
 	// podUIDs are the UIDs of Pods when the plan was made: a pod of the same
 	// name with another UID has been replaced.
