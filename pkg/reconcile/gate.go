@@ -142,6 +142,11 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 	}
 	send, gated := l.restarts.gate(ctx, l, actions, underWay, func(t refresh.Target) Hold { return rollouts[t] },
 		func(t refresh.Target) Hold { return l.scheduleHold(t, schedules[t]) })
+	for _, a := range send {
+		if isRestart(a) {
+			l.restarts.owe(a.Target, moveRelease, Hold{}, l.Now())
+		}
+	}
 	held := windowed
 	for i, h := range gated {
 		if idx != nil {
@@ -171,6 +176,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 			tell = changes[k].firstDeferral(a.Target.Kind+"/"+a.Target.Name, said, now) || tell
 		}
 		if drop {
+			l.restarts.owe(a.Target, moveDrop, said, now)
 			finish := fmt.Sprintf("`kubectl cmsync refresh` of %s", objectList(objs))
 			if a.Named() { // refresh does not read Reloader's reload lists
 				finish = fmt.Sprintf("`kubectl rollout restart %s -n %s`", a.Target, a.Target.Namespace)
@@ -188,6 +194,7 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 			}
 			until[k] = laterRetry(until[k], h, len(retry[k]) == 1)
 		}
+		l.restarts.owe(a.Target, moveHold, said, now)
 		if tell { // said once per edit and reason, not at every retry
 			l.emit(Event{Kind: EventDeferred, Action: &a, Until: at, Window: h.Window, Hold: h.Kind, Message: h.Reason + "; " + retryWhen(h)})
 		}
@@ -423,9 +430,7 @@ func (f *inFlight) prune(ctx context.Context, l *Loop, skip map[refresh.Target]b
 		}
 	}
 	f.mu.Unlock()
-	slices.SortFunc(sent, func(a, b refresh.Target) int { // what is said of several comes in one order
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
-	})
+	slices.SortFunc(sent, compareTargets) // what is said of several comes in one order
 	for _, t := range sent {
 		done, _, err := true, "", error(nil)
 		if l.Cluster.Rollouts != nil {

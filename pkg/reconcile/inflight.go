@@ -85,9 +85,13 @@ func nextFlight(f *flight, m flightMove, at time.Time) (*flight, error) {
 type inFlight struct {
 	mu      sync.Mutex
 	targets map[refresh.Target]*flight
-	// illegal are the first moves nextFlight refused (none, unless the
-	// loop moves a restart out of order; at most maxIllegal): the
-	// simulator reports them
+	// owed are the restarts decided and not sent (owed.go): held, or
+	// failed and tried again; rounds numbers each namespace's rounds
+	owed   map[refresh.Target]*owed
+	rounds map[string]uint64
+	// illegal are the first moves nextFlight or nextOwed refused (none,
+	// unless the loop moves a restart out of order; at most maxIllegal):
+	// the simulator reports them
 	illegal []string
 }
 
@@ -98,9 +102,7 @@ const maxIllegal = 16
 func (f *inFlight) move(t refresh.Target, m flightMove, at time.Time) {
 	next, err := nextFlight(f.targets[t], m, at)
 	if err != nil {
-		if len(f.illegal) < maxIllegal {
-			f.illegal = append(f.illegal, fmt.Sprintf("%s at %s: %v", t, at.UTC().Format(time.RFC3339), err))
-		}
+		f.refuse(t, at, err)
 		return
 	}
 	if next == nil {
@@ -108,6 +110,13 @@ func (f *inFlight) move(t refresh.Target, m flightMove, at time.Time) {
 		return
 	}
 	f.targets[t] = next
+}
+
+// refuse keeps a move refused (f.mu held).
+func (f *inFlight) refuse(t refresh.Target, at time.Time, err error) {
+	if len(f.illegal) < maxIllegal {
+		f.illegal = append(f.illegal, fmt.Sprintf("%s/%s at %s: %v", t.Namespace, t, at.UTC().Format(time.RFC3339), err))
+	}
 }
 
 // phases are the restarts under way by phase, and the moves refused so

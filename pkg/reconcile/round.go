@@ -24,10 +24,12 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 	if len(changes) == 0 {
 		return
 	}
+	l.restarts.beginRound(ns)
 	l.joinPutBack(changes)
 	l.leaveToVerifications(ns, changes)
 	keys := slices.SortedFunc(maps.Keys(changes), compareKeys)
 	if l.ignoreOutOfScope(ns, changes, keys) {
+		l.restarts.settle(ns, l.Now()) // its changes are dropped: nothing is owed there
 		return
 	}
 	for _, k := range keys {
@@ -36,9 +38,11 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 			l.emit(Event{Kind: EventChange, Object: &k, Keys: p.change.Keys, Edits: p.edits, FirstEdit: &first, Message: changeMessage(p.change)})
 		}
 	}
-	if rd := l.read(ctx, ns, changes, keys); rd != nil && (len(rd.kept) > 0 || len(rd.named) > 0) {
-		l.act(ctx, rd)
+	rd := l.read(ctx, ns, changes, keys)
+	if rd == nil || (len(rd.kept) > 0 || len(rd.named) > 0) && !l.act(ctx, rd) {
+		return // nothing decided: the restarts owed stay as they were
 	}
+	l.restarts.settle(ns, l.Now())
 }
 
 // joinPutBack merges into the round's changes the copies put back since
@@ -133,8 +137,9 @@ func (l *Loop) read(ctx context.Context, ns string, changes map[inspect.ObjectKe
 
 // act has the refresh engine plan and apply what makes the kept uses
 // current, with the named restarts, the on-change policy and the gate, and
-// records what it made current.
-func (l *Loop) act(ctx context.Context, rd *roundRead) {
+// records what it made current. False when it decided nothing (the plan
+// failed: reported, and put back when the failure may pass).
+func (l *Loop) act(ctx context.Context, rd *roundRead) bool {
 	onRestart := restartsOnChange(rd.meta, rd.ns, l.ReloaderOnChange)
 	spared := restarting(rd.named) // no early annotation: folded into their restarts
 	for wk := range onRestart {
@@ -149,13 +154,16 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	if err != nil {
 		l.results(plan.Abandon(), rd.changes, rd.snap)
 		l.failed(rd.changes, rd.keys, err)
-		return
+		return false
 	}
 	now := l.digestsOf(rd.snap)
 	plan.Actions = withNamed(plan.Actions, rd.named, rd.items)
 	plan.Actions = l.policyRestarts(ctx, plan.Actions, onRestart, rd.items, rd.changes, l.madeCurrent(rd, now))
 	plan.Actions = noRestartAgain(plan.Actions, rd.changes)
 	unread := l.retryUnread(rd, plan)
+	for _, a := range unread {
+		l.restarts.undecided(a.Target)
+	}
 	held := append(l.gate(ctx, plan, rd.changes, rd.meta), unread...)
 	for i := range plan.Actions {
 		if a := plan.Actions[i]; a.Action != refresh.ActionNone {
@@ -170,6 +178,7 @@ func (l *Loop) act(ctx context.Context, rd *roundRead) {
 	l.retryFailed(ctx, rd.ns, rd.changes, rd.kept, results)
 	l.recheckTimedOut(rd.ns, rd.changes, rd.kept, results, nil)
 	l.record(ctx, rd.snap, withRestarted(rd.kept, func() []inspect.Use { return l.allItems(rd.snap) }, all), rd.meta, append(all, heldResults(held)...), rd.changes, now)
+	return ctx.Err() == nil
 }
 
 // onlyKey names a workload in a change's `only` set, as an action's
@@ -284,7 +293,12 @@ func (l *Loop) retryFailed(ctx context.Context, ns string, changes map[inspect.O
 	}
 	only, why := workloadsOf(changes, kept, results, func(r refresh.Result) bool { return r.Transient })
 	if len(only) > 0 {
-		l.retryLater(ns, changes, only, why, false)
+		at := l.retryLater(ns, changes, only, why, false)
+		for _, r := range results {
+			if isRestart(r.Action) && r.Transient {
+				l.restarts.owe(r.Target, moveFail, Hold{Until: at}, l.Now())
+			}
+		}
 	}
 	for _, r := range results {
 		if r.Action.Action != refresh.ActionEvict || r.Outcome != refresh.OutcomeFailed || r.Transient {
@@ -401,7 +415,7 @@ func noRestartAgain(actions []refresh.Action, changes map[inspect.ObjectKey]*pen
 // retryLater puts the changes back (each for the workloads of only[k]; nil:
 // every use), due after the namespace's next backoff, and reports it; with
 // recheck those workloads are verified again, never restarted again.
-func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, only map[inspect.ObjectKey]map[string]bool, why string, recheck bool) {
+func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, only map[inspect.ObjectKey]map[string]bool, why string, recheck bool) time.Time {
 	attempt, delay := l.takeStep(ns, !recheck)
 	at := l.Clock().Add(delay)
 	for _, k := range slices.SortedFunc(maps.Keys(only), compareKeys) {
@@ -414,6 +428,7 @@ func (l *Loop) retryLater(ns string, changes map[inspect.ObjectKey]*pending, onl
 		l.emit(Event{Kind: EventRetry, Object: &k, Keys: p.change.Keys,
 			Message: fmt.Sprintf("%s; tried again in %s (attempt %d)", why, delay.Round(100*time.Millisecond), attempt)})
 	}
+	return at
 }
 
 // takeStep is the backoff step of the round in ns: taken at its first

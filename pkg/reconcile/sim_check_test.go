@@ -167,6 +167,7 @@ func (r *simRun) checkFlights() {
 	for _, m := range illegal {
 		v = append(v, "(h) a move out of order: "+m)
 	}
+	v = append(v, r.checkOwed()...)
 	slices.Sort(v)
 	for _, s := range v {
 		if !r.flightSeen[s] {
@@ -177,6 +178,44 @@ func (r *simRun) checkFlights() {
 			r.flights = append(r.flights, fmt.Sprintf("%s (at %s, leader %d)", s, r.rel(r.clock.Now()), r.leader))
 		}
 	}
+}
+
+// checkOwed: (h) every restart owed (held, or failed and tried again) is
+// one the queue will decide again: a change of its namespace is pending
+// for it (for every workload, or for it among those retried). One owed
+// with none is lost: nothing takes it up again, and its hold or retry
+// says a time that never comes.
+func (r *simRun) checkOwed() []string {
+	owed := r.loop.restarts.owedNow()
+	r.loop.mu.Lock()
+	defer r.loop.mu.Unlock()
+	var v []string
+	for t, o := range owed {
+		covered := false
+		for k, p := range r.loop.pending {
+			if k.Namespace == t.Namespace && (p.only == nil || p.only[t.Kind+"/"+t.Name]) {
+				covered = true
+			}
+		}
+		if !covered {
+			v = append(v, fmt.Sprintf("(h) %s/%s owed (%s since %s: %s) with no change pending for it", t.Namespace, t.Name, o.phase, r.rel(o.since), o.hold.Kind))
+		}
+		if o.phase == OwedHeld && !r.saidHold(t, o) {
+			v = append(v, fmt.Sprintf("(d) %s/%s held (%s) since %s, and no deferral said so since", t.Namespace, t.Name, o.hold.Kind, r.rel(o.since)))
+		}
+	}
+	return v
+}
+
+// saidHold tells whether the leader now said, since the restart of t
+// was first held, that it is held for what holds it now.
+func (r *simRun) saidHold(t refresh.Target, o owed) bool {
+	for _, e := range r.events {
+		if e.Kind == EventDeferred && e.leader == r.leader && e.Action != nil && e.Action.Target == t && e.Hold == o.hold.Kind && !e.Time.Before(o.since) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRestarts: (b), (c) and (e) for every restart sent.
