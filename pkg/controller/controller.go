@@ -225,6 +225,8 @@ func (c *Controller) lead(ctx context.Context) error {
 	l := c.NewLoop(key)
 	l.Emit = c.handle
 	l.QueueMetrics = c.Metrics.Queue()
+	c.Metrics.FollowRestarts(l.Restarts)
+	defer c.Metrics.FollowRestarts(nil)
 	if !c.DryRun {
 		l.UnderWay = c.moveFieldManagers(ctx, l.Namespace)
 		var err error

@@ -23,6 +23,7 @@ type Metrics struct {
 	results  *prometheus.CounterVec
 	deferred *prometheus.CounterVec
 	windowed *deferrals
+	restarts *restartStates
 	ignored  prometheus.Counter
 	retries  prometheus.Counter
 	errors   prometheus.Counter
@@ -52,6 +53,7 @@ func NewMetrics() *Metrics {
 			Help: "Restarts held back and tried again, by what held them (window, pause-period, interval, rate, limit, rollout, unreadable); counted once per edit and reason, not at every retry."},
 			[]string{"hold"}),
 		windowed: newDeferrals(time.Now),
+		restarts: newRestartStates(),
 		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_ignored_total",
 			Help: "Changes that no selected consumer reads (no action)."}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "cmsync_retries_total",
@@ -87,7 +89,7 @@ func NewMetrics() *Metrics {
 
 // collectors are the controller's own metrics, as registered.
 func (m *Metrics) collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{m.doubles, m.readers, m.shadow, m.spared, m.changes, m.actions, m.results, m.deferred, m.windowed,
+	return append([]prometheus.Collector{m.doubles, m.readers, m.shadow, m.spared, m.changes, m.actions, m.results, m.deferred, m.windowed, m.restarts,
 		m.ignored, m.retries, m.errors, m.latency, m.leader, m.alerts}, m.queue.collectors()...)
 }
 
@@ -108,6 +110,10 @@ func (m *Metrics) PeerDoubleRestart() { m.doubles.Inc() }
 
 // ReaderPodFailed counts one node reader pod that failed.
 func (m *Metrics) ReaderPodFailed() { m.readers.Inc() }
+
+// FollowRestarts has cmsync_restarts read the leader's loop (nil: this
+// replica no longer leads).
+func (m *Metrics) FollowRestarts(read func() []reconcile.RestartState) { m.restarts.follow(read) }
 
 // Queue is the metrics provider of the loop's namespace queue.
 func (m *Metrics) Queue() workqueue.MetricsProvider { return m.queue }

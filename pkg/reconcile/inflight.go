@@ -95,6 +95,13 @@ type inFlight struct {
 	illegal []string
 }
 
+// reset forgets every restart under way and owed.
+func (f *inFlight) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.targets, f.owed, f.rounds, f.illegal = map[refresh.Target]*flight{}, nil, nil, nil
+}
+
 // maxIllegal bounds the refused moves kept.
 const maxIllegal = 16
 

@@ -430,7 +430,9 @@ func (l *Loop) defaults() {
 	if l.VerifyInRound <= 0 {
 		l.VerifyInRound = DefaultVerifyInRound
 	}
-	l.restarts = inFlight{targets: map[refresh.Target]*flight{}}
+	l.restarts.reset() // under its lock: the controller's gauge reads it (Restarts)
+	l.restarts.mu.Lock()
+	defer l.restarts.mu.Unlock()
 	for t, at := range l.UnderWay {
 		if l.Now().Sub(at) < l.RolloutWait { // an older one is not a restart under way: its pods are unavailable for another reason
 			l.restarts.move(t, moveSeen, at)

@@ -168,3 +168,31 @@ func (f *inFlight) owedNow() map[refresh.Target]owed {
 func compareTargets(a, b refresh.Target) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
 }
+
+// RestartState is one restart owed or under way, as the controller's
+// gauge shows it.
+type RestartState struct {
+	Target refresh.Target
+	// State is the restart's phase: held or failed (owed), sending or
+	// rolling (under way). A workload may have one of each: its next
+	// restart held while the rollout of the one before goes on.
+	State string
+	// Hold is what holds a held one.
+	Hold  HoldKind
+	Since time.Time
+}
+
+// Restarts are the restarts owed and under way now, in every namespace.
+func (l *Loop) Restarts() []RestartState {
+	f := &l.restarts
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []RestartState
+	for t, fl := range f.targets {
+		out = append(out, RestartState{Target: t, State: string(fl.phase), Since: fl.since})
+	}
+	for t, o := range f.owed {
+		out = append(out, RestartState{Target: t, State: string(o.phase), Hold: o.hold.Kind, Since: o.since})
+	}
+	return out
+}

@@ -115,6 +115,13 @@ func TestARestartOwedIsHeldFailedAndReleased(t *testing.T) {
 	if len(owed) != 1 || owed[web].phase != OwedHeld || owed[web].hold.Kind != HoldLimit {
 		t.Fatalf("api let through, web held by the limit: owed %+v", owed)
 	}
+	states := map[string]string{}
+	for _, s := range f.loop.Restarts() {
+		states[s.Target.Name] = s.State + " " + string(s.Hold)
+	}
+	if len(states) != 2 || states["web"] != "held limit" || states["api"] != "rolling " {
+		t.Errorf("restarts as the gauge reads them: %v; want api rolling, web held by the limit", states)
+	}
 	f.failRestarts("web", 1)
 	f.setGeneration("api", false) // api's rollout complete: the limit lets web through
 	f.step(MaxRecheck)
