@@ -194,8 +194,12 @@ func (l *Loop) gate(ctx context.Context, plan *refresh.Plan, changes map[inspect
 			}
 			until[k] = laterRetry(until[k], h, len(retry[k]) == 1)
 		}
-		l.restarts.owe(a.Target, moveHold, said, now)
-		if tell { // said once per edit and reason, not at every retry
+		// said once per edit and reason, not at every retry; again once
+		// held anew (let through and failed since, or held once more
+		// after a round that did not hold it): what was said last of it
+		// (tried again, sent) no longer holds
+		tell = l.restarts.owe(a.Target, moveHold, said, now) || tell
+		if tell {
 			l.emit(Event{Kind: EventDeferred, Action: &a, Until: at, Window: h.Window, Hold: h.Kind, Message: h.Reason + "; " + retryWhen(h)})
 		}
 	}

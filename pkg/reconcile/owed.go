@@ -92,24 +92,27 @@ func nextOwed(o *owed, m owedMove, h Hold, at time.Time) (*owed, error) {
 }
 
 // owe moves the restart owed of t by m at at (see nextOwed) in the round
-// of its namespace under way.
-func (f *inFlight) owe(t refresh.Target, m owedMove, h Hold, at time.Time) {
+// of its namespace under way, and tells whether it entered its phase
+// (held: from due, or failed; no longer held since the last line said so).
+func (f *inFlight) owe(t refresh.Target, m owedMove, h Hold, at time.Time) (entered bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	next, err := nextOwed(f.owed[t], m, h, at)
+	prev := f.owed[t]
+	next, err := nextOwed(prev, m, h, at)
 	if err != nil {
 		f.refuse(t, at, err)
-		return
+		return false
 	}
 	if next == nil {
 		delete(f.owed, t)
-		return
+		return prev != nil
 	}
 	if f.owed == nil {
 		f.owed = map[refresh.Target]*owed{}
 	}
 	next.round = f.rounds[t.Namespace]
 	f.owed[t] = next
+	return prev == nil || prev.phase != next.phase
 }
 
 // beginRound starts a round of ns: what it moves is its own.

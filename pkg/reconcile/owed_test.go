@@ -1,9 +1,13 @@
 package reconcile
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-cmsync/kubectl-cmsync/pkg/refresh"
 )
@@ -136,5 +140,65 @@ func TestARestartOwedIsHeldFailedAndReleased(t *testing.T) {
 	}
 	if _, illegal := f.loop.restarts.phases(); len(illegal) != 0 {
 		t.Errorf("moves refused: %s", strings.Join(illegal, "; "))
+	}
+}
+
+// TestARestartHeldAgainAfterItFailedIsSaidHeldAgain: web, held for the
+// limit (said), let through, its PATCH cut ("tried again"), is held for
+// the limit once more at its retry: that is said again, though the limit
+// was said for this edit before, since the line said last of web (tried
+// again in a second) no longer holds.
+func TestARestartHeldAgainAfterItFailedIsSaidHeldAgain(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts, f.loop.RolloutWait = 1, 3*time.Hour
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	f.failRestarts("web", 1)
+	f.setGeneration("api", false)
+	f.step(MaxRecheck) // web let through, its PATCH cut
+	failed := f.now
+	if o := f.loop.restarts.owedNow()[refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}]; o.phase != OwedFailed {
+		t.Fatalf("web after its PATCH was cut: %+v, want failed", o)
+	}
+	api := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "api"}
+	f.setGeneration("api", true)
+	f.loop.restarts.mu.Lock()
+	f.loop.restarts.targets[api] = &flight{phase: FlightRolling, since: f.now} // api restarted again meanwhile: under way
+	f.loop.restarts.mu.Unlock()
+	f.step(2 * RetryBase)
+	var again []string
+	for _, e := range f.events {
+		if e.Kind == EventDeferred && e.Action != nil && e.Action.Target.Name == "web" && !e.Time.Before(failed) {
+			again = append(again, string(e.Hold))
+		}
+	}
+	if len(again) != 1 || again[0] != string(HoldLimit) {
+		t.Errorf("deferrals of web since its PATCH failed: %q; want it said held for the limit once", again)
+	}
+}
+
+// TestARoundThatDropsItsChangesSettlesTheirRestarts: web, held for the
+// limit, is owed no more once a round of its namespace drops the change
+// for good (its pods cannot be listed: forbidden), reported and not put
+// back; a round that puts it back (a failure that may pass) keeps it.
+func TestARoundThatDropsItsChangesSettlesTheirRestarts(t *testing.T) {
+	f := newRoundFixture(t)
+	f.loop.MaxConcurrentRestarts, f.loop.RolloutWait = 1, 3*time.Hour
+	f.loop.defaults()
+	f.envWorkload("ns", "api", "a")
+	f.edit("a", map[string]string{"K": "2", "X": "x"})
+	f.step(3 * time.Second)
+	web := refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	f.failPodLists(1, apierrors.NewServiceUnavailable("the API server is restarting"))
+	f.step(MaxRecheck)
+	if o := f.loop.restarts.owedNow()[web]; o.phase != OwedHeld {
+		t.Fatalf("web after a round put back for a failure that may pass: %+v, want still held", o)
+	}
+	f.failPodLists(-1, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no")))
+	f.step(MaxRecheck)
+	if owed := f.loop.restarts.owedNow(); len(owed) != 0 {
+		t.Errorf("after a round dropped the change for good: owed %+v, want nothing", owed)
 	}
 }

@@ -766,6 +766,7 @@ func (l *Loop) afterRollouts(ctx context.Context, items []inspect.Use, changes m
 			kept = append(kept, it)
 			continue
 		}
+		l.restarts.undecided(refresh.Target{Kind: it.Workload.GroupKind(), Namespace: it.Object.Namespace, Name: it.Workload.Name}) // checked once it completes
 		if retry[it.Key()] == nil {
 			retry[it.Key()] = map[string]bool{}
 		}

@@ -39,10 +39,18 @@ func (l *Loop) roundIn(ctx context.Context, ns string, changes map[inspect.Objec
 		}
 	}
 	rd := l.read(ctx, ns, changes, keys)
-	if rd == nil || (len(rd.kept) > 0 || len(rd.named) > 0) && !l.act(ctx, rd) {
-		return // nothing decided: the restarts owed stay as they were
+	if (rd == nil || (len(rd.kept) > 0 || len(rd.named) > 0) && !l.act(ctx, rd)) && (ctx.Err() != nil || l.anyPending(keys)) {
+		return // nothing decided, the changes put back: the restarts owed stay as they were
 	}
-	l.restarts.settle(ns, l.Now())
+	l.restarts.settle(ns, l.Now()) // decided, or the changes dropped (reported) for good
+}
+
+// anyPending tells whether a change of one of keys is pending: put back
+// by the round (a failure that may pass), or edited since.
+func (l *Loop) anyPending(keys []inspect.ObjectKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(keys, func(k inspect.ObjectKey) bool { return l.pending[k] != nil })
 }
 
 // joinPutBack merges into the round's changes the copies put back since

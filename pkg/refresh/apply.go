@@ -292,11 +292,16 @@ type WindowClosedError struct {
 }
 
 func (e *WindowClosedError) Error() string {
-	msg := fmt.Sprintf("the restart window of %s closed at %s before the restart was sent", e.Target, e.Closed.UTC().Format(time.RFC3339))
-	if e.Last != nil {
-		msg = fmt.Sprintf("the restart window of %s closed at %s before the restart was sent again (the last attempt: %v)", e.Target, e.Closed.UTC().Format(time.RFC3339), e.Last)
+	closed := e.Closed.UTC().Format(time.RFC3339)
+	var st apierrors.APIStatus
+	switch {
+	case e.Last == nil:
+		return fmt.Sprintf("the restart window of %s closed at %s before the restart was sent; it is sent when the window opens again", e.Target, closed)
+	case errors.As(e.Last, &st) && st.Status().Code >= 400 && st.Status().Code < 500 && st.Status().Code != 408: // refused: not applied
+		return fmt.Sprintf("the restart window of %s closed at %s before the restart was sent again (the last attempt: %v); it is sent when the window opens again", e.Target, closed, e.Last)
 	}
-	return msg + "; it is sent when the window opens again"
+	return fmt.Sprintf("the restart window of %s closed at %s before the restart was sent again (the last attempt: %v; it may have been applied); "+
+		"if its pods are not current by then, it is sent when the window opens again", e.Target, closed, e.Last)
 }
 
 // actionPatch is the patch of r's action stamped with t, and its type.

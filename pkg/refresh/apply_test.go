@@ -147,6 +147,7 @@ func TestARestartIsNotSentAfterItsWindowCloses(t *testing.T) {
 		wantAgain bool // the message says a retry was cut, with the last answer
 	}{
 		{"closed while retried", closes, []error{apierrors.NewTooManyRequests("slow down", 0)}, 1, true},
+		{"closed while retried after a timeout", closes, []error{apierrors.NewTimeoutError("the request timed out", 0)}, 1, true},
 		{"closed before the first attempt", fixedNow().Add(-time.Second), nil, 0, false},
 		{"open until sent", fixedNow().Add(time.Hour), []error{apierrors.NewTooManyRequests("slow down", 0)}, 2, false},
 	} {
@@ -178,6 +179,9 @@ func TestARestartIsNotSentAfterItsWindowCloses(t *testing.T) {
 			}
 			if !strings.Contains(r.Error, "restart window of deployment/web closed at") || !strings.HasSuffix(r.Error, "it is sent when the window opens again") {
 				t.Errorf("error %q does not say which window closed and what happens next", r.Error)
+			}
+			if ambiguous := strings.Contains(tc.name, "timeout"); strings.Contains(r.Error, "it may have been applied") != ambiguous {
+				t.Errorf("error %q: says the last attempt may have been applied = %v, want %v", r.Error, !ambiguous, ambiguous)
 			}
 		})
 	}
