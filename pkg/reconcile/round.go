@@ -74,7 +74,11 @@ func (l *Loop) joinPutBack(changes map[inspect.ObjectKey]*pending) {
 // or a later one, is handed over and not verified yet: its new pods read
 // that edit, its verification says how it ends and puts the workload back
 // to be verified again (never sent again) if it times out. Acting on it
-// here would restart it twice for one change.
+// here would restart it twice for one change. A check of every use (a
+// resume's) is left only to a verification of every use: one of a live
+// edit verifies, and verifies again, the uses of that edit's keys, and an
+// edit no leader acted on, of a key only an env var reads, would be left
+// to nothing if its rollout does not complete.
 func (l *Loop) leaveToVerifications(ns string, changes map[inspect.ObjectKey]*pending) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -83,7 +87,10 @@ func (l *Loop) leaveToVerifications(ns string, changes map[inspect.ObjectKey]*pe
 			continue
 		}
 		for _, v := range l.verifying[ns] {
-			if vp := v.changes[k]; vp != nil && vp.edit >= p.edit {
+			// a check of every use (a resume's, --sync-existing's) is
+			// covered only by a verification of one: the others verify
+			// the uses of their edits' keys alone
+			if vp := v.changes[k]; vp != nil && vp.edit >= p.edit && (vp.existing || !p.existing) {
 				for _, w := range v.workloadsOf(k) {
 					delete(p.only, w)
 				}

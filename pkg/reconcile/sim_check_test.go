@@ -203,8 +203,24 @@ func (r *simRun) checkOwed() []string {
 		if o.phase == OwedHeld && !r.saidHold(t, o) {
 			v = append(v, fmt.Sprintf("(d) %s/%s held (%s) since %s, and no deferral said so since", t.Namespace, t.Name, o.hold.Kind, r.rel(o.since)))
 		}
+		if said := r.lastSaidUntil(t); o.phase == OwedHeld && o.hold.paced() && o.hold.Kind != HoldRate && said != nil && said.After(r.clock.Now()) && !said.Equal(o.hold.Until) {
+			v = append(v, fmt.Sprintf("(d) %s/%s held (%s) until %s, and the last deferral said until %s", t.Namespace, t.Name, o.hold.Kind, r.rel(o.hold.Until), r.rel(*said)))
+		}
 	}
 	return v
+}
+
+// lastSaidUntil is the time the last deferral of t the leader now said
+// named (nil: none, or one that named no time). A paced hold other than
+// the rate's (whose time moves on with every check) says its time again
+// whenever it changes: a line that names another, still ahead, is wrong.
+func (r *simRun) lastSaidUntil(t refresh.Target) *time.Time {
+	for i := len(r.events) - 1; i >= 0; i-- {
+		if e := r.events[i]; e.Kind == EventDeferred && e.leader == r.leader && e.Action != nil && e.Action.Target == t {
+			return e.Until
+		}
+	}
+	return nil
 }
 
 // saidHold tells whether the leader now said, since the restart of t

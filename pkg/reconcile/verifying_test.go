@@ -556,3 +556,35 @@ func TestLateEditTheHandedOverRestartReadIsNoEditForIt(t *testing.T) {
 		}
 	}
 }
+
+// TestAResumeCheckIsLeftOnlyToAVerificationOfEveryUse: a restart of web
+// for a live edit of a is handed over and verified; a resume's check of
+// every use of a's consumers (an edit no leader acted on, of a key only
+// web's env var reads) is not left to it, since it verifies the uses of
+// the live edit's keys alone; a check of a live edit, or one verified by
+// a check of every use, is.
+func TestAResumeCheckIsLeftOnlyToAVerificationOfEveryUse(t *testing.T) {
+	a := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	restart := refresh.Result{Action: refresh.Action{Action: refresh.ActionRestart, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: "web"},
+		Consumers: []refresh.Consumer{{Object: inspect.ObjectRef{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}}}}}
+	for _, tc := range []struct {
+		name                string
+		verifying, checking bool // existing: a check of every use
+		left                bool
+	}{
+		{"a resume's check, a live edit's verification", false, true, false},
+		{"a live edit, a live edit's verification", false, false, true},
+		{"a resume's check, a resume's verification", true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRoundFixture(t)
+			f.loop.verifying["ns"] = []*verification{{results: []refresh.Result{restart},
+				changes: map[inspect.ObjectKey]*pending{a: {edit: 2, existing: tc.verifying}}}}
+			changes := map[inspect.ObjectKey]*pending{a: {edit: 1, existing: tc.checking, only: map[string]bool{"Deployment/web": true}}}
+			f.loop.leaveToVerifications("ns", changes)
+			if left := !changes[a].only["Deployment/web"]; left != tc.left {
+				t.Errorf("web left to the verification: %v, want %v", left, tc.left)
+			}
+		})
+	}
+}
