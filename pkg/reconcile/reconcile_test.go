@@ -74,6 +74,29 @@ func TestConcernedKeepsTheUsesThatReadAChangedKey(t *testing.T) {
 	}
 }
 
+// TestARecheckConcernsEveryUseOfItsWorkload: a workload verified again
+// after its action for a change timed out (a restart whose rollout does
+// not complete) is checked in every use of the object, whatever key: the
+// restart was to make them all current, and one stale for another key is
+// said (a manual step: not sent again), not left unsaid.
+func TestARecheckConcernsEveryUseOfItsWorkload(t *testing.T) {
+	app := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "app"}
+	items := []inspect.Use{item("app", "web-1", "a"), item("app", "web-1", "b"), item("app", "api-1", "b")}
+	items[0].Workload = inspect.WorkloadRef{Kind: "Deployment", Name: "web"}
+	items[1].Workload = items[0].Workload
+	items[2].Workload = inspect.WorkloadRef{Kind: "Deployment", Name: "api"}
+	changes := map[inspect.ObjectKey]*pending{app: {change: Change{Object: app, Keys: []string{"a"}}}}
+	count := func() int { kept, _ := concernedItems(items, changes); return len(kept) }
+	if n := count(); n != 1 {
+		t.Fatalf("a change of key a: %d uses kept, want web's of a", n)
+	}
+	changes[app].recheck = map[string]bool{"Deployment/web": true}
+	kept, _ := concernedItems(items, changes)
+	if len(kept) != 2 || kept[0].Keys[0] != "a" || kept[1].Keys[0] != "b" || kept[1].Workload.Name != "web" {
+		t.Errorf("web verified again: kept %v, want both of web's uses, not api's", kept)
+	}
+}
+
 func action(kind refresh.ActionKind, name string) refresh.Action {
 	return refresh.Action{Action: kind, Target: refresh.Target{Kind: "Deployment", Namespace: "ns", Name: name}}
 }

@@ -260,8 +260,11 @@ func (l *Loop) concerned(items []inspect.Use, changes map[inspect.ObjectKey]*pen
 }
 
 // concernedItems returns the items that a change concerns (Concerns; for a
-// change of --sync-existing, every item of the object) and the objects that
-// have at least one.
+// change of --sync-existing, every item of the object; for a workload
+// verified again after its action timed out, every item of its: a restart
+// that was to make every use of its pods current and whose rollout does
+// not complete leaves stale what it was to make current, whatever key) and
+// the objects that have at least one.
 func concernedItems(items []inspect.Use, changes map[inspect.ObjectKey]*pending) ([]inspect.Use, map[inspect.ObjectKey]bool) {
 	var kept []inspect.Use
 	acted := map[inspect.ObjectKey]bool{}
@@ -270,7 +273,7 @@ func concernedItems(items []inspect.Use, changes map[inspect.ObjectKey]*pending)
 		if p == nil || it.Pod.Name == "" || (p.only != nil && !p.only[onlyKey(it.Workload)]) {
 			continue
 		}
-		if _, ok := Concerns(it, p.change); ok || p.existing {
+		if _, ok := Concerns(it, p.change); ok || p.existing || p.recheck[onlyKey(it.Workload)] {
 			kept = append(kept, it)
 			acted[it.Key()] = true
 		}
