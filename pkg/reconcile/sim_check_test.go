@@ -29,7 +29,8 @@ import (
 //   (g) an unreadable consumer is given up only after its retries had
 //       their time (about four minutes), counted from its last edit;
 //   (h) between two steps, no restart is still sending and none was moved
-//       out of order (inflight.go's nextFlight).
+//       out of order (inflight.go's nextFlight); none is counted against
+//       the rate (c).
 
 // simRestart is one restart cmsync sent: a rollout, or the evictions of
 // one workload in one round.
@@ -167,6 +168,7 @@ func (r *simRun) checkFlights() {
 	for _, m := range illegal {
 		v = append(v, "(h) a move out of order: "+m)
 	}
+	v = append(v, r.checkLetThrough()...)
 	v = append(v, r.checkOwed()...)
 	slices.Sort(v)
 	for _, s := range v {
@@ -178,6 +180,22 @@ func (r *simRun) checkFlights() {
 			r.flights = append(r.flights, fmt.Sprintf("%s (at %s, leader %d)", s, r.rel(r.clock.Now()), r.leader))
 		}
 	}
+}
+
+// checkLetThrough: (c) a held or unsent restart spends nothing of the
+// rate. The pacer counts a restart it let through against the bucket until
+// its round says how it ended (pacer.sent); once the round is over, one
+// still counted is a restart held by something the pacer was not asked
+// about (the limit), or one that was never sent, and each costs the other
+// restarts a token until its workload is checked again.
+func (r *simRun) checkLetThrough() []string {
+	r.loop.pace.mu.Lock()
+	defer r.loop.pace.mu.Unlock()
+	var v []string
+	for t := range r.loop.pace.letThrough {
+		v = append(v, fmt.Sprintf("(c) %s/%s counted against the rate once its round ended, and not sent", t.Namespace, t.Name))
+	}
+	return v
 }
 
 // checkOwed: (h) every restart owed (held, or failed and tried again) is
