@@ -49,21 +49,22 @@ func TestQueueMerges(t *testing.T) {
 // TestBatchContextOutlivesOneCaller: a batch's context ends only when all
 // of its callers' contexts have ended.
 func TestBatchContextOutlivesOneCaller(t *testing.T) {
-	gate := make(chan struct{})
+	running, gate, checked := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	q := &Queue[string]{}
 	var got []error
 	q.Run = func(ctx context.Context, jobs []string) {
 		if jobs[0] == "first" {
+			close(running)
 			<-gate // hold the queue so the next two are merged
 			return
 		}
-		<-time.After(20 * time.Millisecond)
-		got = append(got, ctx.Err())
+		got = append(got, ctx.Err()) // the first caller has ended, the second not
+		close(checked)
 		<-ctx.Done()
 		got = append(got, ctx.Err())
 	}
 	go q.Do(context.Background(), "first")
-	time.Sleep(10 * time.Millisecond)
+	<-running
 	c1, cancel1 := context.WithCancel(context.Background())
 	c2, cancel2 := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -71,10 +72,14 @@ func TestBatchContextOutlivesOneCaller(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); q.Do(c, "merged") }()
 	}
-	time.Sleep(10 * time.Millisecond)
+	for queued := 0; queued < 2; time.Sleep(time.Millisecond) { // both wait for the same batch
+		q.mu.Lock()
+		queued = len(q.pending)
+		q.mu.Unlock()
+	}
 	cancel1()
 	close(gate)
-	time.Sleep(40 * time.Millisecond)
+	<-checked
 	cancel2()
 	wg.Wait()
 	if len(got) != 2 || got[0] != nil || got[1] == nil {
