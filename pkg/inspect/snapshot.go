@@ -215,13 +215,34 @@ type LoadOptions struct {
 	// response waits unread: a ConfigMap, Secret or owner LIST slower than
 	// the API server's request timeout (60 s by default) would cut it.
 	PodSink func(*Snapshot) func(*corev1.Pod) error
+	// OnlyUsed keeps a ConfigMap or Secret only when a pod listed uses it
+	// (Uses) or Also names it; the others are dropped as each page of their
+	// LIST is read, so the snapshot holds none of their data (a namespace's
+	// Helm release Secrets, the bundles and certificates no pod mounts).
+	// The pods are then listed first, and the objects once the pods are in.
+	// A dropped object is absent from the snapshot: ask it only of objects
+	// a pod uses or Also names. Not with PodSink, which needs the objects
+	// before the pods.
+	OnlyUsed bool
+	// Also are the objects OnlyUsed keeps whether a pod uses them or not.
+	Also []ObjectKey
 }
 
 // Load reads a Snapshot with one paginated LIST per kind. The kinds are
 // listed concurrently; ReplicaSets and Jobs only once a pod owned by one
 // has been read (or with Workloads), nodes only when there are pods.
 func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot, error) {
+	if o.OnlyUsed && o.PodSink != nil {
+		return nil, errors.New("inspect: OnlyUsed needs the pods before the objects, a PodSink the objects before the pods")
+	}
 	l := newLoader(ctx, c, o)
+	if o.OnlyUsed {
+		if err := l.listPods(); err != nil {
+			l.wg.Wait() // the owner LISTs the pods started
+			return nil, err
+		}
+		l.used = usedObjects(l.s.Pods, o.Also)
+	}
 	if o.Workloads {
 		l.listReplicaSets()
 		l.listJobs()
@@ -241,7 +262,9 @@ func Load(ctx context.Context, c kubernetes.Interface, o LoadOptions) (*Snapshot
 			return err
 		})
 	}
-	l.run("pods", l.listPods)
+	if !o.OnlyUsed {
+		l.run("pods", l.listPods)
+	}
 	l.wg.Wait()
 	if l.firstErr != nil {
 		return nil, l.firstErr
@@ -286,6 +309,8 @@ type loader struct {
 
 	nodes     map[string]*corev1.Node
 	templates []WorkloadTemplate
+	// used are the objects OnlyUsed keeps (nil: all)
+	used map[ObjectKey]bool
 
 	// the sink's pod function, made once the base LISTs have ended
 	sinkOnce sync.Once
@@ -428,7 +453,14 @@ func (l *loader) listConfigMaps() error {
 		return l.c.CoreV1().ConfigMaps(l.ns).List(ctx, lo)
 	}, func(obj runtime.Object) error {
 		cm := obj.(*corev1.ConfigMap)
-		l.s.ConfigMaps[ObjectKey{KindConfigMap, cm.Namespace, cm.Name}] = cm
+		k := ObjectKey{KindConfigMap, cm.Namespace, cm.Name}
+		switch {
+		case l.used == nil:
+			l.s.ConfigMaps[k] = cm
+		case l.used[k]: // a copy: the page's items, the dropped among them, go
+			c := *cm
+			l.s.ConfigMaps[k] = &c
+		}
 		return nil
 	})
 }
@@ -438,7 +470,14 @@ func (l *loader) listSecrets() error {
 		return l.c.CoreV1().Secrets(l.ns).List(ctx, lo)
 	}, func(obj runtime.Object) error {
 		sec := obj.(*corev1.Secret)
-		l.s.Secrets[ObjectKey{KindSecret, sec.Namespace, sec.Name}] = sec
+		k := ObjectKey{KindSecret, sec.Namespace, sec.Name}
+		switch {
+		case l.used == nil:
+			l.s.Secrets[k] = sec
+		case l.used[k]: // a copy: the page's items, the dropped among them, go
+			c := *sec
+			l.s.Secrets[k] = &c
+		}
 		return nil
 	})
 	if l.deny(err) {
@@ -502,6 +541,20 @@ func (l *loader) addPod(pod *corev1.Pod) error {
 	p := TrimPod(*pod)
 	l.sunk++
 	return l.sink(&p)
+}
+
+// usedObjects are the objects the pods use, and also.
+func usedObjects(pods []corev1.Pod, also []ObjectKey) map[ObjectKey]bool {
+	used := make(map[ObjectKey]bool, len(also))
+	for _, k := range also {
+		used[k] = true
+	}
+	for i := range pods {
+		for _, u := range Uses(&pods[i]) {
+			used[u.Key()] = true
+		}
+	}
+	return used
 }
 
 // startSink makes the sink's pod function once the base LISTs have ended.

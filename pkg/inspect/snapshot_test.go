@@ -548,3 +548,73 @@ func TestSnapshotObjectCached(t *testing.T) {
 		t.Errorf("secret listed, absent: %+v", s)
 	}
 }
+
+// OnlyUsed keeps the objects a pod uses and those Also names, drops the
+// rest, and the report of the pods is the one the whole snapshot gives.
+func TestLoadOnlyUsedKeepsWhatThePodsUse(t *testing.T) {
+	objs := statusFixtureObjects(t)
+	dropped := 0
+	for _, tc := range []struct {
+		name string
+		lo   LoadOptions
+		bo   BuildOptions
+	}{
+		{"all namespaces", LoadOptions{Secrets: true}, BuildOptions{Secrets: true}},
+		{"shop", LoadOptions{Namespace: "shop", Secrets: true}, BuildOptions{Secrets: true}},
+		{"owners", LoadOptions{Namespace: "owners"}, BuildOptions{}},
+		{"pod selector", LoadOptions{Namespace: "shop", PodSelector: "variant=app.yaml"}, BuildOptions{}},
+		{"no pods", LoadOptions{Namespace: "empty"}, BuildOptions{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole, err := Load(context.Background(), fake.NewClientset(objs...), tc.lo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Build(whole, tc.bo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := usedObjects(whole.Pods, nil)
+			var also []ObjectKey // one object no pod uses, if there is one
+			for k := range whole.ConfigMaps {
+				if !used[k] && also == nil {
+					also = []ObjectKey{k}
+				}
+			}
+			lo := tc.lo
+			lo.OnlyUsed, lo.Also = true, also
+			only, err := Load(context.Background(), fake.NewClientset(objs...), lo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Build(only, tc.bo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the report differs from the whole snapshot's:\n got %+v\nwant %+v", got, want)
+			}
+			for k := range whole.ConfigMaps {
+				if keep := used[k] || slices.Contains(also, k); keep != (only.ConfigMaps[k] != nil) {
+					t.Errorf("%v kept: %v, want %v", k, only.ConfigMaps[k] != nil, keep)
+				}
+			}
+			for k := range whole.Secrets {
+				if only.Secrets[k] != nil != used[k] {
+					t.Errorf("%v kept: %v, want %v", k, only.Secrets[k] != nil, used[k])
+				}
+			}
+			if len(only.ConfigMaps) > len(whole.ConfigMaps) || len(only.Secrets) > len(whole.Secrets) {
+				t.Errorf("kept more than listed")
+			}
+			dropped += len(whole.ConfigMaps) + len(whole.Secrets) - len(only.ConfigMaps) - len(only.Secrets)
+		})
+	}
+	if dropped == 0 {
+		t.Error("no case dropped an object: the fixture no longer tests OnlyUsed")
+	}
+	_, err := Load(context.Background(), fake.NewClientset(), LoadOptions{OnlyUsed: true, PodSink: func(*Snapshot) func(*corev1.Pod) error { return nil }})
+	if err == nil {
+		t.Error("OnlyUsed with a PodSink: no error")
+	}
+}

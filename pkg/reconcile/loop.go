@@ -452,6 +452,13 @@ func (l *Loop) changedAgain(k inspect.ObjectKey) bool {
 
 func (l *Loop) watchSecrets() bool { return l.Secrets || inspect.NamesSecret(l.Names) }
 
+// loadOptions are what a round or a resume reads of ns: its pods, and of
+// its ConfigMaps and Secrets those a pod uses or changed names (the others'
+// data, often most of a namespace's, is dropped as it is listed).
+func (l *Loop) loadOptions(ns string, changed []inspect.ObjectKey) inspect.LoadOptions {
+	return inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets(), OnlyUsed: true, Also: changed}
+}
+
 // canList asks for one object of each watched kind, so that a missing
 // permission is an error at start, not an informer retrying forever.
 func (l *Loop) canList(ctx context.Context) error {

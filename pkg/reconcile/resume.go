@@ -620,7 +620,7 @@ const resumeAttempts = 4
 func (l *Loop) readForResume(ctx context.Context, ns string) (*inspect.Snapshot, []inspect.Use, map[inspect.WorkloadRef]subjectMeta, error) {
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
-		snap, err := inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
+		snap, err := inspect.Load(ctx, l.Client, l.loadOptions(ns, nil))
 		last := attempt == resumeAttempts || ctx.Err() != nil
 		if err == nil {
 			// an unread workload is news once no attempt is left; a skip

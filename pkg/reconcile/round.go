@@ -120,8 +120,10 @@ func (l *Loop) read(ctx context.Context, ns string, changes map[inspect.ObjectKe
 	rd := &roundRead{ns: ns, changes: changes, keys: keys}
 	var err error
 	// pods, owners, ConfigMaps and Secrets listed (the cache keeps only
-	// digests of the objects' values)
-	rd.snap, err = inspect.Load(ctx, l.Client, inspect.LoadOptions{Namespace: ns, PodSelector: l.PodSelector, Secrets: l.watchSecrets()})
+	// digests of the objects' values); of the objects, only those a pod
+	// uses and the changed ones are kept, so that a round holds the data
+	// its consumers read, not its namespace's
+	rd.snap, err = inspect.Load(ctx, l.Client, l.loadOptions(ns, keys))
 	if err != nil {
 		l.failed(changes, keys, fmt.Errorf("reading namespace %s: %w", ns, err))
 		return nil

@@ -45,7 +45,8 @@ type batchKey struct {
 
 // VerifyPods implements Verifier.
 func (c *ClusterVerifier) VerifyPods(ctx context.Context, namespace string, objects []inspect.ObjectKey, want func(inspect.Use) bool) ([]inspect.Use, error) {
-	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || inspect.NamesSecret(objects)})
+	snap, err := inspect.Load(ctx, c.Client, inspect.LoadOptions{Namespace: namespace, PodSelector: c.PodSelector, Secrets: c.Secrets || inspect.NamesSecret(objects),
+		OnlyUsed: true, Also: objects}) // the namespace's other objects' data is not needed
 	if err != nil {
 		return nil, err
 	}
