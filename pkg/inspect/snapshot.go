@@ -333,6 +333,11 @@ func newLoader(ctx context.Context, c kubernetes.Interface, o LoadOptions) *load
 // handled as listPaged says.
 func (l *loader) list(resource string, selector string, fn func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object) error) error {
 	lo := metav1.ListOptions{LabelSelector: selector, Limit: l.pageSize}
+	if l.used != nil && (resource == "configmaps" || resource == "secrets") {
+		// a page's objects are all decoded before the unused are dropped:
+		// smaller pages, so that a namespace's data is never in memory whole
+		lo.Limit = min(lo.Limit, usedPage)
+	}
 	if l.o.FromCache {
 		lo.ResourceVersion, lo.ResourceVersionMatch = "0", metav1.ResourceVersionMatchNotOlderThan
 	}
@@ -542,6 +547,11 @@ func (l *loader) addPod(pod *corev1.Pod) error {
 	l.sunk++
 	return l.sink(&p)
 }
+
+// usedPage is the page size of the ConfigMaps' and Secrets' LISTs with
+// OnlyUsed: a ConfigMap or Secret holds at most 1 MiB, so a page at most
+// about 100 MiB in the worst case, and a few MiB in clusters as they are.
+const usedPage = 100
 
 // usedObjects are the objects the pods use, and also.
 func usedObjects(pods []corev1.Pod, also []ObjectKey) map[ObjectKey]bool {
