@@ -230,6 +230,13 @@ type pending struct {
 	// no leader acted on it, to which their on-change policy applies as to
 	// a live edit (editedFor)
 	recordEdits map[string]bool
+	// checked are the workloads (by Kind/Name) of only that a check (a
+	// resume's, no edit of theirs) brought into a change whose edit had
+	// already had its round, which concerned every use: each is checked
+	// (acted on where stale), not restarted by its on-change policy for
+	// that edit's keys (editedFor), which its round acted on already. A
+	// new edit concerns every use again and clears it.
+	checked map[string]bool
 	// unreadSince is when the first attempt that could not read a
 	// workload's consumers for a cause that may pass was made, by workload
 	// (Kind/Name), on the loop's Clock (retryUnread)
@@ -602,8 +609,8 @@ func (l *Loop) noteChange(old, cur inspect.Object) {
 	p.edits++
 	l.edits++
 	p.edit = l.edits
-	p.only, p.retry, p.told, p.recheck = nil, false, nil, nil // a new edit concerns every use again
-	p.unreadSince = nil                                       // and its reads are attempted anew
+	p.only, p.retry, p.told, p.recheck, p.checked = nil, false, nil, nil, nil // a new edit concerns every use again
+	p.unreadSince = nil                                                       // and its reads are attempted anew
 	p.deferredSince, p.heldSince, p.due = time.Time{}, time.Time{}, time.Time{}
 	l.editedAgain(c)
 	l.bounce.Add(c.Object.Namespace, l.Clock())
@@ -645,6 +652,7 @@ func merge(a, b Change) Change {
 // join merges p, a copy of a change put back (a retry, a verification's
 // recheck), into q, the change of the same object pending or taken.
 func (q *pending) join(p pending) {
+	checked := joinChecked(q, &p)
 	switch { // before only widens: the rechecks an earlier edit's copy brings depend on the later's
 	case q.retry && p.edit > q.edit:
 		p.recheck = joinTold(maps.Clone(p.recheck), rechecksKept(q.recheck, p.only))
@@ -684,10 +692,53 @@ func (q *pending) join(p pending) {
 		q.due = p.due
 	}
 	q.recordEdits = joinTold(q.recordEdits, p.recordEdits)
+	q.checked = checked
 	if same { // no edit since: the attempts so far count
 		q.unreadSince = p.unreadSince
 	}
 	q.edit = max(q.edit, p.edit)
+}
+
+// joinChecked is checked of q and p joined: the workloads of either
+// that neither's edit concerns. An edit whose round is still to come (a
+// change of every use) concerns them all: none is then checked only.
+func joinChecked(q, p *pending) map[string]bool {
+	qAll, qOf := editedWorkloads(q)
+	pAll, pOf := editedWorkloads(p)
+	if qAll || pAll {
+		return nil
+	}
+	var out map[string]bool
+	for _, only := range []map[string]bool{q.only, p.only} {
+		for w := range only {
+			if !qOf[w] && !pOf[w] {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[w] = true
+			}
+		}
+	}
+	return out
+}
+
+// editedWorkloads are the workloads x's edit concerns: none when x is no
+// edit (a check), every use (all) when x concerns every use, else those of
+// its only not checked only.
+func editedWorkloads(x *pending) (all bool, of map[string]bool) {
+	switch {
+	case !edited(x):
+		return false, nil
+	case x.only == nil:
+		return true, nil
+	}
+	of = map[string]bool{}
+	for w := range x.only {
+		if !x.checked[w] {
+			of[w] = true
+		}
+	}
+	return false, of
 }
 
 // rechecksKept are the rechecks of an earlier edit's copy that stand for
@@ -722,7 +773,7 @@ func (l *Loop) requeueAt(p pending, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p.retry, p.told, p.only, p.recheck = true, maps.Clone(p.told), maps.Clone(p.only), maps.Clone(p.recheck) // a copy shares no map with the round's
-	p.recordEdits, p.unreadSince = maps.Clone(p.recordEdits), maps.Clone(p.unreadSince)
+	p.recordEdits, p.unreadSince, p.checked = maps.Clone(p.recordEdits), maps.Clone(p.unreadSince), maps.Clone(p.checked)
 	p.due = at
 	if q := l.pending[p.change.Object]; q != nil {
 		q.join(p)

@@ -188,9 +188,11 @@ func edited(p *pending) bool {
 // editedFor: the change is an edit (edited), or workload w (by Kind/Name)
 // found its record of the object different from what it reads now: an
 // edit it has not been acted on for, made while no leader acted (a leader
-// change, a restart deferred to a window by the leader before).
+// change, a restart deferred to a window by the leader before). A workload
+// a check brought into an edit's change after its round (checked) is
+// checked, not edited.
 func editedFor(p *pending, w string) bool {
-	return edited(p) || p.recordEdits[w]
+	return (edited(p) && !p.checked[w]) || p.recordEdits[w]
 }
 
 func anyEdited(changes map[inspect.ObjectKey]*pending) bool {

@@ -51,6 +51,7 @@ func (l *Loop) putDue(changes map[inspect.ObjectKey]*pending) {
 	l.mu.Lock()
 	for k, p := range changes {
 		if q := l.pending[k]; q != nil {
+			q.checked = joinChecked(q, p)
 			q.change, q.existing, q.due = merge(p.change, q.change), true, time.Time{}
 			if q.only != nil && p.only != nil {
 				q.only = joinTold(maps.Clone(q.only), p.only)

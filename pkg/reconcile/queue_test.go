@@ -259,6 +259,59 @@ func TestResumeKeepsARetryToItsWorkloads(t *testing.T) {
 	}
 }
 
+// TestACheckJoinedToAnEditAfterItsRoundIsNoEditOfItsWorkloads: a
+// resume's check of a workload (its record differs, no edit of its own),
+// joined to the retry of an edit whose round concerned every use and
+// restarted that workload already, checks it: its on-change policy does
+// not restart it again for the edit's keys. The workloads the edit retries
+// stay edited, an edit whose round is still to come concerns every use,
+// and a new edit concerns every use again.
+func TestACheckJoinedToAnEditAfterItsRoundIsNoEditOfItsWorkloads(t *testing.T) {
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	check := func() *pending {
+		return &pending{change: Change{Object: k}, existing: true, retry: true, only: map[string]bool{"Deployment/held": true, "Deployment/other": true}}
+	}
+	edit := func() *pending {
+		return &pending{change: Change{Object: k, Keys: []string{"K"}}, retry: true, edit: 1, only: map[string]bool{"Deployment/held": true}}
+	}
+	due := func(f *roundFixture, q *pending) *pending {
+		f.loop.pending[k] = q
+		c := check()
+		c.retry = false
+		f.loop.putDue(map[inspect.ObjectKey]*pending{k: c})
+		return f.loop.pending[k]
+	}
+	for _, tc := range []struct {
+		name        string
+		join        func(f *roundFixture) *pending
+		other, held bool // edited for each
+	}{
+		{"the edit's retry joins the check", func(*roundFixture) *pending { q := check(); q.join(*edit()); return q }, false, true},
+		{"the check joins the edit's retry", func(*roundFixture) *pending { q := edit(); q.join(*check()); return q }, false, true},
+		{"the resume's check put due beside the edit's retry", func(f *roundFixture) *pending { return due(f, edit()) }, false, true},
+		{"an edit whose round is to come", func(f *roundFixture) *pending {
+			q := edit()
+			q.retry, q.only = false, nil
+			return due(f, q)
+		}, true, true},
+		{"a new edit after the check joined", func(f *roundFixture) *pending {
+			due(f, edit())
+			f.edit("a", map[string]string{"K": "3", "X": "x"})
+			return f.loop.pending[k]
+		}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.join(newRoundFixture(t))
+			if got := editedFor(p, "Deployment/other"); got != tc.other {
+				t.Errorf("other edited: %v, want %v (pending %+v)", got, tc.other, p)
+			}
+			if got := editedFor(p, "Deployment/held"); got != tc.held {
+				t.Errorf("held edited: %v, want %v (pending %+v)", got, tc.held, p)
+			}
+		})
+	}
+}
+
 // TestRestartsOfAnEarlierLeaderAreCounted: a new leader counts the
 // restarts its predecessor sent whose rollouts are still under way
 // (UnderWay) against --max-concurrent-restarts from its first round, not
