@@ -333,9 +333,10 @@ func newLoader(ctx context.Context, c kubernetes.Interface, o LoadOptions) *load
 // handled as listPaged says.
 func (l *loader) list(resource string, selector string, fn func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object) error) error {
 	lo := metav1.ListOptions{LabelSelector: selector, Limit: l.pageSize}
-	if l.used != nil && (resource == "configmaps" || resource == "secrets") {
+	if l.o.OnlyUsed && (resource == "configmaps" || resource == "secrets") {
 		// a page's objects are all decoded before the unused are dropped:
-		// smaller pages, so that a namespace's data is never in memory whole
+		// smaller pages, so that a namespace's data is not in memory whole
+		// (but when a page expires, and the LIST is made again whole)
 		lo.Limit = min(lo.Limit, usedPage)
 	}
 	if l.o.FromCache {

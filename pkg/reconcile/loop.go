@@ -653,13 +653,16 @@ func merge(a, b Change) Change {
 // recheck), into q, the change of the same object pending or taken.
 func (q *pending) join(p pending) {
 	checked := joinChecked(q, &p)
+	// a check (a resume's, taken by the round the copy joins) is joined as
+	// a retry is: it concerns its workloads only and said nothing yet
+	retry := q.retry || !edited(q)
 	switch { // before only widens: the rechecks an earlier edit's copy brings depend on the later's
-	case q.retry && p.edit > q.edit:
+	case retry && p.edit > q.edit:
 		p.recheck = joinTold(maps.Clone(p.recheck), rechecksKept(q.recheck, p.only))
-	case q.retry && p.edit < q.edit:
+	case retry && p.edit < q.edit:
 		q.recheck = joinTold(q.recheck, rechecksKept(p.recheck, q.only))
 	}
-	if q.retry && q.only != nil {
+	if retry && q.only != nil {
 		if p.only == nil { // a retry of every use widens it
 			q.only = nil
 		} else {
@@ -671,14 +674,14 @@ func (q *pending) join(p pending) {
 	// of the later edit: the deferrals said of the earlier one say
 	// nothing of the later (a copy requeued once its verification
 	// ended, after a round acted on a later edit).
-	same := q.retry && p.edit == q.edit
+	same := retry && p.edit == q.edit
 	switch {
 	case same:
 		q.told = joinTold(q.told, p.told)
 		q.recheck = joinTold(q.recheck, p.recheck)
 		q.deferredSince = earliest(q.deferredSince, p.deferredSince)
 		q.heldSince = earliest(q.heldSince, p.heldSince)
-	case q.retry && p.edit > q.edit:
+	case retry && p.edit > q.edit:
 		q.told, q.recheck, q.deferredSince, q.heldSince, q.unreadSince = p.told, p.recheck, p.deferredSince, p.heldSince, p.unreadSince
 	}
 	q.change = merge(p.change, q.change)

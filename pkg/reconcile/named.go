@@ -58,7 +58,7 @@ func (l *Loop) namedRestarts(ctx context.Context, ns string, snap *inspect.Snaps
 			p := changes[k]
 			s := Subject{Annotations: w.Annotations, TemplateAnnotations: w.Template}
 			o := Changed{Kind: k.Kind, Name: k.Name, Annotations: objectAnnotations(snap, k)}
-			if !edited(p) || !Named(s, o) || read[k] || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
+			if !edited(p) || p.checked[w.Kind+"/"+w.Name] || !Named(s, o) || read[k] || (p.only != nil && !p.only[w.Kind+"/"+w.Name]) {
 				continue
 			}
 			d := Select(l.RequireOptIn, s, o)

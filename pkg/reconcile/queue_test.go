@@ -312,6 +312,25 @@ func TestACheckJoinedToAnEditAfterItsRoundIsNoEditOfItsWorkloads(t *testing.T) {
 	}
 }
 
+// TestARoundsCheckJoinedByAnEditsCopyKeepsTheCopysWorkloads: a resume's
+// check taken by a round, joined by the copy an edit's verification put
+// back (a restart that timed out, verified again, never sent again),
+// verifies the copy's workload again as the copy says: the check's
+// workloads and the copy's, the copy's rechecks, and the copy's edit for
+// its own workloads only.
+func TestARoundsCheckJoinedByAnEditsCopyKeepsTheCopysWorkloads(t *testing.T) {
+	k := inspect.ObjectKey{Kind: inspect.KindConfigMap, Namespace: "ns", Name: "a"}
+	q := pending{change: Change{Object: k}, existing: true, only: map[string]bool{"Deployment/other": true}}
+	q.join(pending{change: Change{Object: k, Keys: []string{"K"}}, retry: true, edit: 1,
+		only: map[string]bool{"Deployment/held": true}, recheck: map[string]bool{"Deployment/held": true}})
+	if len(q.only) != 2 || !q.only["Deployment/held"] || !q.only["Deployment/other"] || !q.recheck["Deployment/held"] {
+		t.Errorf("only %v, recheck %v: want held and other, held verified again", q.only, q.recheck)
+	}
+	if editedFor(&q, "Deployment/other") || !editedFor(&q, "Deployment/held") {
+		t.Errorf("edited: other %v, held %v; want the edit for held only", editedFor(&q, "Deployment/other"), editedFor(&q, "Deployment/held"))
+	}
+}
+
 // TestRestartsOfAnEarlierLeaderAreCounted: a new leader counts the
 // restarts its predecessor sent whose rollouts are still under way
 // (UnderWay) against --max-concurrent-restarts from its first round, not
