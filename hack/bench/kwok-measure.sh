@@ -58,10 +58,14 @@ ctl_start() {
     --set resources.limits.memory="$CTL_MEMORY" >/dev/null
   DEPLOY=$(kubectl -n $CTL get deployment -o jsonpath='{.items[0].metadata.name}')
   LEADER=$(controller_leader $CTL "$DEPLOY")
-  until kubectl -n $CTL logs "$LEADER" | grep -q '"event":"ready"'; do sleep 0.5; done
-  local started ready
+  # ready: its "ready" line, or, once a start that acts on every namespace has rotated its log past that
+  # line, the pod's Ready condition (whole seconds)
+  local started ready cond='{.status.conditions[?(@.type=="Ready")].'
+  until kubectl -n $CTL logs "$LEADER" | grep -q '"event":"ready"' ||
+    [ "$(kubectl -n $CTL get pod "$LEADER" -o jsonpath="${cond}status}")" = True ]; do sleep 0.5; done
   started=$(kubectl -n $CTL get pod "$LEADER" -o jsonpath='{.status.containerStatuses[0].state.running.startedAt}')
   ready=$(kubectl -n $CTL logs "$LEADER" | jq -rR 'fromjson? | select(.event == "ready") | .time' | head -1)
+  [ -n "$ready" ] || ready=$(kubectl -n $CTL get pod "$LEADER" -o jsonpath="${cond}lastTransitionTime}")
   echo "start to ready: $(echo "$(date -d "$ready" +%s.%N) - $(date -d "$started" +%s)" | bc) s (container started $started, ready $ready; the start time has whole seconds)"
   kubectl -n $CTL port-forward "pod/$LEADER" "$PF_PORT:8080" >/dev/null 2>&1 &
   PF_PID=$!
