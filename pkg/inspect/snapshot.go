@@ -459,14 +459,7 @@ func (l *loader) listConfigMaps() error {
 		return l.c.CoreV1().ConfigMaps(l.ns).List(ctx, lo)
 	}, func(obj runtime.Object) error {
 		cm := obj.(*corev1.ConfigMap)
-		k := ObjectKey{KindConfigMap, cm.Namespace, cm.Name}
-		switch {
-		case l.used == nil:
-			l.s.ConfigMaps[k] = cm
-		case l.used[k]: // a copy: the page's items, the dropped among them, go
-			c := *cm
-			l.s.ConfigMaps[k] = &c
-		}
+		keepObject(l.used, l.s.ConfigMaps, ObjectKey{KindConfigMap, cm.Namespace, cm.Name}, cm)
 		return nil
 	})
 }
@@ -476,14 +469,7 @@ func (l *loader) listSecrets() error {
 		return l.c.CoreV1().Secrets(l.ns).List(ctx, lo)
 	}, func(obj runtime.Object) error {
 		sec := obj.(*corev1.Secret)
-		k := ObjectKey{KindSecret, sec.Namespace, sec.Name}
-		switch {
-		case l.used == nil:
-			l.s.Secrets[k] = sec
-		case l.used[k]: // a copy: the page's items, the dropped among them, go
-			c := *sec
-			l.s.Secrets[k] = &c
-		}
+		keepObject(l.used, l.s.Secrets, ObjectKey{KindSecret, sec.Namespace, sec.Name}, sec)
 		return nil
 	})
 	if l.deny(err) {
@@ -547,6 +533,19 @@ func (l *loader) addPod(pod *corev1.Pod) error {
 	p := TrimPod(*pod)
 	l.sunk++
 	return l.sink(&p)
+}
+
+// keepObject puts obj in m under k: every object when used is nil (no
+// OnlyUsed), else a copy of a used one, so that the page's items, the
+// dropped among them, go with the page.
+func keepObject[T any](used map[ObjectKey]bool, m map[ObjectKey]*T, k ObjectKey, obj *T) {
+	switch {
+	case used == nil:
+		m[k] = obj
+	case used[k]:
+		c := *obj
+		m[k] = &c
+	}
 }
 
 // usedPage is the page size of the ConfigMaps' and Secrets' LISTs with
